@@ -1,0 +1,181 @@
+//! Command-line arguments and their validation.
+
+use std::path::PathBuf;
+
+use clap::{Parser, ValueEnum};
+
+use crate::scene::SceneKind;
+use crate::sync::SyncScheme;
+use crate::UsageError;
+
+/// Who renders the frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProducerKind {
+    /// CUDA when a CUDA device matches the Vulkan device by UUID, else the CPU.
+    Auto,
+    /// CUDA kernels write the shared images through surf2Dwrite.
+    Cuda,
+    /// CPU threads render the reference into staging buffers; Vulkan uploads them.
+    Cpu,
+}
+
+/// An image size in pixels.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Size {
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+}
+
+impl std::str::FromStr for Size {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let (w, h) =
+            s.split_once(['x', 'X']).ok_or_else(|| format!("'{s}' is not WIDTHxHEIGHT (e.g. 1920x1080)"))?;
+        let parse = |v: &str, what: &str| {
+            v.trim().parse::<u32>().map_err(|_| format!("{what} '{v}' in '{s}' is not a whole number"))
+        };
+        let size = Size { width: parse(w, "width")?, height: parse(h, "height")? };
+        if size.width == 0 || size.height == 0 {
+            return Err(format!("size '{s}' has a zero side"));
+        }
+        Ok(size)
+    }
+}
+
+impl std::fmt::Display for Size {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}x{}", self.width, self.height)
+    }
+}
+
+/// vkcuda: CUDA renders into images that Vulkan presents, synchronised by timeline semaphores.
+#[derive(Parser, Debug, Clone)]
+#[command(version, about, long_about = None)]
+pub struct Args {
+    /// Render offscreen, without a window (the only mode so far).
+    #[arg(long)]
+    pub headless: bool,
+    /// Frames to render, then exit.
+    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub frames: u64,
+    /// Size of the shared images, WIDTHxHEIGHT.
+    #[arg(long, default_value = "1920x1080")]
+    pub size: Size,
+    /// Number of shared images the producer and consumer rotate through.
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=3))]
+    pub buffers: u32,
+    /// Synchronization scheme: one timeline per signaller, or one for both directions.
+    #[arg(long, value_enum, default_value_t = SyncScheme::Split)]
+    pub sync: SyncScheme,
+    /// The scene to draw.
+    #[arg(long, value_enum, default_value_t = SceneKind::Gradient)]
+    pub scene: SceneKind,
+    /// Iterations per pixel of the tunable scene (julia).
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    pub cost: u32,
+    /// Who renders the frames.
+    #[arg(long, value_enum, default_value_t = ProducerKind::Auto)]
+    pub producer: ProducerKind,
+    /// Vulkan device to use: its index or a prefix of its UUID (see the error listing
+    /// when nothing matches). Default: the first Vulkan device that a CUDA device matches.
+    #[arg(long)]
+    pub gpu: Option<String>,
+    /// Enable the Khronos validation layer with synchronization validation; any
+    /// warning or error it reports fails the run (exit code 4).
+    #[arg(long)]
+    pub validate: bool,
+    /// Compare every dumped frame with the CPU reference; a mismatch fails the run (exit code 3).
+    #[arg(long)]
+    pub verify: bool,
+    /// Dump every K-th frame to PNG (0: none).
+    #[arg(long, default_value_t = 1)]
+    pub dump_every: u64,
+    /// Folder for the PNG frames (created if missing).
+    #[arg(long, default_value = "frames")]
+    pub out: PathBuf,
+    /// Where compiled PTX is cached. Default: $VKCUDA_CACHE_DIR, else
+    /// $XDG_CACHE_HOME/vkcuda, else ~/.cache/vkcuda.
+    #[arg(long)]
+    pub ptx_cache: Option<PathBuf>,
+    /// Test only: the value every timeline starts at (e.g. 9223372036854775000 to
+    /// prove nothing assumes small values).
+    #[arg(long, default_value_t = 0, hide = true)]
+    pub timeline_base: u64,
+}
+
+impl Args {
+    /// Checks what clap's types cannot, before any device is touched.
+    pub fn check(&self) -> Result<(), UsageError> {
+        if !self.headless {
+            return Err(UsageError(
+                "the windowed viewer is not built yet (issue 3): run with --headless".into(),
+            ));
+        }
+        if self.verify && self.dump_every == 0 {
+            return Err(UsageError("--verify checks dumped frames: it needs --dump-every 1 or more".into()));
+        }
+        crate::sync::FramePlan::new(self.sync, self.buffers as usize, self.timeline_base, self.frames)
+            .map_err(UsageError)?;
+        Ok(())
+    }
+
+    /// Frames that will be dumped.
+    pub fn dumped_frames(&self) -> u64 {
+        match self.dump_every {
+            0 => 0,
+            k => self.frames.div_ceil(k),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(args: &[&str]) -> Result<Args, String> {
+        let mut v = vec!["vkcuda", "--headless"];
+        v.extend_from_slice(args);
+        let a = Args::try_parse_from(v).map_err(|e| e.to_string())?;
+        a.check().map_err(|e| e.0)?;
+        Ok(a)
+    }
+
+    #[test]
+    fn defaults() {
+        let a = parse(&[]).unwrap();
+        assert_eq!(a.size, Size { width: 1920, height: 1080 });
+        assert_eq!((a.buffers, a.sync, a.dump_every), (2, SyncScheme::Split, 1));
+    }
+
+    #[test]
+    fn bad_input_is_refused() {
+        for bad in [
+            &["--size", "0x10"][..],
+            &["--size", "10"],
+            &["--size", "axb"],
+            &["--size", "-5x10"],
+            &["--buffers", "0"],
+            &["--buffers", "4"],
+            &["--frames", "0"],
+            &["--frames", "-3"],
+            &["--scene", "teapot"],
+            &["--producer", "gpu"],
+            &["--sync", "both"],
+            &["--cost", "0"],
+            &["--dump-every", "x"],
+            &["--dump-every", "0", "--verify"],
+            &["--frames", "10", "--sync", "shared", "--timeline-base", "18446744073709551610"],
+        ] {
+            assert!(parse(bad).is_err(), "{bad:?} was accepted");
+        }
+    }
+
+    #[test]
+    fn dumped_frame_count() {
+        let a = parse(&["--frames", "10", "--dump-every", "3"]).unwrap();
+        assert_eq!(a.dumped_frames(), 4); // frames 0, 3, 6, 9
+        assert_eq!(parse(&["--dump-every", "0"]).unwrap().dumped_frames(), 0);
+    }
+}

@@ -1,0 +1,166 @@
+//! Vulkan objects imported into CUDA: image memory as a mipmapped array with
+//! a surface object, and timeline semaphores. cudarc has raw bindings for
+//! these but no safe types, so here they are, small.
+//!
+//! Ownership: on a successful import CUDA owns the file descriptor (never
+//! close it after); on failure the `OwnedFd` closes it. Each type holds the
+//! context alive and destroys its CUDA objects in `Drop`, children first
+//! (surface → mipmapped array → external memory). They must be dropped
+//! before the Vulkan objects they came from, with the stream synchronised.
+
+use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
+use std::sync::Arc;
+
+use anyhow::Result;
+use cudarc::driver::{sys, CudaContext, CudaStream};
+
+use super::check;
+
+/// A shared image as CUDA sees it: level 0 of a mipmapped array, written
+/// through a surface object (`surf2Dwrite`).
+pub struct ExternalImage {
+    ctx: Arc<CudaContext>,
+    memory: sys::CUexternalMemory,
+    mipmapped: sys::CUmipmappedArray,
+    surface: sys::CUsurfObject,
+}
+
+// SAFETY: CUDA driver handles may be used from any thread that makes their
+// context current; ExternalImage binds it before every call.
+unsafe impl Send for ExternalImage {}
+
+impl ExternalImage {
+    /// Imports `size` bytes of dedicated memory (exactly
+    /// `vkGetImageMemoryRequirements().size`) holding a `width`×`height` RGBA8 image.
+    pub fn import(ctx: Arc<CudaContext>, fd: OwnedFd, size: u64, width: u32, height: u32) -> Result<Self> {
+        ctx.bind_to_thread()?;
+        let desc = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
+            type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
+            handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
+            size,
+            // The Vulkan memory is a dedicated allocation for this one image.
+            flags: sys::CUDA_EXTERNAL_MEMORY_DEDICATED,
+            reserved: [0; 16],
+        };
+        let mut memory = std::ptr::null_mut();
+        // SAFETY: `desc` is fully initialised; `memory` is an out-pointer.
+        check(unsafe { sys::cuImportExternalMemory(&mut memory, &desc) }, "cuImportExternalMemory")?;
+        // CUDA owns the descriptor now.
+        let _ = fd.into_raw_fd();
+        let mut this = Self { ctx, memory, mipmapped: std::ptr::null_mut(), surface: 0 };
+        let array = sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
+            offset: 0,
+            arrayDesc: sys::CUDA_ARRAY3D_DESCRIPTOR {
+                Width: width as usize,
+                Height: height as usize,
+                Depth: 0,
+                Format: sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
+                NumChannels: 4,
+                Flags: sys::CUDA_ARRAY3D_SURFACE_LDST | sys::CUDA_ARRAY3D_COLOR_ATTACHMENT,
+            },
+            numLevels: 1,
+            reserved: [0; 16],
+        };
+        // SAFETY: `memory` was just imported; `array` is fully initialised.
+        let r = unsafe { sys::cuExternalMemoryGetMappedMipmappedArray(&mut this.mipmapped, memory, &array) };
+        check(r, "cuExternalMemoryGetMappedMipmappedArray")?;
+        let mut level0 = std::ptr::null_mut();
+        // SAFETY: the mipmapped array has one level; the level is owned by it.
+        let r = unsafe { sys::cuMipmappedArrayGetLevel(&mut level0, this.mipmapped, 0) };
+        check(r, "cuMipmappedArrayGetLevel")?;
+        let resource = sys::CUDA_RESOURCE_DESC {
+            resType: sys::CUresourcetype::CU_RESOURCE_TYPE_ARRAY,
+            res: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1 {
+                array: sys::CUDA_RESOURCE_DESC_st__bindgen_ty_1__bindgen_ty_1 { hArray: level0 },
+            },
+            flags: 0,
+        };
+        // SAFETY: `resource` names a live array created with SURFACE_LDST.
+        check(unsafe { sys::cuSurfObjectCreate(&mut this.surface, &resource) }, "cuSurfObjectCreate")?;
+        Ok(this)
+    }
+
+    /// The surface object a kernel writes through.
+    pub fn surface(&self) -> sys::CUsurfObject {
+        self.surface
+    }
+}
+
+impl Drop for ExternalImage {
+    fn drop(&mut self) {
+        // Errors here cannot be handled; the objects are gone with the context anyway.
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: each object is destroyed once, children first; the stream that used them is idle.
+        unsafe {
+            if self.surface != 0 {
+                sys::cuSurfObjectDestroy(self.surface);
+            }
+            if !self.mipmapped.is_null() {
+                sys::cuMipmappedArrayDestroy(self.mipmapped);
+            }
+            sys::cuDestroyExternalMemory(self.memory);
+        }
+    }
+}
+
+/// A Vulkan timeline semaphore imported into CUDA.
+pub struct ExternalSemaphore {
+    ctx: Arc<CudaContext>,
+    raw: sys::CUexternalSemaphore,
+    /// The timeline's name in the frame plan.
+    pub name: &'static str,
+}
+
+// SAFETY: as for ExternalImage: usable from any thread with the context current.
+unsafe impl Send for ExternalSemaphore {}
+
+impl ExternalSemaphore {
+    /// Imports a timeline semaphore exported as OPAQUE_FD.
+    pub fn import(ctx: Arc<CudaContext>, fd: OwnedFd, name: &'static str) -> Result<Self> {
+        ctx.bind_to_thread()?;
+        let desc = sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+            type_:
+                sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+            handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
+            flags: 0,
+            reserved: [0; 16],
+        };
+        let mut raw = std::ptr::null_mut();
+        // SAFETY: `desc` is fully initialised; `raw` is an out-pointer.
+        check(unsafe { sys::cuImportExternalSemaphore(&mut raw, &desc) }, "cuImportExternalSemaphore")?;
+        let _ = fd.into_raw_fd();
+        Ok(Self { ctx, raw, name })
+    }
+
+    /// Enqueues on `stream` a wait until the timeline reaches `value`.
+    ///
+    /// The call returns at once, but the next CUDA call on this stream may
+    /// block the calling thread until the value is reached: submit CUDA work
+    /// from its own thread.
+    pub fn wait(&self, stream: &CudaStream, value: u64) -> Result<()> {
+        // SAFETY: all-zero is valid for this plain-data struct (no enums inside).
+        let mut params: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
+        params.params.fence.value = value;
+        // SAFETY: one semaphore, one params struct, a live stream of this context.
+        let r = unsafe { sys::cuWaitExternalSemaphoresAsync(&self.raw, &params, 1, stream.cu_stream()) };
+        check(r, "cuWaitExternalSemaphoresAsync")
+    }
+
+    /// Enqueues on `stream` setting the timeline to `value` once prior work is done.
+    pub fn signal(&self, stream: &CudaStream, value: u64) -> Result<()> {
+        // SAFETY: all-zero is valid for this plain-data struct (no enums inside).
+        let mut params: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
+        params.params.fence.value = value;
+        // SAFETY: one semaphore, one params struct, a live stream of this context.
+        let r = unsafe { sys::cuSignalExternalSemaphoresAsync(&self.raw, &params, 1, stream.cu_stream()) };
+        check(r, "cuSignalExternalSemaphoresAsync")
+    }
+}
+
+impl Drop for ExternalSemaphore {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: destroyed once; the stream that used it is idle.
+        unsafe { sys::cuDestroyExternalSemaphore(self.raw) };
+    }
+}

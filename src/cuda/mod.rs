@@ -1,0 +1,84 @@
+//! The CUDA side: loading the driver and NVRTC without panicking, finding
+//! devices by UUID, and small safe wrappers (in `external`) over the interop
+//! calls cudarc has no safe API for.
+
+pub mod external;
+pub mod kernels;
+
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use cudarc::driver::{sys, CudaContext};
+
+use crate::vk::device::{format_uuid, Uuid};
+
+/// Turns a raw driver result into an error that names the call.
+pub(crate) fn check(result: sys::CUresult, call: &str) -> Result<()> {
+    result.result().with_context(|| format!("{call} failed"))
+}
+
+/// Makes sure libcuda can be loaded and initialised. cudarc panics when a
+/// library is missing, so this runs before any other CUDA call.
+pub fn load_driver() -> Result<()> {
+    // SAFETY: only tries to dlopen the library under its usual names.
+    if !unsafe { sys::is_culib_present() } {
+        bail!(
+            "libcuda.so (the NVIDIA driver's CUDA library) was not found: install the NVIDIA driver, \
+             or run with --producer cpu"
+        );
+    }
+    // SAFETY: cuInit may be called any number of times.
+    check(unsafe { sys::cuInit(0) }, "cuInit (is an NVIDIA GPU present and the driver loaded?)")
+}
+
+/// Makes sure NVRTC (the run-time CUDA compiler) can be loaded.
+pub fn load_nvrtc() -> Result<()> {
+    // SAFETY: only tries to dlopen the library under its usual names.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        bail!(
+            "libnvrtc.so (the CUDA run-time compiler) was not found: install the CUDA toolkit's NVRTC \
+             (e.g. apt install cuda-nvrtc-13-0) and add its folder to LD_LIBRARY_PATH \
+             (e.g. /usr/local/cuda/targets/x86_64-linux/lib), or run with --producer cpu"
+        );
+    }
+    Ok(())
+}
+
+/// A CUDA device and the UUID Vulkan reports for the same GPU.
+#[derive(Clone, Debug)]
+pub struct CudaDevice {
+    /// CUDA ordinal.
+    pub ordinal: usize,
+    /// Device name.
+    pub name: String,
+    /// `cuDeviceGetUuid_v2` (the `_v2` call reports the MIG instance, not its parent GPU).
+    pub uuid: Uuid,
+}
+
+impl std::fmt::Display for CudaDevice {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "CUDA device {}: {} (UUID {})", self.ordinal, self.name, format_uuid(&self.uuid))
+    }
+}
+
+/// Lists the CUDA devices. Call [`load_driver`] first.
+pub fn list_devices() -> Result<Vec<CudaDevice>> {
+    let count = CudaContext::device_count().context("cuDeviceGetCount")?;
+    let mut out = Vec::new();
+    for ordinal in 0..count {
+        let mut dev = 0;
+        // SAFETY: out-pointer to a local; ordinal is in range.
+        check(unsafe { sys::cuDeviceGet(&mut dev, ordinal) }, "cuDeviceGet")?;
+        let mut uuid = sys::CUuuid { bytes: [0; 16] };
+        // SAFETY: out-pointer to a local.
+        check(unsafe { sys::cuDeviceGetUuid_v2(&mut uuid, dev) }, "cuDeviceGetUuid_v2")?;
+        let name = cudarc::driver::result::device::get_name(dev).unwrap_or_else(|_| "?".into());
+        out.push(CudaDevice { ordinal: ordinal as usize, name, uuid: uuid.bytes.map(|b| b as u8) });
+    }
+    Ok(out)
+}
+
+/// Retains the primary context of `device`.
+pub fn context(device: &CudaDevice) -> Result<Arc<CudaContext>> {
+    CudaContext::new(device.ordinal).with_context(|| format!("creating a CUDA context on {device}"))
+}

@@ -1,0 +1,220 @@
+//! The headless run: the producer on its thread, the offscreen consumer on
+//! this one, frames dumped to PNG, and a summary with measured timings.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use indicatif::{ProgressBar, ProgressStyle};
+
+use crate::cli::Args;
+use crate::present::offscreen::Offscreen;
+use crate::producer::{Control, Job, Report};
+use crate::scene::Scene;
+use crate::setup::{self, Interop};
+use crate::sink::{PngSink, SinkReport};
+use crate::stats::median;
+use crate::sync::FramePlan;
+use crate::vk::frame::{ExtraSync, FrameLoop};
+use crate::UsageError;
+
+/// Command buffers (and readback buffers) in flight on the consumer side.
+pub const FRAMES_IN_FLIGHT: usize = 3;
+
+/// What a run measured.
+#[derive(Debug)]
+pub struct Summary {
+    /// Frames consumed.
+    pub frames: u64,
+    /// Frames per second over the frames after warm-up (wall clock).
+    pub fps: f64,
+    /// Which producer ran.
+    pub producer: &'static str,
+    /// Median producer render time per frame (CUDA events, or CPU wall clock).
+    pub producer_median: Option<Duration>,
+    /// Median Vulkan GPU time per frame (timestamp queries).
+    pub vulkan_median: Option<Duration>,
+    /// What the PNG pool did.
+    pub sink: SinkReport,
+    /// Validation (errors, warnings).
+    pub validation: (u64, u64),
+    /// The signal that stopped the run early, if any.
+    pub interrupted: Option<i32>,
+}
+
+/// Makes sure `dir` exists and is writable, before any frame is rendered.
+/// Returns whether it was created here (so a failed run can remove it).
+pub fn prepare_out_dir(dir: &Path) -> Result<bool, UsageError> {
+    let bad = |why: String| UsageError(format!("--out {}: {why}", dir.display()));
+    if dir.exists() && !dir.is_dir() {
+        return Err(bad("exists and is not a folder".into()));
+    }
+    let created = !dir.exists();
+    std::fs::create_dir_all(dir).map_err(|e| bad(format!("cannot create it: {e}")))?;
+    let probe = dir.join(format!(".vkcuda-probe-{}", std::process::id()));
+    let written = std::fs::write(&probe, b"probe");
+    let _ = std::fs::remove_file(&probe);
+    if let Err(e) = written {
+        if created {
+            let _ = std::fs::remove_dir(dir);
+        }
+        return Err(bad(format!("not writable: {e}")));
+    }
+    Ok(created)
+}
+
+/// Signals that stop a run gracefully (SIGINT, SIGTERM), as a shared cell.
+fn watch_signals() -> Result<Arc<AtomicUsize>> {
+    let caught = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, caught.clone(), sig as usize)?;
+    }
+    Ok(caught)
+}
+
+/// Runs `--headless`.
+pub fn run(args: &Args) -> Result<Summary> {
+    let caught = watch_signals()?;
+    let gpu = setup::open_gpu(args)?;
+    let device = gpu.device.clone();
+    let plan = FramePlan::new(args.sync, args.buffers as usize, args.timeline_base, args.frames)
+        .map_err(UsageError)?;
+    let (interop, producer) = setup::build(&gpu, args, plan)?;
+    eprintln!("vkcuda: {}; {}", device.info, gpu.why);
+
+    let dumping = args.dump_every > 0;
+    let created = if dumping { prepare_out_dir(&args.out)? } else { false };
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, 16);
+    let sink = dumping.then(|| PngSink::new(&args.out, workers, args.verify));
+    let scene = Scene { kind: args.scene, width: args.size.width, height: args.size.height, cost: args.cost };
+    let mut offscreen = Offscreen::new(device.clone(), scene, FRAMES_IN_FLIGHT, args.dump_every, sink)?;
+    let mut frames = FrameLoop::new(device.clone(), plan, FRAMES_IN_FLIGHT, interop.staging.clone())?;
+
+    let control = Control::new(args.frames);
+    let producer_name = producer.name();
+    let handle = producer.spawn(Job { plan, scene, control: control.clone() })?;
+
+    let progress = progress_bar(args.frames);
+    let outcome = consume(args, &interop, &mut frames, &mut offscreen, &control, &caught, &progress);
+    progress.finish_and_clear();
+    if outcome.is_err() {
+        abort(&interop, &control, args.frames);
+    }
+    let report = handle.join().map_err(|_| anyhow::anyhow!("the producer thread panicked"))?;
+    if outcome.is_err() || report.is_err() {
+        // Unblock any consumer frame still waiting for a frame that will never be rendered.
+        abort(&interop, &control, args.frames);
+        let _ = device.wait_idle();
+        frames.forget();
+    }
+    let sink = offscreen.finish().unwrap_or_default();
+    if created && sink.written == 0 && (outcome.is_err() || report.is_err()) {
+        let _ = std::fs::remove_dir(&args.out);
+    }
+    let consumed = outcome?;
+    let report = report.context("producer")?;
+    if let Some(e) = &sink.error {
+        anyhow::bail!("PNG writer: {e}");
+    }
+    Ok(summarize(consumed, report, sink, producer_name, &device.instance.validation().counts(), &caught))
+}
+
+/// What the consumer loop measured.
+struct Consumed {
+    frames: u64,
+    steady: Duration,
+    steady_frames: u64,
+    vulkan_times: Vec<Duration>,
+}
+
+fn consume(
+    args: &Args,
+    interop: &Interop,
+    frames: &mut FrameLoop,
+    offscreen: &mut Offscreen,
+    control: &Control,
+    caught: &AtomicUsize,
+    progress: &ProgressBar,
+) -> Result<Consumed> {
+    let failed = || control.failed();
+    let warmup = (args.frames / 10).min(30);
+    let mut vulkan_times = Vec::with_capacity(args.frames as usize);
+    let mut steady_start = Instant::now();
+    let mut g = 0;
+    while g < control.limit() {
+        if caught.load(Ordering::Relaxed) != 0 {
+            // Graceful stop: the producer may be up to N frames ahead; consume what it may still make.
+            control.stop_at(g + interop.plan.images() as u64 + 1);
+        }
+        if g == warmup {
+            steady_start = Instant::now();
+        }
+        let done = frames.submit(
+            g,
+            &interop.timelines,
+            &interop.images,
+            offscreen,
+            ExtraSync::default(),
+            &failed,
+        )?;
+        vulkan_times.extend(done.map(|c| c.gpu_time));
+        g += 1;
+        if g % 64 == 0 {
+            progress.set_position(g);
+        }
+    }
+    vulkan_times.extend(frames.drain(&interop.timelines, offscreen, &failed)?.iter().map(|c| c.gpu_time));
+    Ok(Consumed {
+        frames: g,
+        steady: steady_start.elapsed(),
+        steady_frames: g.saturating_sub(warmup),
+        vulkan_times,
+    })
+}
+
+/// Unblocks both sides after a failure: raises every timeline past the last
+/// value the run would signal, so no GPU or CPU wait is left hanging.
+fn abort(interop: &Interop, control: &Control, frames: u64) {
+    control.fail();
+    for t in interop.timelines.iter() {
+        if let Err(e) = t.raise_to(interop.plan.past_end(frames)) {
+            eprintln!("vkcuda: while aborting: {e:#}");
+        }
+    }
+}
+
+fn progress_bar(frames: u64) -> ProgressBar {
+    let bar = ProgressBar::new(frames);
+    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}") {
+        bar.set_style(style);
+    }
+    bar
+}
+
+fn summarize(
+    c: Consumed,
+    report: Report,
+    sink: SinkReport,
+    producer: &'static str,
+    validation: &(u64, u64),
+    caught: &AtomicUsize,
+) -> Summary {
+    // Drop the warm-up frames' timings like the fps does.
+    let skip =
+        |v: &[Duration]| v.iter().skip((c.frames - c.steady_frames) as usize).copied().collect::<Vec<_>>();
+    Summary {
+        frames: c.frames,
+        fps: c.steady_frames as f64 / c.steady.as_secs_f64().max(1e-9),
+        producer,
+        producer_median: median(&skip(&report.render_times)),
+        vulkan_median: median(&skip(&c.vulkan_times)),
+        sink,
+        validation: *validation,
+        interrupted: match caught.load(Ordering::Relaxed) {
+            0 => None,
+            s => Some(s as i32),
+        },
+    }
+}

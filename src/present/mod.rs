@@ -1,0 +1,4 @@
+//! Consumers: what Vulkan does with a ready shared image. Headless copies it
+//! into an offscreen target (what a presenter would do) and reads some frames back.
+
+pub mod offscreen;

@@ -1,0 +1,59 @@
+//! The CPU producer: renders the reference on CPU threads into host-visible
+//! staging buffers (one per shared image) and signals the timelines from the
+//! host. The consumer uploads each staging buffer into its shared image
+//! (`vk::frame`). It runs anywhere Vulkan does: lavapipe, CI.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{ensure, Result};
+
+use super::{Job, Report};
+use crate::scene::{render_cpu, FrameArgs};
+use crate::vk::memory::Buffer;
+use crate::vk::timeline::Timeline;
+
+/// The CPU producer's state.
+pub struct CpuProducer {
+    timelines: Arc<Vec<Timeline>>,
+    staging: Arc<Vec<Buffer>>,
+    threads: usize,
+}
+
+impl CpuProducer {
+    /// Renders into `staging[plan.image(g)]` and signals `timelines` from the host.
+    pub fn new(timelines: Arc<Vec<Timeline>>, staging: Arc<Vec<Buffer>>) -> Self {
+        let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
+        Self { timelines, staging, threads }
+    }
+
+    /// The producer thread's loop.
+    pub fn run(self, job: &Job) -> Result<Report> {
+        let started = Instant::now();
+        let mut report = Report::default();
+        let bytes = job.scene.width as usize * job.scene.height as usize * 4;
+        let failed = || job.control.failed();
+        let mut g = 0;
+        while g < job.control.limit() {
+            let step = job.plan.producer(g);
+            if let Some(w) = step.wait {
+                // The consumer's upload of this staging buffer (frame g - N) must be done.
+                self.timelines[w.timeline].wait(w.value, &failed)?;
+            }
+            let buffer = &self.staging[step.image];
+            ensure!(buffer.size as usize >= bytes, "staging buffer too small");
+            let t0 = Instant::now();
+            // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
+            // guarantees the GPU no longer reads it, and only this thread writes it.
+            let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
+            render_cpu(&job.scene, &FrameArgs::new(&job.scene, g as u32), pixels, self.threads);
+            report.render_times.push(t0.elapsed());
+            // Host-coherent memory: the writes are visible once "rendered" is signalled.
+            self.timelines[step.signal.timeline].signal(step.signal.value)?;
+            report.frames += 1;
+            g += 1;
+        }
+        report.thread_time = started.elapsed() / report.frames.max(1) as u32;
+        Ok(report)
+    }
+}

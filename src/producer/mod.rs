@@ -1,0 +1,73 @@
+//! Producers render frame `g` into shared image `plan.image(g)`, waiting and
+//! signalling exactly what the frame plan says. Each runs on its own thread:
+//! CUDA calls block their thread after a wait on a value not yet reached, and
+//! the CPU producer waits on the host.
+
+pub mod cpu;
+pub mod cuda;
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::scene::Scene;
+use crate::sync::FramePlan;
+
+/// What the two threads share besides the timelines: how many frames to
+/// make, and whether either side failed.
+#[derive(Debug)]
+pub struct Control {
+    limit: AtomicU64,
+    failed: AtomicBool,
+}
+
+impl Control {
+    /// Produce frames `0..frames`.
+    pub fn new(frames: u64) -> Arc<Self> {
+        Arc::new(Self { limit: AtomicU64::new(frames), failed: AtomicBool::new(false) })
+    }
+
+    /// Frames to produce: the producer stops before frame `limit()`.
+    pub fn limit(&self) -> u64 {
+        self.limit.load(Ordering::Acquire)
+    }
+
+    /// Lowers the frame count (graceful stop). The consumer must still
+    /// consume every frame below the new limit.
+    pub fn stop_at(&self, frames: u64) {
+        self.limit.fetch_min(frames, Ordering::AcqRel);
+    }
+
+    /// Marks the run failed: the other side stops waiting and gives up.
+    pub fn fail(&self) {
+        self.failed.store(true, Ordering::Release);
+    }
+
+    /// Whether a side failed.
+    pub fn failed(&self) -> bool {
+        self.failed.load(Ordering::Acquire)
+    }
+}
+
+/// What every producer is told.
+#[derive(Clone)]
+pub struct Job {
+    /// The frame/value plan.
+    pub plan: FramePlan,
+    /// The scene.
+    pub scene: Scene,
+    /// Frame count and failure flag, shared with the consumer.
+    pub control: Arc<Control>,
+}
+
+/// What a producer reports when it ends.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// Frames produced.
+    pub frames: u64,
+    /// Time to render each frame: CUDA events around the kernel (CUDA), or
+    /// the wall clock of the render (CPU).
+    pub render_times: Vec<Duration>,
+    /// CPU time the producer thread spent per frame (wall clock of its loop / frames).
+    pub thread_time: Duration,
+}

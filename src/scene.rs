@@ -1,0 +1,247 @@
+//! Scenes: what the producer draws, and the CPU reference of every scene.
+//!
+//! The CUDA kernels in `shaders/scenes.cu` and [`render_cpu`] compute the
+//! same integer arithmetic, so a correct pipeline reproduces the reference
+//! bit for bit. Anything that needs floating point (the Julia constant's
+//! rotation) is computed once per frame on the host, in [`FrameArgs::new`],
+//! and handed to both as integers.
+
+use std::fmt;
+
+/// The scenes vkcuda can draw.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum SceneKind {
+    /// Scrolling colour ramps and a checker: a few integer operations per pixel.
+    Gradient,
+    /// An animated Julia set in fixed point; `--cost` iterations per pixel, always.
+    Julia,
+}
+
+impl SceneKind {
+    /// Every scene, in the order the viewer cycles through them.
+    pub const ALL: [SceneKind; 2] = [SceneKind::Gradient, SceneKind::Julia];
+
+    /// The CUDA kernel's name in `shaders/scenes.cu`.
+    pub fn kernel_name(self) -> &'static str {
+        match self {
+            SceneKind::Gradient => "gradient",
+            SceneKind::Julia => "julia",
+        }
+    }
+}
+
+impl fmt::Display for SceneKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.kernel_name())
+    }
+}
+
+/// A scene at a size: everything the pixels depend on, except the frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Scene {
+    /// Which scene.
+    pub kind: SceneKind,
+    /// Width in pixels.
+    pub width: u32,
+    /// Height in pixels.
+    pub height: u32,
+    /// Iterations per pixel (Julia); ignored by the gradient.
+    pub cost: u32,
+}
+
+/// Fixed-point fraction bits of the Julia iteration (Q3.28 in 64-bit lanes).
+pub const FRAC: u32 = 28;
+
+/// The per-frame arguments, identical for the CUDA kernel and the CPU reference.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameArgs {
+    /// Animation tick (the frame number, unless the viewer pauses).
+    pub tick: u32,
+    /// Julia constant, real part, in Q28.
+    pub cr: i32,
+    /// Julia constant, imaginary part, in Q28.
+    pub ci: i32,
+    /// Complex-plane distance between two pixels, in Q28.
+    pub step: i32,
+}
+
+impl FrameArgs {
+    /// The arguments of animation tick `tick`.
+    pub fn new(scene: &Scene, tick: u32) -> Self {
+        // Starts near -0.46 + 0.64i (a set with an inside) and circles |c| = 0.7885.
+        let angle = 2.2 + f64::from(tick) * 0.01;
+        let one = f64::from(1u32 << FRAC);
+        Self {
+            tick,
+            cr: (0.7885 * angle.cos() * one).round() as i32,
+            ci: (0.7885 * angle.sin() * one).round() as i32,
+            // 3.2 units across the wider side, square pixels.
+            step: (3.2 * one / f64::from(scene.width.max(scene.height))) as i32,
+        }
+    }
+}
+
+/// One pixel of the scene, RGBA8. The CUDA kernels mirror this line by line.
+pub fn pixel(scene: &Scene, args: &FrameArgs, x: u32, y: u32) -> [u8; 4] {
+    match scene.kind {
+        SceneKind::Gradient => gradient(args.tick, x, y),
+        SceneKind::Julia => julia(scene, args, x, y),
+    }
+}
+
+fn gradient(t: u32, x: u32, y: u32) -> [u8; 4] {
+    let r = x.wrapping_add(t.wrapping_mul(4));
+    let g = y.wrapping_add(t.wrapping_mul(2));
+    let b = (((x >> 5) ^ (y >> 5)) & 1).wrapping_mul(128).wrapping_add(t);
+    [r as u8, g as u8, b as u8, 255]
+}
+
+fn julia(scene: &Scene, a: &FrameArgs, x: u32, y: u32) -> [u8; 4] {
+    let step = i64::from(a.step);
+    let mut zr = (i64::from(x) - i64::from(scene.width / 2)) * step;
+    let mut zi = (i64::from(y) - i64::from(scene.height / 2)) * step;
+    let (cr, ci) = (i64::from(a.cr), i64::from(a.ci));
+    let four = 4i64 << FRAC;
+    let mut escaped = scene.cost;
+    // Always `cost` iterations: z freezes once it escapes, so the cost is exact.
+    for k in 0..scene.cost {
+        let zr2 = (zr * zr) >> FRAC;
+        let zi2 = (zi * zi) >> FRAC;
+        if escaped == scene.cost && zr2 + zi2 > four {
+            escaped = k;
+        }
+        if escaped == scene.cost {
+            zi = ((2 * zr * zi) >> FRAC) + ci;
+            zr = zr2 - zi2 + cr;
+        }
+    }
+    if escaped == scene.cost {
+        return [16, 12, 40, 255];
+    }
+    let n = escaped.wrapping_mul(7).wrapping_add(a.tick);
+    [n as u8, (n.wrapping_mul(3) >> 1) as u8, (255 - (n & 255)) as u8, 255]
+}
+
+/// Renders a whole frame into `out` (RGBA8, rows of `width * 4` bytes),
+/// splitting the rows over `threads` CPU threads.
+pub fn render_cpu(scene: &Scene, args: &FrameArgs, out: &mut [u8], threads: usize) {
+    let row = scene.width as usize * 4;
+    assert_eq!(out.len(), row * scene.height as usize, "render_cpu: wrong buffer size");
+    let rows_per = (scene.height as usize).div_ceil(threads.max(1)).max(1);
+    std::thread::scope(|s| {
+        for (chunk_index, chunk) in out.chunks_mut(rows_per * row).enumerate() {
+            s.spawn(move || {
+                for (i, line) in chunk.chunks_exact_mut(row).enumerate() {
+                    let y = (chunk_index * rows_per + i) as u32;
+                    for (x, px) in line.chunks_exact_mut(4).enumerate() {
+                        px.copy_from_slice(&pixel(scene, args, x as u32, y));
+                    }
+                }
+            });
+        }
+    });
+}
+
+/// How far a frame is from its reference.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Diff {
+    /// Pixels with any channel different.
+    pub differing: u64,
+    /// Pixels in all.
+    pub pixels: u64,
+    /// The largest difference of one channel.
+    pub max: u8,
+}
+
+impl Diff {
+    /// Compares two RGBA8 frames of equal size.
+    pub fn between(got: &[u8], want: &[u8]) -> Self {
+        let mut d = Diff { pixels: (want.len() / 4) as u64, ..Diff::default() };
+        for (a, b) in got.chunks_exact(4).zip(want.chunks_exact(4)) {
+            let m = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).max().unwrap_or(0);
+            if m > 0 {
+                d.differing += 1;
+                d.max = d.max.max(m);
+            }
+        }
+        if got.len() != want.len() {
+            d.differing = d.pixels;
+            d.max = 255;
+        }
+        d
+    }
+
+    /// The project's tolerance: at most 1 LSB per channel, at least 99.9% of pixels exact.
+    pub fn within_tolerance(&self) -> bool {
+        self.max <= 1 && self.differing * 1000 <= self.pixels
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn scene(kind: SceneKind) -> Scene {
+        Scene { kind, width: 64, height: 48, cost: 32 }
+    }
+
+    #[test]
+    fn threads_do_not_change_the_picture() {
+        for kind in SceneKind::ALL {
+            let s = scene(kind);
+            let args = FrameArgs::new(&s, 17);
+            let mut one = vec![0u8; 64 * 48 * 4];
+            let mut many = vec![1u8; 64 * 48 * 4];
+            render_cpu(&s, &args, &mut one, 1);
+            render_cpu(&s, &args, &mut many, 5);
+            assert_eq!(one, many, "{kind}");
+        }
+    }
+
+    #[test]
+    fn scenes_animate_and_differ() {
+        let mut frames = Vec::new();
+        for kind in SceneKind::ALL {
+            for tick in [0, 40] {
+                let s = scene(kind);
+                let mut f = vec![0u8; 64 * 48 * 4];
+                render_cpu(&s, &FrameArgs::new(&s, tick), &mut f, 2);
+                frames.push(f);
+            }
+        }
+        for i in 0..frames.len() {
+            for j in i + 1..frames.len() {
+                assert_ne!(frames[i], frames[j], "frames {i} and {j} are identical");
+            }
+        }
+    }
+
+    #[test]
+    fn julia_has_inside_and_outside() {
+        let s = Scene { kind: SceneKind::Julia, width: 160, height: 90, cost: 64 };
+        let mut f = vec![0u8; 160 * 90 * 4];
+        render_cpu(&s, &FrameArgs::new(&s, 0), &mut f, 2);
+        let inside = f.chunks_exact(4).filter(|p| *p == [16, 12, 40, 255]).count();
+        assert!(inside > 10 && inside < 160 * 90 - 10, "inside = {inside}");
+    }
+
+    #[test]
+    fn diff_counts_and_tolerates() {
+        let want = vec![10u8; 4000 * 4];
+        let mut got = want.clone();
+        assert_eq!(Diff::between(&got, &want), Diff { differing: 0, pixels: 4000, max: 0 });
+        got[0] = 11;
+        got[4] = 9;
+        got[8] = 9; // three pixels, 1 LSB: within 0.1% of 4000
+        assert!(Diff::between(&got, &want).within_tolerance());
+        got[12] = 9;
+        got[16] = 9; // five pixels: over 0.1%
+        assert!(!Diff::between(&got, &want).within_tolerance());
+        let mut far = want.clone();
+        far[3] = 12;
+        let d = Diff::between(&far, &want);
+        assert_eq!((d.differing, d.max), (1, 2));
+        assert!(!d.within_tolerance());
+        assert!(!Diff::between(&want[4..], &want).within_tolerance());
+    }
+}

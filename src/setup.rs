@@ -1,0 +1,195 @@
+//! Set-up shared by every mode: pick the Vulkan device (by CUDA's UUID) and
+//! the producer, then build the interop objects: shared images, timelines,
+//! and the producer that writes into them.
+
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Result};
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+
+use crate::cli::{Args, ProducerKind};
+use crate::cuda::{self, CudaDevice};
+use crate::producer::cpu::CpuProducer;
+use crate::producer::cuda::CudaProducer;
+use crate::producer::{Job, Report};
+use crate::sync::FramePlan;
+use crate::vk::device::{format_uuid, list_gpus, Device, GpuInfo};
+use crate::vk::frame::prepare_shared_images;
+use crate::vk::instance::Instance;
+use crate::vk::memory::Buffer;
+use crate::vk::shared_image::{can_export, SharedImage};
+use crate::vk::timeline::Timeline;
+use crate::UsageError;
+
+/// The chosen device and producer.
+pub struct Gpu {
+    /// The Vulkan device.
+    pub device: Arc<Device>,
+    /// The matching CUDA device, when CUDA produces.
+    pub cuda: Option<CudaDevice>,
+    /// Why this producer was chosen (logged).
+    pub why: String,
+}
+
+/// Opens Vulkan, finds CUDA if wanted, and picks the device and producer.
+pub fn open_gpu(args: &Args) -> Result<Gpu> {
+    let instance = Instance::new(args.validate, &[])?;
+    let gpus = list_gpus(&instance)?;
+    if gpus.is_empty() {
+        bail!(
+            "no Vulkan device found: install a Vulkan driver (NVIDIA's, or Mesa's lavapipe: \
+             apt install mesa-vulkan-drivers)"
+        );
+    }
+    let cuda_devices = match args.producer {
+        ProducerKind::Cpu => Err(anyhow!("--producer cpu")),
+        _ => cuda::load_driver().and_then(|()| cuda::list_devices()),
+    };
+    let listing = || {
+        let mut s: Vec<String> = gpus.iter().map(|g| format!("  {g}")).collect();
+        match &cuda_devices {
+            Ok(d) if d.is_empty() => s.push("  no CUDA device".into()),
+            Ok(d) => s.extend(d.iter().map(|c| format!("  {c}"))),
+            Err(e) => s.push(format!("  no CUDA device ({e:#})")),
+        }
+        s.join("\n")
+    };
+    let cuda_for =
+        |g: &GpuInfo| cuda_devices.as_ref().ok().and_then(|d| d.iter().find(|c| c.uuid == g.uuid)).cloned();
+
+    let chosen: &GpuInfo = match &args.gpu {
+        Some(sel) => {
+            let sel_lc = sel.to_ascii_lowercase().replace('-', "");
+            gpus.iter()
+                .find(|g| sel.parse::<usize>().ok() == Some(g.index))
+                .or_else(|| {
+                    gpus.iter().find(|g| {
+                        !sel_lc.is_empty() && format_uuid(&g.uuid).replace('-', "").starts_with(&sel_lc)
+                    })
+                })
+                .ok_or_else(|| UsageError(format!("--gpu {sel} names no device; devices:\n{}", listing())))?
+        }
+        None => match args.producer {
+            ProducerKind::Cpu => &gpus[0],
+            _ => gpus.iter().find(|g| cuda_for(g).is_some()).unwrap_or(&gpus[0]),
+        },
+    };
+    let matched = cuda_for(chosen);
+    let (cuda, why) = match (args.producer, matched) {
+        (ProducerKind::Cpu, _) => (None, "cpu producer: asked for with --producer cpu".to_string()),
+        (_, Some(c)) => {
+            let why = format!("cuda producer: {c} matches {chosen}");
+            (Some(c), why)
+        }
+        (ProducerKind::Cuda, None) => {
+            bail!("--producer cuda: no CUDA device has the UUID of {chosen}; devices:\n{}", listing())
+        }
+        (_, None) => {
+            let reason = match &cuda_devices {
+                Err(e) => format!("{e:#}"),
+                Ok(_) => format!("no CUDA device has the UUID of {chosen}"),
+            };
+            (None, format!("cpu producer: {reason}"))
+        }
+    };
+    let device = Device::new(instance, chosen.clone(), cuda.is_some())?;
+    Ok(Gpu { device, cuda, why })
+}
+
+/// The interop objects: plan, shared images, timelines, and the producer.
+pub struct Interop {
+    /// The frame/value plan.
+    pub plan: FramePlan,
+    /// The shared images, in plan order.
+    pub images: Vec<SharedImage>,
+    /// The timelines, indexed as in the plan.
+    pub timelines: Arc<Vec<Timeline>>,
+    /// CPU producer only: the staging buffers the consumer uploads from.
+    pub staging: Option<Arc<Vec<Buffer>>>,
+}
+
+/// A producer ready to be moved onto its thread.
+pub enum Producer {
+    /// CUDA kernels.
+    Cuda(Box<CudaProducer>),
+    /// CPU threads.
+    Cpu(CpuProducer),
+}
+
+impl Producer {
+    /// Short name for logs and summaries.
+    pub fn name(&self) -> &'static str {
+        match self {
+            Producer::Cuda(_) => "cuda",
+            Producer::Cpu(_) => "cpu",
+        }
+    }
+
+    /// Runs the producer on its own thread. On error it marks the run failed,
+    /// so the consumer stops waiting for it.
+    pub fn spawn(self, job: Job) -> Result<std::thread::JoinHandle<Result<Report>>> {
+        let thread = std::thread::Builder::new().name(format!("{} producer", self.name()));
+        Ok(thread.spawn(move || {
+            let result = match self {
+                Producer::Cuda(p) => p.run(&job),
+                Producer::Cpu(p) => p.run(&job),
+            };
+            if result.is_err() {
+                job.control.fail();
+            }
+            result
+        })?)
+    }
+}
+
+/// Checks the size against the device and builds the interop objects.
+pub fn build(gpu: &Gpu, args: &Args, plan: FramePlan) -> Result<(Interop, Producer)> {
+    let device = &gpu.device;
+    let max = device.info.max_image_dimension;
+    if args.size.width > max || args.size.height > max {
+        return Err(UsageError(format!(
+            "--size {} exceeds the device's limit of {max} pixels a side",
+            args.size
+        ))
+        .into());
+    }
+    let extent = vk::Extent2D { width: args.size.width, height: args.size.height };
+    // Exportable whenever the device can: the CPU path then runs the very same images.
+    let export = gpu.cuda.is_some() || can_export(device);
+    let images = (0..plan.images())
+        .map(|_| SharedImage::new(device.clone(), extent, export))
+        .collect::<Result<Vec<_>>>()?;
+    prepare_shared_images(device, &images)?;
+    let timelines = plan
+        .timeline_names()
+        .iter()
+        .map(|name| Timeline::new(device.clone(), name, plan.initial_value(), gpu.cuda.is_some()))
+        .collect::<Result<Vec<_>>>()?;
+    let timelines = Arc::new(timelines);
+    let (staging, producer) = match &gpu.cuda {
+        Some(c) => {
+            let ctx = cuda::context(c)?;
+            let cache = args.ptx_cache.clone().unwrap_or_else(cuda::kernels::default_cache_dir);
+            (None, Producer::Cuda(Box::new(CudaProducer::new(ctx, &images, &timelines, &cache)?)))
+        }
+        None => {
+            let bytes = u64::from(extent.width) * u64::from(extent.height) * 4;
+            let staging = (0..plan.images())
+                .map(|i| {
+                    let name = format!("staging {i}");
+                    Buffer::new(
+                        device.clone(),
+                        &name,
+                        bytes,
+                        vk::BufferUsageFlags::TRANSFER_SRC,
+                        MemoryLocation::CpuToGpu,
+                    )
+                })
+                .collect::<Result<Vec<_>>>()?;
+            let staging = Arc::new(staging);
+            (Some(staging.clone()), Producer::Cpu(CpuProducer::new(timelines.clone(), staging)))
+        }
+    };
+    Ok((Interop { plan, images, timelines, staging }, producer))
+}

@@ -1,0 +1,197 @@
+//! The PNG writer pool: worker threads behind a bounded queue encode frames
+//! (and, with `--verify`, compare them with the CPU reference). Each file is
+//! written to a temporary name and renamed, so `--out` never holds a partial PNG.
+
+use std::fs::File;
+use std::io::{BufWriter, Write};
+use std::path::{Path, PathBuf};
+use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+
+use anyhow::{anyhow, Context, Result};
+
+use crate::scene::{render_cpu, Diff, FrameArgs, Scene};
+
+/// One frame to write.
+pub struct FrameJob {
+    /// Frame number (names the file).
+    pub frame: u64,
+    /// Animation tick the frame was rendered at (for the reference).
+    pub tick: u32,
+    /// The scene it shows (the viewer can switch scenes).
+    pub scene: Scene,
+    /// RGBA8 pixels, rows of width × 4 bytes.
+    pub pixels: Vec<u8>,
+}
+
+/// What the pool did.
+#[derive(Debug, Default, Clone)]
+pub struct SinkReport {
+    /// PNG files written.
+    pub written: u64,
+    /// Frames compared with the reference.
+    pub verified: u64,
+    /// Frames beyond the tolerance.
+    pub mismatched: u64,
+    /// The worst frame: (frame, its diff).
+    pub worst: Option<(u64, Diff)>,
+    /// First error a worker hit, if any.
+    pub error: Option<String>,
+}
+
+/// The file name of frame `frame`.
+pub fn frame_file_name(frame: u64) -> String {
+    format!("frame_{frame:06}.png")
+}
+
+/// The writer pool.
+pub struct PngSink {
+    tx: Option<SyncSender<FrameJob>>,
+    workers: Vec<JoinHandle<()>>,
+    report: Arc<Mutex<SinkReport>>,
+}
+
+impl PngSink {
+    /// `workers` threads writing into `dir` (which must exist); `verify` compares with the reference.
+    pub fn new(dir: &Path, workers: usize, verify: bool) -> Self {
+        let workers = workers.max(1);
+        let (tx, rx) = sync_channel::<FrameJob>(2 * workers);
+        let rx = Arc::new(Mutex::new(rx));
+        let report = Arc::new(Mutex::new(SinkReport::default()));
+        let handles = (0..workers)
+            .map(|_| {
+                let (rx, report, dir) = (rx.clone(), report.clone(), dir.to_path_buf());
+                std::thread::spawn(move || worker(&rx, &report, &dir, verify))
+            })
+            .collect();
+        Self { tx: Some(tx), workers: handles, report }
+    }
+
+    /// Queues a frame; blocks while the queue is full (back-pressure on the consumer).
+    pub fn send(&self, job: FrameJob) -> Result<()> {
+        if let Some(e) = self.lock().error.clone() {
+            return Err(anyhow!(e));
+        }
+        let tx = self.tx.as_ref().ok_or_else(|| anyhow!("PNG writer already finished"))?;
+        tx.send(job).map_err(|_| anyhow!("the PNG writer threads have stopped"))
+    }
+
+    /// Writes what is queued, stops the workers and reports.
+    pub fn finish(mut self) -> SinkReport {
+        self.tx.take();
+        for w in std::mem::take(&mut self.workers) {
+            if w.join().is_err() {
+                self.lock().error.get_or_insert_with(|| "a PNG writer thread panicked".into());
+            }
+        }
+        self.lock().clone()
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, SinkReport> {
+        self.report.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path, verify: bool) {
+    loop {
+        let job = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
+            Ok(job) => job,
+            Err(_) => return, // queue closed and empty
+        };
+        let diff = verify.then(|| {
+            let s = &job.scene;
+            let mut want = vec![0u8; job.pixels.len()];
+            render_cpu(s, &FrameArgs::new(s, job.tick), &mut want, 1);
+            Diff::between(&job.pixels, &want)
+        });
+        let written = write_png(dir, &job);
+        let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
+        match written {
+            Ok(()) => r.written += 1,
+            Err(e) => {
+                r.error.get_or_insert_with(|| format!("{e:#}"));
+            }
+        }
+        if let Some(d) = diff {
+            r.verified += 1;
+            if !d.within_tolerance() {
+                r.mismatched += 1;
+            }
+            let worse = r.worst.is_none_or(|(_, w)| (d.max, d.differing) > (w.max, w.differing));
+            if worse {
+                r.worst = Some((job.frame, d));
+            }
+        }
+    }
+}
+
+/// Encodes `job` as PNG into `dir` atomically: a temporary file, then a rename.
+pub fn write_png(dir: &Path, job: &FrameJob) -> Result<()> {
+    let name = frame_file_name(job.frame);
+    let final_path = dir.join(&name);
+    let tmp: PathBuf = dir.join(format!(".{name}.tmp"));
+    let result = (|| -> Result<()> {
+        let file = File::create(&tmp)?;
+        let mut w = BufWriter::new(file);
+        let mut enc = png::Encoder::new(&mut w, job.scene.width, job.scene.height);
+        enc.set_color(png::ColorType::Rgba);
+        enc.set_depth(png::BitDepth::Eight);
+        enc.set_compression(png::Compression::Fast);
+        let mut writer = enc.write_header()?;
+        writer.write_image_data(&job.pixels)?;
+        writer.finish()?;
+        w.flush()?;
+        w.into_inner().map_err(|e| e.into_error())?.sync_data()?;
+        std::fs::rename(&tmp, &final_path)?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = std::fs::remove_file(&tmp);
+    }
+    result.with_context(|| format!("writing {}", final_path.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::scene::SceneKind;
+
+    #[test]
+    fn pool_writes_decodable_pngs_and_verifies() {
+        let dir = std::env::temp_dir().join(format!("vkcuda-sink-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let scene = Scene { kind: SceneKind::Gradient, width: 40, height: 30, cost: 1 };
+        let sink = PngSink::new(&dir, 2, true);
+        for frame in 0..5u64 {
+            let mut pixels = vec![0u8; 40 * 30 * 4];
+            render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut pixels, 1);
+            if frame == 3 {
+                pixels[10] ^= 0x40; // one wrong pixel, far off
+            }
+            sink.send(FrameJob { frame, tick: frame as u32, scene, pixels }).unwrap();
+        }
+        let r = sink.finish();
+        assert_eq!((r.written, r.verified, r.mismatched), (5, 5, 1));
+        assert_eq!(r.worst.map(|(f, d)| (f, d.max)), Some((3, 0x40)));
+        let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
+        names.sort();
+        assert_eq!(names.len(), 5, "{names:?}");
+        let decoder =
+            png::Decoder::new(std::io::BufReader::new(File::open(dir.join("frame_000004.png")).unwrap()));
+        let mut reader = decoder.read_info().unwrap();
+        let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+        let info = reader.next_frame(&mut buf).unwrap();
+        assert_eq!((info.width, info.height), (40, 30));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_failed_write_leaves_no_file() {
+        let dir = std::env::temp_dir().join(format!("vkcuda-sink-missing-{}", std::process::id()));
+        let scene = Scene { kind: SceneKind::Gradient, width: 4, height: 4, cost: 1 };
+        let job = FrameJob { frame: 0, tick: 0, scene, pixels: vec![0; 64] };
+        assert!(write_png(&dir, &job).is_err());
+        assert!(!dir.exists());
+    }
+}

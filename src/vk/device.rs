@@ -1,0 +1,257 @@
+//! Physical-device discovery (with the UUIDs CUDA matches against) and the
+//! logical device: one queue, the extension loaders and the allocator.
+
+use std::ffi::CStr;
+use std::mem::ManuallyDrop;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Context, Result};
+use ash::vk;
+use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
+
+use super::instance::Instance;
+
+/// A 16-byte device UUID, as Vulkan (`deviceUUID`) and CUDA (`cuDeviceGetUuid_v2`) report it.
+pub type Uuid = [u8; 16];
+
+/// Formats a UUID the usual 8-4-4-4-12 way.
+pub fn format_uuid(u: &Uuid) -> String {
+    let h: Vec<String> = u.iter().map(|b| format!("{b:02x}")).collect();
+    format!(
+        "{}-{}-{}-{}-{}",
+        h[0..4].concat(),
+        h[4..6].concat(),
+        h[6..8].concat(),
+        h[8..10].concat(),
+        h[10..].concat()
+    )
+}
+
+/// What vkcuda needs to know of a physical device.
+#[derive(Clone, Debug)]
+pub struct GpuInfo {
+    /// Position in `vkEnumeratePhysicalDevices`.
+    pub index: usize,
+    /// The handle.
+    pub physical: vk::PhysicalDevice,
+    /// `deviceName`.
+    pub name: String,
+    /// `VkPhysicalDeviceIDProperties::deviceUUID`.
+    pub uuid: Uuid,
+    /// `maxImageDimension2D`.
+    pub max_image_dimension: u32,
+    /// Nanoseconds per timestamp tick.
+    pub timestamp_period: f32,
+    /// Whether `VK_KHR_external_memory_fd` and `VK_KHR_external_semaphore_fd` are there.
+    pub external_fd: (bool, bool),
+    /// Whether the device supports Vulkan 1.3.
+    pub vulkan_1_3: bool,
+}
+
+impl std::fmt::Display for GpuInfo {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "Vulkan device {}: {} (UUID {})", self.index, self.name, format_uuid(&self.uuid))
+    }
+}
+
+/// Lists every physical device with its UUID.
+pub fn list_gpus(instance: &Instance) -> Result<Vec<GpuInfo>> {
+    // SAFETY: plain query on a live instance.
+    let physicals =
+        unsafe { instance.raw.enumerate_physical_devices() }.context("vkEnumeratePhysicalDevices")?;
+    let mut out = Vec::new();
+    for (index, physical) in physicals.into_iter().enumerate() {
+        let mut id = vk::PhysicalDeviceIDProperties::default();
+        let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+        // SAFETY: `physical` comes from this instance; `props` chains a valid struct.
+        unsafe { instance.raw.get_physical_device_properties2(physical, &mut props) };
+        let p = props.properties;
+        // SAFETY: plain query on a live physical device.
+        let exts = unsafe { instance.raw.enumerate_device_extension_properties(physical) }?;
+        let has = |name: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+        out.push(GpuInfo {
+            index,
+            physical,
+            name: p.device_name_as_c_str().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+            uuid: id.device_uuid,
+            max_image_dimension: p.limits.max_image_dimension2_d,
+            timestamp_period: p.limits.timestamp_period,
+            external_fd: (
+                has(ash::khr::external_memory_fd::NAME),
+                has(ash::khr::external_semaphore_fd::NAME),
+            ),
+            vulkan_1_3: p.api_version >= vk::API_VERSION_1_3,
+        });
+    }
+    Ok(out)
+}
+
+/// The logical device and what hangs off it. Every Vulkan object of vkcuda
+/// holds an `Arc<Device>`, so the device is destroyed after all of them.
+pub struct Device {
+    /// The instance (kept alive by the device).
+    pub instance: Arc<Instance>,
+    /// The physical device.
+    pub info: GpuInfo,
+    /// The logical device.
+    pub raw: ash::Device,
+    /// The one queue: graphics, compute and transfer. Only the consumer thread submits to it.
+    pub queue: vk::Queue,
+    /// Its family.
+    pub queue_family: u32,
+    /// `VK_KHR_external_memory_fd`, when enabled.
+    pub memory_fd: Option<ash::khr::external_memory_fd::Device>,
+    /// `VK_KHR_external_semaphore_fd`, when enabled.
+    pub semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
+    allocator: ManuallyDrop<Mutex<Allocator>>,
+}
+
+impl Device {
+    /// Creates the device with one queue that can do graphics, compute and
+    /// transfer. `export_semaphores` asks for `VK_KHR_external_semaphore_fd`
+    /// (needed by the CUDA producer); external memory is enabled whenever present.
+    pub fn new(instance: Arc<Instance>, info: GpuInfo, export_semaphores: bool) -> Result<Arc<Self>> {
+        if !info.vulkan_1_3 {
+            bail!(
+                "{info} supports Vulkan below 1.3; vkcuda needs 1.3 (timeline semaphores, synchronization2)"
+            );
+        }
+        // SAFETY: plain query on a live physical device.
+        let families = unsafe { instance.raw.get_physical_device_queue_family_properties(info.physical) };
+        let wanted = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER;
+        let queue_family = families
+            .iter()
+            .position(|f| f.queue_flags.contains(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE))
+            .ok_or_else(|| anyhow!("{info} has no queue family with {wanted:?}"))?
+            as u32;
+        if families[queue_family as usize].timestamp_valid_bits == 0 {
+            bail!("{info}: its queue cannot write timestamps, which vkcuda measures with");
+        }
+        let mut extensions = Vec::new();
+        if info.external_fd.0 {
+            extensions.push(ash::khr::external_memory_fd::NAME.as_ptr());
+        }
+        if export_semaphores {
+            if !info.external_fd.1 {
+                bail!("{info} lacks VK_KHR_external_semaphore_fd, which the CUDA producer needs");
+            }
+            extensions.push(ash::khr::external_semaphore_fd::NAME.as_ptr());
+        }
+        let priorities = [1.0];
+        let queues = [vk::DeviceQueueCreateInfo::default()
+            .queue_family_index(queue_family)
+            .queue_priorities(&priorities)];
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+        let mut v13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(true);
+        let create = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .enabled_extension_names(&extensions)
+            .push_next(&mut v12)
+            .push_next(&mut v13);
+        // SAFETY: every pointer in `create` points into locals that outlive the call.
+        let raw = unsafe { instance.raw.create_device(info.physical, &create, None) }
+            .with_context(|| format!("vkCreateDevice on {info}"))?;
+        // SAFETY: the family and index were requested in `create`.
+        let queue = unsafe { raw.get_device_queue(queue_family, 0) };
+        let memory_fd =
+            info.external_fd.0.then(|| ash::khr::external_memory_fd::Device::new(&instance.raw, &raw));
+        let semaphore_fd =
+            export_semaphores.then(|| ash::khr::external_semaphore_fd::Device::new(&instance.raw, &raw));
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: instance.raw.clone(),
+            device: raw.clone(),
+            physical_device: info.physical,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        })
+        .context("creating the memory allocator")?;
+        Ok(Arc::new(Self {
+            instance,
+            info,
+            raw,
+            queue,
+            queue_family,
+            memory_fd,
+            semaphore_fd,
+            allocator: ManuallyDrop::new(Mutex::new(allocator)),
+        }))
+    }
+
+    /// The allocator that serves every allocation except the exportable images.
+    pub fn allocator(&self) -> MutexGuard<'_, Allocator> {
+        // A panic while allocating leaves nothing half-done worth refusing.
+        self.allocator.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The index of a memory type allowed by `type_bits` that has `flags`.
+    pub fn memory_type(&self, type_bits: u32, flags: vk::MemoryPropertyFlags) -> Result<u32> {
+        // SAFETY: plain query on a live physical device.
+        let props = unsafe { self.instance.raw.get_physical_device_memory_properties(self.info.physical) };
+        (0..props.memory_type_count)
+            .find(|&i| {
+                type_bits & (1 << i) != 0 && props.memory_types[i as usize].property_flags.contains(flags)
+            })
+            .ok_or_else(|| anyhow!("no memory type with {flags:?} among bits {type_bits:#b}"))
+    }
+
+    /// Records commands with `record`, submits them, and waits (set-up and teardown only).
+    pub fn run_once(&self, what: &str, record: impl FnOnce(vk::CommandBuffer)) -> Result<()> {
+        let pool_info = vk::CommandPoolCreateInfo::default()
+            .queue_family_index(self.queue_family)
+            .flags(vk::CommandPoolCreateFlags::TRANSIENT);
+        // SAFETY: valid create info; the pool is destroyed below.
+        let pool = unsafe { self.raw.create_command_pool(&pool_info, None) }?;
+        let result = (|| -> Result<()> {
+            let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+            // SAFETY: `pool` is live; one primary buffer.
+            let cmd = unsafe { self.raw.allocate_command_buffers(&alloc) }?[0];
+            let begin =
+                vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+            // SAFETY: a fresh command buffer from `pool`.
+            unsafe { self.raw.begin_command_buffer(cmd, &begin) }?;
+            record(cmd);
+            // SAFETY: recording was begun above.
+            unsafe { self.raw.end_command_buffer(cmd) }?;
+            // SAFETY: default fence create info.
+            let fence = unsafe { self.raw.create_fence(&vk::FenceCreateInfo::default(), None) }?;
+            let cmds = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
+            let submit = [vk::SubmitInfo2::default().command_buffer_infos(&cmds)];
+            // SAFETY: the queue is only used from this thread at set-up/teardown; `cmd` is executable.
+            let waited = unsafe { self.raw.queue_submit2(self.queue, &submit, fence) }.and_then(|_| {
+                // SAFETY: `fence` was just submitted.
+                unsafe { self.raw.wait_for_fences(&[fence], true, super::WAIT_TIMEOUT.as_nanos() as u64) }
+            });
+            // SAFETY: the fence is signalled or the wait failed; either way the GPU is done with it
+            // or the device is lost.
+            unsafe { self.raw.destroy_fence(fence, None) };
+            waited.with_context(|| format!("{what} (waited up to {:?})", super::WAIT_TIMEOUT))
+        })();
+        // SAFETY: the submission finished (or failed to start); nothing uses the pool now.
+        unsafe { self.raw.destroy_command_pool(pool, None) };
+        result
+    }
+
+    /// Waits until the queue is idle, bounded: used at teardown.
+    pub fn wait_idle(&self) -> Result<()> {
+        // SAFETY: only called when no other thread submits to the queue.
+        unsafe { self.raw.queue_wait_idle(self.queue) }.context("vkQueueWaitIdle")
+    }
+
+    /// Nanoseconds per timestamp tick.
+    pub fn timestamp_period(&self) -> Duration {
+        Duration::from_secs_f64(f64::from(self.info.timestamp_period) * 1e-9)
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        // SAFETY: no other thread uses the device any more (all holders of the Arc are gone).
+        unsafe { self.raw.device_wait_idle() }.ok();
+        // SAFETY: the allocator is dropped once, before the device it allocates from.
+        unsafe { ManuallyDrop::drop(&mut self.allocator) };
+        // SAFETY: every child object held an Arc<Device>; none is left.
+        unsafe { self.raw.destroy_device(None) };
+    }
+}

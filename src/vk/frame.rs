@@ -1,0 +1,375 @@
+//! One consumer frame on the Vulkan side, top to bottom:
+//!
+//! 1. pace: before reusing a command-buffer slot, wait (bounded) until the
+//!    frame that last used it is consumed, then hand its results (timestamps,
+//!    readback) back to the consumer;
+//! 2. record: timestamp; acquire the shared image from
+//!    `VK_QUEUE_FAMILY_EXTERNAL` (layout stays `GENERAL`); for the CPU
+//!    producer, upload its staging buffer; let the consumer draw or copy;
+//!    release the image back to `VK_QUEUE_FAMILY_EXTERNAL`; timestamp;
+//! 3. submit: wait on the plan's "rendered" point, signal its "released"
+//!    point. The CPU never waits for the producer: the GPU does.
+//!
+//! The consumer (headless copy or swapchain present) only fills in step 2's
+//! middle through [`Consume`]; everything else is shared.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ash::vk;
+
+use super::device::Device;
+use super::memory::Buffer;
+use super::shared_image::SharedImage;
+use super::timeline::Timeline;
+use crate::sync::FramePlan;
+
+/// What a consumer does with the ready image.
+pub trait Consume {
+    /// The stage and access of the consumer's first use of the shared image
+    /// (the acquire barrier's destination).
+    fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2);
+
+    /// Records the consumer's commands for `frame` into `cmd`, in slot `slot`.
+    /// The shared image is acquired, in `GENERAL`, and holds the frame.
+    fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: &SharedImage) -> Result<()>;
+
+    /// Frame `frame`, recorded in slot `slot`, is consumed: the GPU is done
+    /// with everything [`Consume::record`] recorded for it.
+    fn completed(&mut self, slot: usize, frame: u64) -> Result<()>;
+}
+
+/// Extra semaphores for one submission (the swapchain's binary semaphores).
+#[derive(Default)]
+pub struct ExtraSync<'a> {
+    /// Waited on before the frame's commands.
+    pub wait: &'a [vk::SemaphoreSubmitInfo<'a>],
+    /// Signalled when the frame's commands finish.
+    pub signal: &'a [vk::SemaphoreSubmitInfo<'a>],
+}
+
+/// A consumed frame's Vulkan GPU time (between its two timestamps).
+#[derive(Clone, Copy, Debug)]
+pub struct Completed {
+    /// The frame.
+    pub frame: u64,
+    /// GPU time of the frame's commands.
+    pub gpu_time: Duration,
+}
+
+struct Slot {
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    frame: Option<u64>,
+}
+
+/// The consumer's frame loop: command-buffer slots, timestamp queries, and
+/// the submission protocol.
+pub struct FrameLoop {
+    device: Arc<Device>,
+    plan: FramePlan,
+    slots: Vec<Slot>,
+    queries: vk::QueryPool,
+    /// CPU producer only: one staging buffer per shared image, uploaded before use.
+    staging: Option<Arc<Vec<Buffer>>>,
+}
+
+impl FrameLoop {
+    /// `frames_in_flight` slots; `staging` when the CPU producer fills staging buffers.
+    pub fn new(
+        device: Arc<Device>,
+        plan: FramePlan,
+        frames_in_flight: usize,
+        staging: Option<Arc<Vec<Buffer>>>,
+    ) -> Result<Self> {
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(2 * frames_in_flight as u32);
+        // SAFETY: valid create info; destroyed in Drop.
+        let queries = unsafe { device.raw.create_query_pool(&info, None) }.context("vkCreateQueryPool")?;
+        let mut this = Self { device, plan, slots: Vec::new(), queries, staging };
+        for _ in 0..frames_in_flight {
+            let pool_info = vk::CommandPoolCreateInfo::default()
+                .queue_family_index(this.device.queue_family)
+                .flags(vk::CommandPoolCreateFlags::TRANSIENT);
+            // SAFETY: valid create info; destroyed in Drop.
+            let pool = unsafe { this.device.raw.create_command_pool(&pool_info, None) }?;
+            let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+            // SAFETY: `pool` is live; freed with it.
+            let cmd = unsafe { this.device.raw.allocate_command_buffers(&alloc) };
+            // Pushed before `?`, so Drop destroys the pool on failure too.
+            this.slots.push(Slot { pool, cmd: vk::CommandBuffer::null(), frame: None });
+            let cmd = cmd.context("vkAllocateCommandBuffers")?[0];
+            if let Some(s) = this.slots.last_mut() {
+                s.cmd = cmd;
+            }
+        }
+        Ok(this)
+    }
+
+    /// Records and submits consumer frame `g`.
+    pub fn submit(
+        &mut self,
+        g: u64,
+        timelines: &[Timeline],
+        images: &[SharedImage],
+        consumer: &mut dyn Consume,
+        extra: ExtraSync<'_>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Option<Completed>> {
+        let slot_index = (g % self.slots.len() as u64) as usize;
+        // 1. Pace: the slot's last frame must be consumed before we reuse its buffers.
+        let done = self.retire(slot_index, timelines, consumer, cancelled)?;
+        let step = self.plan.consumer(g);
+        let image = &images[step.image];
+        let slot = &mut self.slots[slot_index];
+        let dev = &self.device.raw;
+        let cmd = slot.cmd;
+
+        // 2. Record.
+        // SAFETY: the slot's previous submission is complete (retire), so its pool may be reset.
+        unsafe { dev.reset_command_pool(slot.pool, vk::CommandPoolResetFlags::empty()) }?;
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: `cmd` was reset with its pool.
+        unsafe { dev.begin_command_buffer(cmd, &begin) }?;
+        let q = 2 * slot_index as u32;
+        // SAFETY: recording; the queries belong to this slot only.
+        unsafe {
+            dev.cmd_reset_query_pool(cmd, self.queries, q, 2);
+            dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::TOP_OF_PIPE, self.queries, q);
+        }
+        let (use_stage, use_access) = consumer.image_use();
+        match &self.staging {
+            None => self.ownership(cmd, image, Transfer::Acquire, use_stage, use_access),
+            Some(staging) => {
+                // CPU producer: acquire for the upload, upload, then make it visible to the consumer.
+                let upload = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
+                self.ownership(cmd, image, Transfer::Acquire, upload.0, upload.1);
+                record_upload(dev, cmd, &staging[step.image], image);
+                let b = [image_barrier(image.image, upload, (use_stage, use_access))];
+                // SAFETY: recording; the barrier names a live image.
+                unsafe {
+                    dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b))
+                };
+            }
+        }
+        consumer.record(cmd, slot_index, g, image)?;
+        self.ownership(cmd, image, Transfer::Release, use_stage, use_access);
+        // SAFETY: recording.
+        unsafe {
+            dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::BOTTOM_OF_PIPE, self.queries, q + 1)
+        };
+        // SAFETY: recording was begun above.
+        unsafe { dev.end_command_buffer(cmd) }?;
+
+        // 3. Submit: the GPU waits for "rendered"; "released" is signalled when all commands finish.
+        let wait = step.wait.map(|p| {
+            vk::SemaphoreSubmitInfo::default()
+                .semaphore(timelines[p.timeline].raw)
+                .value(p.value)
+                .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
+        });
+        let signal = vk::SemaphoreSubmitInfo::default()
+            .semaphore(timelines[step.signal.timeline].raw)
+            .value(step.signal.value)
+            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS);
+        let waits: Vec<_> = wait.into_iter().chain(extra.wait.iter().copied()).collect();
+        let signals: Vec<_> = std::iter::once(signal).chain(extra.signal.iter().copied()).collect();
+        let cmds = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
+        let submit = [vk::SubmitInfo2::default()
+            .wait_semaphore_infos(&waits)
+            .command_buffer_infos(&cmds)
+            .signal_semaphore_infos(&signals)];
+        // SAFETY: only this thread submits to the queue; everything referenced is live.
+        unsafe { dev.queue_submit2(self.device.queue, &submit, vk::Fence::null()) }
+            .with_context(|| format!("vkQueueSubmit2 (frame {g})"))?;
+        self.slots[slot_index].frame = Some(g);
+        Ok(done)
+    }
+
+    /// Waits for every submitted frame, oldest first, and retires it.
+    pub fn drain(
+        &mut self,
+        timelines: &[Timeline],
+        consumer: &mut dyn Consume,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Vec<Completed>> {
+        let mut order: Vec<usize> =
+            (0..self.slots.len()).filter(|&i| self.slots[i].frame.is_some()).collect();
+        order.sort_by_key(|&i| self.slots[i].frame);
+        let mut out = Vec::new();
+        for i in order {
+            out.extend(self.retire(i, timelines, consumer, cancelled)?);
+        }
+        Ok(out)
+    }
+
+    /// Forgets submitted frames without waiting (after an abort, once the queue is idle).
+    pub fn forget(&mut self) {
+        self.slots.iter_mut().for_each(|s| s.frame = None);
+    }
+
+    fn retire(
+        &mut self,
+        slot: usize,
+        timelines: &[Timeline],
+        consumer: &mut dyn Consume,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Option<Completed>> {
+        let Some(frame) = self.slots[slot].frame.take() else { return Ok(None) };
+        let point = self.plan.consumed(frame);
+        timelines[point.timeline]
+            .wait(point.value, cancelled)
+            .with_context(|| format!("consumer frame {frame}"))?;
+        let mut stamps = [0u64; 2];
+        // SAFETY: both queries of this slot were written by a submission that has completed.
+        unsafe {
+            self.device.raw.get_query_pool_results(
+                self.queries,
+                2 * slot as u32,
+                &mut stamps,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .context("reading timestamps")?;
+        consumer.completed(slot, frame)?;
+        let ticks = stamps[1].saturating_sub(stamps[0]);
+        Ok(Some(Completed { frame, gpu_time: self.device.timestamp_period().mul_f64(ticks as f64) }))
+    }
+
+    /// Records the queue-family ownership transfer of `image` from or to
+    /// `VK_QUEUE_FAMILY_EXTERNAL` (CUDA's side). The layout stays `GENERAL`.
+    fn ownership(
+        &self,
+        cmd: vk::CommandBuffer,
+        image: &SharedImage,
+        dir: Transfer,
+        stage: vk::PipelineStageFlags2,
+        access: vk::AccessFlags2,
+    ) {
+        let ours = self.device.queue_family;
+        let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
+        let (src, dst, families) = match dir {
+            // Acquire: the source scope is CUDA's, outside Vulkan: only the destination counts.
+            Transfer::Acquire => (none, (stage, access), (vk::QUEUE_FAMILY_EXTERNAL, ours)),
+            // Release: the destination scope is CUDA's; the semaphore signal orders the rest.
+            Transfer::Release => ((stage, access), none, (ours, vk::QUEUE_FAMILY_EXTERNAL)),
+        };
+        let b = [image_barrier(image.image, src, dst)
+            .src_queue_family_index(families.0)
+            .dst_queue_family_index(families.1)];
+        // SAFETY: recording; the barrier names a live image.
+        unsafe {
+            self.device
+                .raw
+                .cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b))
+        };
+    }
+}
+
+impl Drop for FrameLoop {
+    fn drop(&mut self) {
+        // SAFETY: teardown waited for the queue; the pools and queries are ours.
+        unsafe {
+            for s in &self.slots {
+                self.device.raw.destroy_command_pool(s.pool, None);
+            }
+            self.device.raw.destroy_query_pool(self.queries, None);
+        }
+    }
+}
+
+#[derive(Clone, Copy)]
+enum Transfer {
+    Acquire,
+    Release,
+}
+
+/// A barrier on the whole colour image that keeps it in `GENERAL`.
+pub fn image_barrier(
+    image: vk::Image,
+    src: (vk::PipelineStageFlags2, vk::AccessFlags2),
+    dst: (vk::PipelineStageFlags2, vk::AccessFlags2),
+) -> vk::ImageMemoryBarrier2<'static> {
+    vk::ImageMemoryBarrier2::default()
+        .src_stage_mask(src.0)
+        .src_access_mask(src.1)
+        .dst_stage_mask(dst.0)
+        .dst_access_mask(dst.1)
+        .old_layout(vk::ImageLayout::GENERAL)
+        .new_layout(vk::ImageLayout::GENERAL)
+        .image(image)
+        .subresource_range(COLOR)
+}
+
+/// The one colour mip level and layer of every image here.
+pub const COLOR: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
+    aspect_mask: vk::ImageAspectFlags::COLOR,
+    base_mip_level: 0,
+    level_count: 1,
+    base_array_layer: 0,
+    layer_count: 1,
+};
+
+/// The whole colour image as a copy region.
+pub fn copy_layers() -> vk::ImageSubresourceLayers {
+    vk::ImageSubresourceLayers {
+        aspect_mask: vk::ImageAspectFlags::COLOR,
+        mip_level: 0,
+        base_array_layer: 0,
+        layer_count: 1,
+    }
+}
+
+fn record_upload(dev: &ash::Device, cmd: vk::CommandBuffer, staging: &Buffer, image: &SharedImage) {
+    // The host wrote the staging buffer before it signalled "rendered": make those writes visible.
+    let b = [vk::BufferMemoryBarrier2::default()
+        .src_stage_mask(vk::PipelineStageFlags2::HOST)
+        .src_access_mask(vk::AccessFlags2::HOST_WRITE)
+        .dst_stage_mask(vk::PipelineStageFlags2::COPY)
+        .dst_access_mask(vk::AccessFlags2::TRANSFER_READ)
+        .buffer(staging.raw)
+        .size(vk::WHOLE_SIZE)];
+    let region = [vk::BufferImageCopy::default()
+        .image_subresource(copy_layers())
+        .image_extent(vk::Extent3D { width: image.extent.width, height: image.extent.height, depth: 1 })];
+    // SAFETY: recording; the buffer holds width × height × 4 bytes, the image is in GENERAL.
+    unsafe {
+        dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&b));
+        dev.cmd_copy_buffer_to_image(cmd, staging.raw, image.image, vk::ImageLayout::GENERAL, &region);
+    }
+}
+
+/// Moves fresh shared images from `UNDEFINED` to `GENERAL`, then releases
+/// them to `VK_QUEUE_FAMILY_EXTERNAL`, so every frame finds them the same way.
+/// (Two barriers: a layout change inside a release is not tracked by the
+/// validation layer as the image's layout.)
+pub fn prepare_shared_images(device: &Device, images: &[SharedImage]) -> Result<()> {
+    let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
+    let all = (vk::PipelineStageFlags2::ALL_COMMANDS, vk::AccessFlags2::MEMORY_WRITE);
+    device.run_once("preparing the shared images", |cmd| {
+        let to_general: Vec<_> = images
+            .iter()
+            .map(|i| image_barrier(i.image, none, all).old_layout(vk::ImageLayout::UNDEFINED))
+            .collect();
+        let release: Vec<_> = images
+            .iter()
+            .map(|i| {
+                image_barrier(i.image, all, none)
+                    .src_queue_family_index(device.queue_family)
+                    .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+            })
+            .collect();
+        // SAFETY: recording; the images are live and unused.
+        unsafe {
+            device.raw.cmd_pipeline_barrier2(
+                cmd,
+                &vk::DependencyInfo::default().image_memory_barriers(&to_general),
+            );
+            device
+                .raw
+                .cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&release));
+        }
+    })
+}

@@ -1,0 +1,159 @@
+//! The Vulkan loader, the instance and (with `--validate`) the Khronos
+//! validation layer with synchronization validation, whose messages are
+//! printed and counted.
+
+use std::ffi::{c_void, CStr};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use ash::vk;
+
+const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
+
+/// Counts of the validation messages seen so far.
+#[derive(Debug, Default)]
+pub struct ValidationLog {
+    errors: AtomicU64,
+    warnings: AtomicU64,
+}
+
+impl ValidationLog {
+    /// (errors, warnings) reported so far.
+    pub fn counts(&self) -> (u64, u64) {
+        (self.errors.load(Ordering::Relaxed), self.warnings.load(Ordering::Relaxed))
+    }
+}
+
+/// The loader's entry points and the instance. Everything Vulkan holds an
+/// `Arc<Instance>`, so the instance is destroyed last.
+pub struct Instance {
+    /// The loader (keeps libvulkan loaded).
+    pub entry: ash::Entry,
+    /// The instance.
+    pub raw: ash::Instance,
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    // The messenger's user data points here: it lives as long as the instance.
+    log: Arc<ValidationLog>,
+}
+
+impl Instance {
+    /// Loads libvulkan and creates a Vulkan 1.3 instance; with `validate`,
+    /// with the validation layer and synchronization validation on.
+    pub fn new(validate: bool, extensions: &[&CStr]) -> Result<Arc<Self>> {
+        // SAFETY: loading libvulkan runs its initialisers; it is the system's Vulkan loader.
+        let entry = unsafe { ash::Entry::load() }.map_err(|e| {
+            anyhow::anyhow!(
+                "cannot load the Vulkan loader (libvulkan.so.1): {e}. Install it \
+                 (Debian/Ubuntu: apt install libvulkan1 mesa-vulkan-drivers) or set LD_LIBRARY_PATH"
+            )
+        })?;
+        let mut ext: Vec<*const i8> = extensions.iter().map(|e| e.as_ptr()).collect();
+        let mut layers = Vec::new();
+        if validate {
+            // SAFETY: plain query; the entry is loaded.
+            let available = unsafe { entry.enumerate_instance_layer_properties() }?;
+            let found = available.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER));
+            if !found {
+                bail!(
+                    "--validate needs the Khronos validation layer, which is not installed \
+                     (Debian/Ubuntu: apt install vulkan-validationlayers; or set VK_LAYER_PATH)"
+                );
+            }
+            layers.push(VALIDATION_LAYER.as_ptr());
+            ext.push(ash::ext::debug_utils::NAME.as_ptr());
+            ext.push(ash::ext::validation_features::NAME.as_ptr());
+        }
+        let app = vk::ApplicationInfo::default()
+            .application_name(c"vkcuda")
+            .application_version(1)
+            .api_version(vk::API_VERSION_1_3);
+        let log = Arc::new(ValidationLog::default());
+        // Built twice: chaining it into the instance's create info changes its pNext.
+        let messenger_info = || {
+            vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(
+                    vk::DebugUtilsMessageSeverityFlagsEXT::WARNING
+                        | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
+                )
+                // Correctness only: PERFORMANCE hints would flag the GENERAL layout, which is
+                // deliberate (CUDA knows no layouts; see shared_image.rs).
+                .message_type(
+                    vk::DebugUtilsMessageTypeFlagsEXT::GENERAL
+                        | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION,
+                )
+                .pfn_user_callback(Some(on_message))
+                .user_data(Arc::as_ptr(&log) as *mut c_void)
+        };
+        let mut instance_messenger = messenger_info();
+        let enables = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&enables);
+        let mut info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(&layers)
+            .enabled_extension_names(&ext);
+        if validate {
+            // Chained here too, so instance creation itself is validated.
+            info = info.push_next(&mut features).push_next(&mut instance_messenger);
+        }
+        // SAFETY: every pointer in `info` points into locals that outlive the call.
+        let raw =
+            unsafe { entry.create_instance(&info, None) }.context("vkCreateInstance (Vulkan 1.3 needed)")?;
+        let debug = if validate {
+            let utils = ash::ext::debug_utils::Instance::new(&entry, &raw);
+            // SAFETY: the messenger's user data (`log`) lives as long as the instance.
+            let messenger = unsafe { utils.create_debug_utils_messenger(&messenger_info(), None) }?;
+            Some((utils, messenger))
+        } else {
+            None
+        };
+        Ok(Arc::new(Self { entry, raw, debug, log }))
+    }
+
+    /// The validation messages counted so far (all zero without `--validate`).
+    pub fn validation(&self) -> &Arc<ValidationLog> {
+        &self.log
+    }
+
+    /// Whether the validation layer is on.
+    pub fn validating(&self) -> bool {
+        self.debug.is_some()
+    }
+}
+
+impl Drop for Instance {
+    fn drop(&mut self) {
+        if let Some((utils, messenger)) = self.debug.take() {
+            // SAFETY: the messenger belongs to this instance and is destroyed once.
+            unsafe { utils.destroy_debug_utils_messenger(messenger, None) };
+        }
+        // SAFETY: every child object holds an Arc<Instance>, so none is left.
+        unsafe { self.raw.destroy_instance(None) };
+    }
+}
+
+unsafe extern "system" fn on_message(
+    severity: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _types: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    user: *mut c_void,
+) -> vk::Bool32 {
+    // SAFETY: `user` points to the ValidationLog the Instance keeps alive as long as the messenger.
+    let log = unsafe { &*(user as *const ValidationLog) };
+    let label = if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
+        log.errors.fetch_add(1, Ordering::Relaxed);
+        "error"
+    } else {
+        log.warnings.fetch_add(1, Ordering::Relaxed);
+        "warning"
+    };
+    // SAFETY: the layer passes a valid callback-data struct for the duration of the call.
+    let message = unsafe { data.as_ref() }
+        .and_then(|d| {
+            // SAFETY: p_message is null or a NUL-terminated string owned by the layer.
+            (!d.p_message.is_null()).then(|| unsafe { CStr::from_ptr(d.p_message) }.to_string_lossy())
+        })
+        .unwrap_or_default();
+    eprintln!("vkcuda: validation {label}: {message}");
+    vk::FALSE
+}

@@ -1,0 +1,145 @@
+//! Buffers and images that only Vulkan uses, served by gpu-allocator.
+
+use std::sync::Arc;
+
+use anyhow::{anyhow, Context, Result};
+use ash::vk;
+use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
+use gpu_allocator::MemoryLocation;
+
+use super::device::Device;
+
+/// A buffer and its allocation.
+pub struct Buffer {
+    device: Arc<Device>,
+    /// The buffer.
+    pub raw: vk::Buffer,
+    allocation: Option<Allocation>,
+    /// Size in bytes.
+    pub size: u64,
+}
+
+impl Buffer {
+    /// Creates a buffer of `size` bytes in `location` (host-visible ones stay mapped).
+    pub fn new(
+        device: Arc<Device>,
+        name: &str,
+        size: u64,
+        usage: vk::BufferUsageFlags,
+        location: MemoryLocation,
+    ) -> Result<Self> {
+        let info = vk::BufferCreateInfo::default().size(size).usage(usage);
+        // SAFETY: valid create info; destroyed in Drop.
+        let raw = unsafe { device.raw.create_buffer(&info, None) }
+            .with_context(|| format!("vkCreateBuffer ({name})"))?;
+        let mut this = Self { device, raw, allocation: None, size };
+        // SAFETY: `raw` is live.
+        let requirements = unsafe { this.device.raw.get_buffer_memory_requirements(raw) };
+        let allocation = this
+            .device
+            .allocator()
+            .allocate(&AllocationCreateDesc {
+                name,
+                requirements,
+                location,
+                linear: true,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            })
+            .with_context(|| format!("allocating {size} bytes for {name}"))?;
+        // SAFETY: the allocation fits the requirements and is bound once.
+        unsafe { this.device.raw.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) }?;
+        this.allocation = Some(allocation);
+        Ok(this)
+    }
+
+    /// The mapped bytes of a host-visible buffer.
+    ///
+    /// The caller makes sure the GPU does not write them meanwhile (the frame
+    /// plan and the timelines say when).
+    pub fn mapped(&self) -> Result<&[u8]> {
+        self.allocation
+            .as_ref()
+            .and_then(|a| a.mapped_slice())
+            .ok_or_else(|| anyhow!("buffer is not host-visible"))
+    }
+
+    /// A raw pointer to the mapped bytes, for a producer thread to write through.
+    pub fn mapped_ptr(&self) -> Result<*mut u8> {
+        self.allocation
+            .as_ref()
+            .and_then(|a| a.mapped_ptr())
+            .map(|p| p.as_ptr().cast())
+            .ok_or_else(|| anyhow!("buffer is not host-visible"))
+    }
+}
+
+impl Drop for Buffer {
+    fn drop(&mut self) {
+        if let Some(a) = self.allocation.take() {
+            self.device.allocator().free(a).ok();
+        }
+        // SAFETY: the GPU is done with the buffer (teardown waits first).
+        unsafe { self.device.raw.destroy_buffer(self.raw, None) };
+    }
+}
+
+/// A device-local 2D image that only Vulkan uses (the headless target).
+pub struct Image {
+    device: Arc<Device>,
+    /// The image.
+    pub raw: vk::Image,
+    allocation: Option<Allocation>,
+}
+
+impl Image {
+    /// Creates an OPTIMAL-tiled image.
+    pub fn new(
+        device: Arc<Device>,
+        name: &str,
+        format: vk::Format,
+        extent: vk::Extent2D,
+        usage: vk::ImageUsageFlags,
+    ) -> Result<Self> {
+        let info = vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(format)
+            .extent(vk::Extent3D { width: extent.width, height: extent.height, depth: 1 })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(usage)
+            .initial_layout(vk::ImageLayout::UNDEFINED);
+        // SAFETY: valid create info; destroyed in Drop.
+        let raw = unsafe { device.raw.create_image(&info, None) }
+            .with_context(|| format!("vkCreateImage ({name})"))?;
+        let mut this = Self { device, raw, allocation: None };
+        // SAFETY: `raw` is live.
+        let requirements = unsafe { this.device.raw.get_image_memory_requirements(raw) };
+        let allocation = this
+            .device
+            .allocator()
+            .allocate(&AllocationCreateDesc {
+                name,
+                requirements,
+                location: MemoryLocation::GpuOnly,
+                linear: false,
+                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+            })
+            .with_context(|| format!("allocating {name}"))?;
+        // SAFETY: the allocation fits the requirements and is bound once.
+        unsafe { this.device.raw.bind_image_memory(raw, allocation.memory(), allocation.offset()) }?;
+        this.allocation = Some(allocation);
+        Ok(this)
+    }
+}
+
+impl Drop for Image {
+    fn drop(&mut self) {
+        if let Some(a) = self.allocation.take() {
+            self.device.allocator().free(a).ok();
+        }
+        // SAFETY: the GPU is done with the image (teardown waits first).
+        unsafe { self.device.raw.destroy_image(self.raw, None) };
+    }
+}

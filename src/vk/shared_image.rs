@@ -1,0 +1,148 @@
+//! The images both APIs share: OPTIMAL-tiled RGBA8, in their own dedicated,
+//! exportable memory, allocated by hand (gpu-allocator cannot export).
+//!
+//! Ownership rules:
+//! - The image stays in `GENERAL` layout for its whole life, so CUDA (which
+//!   knows no layouts) always finds it the way it expects.
+//! - Between Vulkan uses it belongs to `VK_QUEUE_FAMILY_EXTERNAL`: every Vulkan
+//!   use acquires it first and releases it after (see `frame.rs`).
+//! - CUDA's import (`cuda::ExternalImage`) must be destroyed before this
+//!   image: the producer thread, which owns the import, ends first.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
+use ash::vk;
+
+use super::device::Device;
+use super::SHARED_FORMAT;
+
+/// One shared image and its dedicated memory.
+pub struct SharedImage {
+    device: Arc<Device>,
+    /// The image.
+    pub image: vk::Image,
+    memory: vk::DeviceMemory,
+    /// `vkGetImageMemoryRequirements().size`: CUDA must import exactly this
+    /// many bytes (more than width × height × 4: the tiled layout pads).
+    pub allocation_size: u64,
+    /// Width and height.
+    pub extent: vk::Extent2D,
+    /// Whether the memory was allocated exportable as an OPAQUE_FD.
+    pub exportable: bool,
+}
+
+const USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
+    vk::ImageUsageFlags::STORAGE.as_raw()
+        | vk::ImageUsageFlags::SAMPLED.as_raw()
+        | vk::ImageUsageFlags::TRANSFER_SRC.as_raw()
+        | vk::ImageUsageFlags::TRANSFER_DST.as_raw()
+        | vk::ImageUsageFlags::COLOR_ATTACHMENT.as_raw(),
+);
+const HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
+
+/// Whether the device can export images like ours as OPAQUE_FD.
+pub fn can_export(device: &Device) -> bool {
+    if device.memory_fd.is_none() {
+        return false;
+    }
+    let mut external = vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(HANDLE);
+    let info = vk::PhysicalDeviceImageFormatInfo2::default()
+        .format(SHARED_FORMAT)
+        .ty(vk::ImageType::TYPE_2D)
+        .tiling(vk::ImageTiling::OPTIMAL)
+        .usage(USAGE)
+        .push_next(&mut external);
+    let mut external_props = vk::ExternalImageFormatProperties::default();
+    let mut props = vk::ImageFormatProperties2::default().push_next(&mut external_props);
+    // SAFETY: valid chained structs; plain query.
+    let ok = unsafe {
+        device.instance.raw.get_physical_device_image_format_properties2(
+            device.info.physical,
+            &info,
+            &mut props,
+        )
+    };
+    ok.is_ok()
+        && external_props
+            .external_memory_properties
+            .external_memory_features
+            .contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE)
+}
+
+impl SharedImage {
+    /// Creates the image and its dedicated memory, exportable when `export`.
+    pub fn new(device: Arc<Device>, extent: vk::Extent2D, export: bool) -> Result<Self> {
+        let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(HANDLE);
+        let mut info = vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(SHARED_FORMAT)
+            .extent(vk::Extent3D { width: extent.width, height: extent.height, depth: 1 })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .tiling(vk::ImageTiling::OPTIMAL)
+            .usage(USAGE)
+            .sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .initial_layout(vk::ImageLayout::UNDEFINED);
+        if export {
+            info = info.push_next(&mut external);
+        }
+        // SAFETY: valid create info; destroyed in Drop (or below on failure).
+        let image =
+            unsafe { device.raw.create_image(&info, None) }.context("vkCreateImage (shared image)")?;
+        let mut this = Self {
+            device,
+            image,
+            memory: vk::DeviceMemory::null(),
+            allocation_size: 0,
+            extent,
+            exportable: export,
+        };
+        // SAFETY: `image` is live.
+        let req = unsafe { this.device.raw.get_image_memory_requirements(image) };
+        let type_index =
+            this.device.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)?;
+        // A dedicated allocation: CUDA imports it with CUDA_EXTERNAL_MEMORY_DEDICATED.
+        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+        let mut export_info = vk::ExportMemoryAllocateInfo::default().handle_types(HANDLE);
+        let mut alloc = vk::MemoryAllocateInfo::default()
+            .allocation_size(req.size)
+            .memory_type_index(type_index)
+            .push_next(&mut dedicated);
+        if export {
+            alloc = alloc.push_next(&mut export_info);
+        }
+        // SAFETY: valid allocate info chaining locals; freed in Drop.
+        this.memory = unsafe { this.device.raw.allocate_memory(&alloc, None) }
+            .with_context(|| format!("vkAllocateMemory ({} bytes, shared image)", req.size))?;
+        this.allocation_size = req.size;
+        // SAFETY: fresh memory of the required size and type, bound once at offset 0.
+        unsafe { this.device.raw.bind_image_memory(image, this.memory, 0) }.context("vkBindImageMemory")?;
+        Ok(this)
+    }
+
+    /// A new file descriptor for the image's memory. On a successful import
+    /// CUDA owns it; on a failed one the caller still does (it is an `OwnedFd`).
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        let (Some(ext), true) = (&self.device.memory_fd, self.exportable) else {
+            bail!("this shared image was not allocated exportable");
+        };
+        let info = vk::MemoryGetFdInfoKHR::default().memory(self.memory).handle_type(HANDLE);
+        // SAFETY: the memory was allocated with this handle type exportable.
+        let fd = unsafe { ext.get_memory_fd(&info) }.context("vkGetMemoryFdKHR")?;
+        // SAFETY: vkGetMemoryFdKHR returns a new descriptor that we now own.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+}
+
+impl Drop for SharedImage {
+    fn drop(&mut self) {
+        // SAFETY: the GPU is idle for this image (teardown waits first); both objects are ours.
+        unsafe {
+            self.device.raw.destroy_image(self.image, None);
+            self.device.raw.free_memory(self.memory, None);
+        }
+    }
+}

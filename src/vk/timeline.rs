@@ -1,0 +1,125 @@
+//! Timeline semaphores, exportable to CUDA as OPAQUE_FD, and host-side waits
+//! that time out with an error naming what was awaited.
+
+use std::os::fd::{FromRawFd, OwnedFd};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use ash::vk;
+
+use super::device::Device;
+use super::WAIT_TIMEOUT;
+
+/// How often a long wait checks whether it was cancelled.
+const SLICE: Duration = Duration::from_millis(50);
+
+/// One timeline semaphore.
+pub struct Timeline {
+    device: Arc<Device>,
+    /// The semaphore.
+    pub raw: vk::Semaphore,
+    /// Its name in the frame plan ("rendered", "released", "frame").
+    pub name: &'static str,
+    exportable: bool,
+}
+
+const HANDLE: vk::ExternalSemaphoreHandleTypeFlags = vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
+
+impl Timeline {
+    /// Creates a timeline starting at `initial`; exportable as OPAQUE_FD when `export`.
+    pub fn new(device: Arc<Device>, name: &'static str, initial: u64, export: bool) -> Result<Self> {
+        let mut kind = vk::SemaphoreTypeCreateInfo::default()
+            .semaphore_type(vk::SemaphoreType::TIMELINE)
+            .initial_value(initial);
+        let mut export_info = vk::ExportSemaphoreCreateInfo::default().handle_types(HANDLE);
+        let mut info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+        if export {
+            info = info.push_next(&mut export_info);
+        }
+        // SAFETY: valid create info chaining locals; destroyed in Drop.
+        let raw = unsafe { device.raw.create_semaphore(&info, None) }
+            .with_context(|| format!("vkCreateSemaphore (timeline '{name}')"))?;
+        Ok(Self { device, raw, name, exportable: export })
+    }
+
+    /// The current value.
+    pub fn value(&self) -> Result<u64> {
+        // SAFETY: a live timeline semaphore.
+        unsafe { self.device.raw.get_semaphore_counter_value(self.raw) }
+            .with_context(|| format!("reading timeline '{}'", self.name))
+    }
+
+    /// Blocks until the value reaches `value`, for at most [`WAIT_TIMEOUT`].
+    ///
+    /// Waits in short slices and gives up early with an error once
+    /// `cancelled()` says the other side has failed, so a dead producer or
+    /// consumer never hangs the other.
+    pub fn wait(&self, value: u64, cancelled: &dyn Fn() -> bool) -> Result<()> {
+        let semaphores = [self.raw];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+        let deadline = Instant::now() + WAIT_TIMEOUT;
+        loop {
+            // SAFETY: a live timeline semaphore; the arrays outlive the call.
+            match unsafe { self.device.raw.wait_semaphores(&info, SLICE.as_nanos() as u64) } {
+                Ok(()) => return Ok(()),
+                Err(vk::Result::TIMEOUT) if cancelled() => {
+                    bail!(
+                        "gave up waiting for timeline '{}' to reach {value}: the other side failed",
+                        self.name
+                    )
+                }
+                Err(vk::Result::TIMEOUT) if Instant::now() < deadline => continue,
+                Err(vk::Result::TIMEOUT) => {
+                    return Err(anyhow!(
+                        "timed out after {:?} waiting for timeline '{}' to reach {value} (it is at {})",
+                        WAIT_TIMEOUT,
+                        self.name,
+                        self.value().map(|v| v.to_string()).unwrap_or_else(|e| e.to_string())
+                    ))
+                }
+                Err(e) => {
+                    return Err(e)
+                        .with_context(|| format!("waiting for timeline '{}' to reach {value}", self.name))
+                }
+            }
+        }
+    }
+
+    /// Raises the value to `value` from the host if it is below: used only to
+    /// unblock the other side when a run is aborted.
+    pub fn raise_to(&self, value: u64) -> Result<()> {
+        if self.value()? < value {
+            self.signal(value)?;
+        }
+        Ok(())
+    }
+
+    /// Sets the value from the host (the CPU producer's signal).
+    pub fn signal(&self, value: u64) -> Result<()> {
+        let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(value);
+        // SAFETY: a live timeline; the plan guarantees `value` rises.
+        unsafe { self.device.raw.signal_semaphore(&info) }
+            .with_context(|| format!("signalling timeline '{}' to {value} from the host", self.name))
+    }
+
+    /// A new file descriptor for the semaphore; CUDA owns it once imported.
+    pub fn export_fd(&self) -> Result<OwnedFd> {
+        let (Some(ext), true) = (&self.device.semaphore_fd, self.exportable) else {
+            bail!("timeline '{}' was not created exportable", self.name);
+        };
+        let info = vk::SemaphoreGetFdInfoKHR::default().semaphore(self.raw).handle_type(HANDLE);
+        // SAFETY: the semaphore was created exportable with this handle type.
+        let fd = unsafe { ext.get_semaphore_fd(&info) }.context("vkGetSemaphoreFdKHR")?;
+        // SAFETY: vkGetSemaphoreFdKHR returns a new descriptor that we now own.
+        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+    }
+}
+
+impl Drop for Timeline {
+    fn drop(&mut self) {
+        // SAFETY: teardown waited for the queue; CUDA's import was destroyed first.
+        unsafe { self.device.raw.destroy_semaphore(self.raw, None) };
+    }
+}
