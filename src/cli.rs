@@ -6,6 +6,7 @@ use clap::{Parser, ValueEnum};
 
 use crate::scene::SceneKind;
 use crate::sync::SyncScheme;
+use crate::vk::device::QueueKind;
 use crate::UsageError;
 
 /// Who renders the frames.
@@ -99,6 +100,12 @@ pub struct Args {
     /// $XDG_CACHE_HOME/vkcuda, else ~/.cache/vkcuda.
     #[arg(long)]
     pub ptx_cache: Option<PathBuf>,
+    /// Queue family the consumer submits to.
+    #[arg(long, value_enum, default_value_t = QueueKind::Compute, hide = true)]
+    pub queue: QueueKind,
+    /// Consumer command buffers in flight (CPU frames ahead of the Vulkan GPU).
+    #[arg(long, default_value_t = 3, hide = true, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub frames_in_flight: u32,
     /// Test only: the value every timeline starts at (e.g. 9223372036854775000 to
     /// prove nothing assumes small values).
     #[arg(long, default_value_t = 0, hide = true)]

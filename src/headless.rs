@@ -20,9 +20,6 @@ use crate::sync::FramePlan;
 use crate::vk::frame::{ExtraSync, FrameLoop};
 use crate::UsageError;
 
-/// Command buffers (and readback buffers) in flight on the consumer side.
-pub const FRAMES_IN_FLIGHT: usize = 3;
-
 /// What a run measured.
 #[derive(Debug)]
 pub struct Summary {
@@ -89,8 +86,9 @@ pub fn run(args: &Args) -> Result<Summary> {
     let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, 16);
     let sink = dumping.then(|| PngSink::new(&args.out, workers, args.verify));
     let scene = Scene { kind: args.scene, width: args.size.width, height: args.size.height, cost: args.cost };
-    let mut offscreen = Offscreen::new(device.clone(), scene, FRAMES_IN_FLIGHT, args.dump_every, sink)?;
-    let mut frames = FrameLoop::new(device.clone(), plan, FRAMES_IN_FLIGHT, interop.staging.clone())?;
+    let in_flight = args.frames_in_flight as usize;
+    let mut offscreen = Offscreen::new(device.clone(), scene, in_flight, args.dump_every, sink)?;
+    let mut frames = FrameLoop::new(device.clone(), plan, in_flight, interop.staging.clone())?;
 
     let control = Control::new(args.frames);
     let producer_name = producer.name();

@@ -93,7 +93,7 @@ pub fn open_gpu(args: &Args) -> Result<Gpu> {
             (None, format!("cpu producer: {reason}"))
         }
     };
-    let device = Device::new(instance, chosen.clone(), cuda.is_some())?;
+    let device = Device::new(instance, chosen.clone(), cuda.is_some(), args.queue)?;
     Ok(Gpu { device, cuda, why })
 }
 

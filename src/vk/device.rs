@@ -87,6 +87,17 @@ pub fn list_gpus(instance: &Instance) -> Result<Vec<GpuInfo>> {
     Ok(out)
 }
 
+/// Which queue family the consumer submits to.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+pub enum QueueKind {
+    /// Graphics and compute (what a presenter needs).
+    Graphics,
+    /// Compute, preferably a family without graphics (headless default).
+    Compute,
+    /// Transfer only (copy engines), if the device has such a family.
+    Transfer,
+}
+
 /// The logical device and what hangs off it. Every Vulkan object of vkcuda
 /// holds an `Arc<Device>`, so the device is destroyed after all of them.
 pub struct Device {
@@ -96,7 +107,7 @@ pub struct Device {
     pub info: GpuInfo,
     /// The logical device.
     pub raw: ash::Device,
-    /// The one queue: graphics, compute and transfer. Only the consumer thread submits to it.
+    /// The one queue. Only the consumer thread submits to it.
     pub queue: vk::Queue,
     /// Its family.
     pub queue_family: u32,
@@ -108,10 +119,14 @@ pub struct Device {
 }
 
 impl Device {
-    /// Creates the device with one queue that can do graphics, compute and
-    /// transfer. `export_semaphores` asks for `VK_KHR_external_semaphore_fd`
+    /// Creates the device with one queue of kind `queue`. `export_semaphores` asks for `VK_KHR_external_semaphore_fd`
     /// (needed by the CUDA producer); external memory is enabled whenever present.
-    pub fn new(instance: Arc<Instance>, info: GpuInfo, export_semaphores: bool) -> Result<Arc<Self>> {
+    pub fn new(
+        instance: Arc<Instance>,
+        info: GpuInfo,
+        export_semaphores: bool,
+        queue: QueueKind,
+    ) -> Result<Arc<Self>> {
         if !info.vulkan_1_3 {
             bail!(
                 "{info} supports Vulkan below 1.3; vkcuda needs 1.3 (timeline semaphores, synchronization2)"
@@ -119,12 +134,21 @@ impl Device {
         }
         // SAFETY: plain query on a live physical device.
         let families = unsafe { instance.raw.get_physical_device_queue_family_properties(info.physical) };
-        let wanted = vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE | vk::QueueFlags::TRANSFER;
-        let queue_family = families
-            .iter()
-            .position(|f| f.queue_flags.contains(vk::QueueFlags::GRAPHICS | vk::QueueFlags::COMPUTE))
-            .ok_or_else(|| anyhow!("{info} has no queue family with {wanted:?}"))?
-            as u32;
+        let has = |i: &usize, f: vk::QueueFlags| families[*i].queue_flags.contains(f);
+        let (g, c, t) = (vk::QueueFlags::GRAPHICS, vk::QueueFlags::COMPUTE, vk::QueueFlags::TRANSFER);
+        let all = 0..families.len();
+        let found = match queue {
+            QueueKind::Graphics => all.clone().find(|i| has(i, g | c)),
+            // A family without graphics runs on every SM; on GPUs with few graphics units
+            // (H100) the graphics family's copies are many times slower.
+            QueueKind::Compute => {
+                all.clone().find(|i| has(i, c) && !has(i, g)).or_else(|| all.clone().find(|i| has(i, c)))
+            }
+            QueueKind::Transfer => {
+                all.clone().find(|i| has(i, t) && !has(i, c | g)).or_else(|| all.clone().find(|i| has(i, t)))
+            }
+        };
+        let queue_family = found.ok_or_else(|| anyhow!("{info} has no {queue:?} queue family"))? as u32;
         if families[queue_family as usize].timestamp_valid_bits == 0 {
             bail!("{info}: its queue cannot write timestamps, which vkcuda measures with");
         }

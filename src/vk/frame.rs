@@ -19,6 +19,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use ash::vk;
 
+use super::bounded_wait;
 use super::device::Device;
 use super::memory::Buffer;
 use super::shared_image::SharedImage;
@@ -61,6 +62,8 @@ pub struct Completed {
 struct Slot {
     pool: vk::CommandPool,
     cmd: vk::CommandBuffer,
+    /// Signalled with the slot's submission, at the same moment as its "released" value.
+    fence: vk::Fence,
     frame: Option<u64>,
 }
 
@@ -99,10 +102,18 @@ impl FrameLoop {
             // SAFETY: `pool` is live; freed with it.
             let cmd = unsafe { this.device.raw.allocate_command_buffers(&alloc) };
             // Pushed before `?`, so Drop destroys the pool on failure too.
-            this.slots.push(Slot { pool, cmd: vk::CommandBuffer::null(), frame: None });
+            this.slots.push(Slot {
+                pool,
+                cmd: vk::CommandBuffer::null(),
+                fence: vk::Fence::null(),
+                frame: None,
+            });
             let cmd = cmd.context("vkAllocateCommandBuffers")?[0];
+            // SAFETY: default create info; destroyed in Drop.
+            let fence = unsafe { this.device.raw.create_fence(&vk::FenceCreateInfo::default(), None) };
             if let Some(s) = this.slots.last_mut() {
                 s.cmd = cmd;
+                s.fence = fence.context("vkCreateFence")?;
             }
         }
         Ok(this)
@@ -135,10 +146,7 @@ impl FrameLoop {
         unsafe { dev.begin_command_buffer(cmd, &begin) }?;
         let q = 2 * slot_index as u32;
         // SAFETY: recording; the queries belong to this slot only.
-        unsafe {
-            dev.cmd_reset_query_pool(cmd, self.queries, q, 2);
-            dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::TOP_OF_PIPE, self.queries, q);
-        }
+        unsafe { dev.cmd_reset_query_pool(cmd, self.queries, q, 2) };
         let (use_stage, use_access) = consumer.image_use();
         match &self.staging {
             None => self.ownership(cmd, image, Transfer::Acquire, use_stage, use_access),
@@ -154,6 +162,9 @@ impl FrameLoop {
                 };
             }
         }
+        // Measure from here: the image is acquired, so the wait for "rendered" is over.
+        // SAFETY: recording.
+        unsafe { dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::ALL_COMMANDS, self.queries, q) };
         consumer.record(cmd, slot_index, g, image)?;
         self.ownership(cmd, image, Transfer::Release, use_stage, use_access);
         // SAFETY: recording.
@@ -182,7 +193,7 @@ impl FrameLoop {
             .command_buffer_infos(&cmds)
             .signal_semaphore_infos(&signals)];
         // SAFETY: only this thread submits to the queue; everything referenced is live.
-        unsafe { dev.queue_submit2(self.device.queue, &submit, vk::Fence::null()) }
+        unsafe { dev.queue_submit2(self.device.queue, &submit, self.slots[slot_index].fence) }
             .with_context(|| format!("vkQueueSubmit2 (frame {g})"))?;
         self.slots[slot_index].frame = Some(g);
         Ok(done)
@@ -218,10 +229,28 @@ impl FrameLoop {
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Option<Completed>> {
         let Some(frame) = self.slots[slot].frame.take() else { return Ok(None) };
+        // The slot's fence and its "released" value are signalled together. We wait on the
+        // fence: the validation layer cannot see CUDA's signals, so it never retires a
+        // submission whose "rendered" wait CUDA satisfied, but it always trusts a fence.
+        let fence = [self.slots[slot].fence];
         let point = self.plan.consumed(frame);
-        timelines[point.timeline]
-            .wait(point.value, cancelled)
-            .with_context(|| format!("consumer frame {frame}"))?;
+        let what = || {
+            format!(
+                "consumer frame {frame} (timeline '{}' value {})",
+                timelines[point.timeline].name, point.value
+            )
+        };
+        let dev = &self.device.raw;
+        bounded_wait(&what, cancelled, |slice| {
+            // SAFETY: the fence was submitted with this slot's last frame.
+            match unsafe { dev.wait_for_fences(&fence, true, slice.as_nanos() as u64) } {
+                Ok(()) => Ok(true),
+                Err(vk::Result::TIMEOUT) => Ok(false),
+                Err(e) => Err(e).with_context(what),
+            }
+        })?;
+        // SAFETY: the fence is signalled and no longer in use.
+        unsafe { dev.reset_fences(&fence) }?;
         let mut stamps = [0u64; 2];
         // SAFETY: both queries of this slot were written by a submission that has completed.
         unsafe {
@@ -274,6 +303,7 @@ impl Drop for FrameLoop {
         unsafe {
             for s in &self.slots {
                 self.device.raw.destroy_command_pool(s.pool, None);
+                self.device.raw.destroy_fence(s.fence, None);
             }
             self.device.raw.destroy_query_pool(self.queries, None);
         }

@@ -8,7 +8,9 @@ pub mod memory;
 pub mod shared_image;
 pub mod timeline;
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
+
+use anyhow::{bail, Result};
 
 /// The longest any CPU wait on the GPU may take before it becomes an error
 /// that names what was awaited (a hung producer must never hang the app).
@@ -16,3 +18,29 @@ pub const WAIT_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// The format of the shared images: what CUDA's `surf2Dwrite(uchar4)` writes.
 pub const SHARED_FORMAT: ash::vk::Format = ash::vk::Format::R8G8B8A8_UNORM;
+
+/// How often a long wait checks whether it was cancelled.
+const SLICE: Duration = Duration::from_millis(50);
+
+/// Waits for `what` by calling `poll(slice)` (which blocks at most `slice`
+/// and says whether the wait is over) until it is over, `cancelled()` says
+/// the other side failed, or [`WAIT_TIMEOUT`] passes: a hung GPU becomes an
+/// error that names what was awaited, never a hang.
+pub fn bounded_wait(
+    what: &dyn Fn() -> String,
+    cancelled: &dyn Fn() -> bool,
+    mut poll: impl FnMut(Duration) -> Result<bool>,
+) -> Result<()> {
+    let deadline = Instant::now() + WAIT_TIMEOUT;
+    loop {
+        if poll(SLICE)? {
+            return Ok(());
+        }
+        if cancelled() {
+            bail!("gave up waiting for {}: the other side failed", what());
+        }
+        if Instant::now() >= deadline {
+            bail!("timed out after {WAIT_TIMEOUT:?} waiting for {}", what());
+        }
+    }
+}

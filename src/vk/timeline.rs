@@ -3,16 +3,12 @@
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Context, Result};
+use anyhow::{bail, Context, Result};
 use ash::vk;
 
+use super::bounded_wait;
 use super::device::Device;
-use super::WAIT_TIMEOUT;
-
-/// How often a long wait checks whether it was cancelled.
-const SLICE: Duration = Duration::from_millis(50);
 
 /// One timeline semaphore.
 pub struct Timeline {
@@ -50,7 +46,7 @@ impl Timeline {
             .with_context(|| format!("reading timeline '{}'", self.name))
     }
 
-    /// Blocks until the value reaches `value`, for at most [`WAIT_TIMEOUT`].
+    /// Blocks until the value reaches `value`, for at most [`super::WAIT_TIMEOUT`].
     ///
     /// Waits in short slices and gives up early with an error once
     /// `cancelled()` says the other side has failed, so a dead producer or
@@ -59,32 +55,18 @@ impl Timeline {
         let semaphores = [self.raw];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
-        let deadline = Instant::now() + WAIT_TIMEOUT;
-        loop {
+        let what = || {
+            let now = self.value().map(|v| v.to_string()).unwrap_or_else(|e| e.to_string());
+            format!("timeline '{}' to reach {value} (it is at {now})", self.name)
+        };
+        bounded_wait(&what, cancelled, |slice| {
             // SAFETY: a live timeline semaphore; the arrays outlive the call.
-            match unsafe { self.device.raw.wait_semaphores(&info, SLICE.as_nanos() as u64) } {
-                Ok(()) => return Ok(()),
-                Err(vk::Result::TIMEOUT) if cancelled() => {
-                    bail!(
-                        "gave up waiting for timeline '{}' to reach {value}: the other side failed",
-                        self.name
-                    )
-                }
-                Err(vk::Result::TIMEOUT) if Instant::now() < deadline => continue,
-                Err(vk::Result::TIMEOUT) => {
-                    return Err(anyhow!(
-                        "timed out after {:?} waiting for timeline '{}' to reach {value} (it is at {})",
-                        WAIT_TIMEOUT,
-                        self.name,
-                        self.value().map(|v| v.to_string()).unwrap_or_else(|e| e.to_string())
-                    ))
-                }
-                Err(e) => {
-                    return Err(e)
-                        .with_context(|| format!("waiting for timeline '{}' to reach {value}", self.name))
-                }
+            match unsafe { self.device.raw.wait_semaphores(&info, slice.as_nanos() as u64) } {
+                Ok(()) => Ok(true),
+                Err(vk::Result::TIMEOUT) => Ok(false),
+                Err(e) => Err(e).with_context(what),
             }
-        }
+        })
     }
 
     /// Raises the value to `value` from the host if it is below: used only to

@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# On an NVIDIA machine: builds nothing. Runs the end-to-end tests (CUDA ones
+# included) and one verified, validated headless run per scene × sync ×
+# buffers with the CUDA producer, printing one summary line per run.
+#   VKCUDA_BIN  the vkcuda binary      (default target/release/vkcuda)
+#   VKCUDA_E2E  the e2e test binary    (default: newest target/release/deps/e2e-*)
+#   FRAMES      frames per run         (default 600)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${VKCUDA_BIN:-target/release/vkcuda}
+E2E=${VKCUDA_E2E:-$(ls -t target/release/deps/e2e-* 2>/dev/null | grep -v '\.d$' | head -n1)}
+FRAMES=${FRAMES:-600}
+export VKCUDA_BIN=$BIN VKCUDA_CACHE_DIR=${VKCUDA_CACHE_DIR:-/tmp/vkcuda-ptx}
+fail=0
+command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
+if [ -n "$E2E" ] && [ -x "$E2E" ]; then
+    "$E2E" || fail=1
+else
+    echo "gpu-test: no e2e test binary (cargo test --release --no-run builds it)"; fail=1
+fi
+out=$(mktemp -d)
+for scene in gradient julia; do
+    for sync in split shared; do
+        for buffers in 2 3; do
+            log="$out/$scene-$sync-$buffers.log"
+            "$BIN" --headless --producer cuda --validate --verify --frames "$FRAMES" --scene "$scene" \
+                --sync "$sync" --buffers "$buffers" --out "$out/frames" >"$log" 2>&1
+            rc=$?
+            [ $rc -ne 0 ] && fail=1
+            files=$(ls "$out/frames" | wc -l)
+            rm -rf "$out/frames"
+            printf '%-8s %-6s %s buffers: rc=%s %s | %s | %s | files=%s\n' "$scene" "$sync" "$buffers" "$rc" \
+                "$(grep -o '[0-9.]* fps' "$log")" "$(grep -o '[0-9]* mismatches' "$log")" \
+                "$(grep -o 'validation: .*' "$log")" "$files"
+            [ $rc -ne 0 ] && tail -n 5 "$log"
+        done
+    done
+done
+echo "throughput (split, 3 buffers, --dump-every 0, 1920x1080):"
+"$BIN" --headless --producer cuda --frames 5000 --buffers 3 --dump-every 0 2>/dev/null | head -n 2
+rm -rf "$out"
+exit $fail
