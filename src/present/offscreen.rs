@@ -11,7 +11,7 @@ use gpu_allocator::MemoryLocation;
 use crate::scene::Scene;
 use crate::sink::{FrameJob, PngSink};
 use crate::vk::device::Device;
-use crate::vk::frame::{copy_layers, image_barrier, Consume};
+use crate::vk::frame::{buffer_barrier, copy_layers, image_barrier, Consume};
 use crate::vk::memory::{Buffer, Image};
 use crate::vk::shared_image::SharedImage;
 use crate::vk::SHARED_FORMAT;
@@ -119,13 +119,11 @@ impl Consume for Offscreen {
             let b = [image_barrier(self.target.raw, COPY_W, COPY_R)];
             let region =
                 [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
-            let to_host = [vk::BufferMemoryBarrier2::default()
-                .src_stage_mask(vk::PipelineStageFlags2::COPY)
-                .src_access_mask(vk::AccessFlags2::TRANSFER_WRITE)
-                .dst_stage_mask(vk::PipelineStageFlags2::HOST)
-                .dst_access_mask(vk::AccessFlags2::HOST_READ)
-                .buffer(buffer.raw)
-                .size(vk::WHOLE_SIZE)];
+            let to_host = [buffer_barrier(
+                buffer.raw,
+                COPY_W,
+                (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
+            )];
             // SAFETY: recording; the buffer holds width × height × 4 bytes and the host does not
             // read it until this frame is consumed.
             unsafe {

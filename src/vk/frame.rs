@@ -333,6 +333,21 @@ pub fn image_barrier(
         .subresource_range(COLOR)
 }
 
+/// A barrier on a whole buffer.
+pub fn buffer_barrier(
+    buffer: vk::Buffer,
+    src: (vk::PipelineStageFlags2, vk::AccessFlags2),
+    dst: (vk::PipelineStageFlags2, vk::AccessFlags2),
+) -> vk::BufferMemoryBarrier2<'static> {
+    vk::BufferMemoryBarrier2::default()
+        .src_stage_mask(src.0)
+        .src_access_mask(src.1)
+        .dst_stage_mask(dst.0)
+        .dst_access_mask(dst.1)
+        .buffer(buffer)
+        .size(vk::WHOLE_SIZE)
+}
+
 /// The one colour mip level and layer of every image here.
 pub const COLOR: vk::ImageSubresourceRange = vk::ImageSubresourceRange {
     aspect_mask: vk::ImageAspectFlags::COLOR,
@@ -354,13 +369,11 @@ pub fn copy_layers() -> vk::ImageSubresourceLayers {
 
 fn record_upload(dev: &ash::Device, cmd: vk::CommandBuffer, staging: &Buffer, image: &SharedImage) {
     // The host wrote the staging buffer before it signalled "rendered": make those writes visible.
-    let b = [vk::BufferMemoryBarrier2::default()
-        .src_stage_mask(vk::PipelineStageFlags2::HOST)
-        .src_access_mask(vk::AccessFlags2::HOST_WRITE)
-        .dst_stage_mask(vk::PipelineStageFlags2::COPY)
-        .dst_access_mask(vk::AccessFlags2::TRANSFER_READ)
-        .buffer(staging.raw)
-        .size(vk::WHOLE_SIZE)];
+    let b = [buffer_barrier(
+        staging.raw,
+        (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_WRITE),
+        (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ),
+    )];
     let region = [vk::BufferImageCopy::default()
         .image_subresource(copy_layers())
         .image_extent(vk::Extent3D { width: image.extent.width, height: image.extent.height, depth: 1 })];

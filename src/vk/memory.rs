@@ -9,6 +9,46 @@ use gpu_allocator::MemoryLocation;
 
 use super::device::Device;
 
+/// Allocates memory for a resource through gpu-allocator.
+fn allocate(
+    device: &Device,
+    name: &str,
+    requirements: vk::MemoryRequirements,
+    location: MemoryLocation,
+    linear: bool,
+) -> Result<Allocation> {
+    let desc = AllocationCreateDesc {
+        name,
+        requirements,
+        location,
+        linear,
+        allocation_scheme: AllocationScheme::GpuAllocatorManaged,
+    };
+    device
+        .allocator()
+        .allocate(&desc)
+        .with_context(|| format!("allocating {} bytes for {name}", requirements.size))
+}
+
+/// Create info for a 2D, single-level, OPTIMAL-tiled image starting in `UNDEFINED`.
+pub fn image_info(
+    format: vk::Format,
+    extent: vk::Extent2D,
+    usage: vk::ImageUsageFlags,
+) -> vk::ImageCreateInfo<'static> {
+    vk::ImageCreateInfo::default()
+        .image_type(vk::ImageType::TYPE_2D)
+        .format(format)
+        .extent(vk::Extent3D { width: extent.width, height: extent.height, depth: 1 })
+        .mip_levels(1)
+        .array_layers(1)
+        .samples(vk::SampleCountFlags::TYPE_1)
+        .tiling(vk::ImageTiling::OPTIMAL)
+        .usage(usage)
+        .sharing_mode(vk::SharingMode::EXCLUSIVE)
+        .initial_layout(vk::ImageLayout::UNDEFINED)
+}
+
 /// A buffer and its allocation.
 pub struct Buffer {
     device: Arc<Device>,
@@ -35,17 +75,7 @@ impl Buffer {
         let mut this = Self { device, raw, allocation: None, size };
         // SAFETY: `raw` is live.
         let requirements = unsafe { this.device.raw.get_buffer_memory_requirements(raw) };
-        let allocation = this
-            .device
-            .allocator()
-            .allocate(&AllocationCreateDesc {
-                name,
-                requirements,
-                location,
-                linear: true,
-                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
-            })
-            .with_context(|| format!("allocating {size} bytes for {name}"))?;
+        let allocation = allocate(&this.device, name, requirements, location, true)?;
         // SAFETY: the allocation fits the requirements and is bound once.
         unsafe { this.device.raw.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) }?;
         this.allocation = Some(allocation);
@@ -100,33 +130,14 @@ impl Image {
         extent: vk::Extent2D,
         usage: vk::ImageUsageFlags,
     ) -> Result<Self> {
-        let info = vk::ImageCreateInfo::default()
-            .image_type(vk::ImageType::TYPE_2D)
-            .format(format)
-            .extent(vk::Extent3D { width: extent.width, height: extent.height, depth: 1 })
-            .mip_levels(1)
-            .array_layers(1)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(usage)
-            .initial_layout(vk::ImageLayout::UNDEFINED);
+        let info = image_info(format, extent, usage);
         // SAFETY: valid create info; destroyed in Drop.
         let raw = unsafe { device.raw.create_image(&info, None) }
             .with_context(|| format!("vkCreateImage ({name})"))?;
         let mut this = Self { device, raw, allocation: None };
         // SAFETY: `raw` is live.
         let requirements = unsafe { this.device.raw.get_image_memory_requirements(raw) };
-        let allocation = this
-            .device
-            .allocator()
-            .allocate(&AllocationCreateDesc {
-                name,
-                requirements,
-                location: MemoryLocation::GpuOnly,
-                linear: false,
-                allocation_scheme: AllocationScheme::GpuAllocatorManaged,
-            })
-            .with_context(|| format!("allocating {name}"))?;
+        let allocation = allocate(&this.device, name, requirements, MemoryLocation::GpuOnly, false)?;
         // SAFETY: the allocation fits the requirements and is bound once.
         unsafe { this.device.raw.bind_image_memory(raw, allocation.memory(), allocation.offset()) }?;
         this.allocation = Some(allocation);

@@ -16,6 +16,7 @@ use anyhow::{bail, Context, Result};
 use ash::vk;
 
 use super::device::Device;
+use super::memory::image_info;
 use super::SHARED_FORMAT;
 
 /// One shared image and its dedicated memory.
@@ -75,17 +76,7 @@ impl SharedImage {
     /// Creates the image and its dedicated memory, exportable when `export`.
     pub fn new(device: Arc<Device>, extent: vk::Extent2D, export: bool) -> Result<Self> {
         let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(HANDLE);
-        let mut info = vk::ImageCreateInfo::default()
-            .image_type(vk::ImageType::TYPE_2D)
-            .format(SHARED_FORMAT)
-            .extent(vk::Extent3D { width: extent.width, height: extent.height, depth: 1 })
-            .mip_levels(1)
-            .array_layers(1)
-            .samples(vk::SampleCountFlags::TYPE_1)
-            .tiling(vk::ImageTiling::OPTIMAL)
-            .usage(USAGE)
-            .sharing_mode(vk::SharingMode::EXCLUSIVE)
-            .initial_layout(vk::ImageLayout::UNDEFINED);
+        let mut info = image_info(SHARED_FORMAT, extent, USAGE);
         if export {
             info = info.push_next(&mut external);
         }
