@@ -138,6 +138,50 @@ fn usage_error(args: &[&str], needle: &str) -> Outcome {
     Ok(())
 }
 
+/// SIGINT mid-run: exit 130, a summary, and every PNG in --out decodes.
+fn interrupt(producer: &str) -> Outcome {
+    let out = tmp(&format!("sigint-{producer}"));
+    let child = Command::new(bin())
+        .args(["--headless", "--producer", producer, "--frames", "1000000", "--size", "160x90", "--validate"])
+        .args(["--out", out.to_str().ok_or("path")?])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    std::thread::sleep(std::time::Duration::from_millis(1500));
+    let killed =
+        Command::new("kill").args(["-INT", &child.id().to_string()]).status().map_err(|e| e.to_string())?;
+    if !killed.success() {
+        return Err("kill -INT failed".into());
+    }
+    let o = child.wait_with_output().map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    if o.status.code() != Some(130) || !stdout.contains("interrupted by signal 2") {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    if !stdout.contains("validation: 0 errors, 0 warnings") {
+        return Err(format!("validation messages:\n{stdout}{stderr}"));
+    }
+    let mut frames: Vec<u64> = Vec::new();
+    for e in std::fs::read_dir(&out).map_err(|e| e.to_string())? {
+        let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
+        let frame =
+            name.strip_prefix("frame_").and_then(|n| n.strip_suffix(".png")).and_then(|n| n.parse().ok());
+        frames.push(frame.ok_or_else(|| format!("stray file {name} in --out"))?);
+    }
+    frames.sort_unstable();
+    if frames.is_empty() {
+        return Err("no frame written before the signal".into());
+    }
+    if frames.iter().enumerate().any(|(i, &f)| f != i as u64) {
+        return Err(format!("frames missing: {} files up to frame {:?}", frames.len(), frames.last()));
+    }
+    let scene = Scene { kind: SceneKind::Gradient, width: 160, height: 90, cost: 64 };
+    check_pngs(&out, scene, &frames)?;
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let mut tests: Vec<(String, Box<dyn Fn() -> Verdict>)> = Vec::new();
@@ -222,6 +266,15 @@ fn main() {
                 }
                 Ok(())
             })())
+        }),
+    ));
+
+    tests.push(("sigint_stops_cleanly_cpu".into(), Box::new(|| pass(interrupt("cpu")))));
+    tests.push((
+        "sigint_stops_cleanly_cuda".into(),
+        Box::new(|| match no_nvidia() {
+            Some(why) => Verdict::Skip(why),
+            None => pass(interrupt("cuda")),
         }),
     ));
 
