@@ -14,7 +14,7 @@ export VKCUDA_BIN=$BIN VKCUDA_CACHE_DIR=${VKCUDA_CACHE_DIR:-/tmp/vkcuda-ptx}
 fail=0
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 if [ -n "$E2E" ] && [ -x "$E2E" ]; then
-    "$E2E" cuda || fail=1   # the CUDA tests; the CPU-producer ones are CI's (lavapipe)
+    "$E2E" cuda_ || fail=1   # the CUDA tests; the CPU-producer ones are CI's (lavapipe)
 else
     echo "gpu-test: no e2e test binary (cargo test --release --no-run builds it)"; fail=1
 fi

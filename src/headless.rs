@@ -97,6 +97,7 @@ pub fn run(args: &Args) -> Result<Summary> {
     let progress = progress_bar(args.frames);
     let outcome = consume(args, &interop, &mut frames, &mut offscreen, &control, &caught, &progress);
     progress.finish_and_clear();
+    let outcome = outcome.and_then(|c| release_unconsumed(&interop, &control, &handle, c.frames).map(|()| c));
     if outcome.is_err() {
         abort(&interop, &control, args.frames);
     }
@@ -170,6 +171,34 @@ fn consume(
         steady_frames: g.saturating_sub(warmup),
         vulkan_times,
     })
+}
+
+/// After a graceful stop the CUDA producer may have enqueued frames past the
+/// last one consumed (its thread is not held back on the CPU), each waiting
+/// for a consumer release that will never come. Stand in for the consumer on
+/// the host: wait for each such frame and signal its release, until the
+/// producer thread ends. In a full run there are none.
+fn release_unconsumed(
+    interop: &Interop,
+    control: &Control,
+    producer: &std::thread::JoinHandle<Result<Report>>,
+    consumed: u64,
+) -> Result<()> {
+    let failed = || control.failed();
+    let mut f = consumed;
+    while !producer.is_finished() {
+        if f < control.produced() {
+            let step = interop.plan.consumer(f);
+            if let Some(w) = step.wait {
+                interop.timelines[w.timeline].wait(w.value, &failed)?;
+            }
+            interop.timelines[step.signal.timeline].signal(step.signal.value)?;
+            f += 1;
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    Ok(())
 }
 
 /// Unblocks both sides after a failure: raises every timeline past the last

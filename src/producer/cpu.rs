@@ -52,6 +52,7 @@ impl CpuProducer {
             self.timelines[step.signal.timeline].signal(step.signal.value)?;
             report.frames += 1;
             g += 1;
+            job.control.set_produced(g);
         }
         report.thread_time = started.elapsed() / report.frames.max(1) as u32;
         Ok(report)

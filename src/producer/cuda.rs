@@ -91,6 +91,7 @@ impl CudaProducer {
                 self.timelines[step.signal.timeline].signal(&self.stream, step.signal.value)?;
                 report.frames += 1;
                 g += 1;
+                job.control.set_produced(g);
             }
             self.stream.synchronize().context("cuStreamSynchronize (a kernel fault shows here)")?;
             Ok(())

@@ -18,13 +18,18 @@ use crate::sync::FramePlan;
 #[derive(Debug)]
 pub struct Control {
     limit: AtomicU64,
+    produced: AtomicU64,
     failed: AtomicBool,
 }
 
 impl Control {
     /// Produce frames `0..frames`.
     pub fn new(frames: u64) -> Arc<Self> {
-        Arc::new(Self { limit: AtomicU64::new(frames), failed: AtomicBool::new(false) })
+        Arc::new(Self {
+            limit: AtomicU64::new(frames),
+            produced: AtomicU64::new(0),
+            failed: AtomicBool::new(false),
+        })
     }
 
     /// Frames to produce: the producer stops before frame `limit()`.
@@ -36,6 +41,16 @@ impl Control {
     /// consume every frame below the new limit.
     pub fn stop_at(&self, frames: u64) {
         self.limit.fetch_min(frames, Ordering::AcqRel);
+    }
+
+    /// Frames the producer has submitted so far.
+    pub fn produced(&self) -> u64 {
+        self.produced.load(Ordering::Acquire)
+    }
+
+    /// The producer submitted frame `frames - 1`.
+    pub fn set_produced(&self, frames: u64) {
+        self.produced.store(frames, Ordering::Release);
     }
 
     /// Marks the run failed: the other side stops waiting and gives up.
