@@ -10,7 +10,9 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::Args;
+use crate::director::Director;
 use crate::present::offscreen::Offscreen;
+use crate::present::readback::Readback;
 use crate::producer::{Control, Job, Report};
 use crate::scene::Scene;
 use crate::setup::{self, Interop};
@@ -39,6 +41,12 @@ pub struct Summary {
     pub validation: (u64, u64),
     /// The signal that stopped the run early, if any.
     pub interrupted: Option<i32>,
+}
+
+/// A PNG pool writing into `dir`, one worker per spare core (at most 16).
+pub fn png_sink(dir: &Path, verify: bool) -> PngSink {
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, 16);
+    PngSink::new(dir, workers, verify)
 }
 
 /// Makes sure `dir` exists and is writable, before any frame is rendered.
@@ -83,16 +91,26 @@ pub fn run(args: &Args) -> Result<Summary> {
 
     let dumping = args.dump_every > 0;
     let created = if dumping { prepare_out_dir(&args.out)? } else { false };
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, 16);
-    let sink = dumping.then(|| PngSink::new(&args.out, workers, args.verify));
     let scene = Scene { kind: args.scene, width: args.size.width, height: args.size.height, cost: args.cost };
+    let director = Arc::new(Director::new(scene));
+    let extent = ash::vk::Extent2D { width: scene.width, height: scene.height };
     let in_flight = args.frames_in_flight as usize;
-    let mut offscreen = Offscreen::new(device.clone(), scene, in_flight, args.dump_every, sink)?;
+    let readback = match dumping {
+        true => Some(Readback::new(
+            device.clone(),
+            director.clone(),
+            extent,
+            in_flight,
+            png_sink(&args.out, args.verify),
+        )?),
+        false => None,
+    };
+    let mut offscreen = Offscreen::new(device.clone(), extent, args.dump_every, readback)?;
     let mut frames = FrameLoop::new(device.clone(), plan, in_flight, interop.staging.clone())?;
 
     let control = Control::new(args.frames);
     let producer_name = producer.name();
-    let handle = producer.spawn(Job { plan, scene, control: control.clone() })?;
+    let handle = producer.spawn(Job { plan, director, control: control.clone() })?;
 
     let progress = progress_bar(args.frames);
     let outcome = consume(args, &interop, &mut frames, &mut offscreen, &control, &caught, &progress);
@@ -108,7 +126,7 @@ pub fn run(args: &Args) -> Result<Summary> {
         let _ = device.wait_idle();
         frames.forget();
     }
-    let sink = offscreen.finish().unwrap_or_default();
+    let sink = offscreen.finish();
     if created && sink.written == 0 && (outcome.is_err() || report.is_err()) {
         let _ = std::fs::remove_dir(&args.out);
     }

@@ -17,6 +17,7 @@
 
 pub mod cli;
 pub mod cuda;
+pub mod director;
 pub mod headless;
 pub mod present;
 pub mod producer;

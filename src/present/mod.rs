@@ -2,3 +2,4 @@
 //! into an offscreen target (what a presenter would do) and reads some frames back.
 
 pub mod offscreen;
+pub mod readback;

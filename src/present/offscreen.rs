@@ -4,28 +4,24 @@
 
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::Result;
 use ash::vk;
-use gpu_allocator::MemoryLocation;
 
-use crate::scene::Scene;
-use crate::sink::{FrameJob, PngSink};
+use super::readback::Readback;
+use crate::sink::SinkReport;
 use crate::vk::device::Device;
-use crate::vk::frame::{buffer_barrier, copy_layers, image_barrier, Consume};
-use crate::vk::memory::{Buffer, Image};
+use crate::vk::frame::{copy_layers, image_barrier, Consume};
+use crate::vk::memory::Image;
 use crate::vk::shared_image::SharedImage;
 use crate::vk::SHARED_FORMAT;
 
-/// The offscreen target, the readback buffers (one per frame slot) and the PNG pool.
+/// The offscreen target and, when dumping, the readback.
 pub struct Offscreen {
     device: Arc<Device>,
-    scene: Scene,
+    extent: vk::Extent2D,
     target: Image,
-    readback: Vec<Buffer>,
-    /// Per slot: the frame whose pixels its readback buffer will hold once consumed.
-    pending: Vec<Option<u64>>,
     dump_every: u64,
-    sink: Option<PngSink>,
+    readback: Option<Readback>,
 }
 
 const COPY_RW: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
@@ -40,34 +36,15 @@ const COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
     (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 
 impl Offscreen {
-    /// A target of the scene's size; readback buffers only when dumping.
+    /// A target of `extent`; `readback` (every `dump_every`-th frame) when dumping.
     pub fn new(
         device: Arc<Device>,
-        scene: Scene,
-        slots: usize,
+        extent: vk::Extent2D,
         dump_every: u64,
-        sink: Option<PngSink>,
+        readback: Option<Readback>,
     ) -> Result<Self> {
-        let extent = vk::Extent2D { width: scene.width, height: scene.height };
         let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
         let target = Image::new(device.clone(), "offscreen target", SHARED_FORMAT, extent, usage)?;
-        let bytes = u64::from(scene.width) * u64::from(scene.height) * 4;
-        let readback = if dump_every > 0 {
-            (0..slots)
-                .map(|i| {
-                    let name = format!("readback {i}");
-                    Buffer::new(
-                        device.clone(),
-                        &name,
-                        bytes,
-                        vk::BufferUsageFlags::TRANSFER_DST,
-                        MemoryLocation::GpuToCpu,
-                    )
-                })
-                .collect::<Result<_>>()?
-        } else {
-            Vec::new()
-        };
         device.run_once("preparing the offscreen target", |cmd| {
             let b =
                 [image_barrier(target.raw, (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE), COPY_W)
@@ -79,12 +56,12 @@ impl Offscreen {
                     .cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b))
             };
         })?;
-        Ok(Self { device, scene, target, readback, pending: vec![None; slots], dump_every, sink })
+        Ok(Self { device, extent, target, dump_every, readback })
     }
 
     /// Stops the PNG pool (after the last frame was consumed) and returns its report.
-    pub fn finish(&mut self) -> Option<crate::sink::SinkReport> {
-        self.sink.take().map(PngSink::finish)
+    pub fn finish(&mut self) -> SinkReport {
+        self.readback.as_mut().map(Readback::finish).unwrap_or_default()
     }
 }
 
@@ -95,7 +72,7 @@ impl Consume for Offscreen {
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: &SharedImage) -> Result<()> {
         let dev = &self.device.raw;
-        let extent = vk::Extent3D { width: self.scene.width, height: self.scene.height, depth: 1 };
+        let extent = vk::Extent3D { width: self.extent.width, height: self.extent.height, depth: 1 };
         // The previous frame's copies into and out of the target must finish first.
         let b = [image_barrier(self.target.raw, COPY_RW, COPY_W)];
         let region = [vk::ImageCopy::default()
@@ -114,44 +91,18 @@ impl Consume for Offscreen {
                 &region,
             );
         }
-        if self.dump_every > 0 && frame % self.dump_every == 0 {
-            let buffer = &self.readback[slot];
+        if let Some(readback) = self.readback.as_mut().filter(|_| frame % self.dump_every == 0) {
             let b = [image_barrier(self.target.raw, COPY_W, COPY_R)];
-            let region =
-                [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
-            let to_host = [buffer_barrier(
-                buffer.raw,
-                COPY_W,
-                (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
-            )];
-            // SAFETY: recording; the buffer holds width × height × 4 bytes and the host does not
-            // read it until this frame is consumed.
+            // SAFETY: recording; the target is live.
             unsafe {
-                dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b));
-                dev.cmd_copy_image_to_buffer(
-                    cmd,
-                    self.target.raw,
-                    vk::ImageLayout::GENERAL,
-                    buffer.raw,
-                    &region,
-                );
-                dev.cmd_pipeline_barrier2(
-                    cmd,
-                    &vk::DependencyInfo::default().buffer_memory_barriers(&to_host),
-                );
-            }
-            self.pending[slot] = Some(frame);
+                dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b))
+            };
+            readback.record(cmd, slot, frame, self.target.raw);
         }
         Ok(())
     }
 
     fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
-        if self.pending[slot] != Some(frame) {
-            return Ok(());
-        }
-        self.pending[slot] = None;
-        let sink = self.sink.as_ref().ok_or_else(|| anyhow!("dumping without a PNG writer"))?;
-        let pixels = self.readback[slot].mapped()?.to_vec();
-        sink.send(FrameJob { frame, tick: frame as u32, scene: self.scene, pixels })
+        self.readback.as_mut().map_or(Ok(()), |r| r.completed(slot, frame))
     }
 }

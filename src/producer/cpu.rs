@@ -31,7 +31,6 @@ impl CpuProducer {
     pub fn run(self, job: &Job) -> Result<Report> {
         let started = Instant::now();
         let mut report = Report::default();
-        let bytes = job.scene.width as usize * job.scene.height as usize * 4;
         let failed = || job.control.failed();
         let mut g = 0;
         while g < job.control.limit() {
@@ -40,13 +39,15 @@ impl CpuProducer {
                 // The consumer's upload of this staging buffer (frame g - N) must be done.
                 self.timelines[w.timeline].wait(w.value, &failed)?;
             }
+            let spec = job.director.begin(g);
+            let bytes = spec.scene.width as usize * spec.scene.height as usize * 4;
             let buffer = &self.staging[step.image];
             ensure!(buffer.size as usize >= bytes, "staging buffer too small");
             let t0 = Instant::now();
             // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
             // guarantees the GPU no longer reads it, and only this thread writes it.
             let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
-            render_cpu(&job.scene, &FrameArgs::new(&job.scene, g as u32), pixels, self.threads);
+            render_cpu(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), pixels, self.threads);
             report.render_times.push(t0.elapsed());
             // Host-coherent memory: the writes are visible once "rendered" is signalled.
             self.timelines[step.signal.timeline].signal(step.signal.value)?;

@@ -85,8 +85,9 @@ impl CudaProducer {
                     report.render_times.push(elapsed(start, end)?);
                 }
                 start.record(&self.stream)?;
-                let args = FrameArgs::new(&job.scene, g as u32);
-                self.kernels.launch(&self.stream, &job.scene, &args, self.images[step.image].surface())?;
+                let spec = job.director.begin(g);
+                let args = FrameArgs::new(&spec.scene, spec.tick);
+                self.kernels.launch(&self.stream, &spec.scene, &args, self.images[step.image].surface())?;
                 end.record(&self.stream)?;
                 self.timelines[step.signal.timeline].signal(&self.stream, step.signal.value)?;
                 report.frames += 1;

@@ -10,7 +10,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::scene::Scene;
+use crate::director::Director;
 use crate::sync::FramePlan;
 
 /// What the two threads share besides the timelines: how many frames to
@@ -69,8 +69,8 @@ impl Control {
 pub struct Job {
     /// The frame/value plan.
     pub plan: FramePlan,
-    /// The scene.
-    pub scene: Scene,
+    /// What each frame shows.
+    pub director: Arc<Director>,
     /// Frame count and failure flag, shared with the consumer.
     pub control: Arc<Control>,
 }

@@ -1,0 +1,98 @@
+//! Copies chosen frames into host-visible buffers (one per frame slot) and,
+//! once a frame is consumed, hands its pixels to the PNG pool together with
+//! what the frame showed. Used by the headless dump and the viewer's "S".
+
+use std::sync::Arc;
+
+use anyhow::{anyhow, Result};
+use ash::vk;
+use gpu_allocator::MemoryLocation;
+
+use crate::director::Director;
+use crate::sink::{FrameJob, PngSink, SinkReport};
+use crate::vk::device::Device;
+use crate::vk::frame::{buffer_barrier, copy_layers};
+use crate::vk::memory::Buffer;
+
+/// Readback buffers, the frames they hold, and the PNG pool.
+pub struct Readback {
+    device: Arc<Device>,
+    director: Arc<Director>,
+    extent: vk::Extent2D,
+    buffers: Vec<Buffer>,
+    /// Per slot: the frame whose pixels its buffer will hold once consumed.
+    pending: Vec<Option<u64>>,
+    sink: Option<PngSink>,
+}
+
+impl Readback {
+    /// One `extent`-sized buffer per frame slot.
+    pub fn new(
+        device: Arc<Device>,
+        director: Arc<Director>,
+        extent: vk::Extent2D,
+        slots: usize,
+        sink: PngSink,
+    ) -> Result<Self> {
+        let bytes = u64::from(extent.width) * u64::from(extent.height) * 4;
+        let buffers = (0..slots)
+            .map(|i| {
+                let name = format!("readback {i}");
+                Buffer::new(
+                    device.clone(),
+                    &name,
+                    bytes,
+                    vk::BufferUsageFlags::TRANSFER_DST,
+                    MemoryLocation::GpuToCpu,
+                )
+            })
+            .collect::<Result<_>>()?;
+        Ok(Self { device, director, extent, buffers, pending: vec![None; slots], sink: Some(sink) })
+    }
+
+    /// Records a copy of `image` (in `GENERAL`, readable by transfers) into
+    /// slot `slot`'s buffer, made visible to the host.
+    pub fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: vk::Image) {
+        let buffer = &self.buffers[slot];
+        let extent = vk::Extent3D { width: self.extent.width, height: self.extent.height, depth: 1 };
+        let region = [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
+        let to_host = [buffer_barrier(
+            buffer.raw,
+            (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
+            (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
+        )];
+        // SAFETY: recording; the buffer holds width × height × 4 bytes and the host does not
+        // read it until this frame is consumed.
+        unsafe {
+            self.device.raw.cmd_copy_image_to_buffer(
+                cmd,
+                image,
+                vk::ImageLayout::GENERAL,
+                buffer.raw,
+                &region,
+            );
+            self.device
+                .raw
+                .cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&to_host));
+        }
+        self.pending[slot] = Some(frame);
+    }
+
+    /// Frame `frame` in slot `slot` is consumed: send its pixels if it was read back.
+    pub fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
+        if self.pending[slot] != Some(frame) {
+            return Ok(());
+        }
+        self.pending[slot] = None;
+        let spec =
+            self.director.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;
+        let sink = self.sink.as_ref().ok_or_else(|| anyhow!("the PNG writer has finished"))?;
+        let pixels = self.buffers[slot].mapped()?.to_vec();
+        sink.send(FrameJob { frame, tick: spec.tick, scene: spec.scene, pixels })
+    }
+
+    /// Writes what is queued and reports (call once every frame is consumed).
+    pub fn finish(&mut self) -> SinkReport {
+        self.sink.take().map(PngSink::finish).unwrap_or_default()
+    }
+}
