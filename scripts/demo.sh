@@ -1,13 +1,16 @@
 #!/usr/bin/env bash
-# The demo: installs what it needs (only when missing), builds, and runs.
-# With an NVIDIA GPU, CUDA renders; without one, the CPU producer on lavapipe.
-# Extra arguments go to vkcuda (see `vkcuda --help`).
+# The demo: installs what it needs (only when missing), builds, and runs the
+# viewer in a window; with no display it runs --headless and writes verified
+# PNG frames to ./frames. With an NVIDIA GPU, CUDA renders; without one, the
+# CPU producer on lavapipe. Extra arguments go to vkcuda (see `vkcuda --help`).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 need_cargo
-need_packages libvulkan1 mesa-vulkan-drivers
+need_packages libvulkan1 mesa-vulkan-drivers libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6
 cargo build --release --quiet
-# The windowed viewer is not built yet (issue 3): the demo runs headless and
-# writes verified PNG frames to ./frames.
+if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
+    exec target/release/vkcuda "$@"
+fi
+echo "vkcuda: no display: running --headless (frames go to ./frames)" >&2
 exec target/release/vkcuda --headless --frames 300 --verify "$@"

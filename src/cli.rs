@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
+use crate::present::window::PresentMode;
 use crate::scene::SceneKind;
 use crate::sync::SyncScheme;
 use crate::vk::device::QueueKind;
@@ -45,25 +46,53 @@ impl std::str::FromStr for Size {
     }
 }
 
+/// `--size`: a fixed size, or `window` (the shared images follow the window).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum SizeArg {
+    /// Fixed WIDTHxHEIGHT.
+    Fixed(Size),
+    /// Follow the window's size (viewer only).
+    Window,
+}
+
+impl std::str::FromStr for SizeArg {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        match s {
+            "window" => Ok(SizeArg::Window),
+            _ => s.parse().map(SizeArg::Fixed),
+        }
+    }
+}
+
 impl std::fmt::Display for Size {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(f, "{}x{}", self.width, self.height)
     }
 }
 
+const KEYS: &str = "Viewer keys:
+  Esc        quit (closing the window too)
+  Space      pause / resume the animation
+  S          save the current frame as PNG in --out
+  Left/Right previous / next scene
+  + / -      double / halve the scene's cost
+  V          cycle present modes (fifo, mailbox, immediate: those supported)
+  F1         show / hide stats in the title (fps, CUDA ms, Vulkan ms, present mode, producer, sync)";
+
 /// vkcuda: CUDA renders into images that Vulkan presents, synchronised by timeline semaphores.
 #[derive(Parser, Debug, Clone)]
-#[command(version, about, long_about = None)]
+#[command(version, about, long_about = None, after_help = KEYS)]
 pub struct Args {
-    /// Render offscreen, without a window (the only mode so far).
+    /// Render offscreen, without a window, and dump frames as PNG.
     #[arg(long)]
     pub headless: bool,
-    /// Frames to render, then exit.
-    #[arg(long, default_value_t = 600, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
-    pub frames: u64,
-    /// Size of the shared images, WIDTHxHEIGHT.
+    /// Frames to render, then exit (default: 600 headless; until closed in a window).
+    #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
+    pub frames: Option<u64>,
+    /// Size of the shared images, WIDTHxHEIGHT, or `window` to follow the window (viewer).
     #[arg(long, default_value = "1920x1080")]
-    pub size: Size,
+    pub size: SizeArg,
     /// Number of shared images the producer and consumer rotate through.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=3))]
     pub buffers: u32,
@@ -100,9 +129,12 @@ pub struct Args {
     /// $XDG_CACHE_HOME/vkcuda, else ~/.cache/vkcuda.
     #[arg(long)]
     pub ptx_cache: Option<PathBuf>,
-    /// Queue family the consumer submits to.
-    #[arg(long, value_enum, default_value_t = QueueKind::Compute, hide = true)]
-    pub queue: QueueKind,
+    /// Present mode of the viewer (falls back to fifo if unsupported).
+    #[arg(long, value_enum, default_value_t = PresentMode::Fifo)]
+    pub present_mode: PresentMode,
+    /// Queue family the consumer submits to (default: compute headless, graphics in a window).
+    #[arg(long, value_enum, hide = true)]
+    pub queue: Option<QueueKind>,
     /// Consumer command buffers in flight (CPU frames ahead of the Vulkan GPU).
     #[arg(long, default_value_t = 3, hide = true, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub frames_in_flight: u32,
@@ -115,25 +147,38 @@ pub struct Args {
 impl Args {
     /// Checks what clap's types cannot, before any device is touched.
     pub fn check(&self) -> Result<(), UsageError> {
-        if !self.headless {
+        if self.headless && self.size == SizeArg::Window {
             return Err(UsageError(
-                "the windowed viewer is not built yet (issue 3): run with --headless".into(),
+                "--size window needs the viewer: drop --headless or give WIDTHxHEIGHT".into(),
             ));
+        }
+        if !self.headless && self.queue.is_some_and(|q| q != QueueKind::Graphics) {
+            return Err(UsageError("the viewer presents from a graphics queue: drop --queue".into()));
         }
         if self.verify && self.dump_every == 0 {
             return Err(UsageError("--verify checks dumped frames: it needs --dump-every 1 or more".into()));
         }
-        crate::sync::FramePlan::new(self.sync, self.buffers as usize, self.timeline_base, self.frames)
+        crate::sync::FramePlan::new(self.sync, self.buffers as usize, self.timeline_base, self.frame_count())
             .map_err(UsageError)?;
         Ok(())
     }
 
-    /// Frames that will be dumped.
-    pub fn dumped_frames(&self) -> u64 {
-        match self.dump_every {
-            0 => 0,
-            k => self.frames.div_ceil(k),
+    /// Frames to render: `--frames`, else 600 headless and (practically) unbounded in a window.
+    pub fn frame_count(&self) -> u64 {
+        self.frames.unwrap_or(if self.headless { 600 } else { 1 << 60 })
+    }
+
+    /// The fixed frame size, or the window's when `--size window`.
+    pub fn size_or(&self, window: Size) -> Size {
+        match self.size {
+            SizeArg::Fixed(s) => s,
+            SizeArg::Window => window,
         }
+    }
+
+    /// The consumer's queue family.
+    pub fn queue_kind(&self) -> QueueKind {
+        self.queue.unwrap_or(if self.headless { QueueKind::Compute } else { QueueKind::Graphics })
     }
 }
 
@@ -152,7 +197,8 @@ mod tests {
     #[test]
     fn defaults() {
         let a = parse(&[]).unwrap();
-        assert_eq!(a.size, Size { width: 1920, height: 1080 });
+        assert_eq!(a.size, SizeArg::Fixed(Size { width: 1920, height: 1080 }));
+        assert_eq!(a.frame_count(), 600);
         assert_eq!((a.buffers, a.sync, a.dump_every), (2, SyncScheme::Split, 1));
     }
 
@@ -180,9 +226,11 @@ mod tests {
     }
 
     #[test]
-    fn dumped_frame_count() {
-        let a = parse(&["--frames", "10", "--dump-every", "3"]).unwrap();
-        assert_eq!(a.dumped_frames(), 4); // frames 0, 3, 6, 9
-        assert_eq!(parse(&["--dump-every", "0"]).unwrap().dumped_frames(), 0);
+    fn window_size_is_for_the_viewer() {
+        assert!(parse(&["--size", "window"]).is_err());
+        let a = Args::try_parse_from(["vkcuda", "--size", "window"]).unwrap();
+        assert!(a.check().is_ok());
+        assert_eq!(a.size_or(Size { width: 3, height: 4 }), Size { width: 3, height: 4 });
+        assert_eq!(a.queue_kind(), QueueKind::Graphics);
     }
 }

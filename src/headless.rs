@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::Args;
+use crate::cli::{Args, Size};
 use crate::director::Director;
 use crate::present::offscreen::Offscreen;
 use crate::present::readback::Readback;
@@ -19,7 +19,9 @@ use crate::setup::{self, Interop};
 use crate::sink::{PngSink, SinkReport};
 use crate::stats::median;
 use crate::sync::FramePlan;
+use crate::vk::device::Queue;
 use crate::vk::frame::{ExtraSync, FrameLoop};
+use crate::vk::instance::Instance;
 use crate::UsageError;
 
 /// What a run measured.
@@ -29,6 +31,8 @@ pub struct Summary {
     pub frames: u64,
     /// Frames per second over the frames after warm-up (wall clock).
     pub fps: f64,
+    /// Size of the shared images (the last size, if the viewer resized them).
+    pub size: Size,
     /// Which producer ran.
     pub producer: &'static str,
     /// Median producer render time per frame (CUDA events, or CPU wall clock).
@@ -71,7 +75,7 @@ pub fn prepare_out_dir(dir: &Path) -> Result<bool, UsageError> {
 }
 
 /// Signals that stop a run gracefully (SIGINT, SIGTERM), as a shared cell.
-fn watch_signals() -> Result<Arc<AtomicUsize>> {
+pub fn watch_signals() -> Result<Arc<AtomicUsize>> {
     let caught = Arc::new(AtomicUsize::new(0));
     for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
         signal_hook::flag::register_usize(sig, caught.clone(), sig as usize)?;
@@ -82,16 +86,19 @@ fn watch_signals() -> Result<Arc<AtomicUsize>> {
 /// Runs `--headless`.
 pub fn run(args: &Args) -> Result<Summary> {
     let caught = watch_signals()?;
-    let gpu = setup::open_gpu(args)?;
+    let instance = Instance::new(args.validate, &[])?;
+    let gpu = setup::open_gpu(args, instance, Queue { kind: args.queue_kind(), present: None })?;
+    let frame_count = args.frame_count();
+    let size = args.size_or(Size { width: 1920, height: 1080 });
     let device = gpu.device.clone();
-    let plan = FramePlan::new(args.sync, args.buffers as usize, args.timeline_base, args.frames)
+    let plan = FramePlan::new(args.sync, args.buffers as usize, args.timeline_base, frame_count)
         .map_err(UsageError)?;
-    let (interop, producer) = setup::build(&gpu, args, plan)?;
+    let (interop, producer) = setup::build(&gpu, args, plan, size)?;
     eprintln!("vkcuda: {}; {}", device.info, gpu.why);
 
     let dumping = args.dump_every > 0;
     let created = if dumping { prepare_out_dir(&args.out)? } else { false };
-    let scene = Scene { kind: args.scene, width: args.size.width, height: args.size.height, cost: args.cost };
+    let scene = Scene { kind: args.scene, width: size.width, height: size.height, cost: args.cost };
     let director = Arc::new(Director::new(scene));
     let extent = ash::vk::Extent2D { width: scene.width, height: scene.height };
     let in_flight = args.frames_in_flight as usize;
@@ -108,21 +115,21 @@ pub fn run(args: &Args) -> Result<Summary> {
     let mut offscreen = Offscreen::new(device.clone(), extent, args.dump_every, readback)?;
     let mut frames = FrameLoop::new(device.clone(), plan, in_flight, interop.staging.clone())?;
 
-    let control = Control::new(args.frames);
+    let control = Control::new(frame_count);
     let producer_name = producer.name();
     let handle = producer.spawn(Job { plan, director, control: control.clone() })?;
 
-    let progress = progress_bar(args.frames);
-    let outcome = consume(args, &interop, &mut frames, &mut offscreen, &control, &caught, &progress);
+    let progress = progress_bar(frame_count);
+    let outcome = consume(&interop, &mut frames, &mut offscreen, &control, &caught, &progress);
     progress.finish_and_clear();
     let outcome = outcome.and_then(|c| release_unconsumed(&interop, &control, &handle, c.frames).map(|()| c));
     if outcome.is_err() {
-        abort(&interop, &control, args.frames);
+        abort(&interop, &control, frame_count);
     }
     let report = handle.join().map_err(|_| anyhow::anyhow!("the producer thread panicked"))?;
     if outcome.is_err() || report.is_err() {
         // Unblock any consumer frame still waiting for a frame that will never be rendered.
-        abort(&interop, &control, args.frames);
+        abort(&interop, &control, frame_count);
         let _ = device.wait_idle();
         frames.forget();
     }
@@ -135,19 +142,29 @@ pub fn run(args: &Args) -> Result<Summary> {
     if let Some(e) = &sink.error {
         anyhow::bail!("PNG writer: {e}");
     }
-    Ok(summarize(consumed, report, sink, producer_name, &device.instance.validation().counts(), &caught))
+    Ok(summarize(
+        consumed,
+        report,
+        sink,
+        (producer_name, size),
+        &device.instance.validation().counts(),
+        &caught,
+    ))
 }
 
-/// What the consumer loop measured.
-struct Consumed {
-    frames: u64,
-    steady: Duration,
-    steady_frames: u64,
-    vulkan_times: Vec<Duration>,
+/// What a consumer loop measured.
+pub(crate) struct Consumed {
+    /// Frames consumed.
+    pub frames: u64,
+    /// Wall clock over the frames after warm-up.
+    pub steady: Duration,
+    /// Frames after warm-up.
+    pub steady_frames: u64,
+    /// Vulkan GPU time of each consumed frame, in order.
+    pub vulkan_times: Vec<Duration>,
 }
 
 fn consume(
-    args: &Args,
     interop: &Interop,
     frames: &mut FrameLoop,
     offscreen: &mut Offscreen,
@@ -156,8 +173,8 @@ fn consume(
     progress: &ProgressBar,
 ) -> Result<Consumed> {
     let failed = || control.failed();
-    let warmup = (args.frames / 10).min(30);
-    let mut vulkan_times = Vec::with_capacity(args.frames as usize);
+    let warmup = (control.limit() / 10).min(30);
+    let mut vulkan_times = Vec::with_capacity(control.limit() as usize);
     let mut steady_start = Instant::now();
     let mut g = 0;
     while g < control.limit() {
@@ -196,7 +213,7 @@ fn consume(
 /// for a consumer release that will never come. Stand in for the consumer on
 /// the host: wait for each such frame and signal its release, until the
 /// producer thread ends. In a full run there are none.
-fn release_unconsumed(
+pub(crate) fn release_unconsumed(
     interop: &Interop,
     control: &Control,
     producer: &std::thread::JoinHandle<Result<Report>>,
@@ -221,7 +238,7 @@ fn release_unconsumed(
 
 /// Unblocks both sides after a failure: raises every timeline past the last
 /// value the run would signal, so no GPU or CPU wait is left hanging.
-fn abort(interop: &Interop, control: &Control, frames: u64) {
+pub(crate) fn abort(interop: &Interop, control: &Control, frames: u64) {
     control.fail();
     for t in interop.timelines.iter() {
         if let Err(e) = t.raise_to(interop.plan.past_end(frames)) {
@@ -238,11 +255,11 @@ fn progress_bar(frames: u64) -> ProgressBar {
     bar
 }
 
-fn summarize(
+pub(crate) fn summarize(
     c: Consumed,
     report: Report,
     sink: SinkReport,
-    producer: &'static str,
+    (producer, size): (&'static str, Size),
     validation: &(u64, u64),
     caught: &AtomicUsize,
 ) -> Summary {
@@ -251,6 +268,7 @@ fn summarize(
         |v: &[Duration]| v.iter().skip((c.frames - c.steady_frames) as usize).copied().collect::<Vec<_>>();
     Summary {
         frames: c.frames,
+        size,
         fps: c.steady_frames as f64 / c.steady.as_secs_f64().max(1e-9),
         producer,
         producer_median: median(&skip(&report.render_times)),

@@ -26,6 +26,7 @@ pub mod setup;
 pub mod sink;
 pub mod stats;
 pub mod sync;
+pub mod viewer;
 pub mod vk;
 
 /// A problem with the command line or its values: exit code 2.

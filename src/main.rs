@@ -29,7 +29,8 @@ fn main() -> ExitCode {
         eprintln!("vkcuda: {e}");
         return ExitCode::from(exit::USAGE);
     }
-    match headless::run(&args) {
+    let outcome = if args.headless { headless::run(&args) } else { vkcuda::viewer::run(&args) };
+    match outcome {
         Ok(summary) => report(&args, &summary),
         Err(e) => {
             eprintln!("vkcuda: error: {e:#}");
@@ -42,7 +43,7 @@ fn main() -> ExitCode {
 fn report(args: &Args, s: &Summary) -> ExitCode {
     println!(
         "vkcuda: {} frames, {:.1} fps ({} {}, {} producer, sync {}, {} buffers)",
-        s.frames, s.fps, args.scene, args.size, s.producer, args.sync, args.buffers
+        s.frames, s.fps, args.scene, s.size, s.producer, args.sync, args.buffers
     );
     println!(
         "  median per frame: {} {}, Vulkan GPU {}",
@@ -50,7 +51,7 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         micros(s.producer_median),
         micros(s.vulkan_median)
     );
-    if args.dump_every > 0 {
+    if (args.headless && args.dump_every > 0) || s.sink.written > 0 {
         println!("  PNG files written: {} in {}", s.sink.written, args.out.display());
     }
     let worst = s

@@ -8,13 +8,13 @@ use anyhow::{anyhow, bail, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
-use crate::cli::{Args, ProducerKind};
+use crate::cli::{Args, ProducerKind, Size};
 use crate::cuda::{self, CudaDevice};
 use crate::producer::cpu::CpuProducer;
 use crate::producer::cuda::CudaProducer;
 use crate::producer::{Job, Report};
 use crate::sync::FramePlan;
-use crate::vk::device::{format_uuid, list_gpus, Device, GpuInfo};
+use crate::vk::device::{format_uuid, list_gpus, Device, GpuInfo, Queue};
 use crate::vk::frame::prepare_shared_images;
 use crate::vk::instance::Instance;
 use crate::vk::memory::Buffer;
@@ -33,8 +33,7 @@ pub struct Gpu {
 }
 
 /// Opens Vulkan, finds CUDA if wanted, and picks the device and producer.
-pub fn open_gpu(args: &Args) -> Result<Gpu> {
-    let instance = Instance::new(args.validate, &[])?;
+pub fn open_gpu(args: &Args, instance: Arc<Instance>, queue: Queue) -> Result<Gpu> {
     let gpus = list_gpus(&instance)?;
     if gpus.is_empty() {
         bail!(
@@ -93,7 +92,7 @@ pub fn open_gpu(args: &Args) -> Result<Gpu> {
             (None, format!("cpu producer: {reason}"))
         }
     };
-    let device = Device::new(instance, chosen.clone(), cuda.is_some(), args.queue)?;
+    let device = Device::new(instance, chosen.clone(), cuda.is_some(), queue)?;
     Ok(Gpu { device, cuda, why })
 }
 
@@ -144,17 +143,15 @@ impl Producer {
 }
 
 /// Checks the size against the device and builds the interop objects.
-pub fn build(gpu: &Gpu, args: &Args, plan: FramePlan) -> Result<(Interop, Producer)> {
+pub fn build(gpu: &Gpu, args: &Args, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
     let device = &gpu.device;
     let max = device.info.max_image_dimension;
-    if args.size.width > max || args.size.height > max {
-        return Err(UsageError(format!(
-            "--size {} exceeds the device's limit of {max} pixels a side",
-            args.size
-        ))
-        .into());
+    if size.width > max || size.height > max {
+        return Err(
+            UsageError(format!("--size {size} exceeds the device's limit of {max} pixels a side")).into()
+        );
     }
-    let extent = vk::Extent2D { width: args.size.width, height: args.size.height };
+    let extent = vk::Extent2D { width: size.width, height: size.height };
     // Exportable whenever the device can: the CPU path then runs the very same images.
     let export = gpu.cuda.is_some() || can_export(device);
     let images = (0..plan.images())

@@ -182,6 +182,345 @@ fn interrupt(producer: &str) -> Outcome {
     Ok(())
 }
 
+/// An X screen of our own (Xvfb), killed on drop.
+struct Xvfb {
+    child: std::process::Child,
+    display: String,
+}
+
+impl Xvfb {
+    fn start() -> Result<Self, String> {
+        use std::io::BufRead;
+        // -displayfd: Xvfb picks a free display and writes its number once it accepts clients.
+        let mut child = Command::new("Xvfb")
+            .args(["-displayfd", "1", "-screen", "0", "1024x768x24", "-nolisten", "tcp"])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::null())
+            .spawn()
+            .map_err(|e| format!("Xvfb: {e}"))?;
+        let mut line = String::new();
+        let stdout = child.stdout.take().ok_or("no Xvfb stdout")?;
+        std::io::BufReader::new(stdout).read_line(&mut line).map_err(|e| e.to_string())?;
+        let n: u32 = line.trim().parse().map_err(|_| format!("Xvfb said '{line}'"))?;
+        Ok(Self { child, display: format!(":{n}") })
+    }
+
+    fn cmd(&self, program: &str, args: &[&str]) -> Result<String, String> {
+        let o = Command::new(program)
+            .args(args)
+            .env("DISPLAY", &self.display)
+            .output()
+            .map_err(|e| e.to_string())?;
+        if !o.status.success() {
+            return Err(format!("{program} {args:?}: {}", String::from_utf8_lossy(&o.stderr)));
+        }
+        Ok(String::from_utf8_lossy(&o.stdout).trim().to_string())
+    }
+}
+
+impl Drop for Xvfb {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Why the window tests cannot run here, if they cannot.
+fn no_x_tools() -> Option<String> {
+    let missing: Vec<&str> = ["Xvfb", "xdotool", "xwd"]
+        .into_iter()
+        .filter(|t| {
+            Command::new("sh")
+                .args(["-c", &format!("command -v {t}")])
+                .output()
+                .map_or(true, |o| !o.status.success())
+        })
+        .collect();
+    (!missing.is_empty()).then(|| format!("missing {}", missing.join(", ")))
+}
+
+/// A window capture as RGB rows.
+struct Capture {
+    width: u32,
+    height: u32,
+    rgb: Vec<[u8; 3]>,
+}
+
+/// Parses an XWD file (ZPixmap, 24/32 bits per pixel, as xwd writes for a TrueColor window).
+fn parse_xwd(data: &[u8]) -> Result<Capture, String> {
+    let field = |i: usize| -> Result<u32, String> {
+        let b = data.get(i * 4..i * 4 + 4).ok_or("truncated XWD header")?;
+        Ok(u32::from_be_bytes([b[0], b[1], b[2], b[3]]))
+    };
+    let (header, format, width, height) = (field(0)? as usize, field(2)?, field(4)?, field(5)?);
+    let (byte_order, bpp, line, ncolors) = (field(7)?, field(11)?, field(12)? as usize, field(19)? as usize);
+    let (rmask, gmask, bmask) = (field(14)?, field(15)?, field(16)?);
+    if format != 2 || bpp != 32 {
+        return Err(format!("unsupported XWD: format {format}, {bpp} bits per pixel"));
+    }
+    let start = header + ncolors * 12;
+    let shift = |m: u32| m.trailing_zeros();
+    let mut rgb = Vec::with_capacity((width * height) as usize);
+    for y in 0..height as usize {
+        for x in 0..width as usize {
+            let o = start + y * line + x * 4;
+            let b = data.get(o..o + 4).ok_or("truncated XWD pixels")?;
+            let p = if byte_order == 0 {
+                u32::from_le_bytes([b[0], b[1], b[2], b[3]])
+            } else {
+                u32::from_be_bytes([b[0], b[1], b[2], b[3]])
+            };
+            rgb.push([
+                ((p & rmask) >> shift(rmask)) as u8,
+                ((p & gmask) >> shift(gmask)) as u8,
+                ((p & bmask) >> shift(bmask)) as u8,
+            ]);
+        }
+    }
+    Ok(Capture { width, height, rgb })
+}
+
+/// What the window should show: the frame letterboxed into the window and
+/// sampled bilinearly (clamp to edge), as the present pass draws it.
+fn expected_window(frame: &[u8], fw: u32, fh: u32, ww: u32, wh: u32) -> Vec<Option<[f64; 3]>> {
+    use ash::vk::Extent2D;
+    let r = vkcuda::present::window::letterbox(
+        Extent2D { width: ww, height: wh },
+        Extent2D { width: fw, height: fh },
+    );
+    let (x0, y0, rw, rh) =
+        (r.offset.x as f64, r.offset.y as f64, r.extent.width as f64, r.extent.height as f64);
+    let texel = |x: i64, y: i64, c: usize| {
+        let (x, y) = (x.clamp(0, fw as i64 - 1) as usize, y.clamp(0, fh as i64 - 1) as usize);
+        f64::from(frame[(y * fw as usize + x) * 4 + c])
+    };
+    let mut out = Vec::with_capacity((ww * wh) as usize);
+    for py in 0..wh {
+        for px in 0..ww {
+            let (fx, fy) = (f64::from(px) + 0.5 - x0, f64::from(py) + 0.5 - y0);
+            if fx < 0.0 || fy < 0.0 || fx > rw || fy > rh {
+                out.push(Some([0.0; 3])); // the letterbox bars
+                continue;
+            }
+            // Skip the rectangle's edge pixels: coverage there is the rasterizer's call.
+            if fx < 1.0 || fy < 1.0 || fx > rw - 1.0 || fy > rh - 1.0 {
+                out.push(None);
+                continue;
+            }
+            let (u, v) = (fx / rw * f64::from(fw) - 0.5, fy / rh * f64::from(fh) - 0.5);
+            let (ix, iy) = (u.floor() as i64, v.floor() as i64);
+            let (ax, ay) = (u - u.floor(), v - v.floor());
+            let mut p = [0.0; 3];
+            for (c, v) in p.iter_mut().enumerate() {
+                let top = texel(ix, iy, c) * (1.0 - ax) + texel(ix + 1, iy, c) * ax;
+                let bottom = texel(ix, iy + 1, c) * (1.0 - ax) + texel(ix + 1, iy + 1, c) * ax;
+                *v = top * (1.0 - ay) + bottom * ay;
+            }
+            out.push(Some(p));
+        }
+    }
+    out
+}
+
+/// Parses "… julia 320x180 tick 57 cost 48 …" out of the window title (F1 stats).
+fn title_spec(title: &str) -> Result<Scene, String> {
+    let words: Vec<&str> = title.split_whitespace().collect();
+    let at = |key: &str| {
+        words
+            .iter()
+            .position(|w| *w == key)
+            .and_then(|i| words.get(i + 1))
+            .ok_or(format!("no '{key}' in title '{title}'"))
+    };
+    let kind = if title.contains("julia") { SceneKind::Julia } else { SceneKind::Gradient };
+    let size = words
+        .iter()
+        .find_map(|w| w.split_once('x').and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?))));
+    let (width, height) = size.ok_or(format!("no size in title '{title}'"))?;
+    let cost = at("cost")?.parse().map_err(|_| format!("bad cost in '{title}'"))?;
+    Ok(Scene { kind, width, height, cost })
+}
+
+fn title_tick(title: &str) -> Result<u32, String> {
+    let words: Vec<&str> = title.split_whitespace().collect();
+    let i = words.iter().position(|w| *w == "tick").ok_or(format!("no tick in title '{title}'"))?;
+    words.get(i + 1).and_then(|t| t.parse().ok()).ok_or(format!("bad tick in '{title}'"))
+}
+
+/// Compares a capture with the expected window; returns (fraction within 4 levels, max difference).
+fn compare_window(cap: &Capture, scene: &Scene, tick: u32) -> (f64, f64) {
+    let mut frame = vec![0u8; (scene.width * scene.height * 4) as usize];
+    render_cpu(scene, &FrameArgs::new(scene, tick), &mut frame, 2);
+    let want = expected_window(&frame, scene.width, scene.height, cap.width, cap.height);
+    if let Some(path) = std::env::var_os("VKCUDA_EXPECTED") {
+        let bytes: Vec<u8> =
+            want.iter().flat_map(|p| p.unwrap_or([255.0, 0.0, 255.0]).map(|c| c.round() as u8)).collect();
+        if let Ok(file) = std::fs::File::create(path) {
+            let mut enc = png::Encoder::new(std::io::BufWriter::new(file), cap.width, cap.height);
+            enc.set_color(png::ColorType::Rgb);
+            let _ = enc.write_header().and_then(|mut w| w.write_image_data(&bytes));
+        }
+    }
+    let (mut close, mut counted, mut max) = (0u64, 0u64, 0.0f64);
+    for (got, want) in cap.rgb.iter().zip(&want) {
+        let Some(want) = want else { continue };
+        let d = (0..3).map(|c| (f64::from(got[c]) - want[c]).abs()).fold(0.0, f64::max);
+        counted += 1;
+        close += u64::from(d <= 4.0);
+        max = max.max(d);
+    }
+    (close as f64 / counted.max(1) as f64, max)
+}
+
+/// The viewer in a real X window on whatever Vulkan device is there (lavapipe in CI).
+fn window_test() -> Outcome {
+    let x = Xvfb::start()?;
+    let out = tmp("window");
+    let mut child = Command::new(bin())
+        .args(["--producer", "cpu", "--validate", "--size", "320x180", "--scene", "gradient", "--cost", "48"])
+        .args(["--out", out.to_str().ok_or("path")?])
+        .env("DISPLAY", &x.display)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let result = (|| -> Outcome {
+        let id = x.cmd("timeout", &["20", "xdotool", "search", "--sync", "--name", "^vkcuda"])?;
+        let id = id.lines().next().ok_or("no window")?.to_string();
+        // Resize while it runs: the swapchain must follow.
+        x.cmd("xdotool", &["windowsize", &id, "560", "400"])?;
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        x.cmd("xdotool", &["windowfocus", "--sync", &id])?;
+        x.cmd("xdotool", &["key", "F1", "space"])?;
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let title = x.cmd("xdotool", &["getwindowname", &id])?;
+        let (scene, tick) = (title_spec(&title)?, title_tick(&title)?);
+        if !title.contains("(paused)") {
+            return Err(format!("not paused: '{title}'"));
+        }
+        let grab = |name: &str| -> Result<Capture, String> {
+            let file = out.with_extension(name);
+            x.cmd("xwd", &["-id", &id, "-silent", "-out", file.to_str().ok_or("path")?])?;
+            parse_xwd(&std::fs::read(&file).map_err(|e| e.to_string())?)
+        };
+        let first = grab("first.xwd")?;
+        if (first.width, first.height) != (560, 400) {
+            return Err(format!("window is {}x{} after resizing to 560x400", first.width, first.height));
+        }
+        let (fraction, max) = compare_window(&first, &scene, tick);
+        println!("  window 560x400 vs reference ({} tick {tick}): {:.3}% of pixels within 4 levels, max diff {max:.0}", scene.kind, 100.0 * fraction);
+        if fraction < 0.99 {
+            return Err(format!(
+                "only {:.2}% of pixels match the reference (max diff {max:.0})",
+                100.0 * fraction
+            ));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        let second = grab("second.xwd")?;
+        if second.rgb != first.rgb {
+            return Err("two captures of a paused animation differ".into());
+        }
+        x.cmd("xdotool", &["key", "Right"])?;
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        let third = grab("third.xwd")?;
+        let title = x.cmd("xdotool", &["getwindowname", &id])?;
+        if third.rgb == first.rgb || !title.contains("julia") {
+            return Err(format!("switching scene changed nothing (title '{title}')"));
+        }
+        if let Some(path) = std::env::var_os("VKCUDA_SCREENSHOT") {
+            let file = std::fs::File::create(path).map_err(|e| e.to_string())?;
+            let mut enc = png::Encoder::new(std::io::BufWriter::new(file), third.width, third.height);
+            enc.set_color(png::ColorType::Rgb);
+            let bytes: Vec<u8> = third.rgb.iter().flatten().copied().collect();
+            enc.write_header().and_then(|mut w| w.write_image_data(&bytes)).map_err(|e| e.to_string())?;
+        }
+        let (fraction, max) = compare_window(&third, &title_spec(&title)?, title_tick(&title)?);
+        println!("  after Right: julia, {:.3}% within 4 levels, max diff {max:.0}", 100.0 * fraction);
+        if fraction < 0.99 {
+            return Err(format!("julia: only {:.2}% of pixels match (max diff {max:.0})", 100.0 * fraction));
+        }
+        x.cmd("xdotool", &["key", "Escape"])?;
+        Ok(())
+    })();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    let o = child.wait_with_output().map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    for f in ["first.xwd", "second.xwd", "third.xwd"] {
+        let _ = std::fs::remove_file(out.with_extension(f));
+    }
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    if o.status.code() != Some(0) || !stdout.contains("validation: 0 errors, 0 warnings") {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    Ok(())
+}
+
+/// `--size window`: the shared images follow the window through two resizes.
+fn window_follow_test() -> Outcome {
+    let x = Xvfb::start()?;
+    let mut child = Command::new(bin())
+        .args(["--producer", "cpu", "--validate", "--size", "window", "--buffers", "3"])
+        .env("DISPLAY", &x.display)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let result = (|| -> Outcome {
+        let id = x.cmd("timeout", &["20", "xdotool", "search", "--sync", "--name", "^vkcuda"])?;
+        let id = id.lines().next().ok_or("no window")?.to_string();
+        // F1 shows the size in the title; retry until the window has taken the key.
+        for attempt in 0.. {
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            x.cmd("xdotool", &["windowfocus", "--sync", &id])?;
+            x.cmd("xdotool", &["key", "F1"])?;
+            std::thread::sleep(std::time::Duration::from_millis(500));
+            if x.cmd("xdotool", &["getwindowname", &id])?.contains(" tick ") {
+                break;
+            }
+            if attempt == 10 {
+                return Err("the window never showed its stats after F1".into());
+            }
+        }
+        for (w, h) in [(400, 300), (240, 320)] {
+            x.cmd("xdotool", &["windowsize", &id, &w.to_string(), &h.to_string()])?;
+            // Rebuilding the interop under validation on 2 CPU cores can take a while.
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+            loop {
+                std::thread::sleep(std::time::Duration::from_millis(250));
+                let title = x.cmd("xdotool", &["getwindowname", &id])?;
+                if title.contains(&format!(" {w}x{h} ")) {
+                    break;
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(format!("10 s after resizing to {w}x{h} the title says '{title}'"));
+                }
+            }
+        }
+        x.cmd("xdotool", &["key", "Escape"])?;
+        Ok(())
+    })();
+    if result.is_err() {
+        let _ = child.kill();
+    }
+    let o = child.wait_with_output().map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    if o.status.code() != Some(0)
+        || !stdout.contains("validation: 0 errors, 0 warnings")
+        || !stdout.contains("240x320")
+    {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    Ok(())
+}
+
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let mut tests: Vec<(String, Box<dyn Fn() -> Verdict>)> = Vec::new();
@@ -275,6 +614,22 @@ fn main() {
         Box::new(|| match no_nvidia() {
             Some(why) => Verdict::Skip(why),
             None => pass(interrupt("cuda")),
+        }),
+    ));
+
+    tests.push((
+        "window_resize_pause_switch_matches_reference".into(),
+        Box::new(|| match no_x_tools() {
+            Some(why) => Verdict::Skip(why),
+            None => pass(window_test()),
+        }),
+    ));
+
+    tests.push((
+        "window_size_follows_the_window".into(),
+        Box::new(|| match no_x_tools() {
+            Some(why) => Verdict::Skip(why),
+            None => pass(window_follow_test()),
         }),
     ));
 

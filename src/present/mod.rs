@@ -3,3 +3,4 @@
 
 pub mod offscreen;
 pub mod readback;
+pub mod window;

@@ -49,6 +49,7 @@ impl CpuProducer {
             let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
             render_cpu(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), pixels, self.threads);
             report.render_times.push(t0.elapsed());
+            job.control.set_render_time(t0.elapsed());
             // Host-coherent memory: the writes are visible once "rendered" is signalled.
             self.timelines[step.signal.timeline].signal(step.signal.value)?;
             report.frames += 1;

@@ -82,7 +82,9 @@ impl CudaProducer {
                 let (start, end) = &events[g as usize % EVENT_RING];
                 if g as usize >= EVENT_RING {
                     // The pair's previous frame finished long ago; read its time before reuse.
-                    report.render_times.push(elapsed(start, end)?);
+                    let t = elapsed(start, end)?;
+                    report.render_times.push(t);
+                    job.control.set_render_time(t);
                 }
                 start.record(&self.stream)?;
                 let spec = job.director.begin(g);

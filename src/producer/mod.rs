@@ -19,6 +19,7 @@ use crate::sync::FramePlan;
 pub struct Control {
     limit: AtomicU64,
     produced: AtomicU64,
+    render_ns: AtomicU64,
     failed: AtomicBool,
 }
 
@@ -28,6 +29,7 @@ impl Control {
         Arc::new(Self {
             limit: AtomicU64::new(frames),
             produced: AtomicU64::new(0),
+            render_ns: AtomicU64::new(0),
             failed: AtomicBool::new(false),
         })
     }
@@ -51,6 +53,16 @@ impl Control {
     /// The producer submitted frame `frames - 1`.
     pub fn set_produced(&self, frames: u64) {
         self.produced.store(frames, Ordering::Release);
+    }
+
+    /// The producer's latest measured render time (for live stats).
+    pub fn render_time(&self) -> Duration {
+        Duration::from_nanos(self.render_ns.load(Ordering::Relaxed))
+    }
+
+    /// Publishes a render time.
+    pub fn set_render_time(&self, d: Duration) {
+        self.render_ns.store(d.as_nanos() as u64, Ordering::Relaxed);
     }
 
     /// Marks the run failed: the other side stops waiting and gives up.

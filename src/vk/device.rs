@@ -98,6 +98,15 @@ pub enum QueueKind {
     Transfer,
 }
 
+/// The queue the device is created with: its kind and, for a window, the
+/// surface it must be able to present to.
+pub struct Queue {
+    /// Which family to prefer.
+    pub kind: QueueKind,
+    /// The surface loader and the window's surface, when presenting.
+    pub present: Option<(ash::khr::surface::Instance, vk::SurfaceKHR)>,
+}
+
 /// The logical device and what hangs off it. Every Vulkan object of vkcuda
 /// holds an `Arc<Device>`, so the device is destroyed after all of them.
 pub struct Device {
@@ -125,7 +134,7 @@ impl Device {
         instance: Arc<Instance>,
         info: GpuInfo,
         export_semaphores: bool,
-        queue: QueueKind,
+        queue: Queue,
     ) -> Result<Arc<Self>> {
         if !info.vulkan_1_3 {
             bail!(
@@ -137,7 +146,17 @@ impl Device {
         let has = |i: &usize, f: vk::QueueFlags| families[*i].queue_flags.contains(f);
         let (g, c, t) = (vk::QueueFlags::GRAPHICS, vk::QueueFlags::COMPUTE, vk::QueueFlags::TRANSFER);
         let all = 0..families.len();
-        let found = match queue {
+        let presents = |i: &usize| match &queue.present {
+            None => true,
+            Some((loader, surface)) => {
+                // SAFETY: plain query with a live surface of this instance.
+                let r =
+                    unsafe { loader.get_physical_device_surface_support(info.physical, *i as u32, *surface) };
+                r.unwrap_or(false)
+            }
+        };
+        let all = all.filter(|i| presents(i));
+        let found = match queue.kind {
             QueueKind::Graphics => all.clone().find(|i| has(i, g | c)),
             // A family without graphics runs on every SM; on GPUs with few graphics units
             // (H100) the graphics family's copies are many times slower.
@@ -148,11 +167,17 @@ impl Device {
                 all.clone().find(|i| has(i, t) && !has(i, c | g)).or_else(|| all.clone().find(|i| has(i, t)))
             }
         };
-        let queue_family = found.ok_or_else(|| anyhow!("{info} has no {queue:?} queue family"))? as u32;
+        let queue_family = found.ok_or_else(|| {
+            let what = if queue.present.is_some() { " that can present to the window" } else { "" };
+            anyhow!("{info} has no {:?} queue family{what}", queue.kind)
+        })? as u32;
         if families[queue_family as usize].timestamp_valid_bits == 0 {
             bail!("{info}: its queue cannot write timestamps, which vkcuda measures with");
         }
         let mut extensions = Vec::new();
+        if queue.present.is_some() {
+            extensions.push(ash::khr::swapchain::NAME.as_ptr());
+        }
         if info.external_fd.0 {
             extensions.push(ash::khr::external_memory_fd::NAME.as_ptr());
         }
@@ -167,7 +192,8 @@ impl Device {
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
         let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-        let mut v13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(true);
+        let mut v13 =
+            vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).dynamic_rendering(true);
         let create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&extensions)

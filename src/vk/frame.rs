@@ -199,6 +199,30 @@ impl FrameLoop {
         Ok(done)
     }
 
+    /// Waits until the slot that frame `g` will use is free (its last frame
+    /// consumed) and retires that frame. [`FrameLoop::submit`] does this
+    /// itself; a presenter calls it first, because the slot's acquire
+    /// semaphore is free only then.
+    pub fn pace(
+        &mut self,
+        g: u64,
+        timelines: &[Timeline],
+        consumer: &mut dyn Consume,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Option<Completed>> {
+        self.retire((g % self.slots.len() as u64) as usize, timelines, consumer, cancelled)
+    }
+
+    /// The device the loop submits to.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    /// The number of frame slots.
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
     /// Waits for every submitted frame, oldest first, and retires it.
     pub fn drain(
         &mut self,

@@ -3,6 +3,7 @@
 
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use ash::vk;
@@ -48,23 +49,32 @@ impl Timeline {
 
     /// Blocks until the value reaches `value`, for at most [`super::WAIT_TIMEOUT`].
     ///
-    /// Waits in short slices and gives up early with an error once
-    /// `cancelled()` says the other side has failed, so a dead producer or
-    /// consumer never hangs the other.
+    /// Gives up early with an error once `cancelled()` says the other side
+    /// has failed, so a dead producer or consumer never hangs the other.
+    ///
+    /// It polls `vkGetSemaphoreCounterValue` rather than blocking in
+    /// `vkWaitSemaphores`: with the validation layer (1.3.239), a
+    /// `vkWaitSemaphores` racing a host signal from another thread sometimes
+    /// stalls for seconds and reports `UNASSIGNED-VkSemaphore-state-timeout`
+    /// ("most likely a validation bug"). Only host-side producers and
+    /// teardown wait here; the consumer's per-frame pacing uses fences.
     pub fn wait(&self, value: u64, cancelled: &dyn Fn() -> bool) -> Result<()> {
-        let semaphores = [self.raw];
-        let values = [value];
-        let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
         let what = || {
             let now = self.value().map(|v| v.to_string()).unwrap_or_else(|e| e.to_string());
             format!("timeline '{}' to reach {value} (it is at {now})", self.name)
         };
+        let mut nap = Duration::from_micros(10);
         bounded_wait(&what, cancelled, |slice| {
-            // SAFETY: a live timeline semaphore; the arrays outlive the call.
-            match unsafe { self.device.raw.wait_semaphores(&info, slice.as_nanos() as u64) } {
-                Ok(()) => Ok(true),
-                Err(vk::Result::TIMEOUT) => Ok(false),
-                Err(e) => Err(e).with_context(what),
+            let until = Instant::now() + slice;
+            loop {
+                if self.value()? >= value {
+                    return Ok(true);
+                }
+                if Instant::now() >= until {
+                    return Ok(false);
+                }
+                std::thread::sleep(nap);
+                nap = (nap * 2).min(Duration::from_micros(500));
             }
         })
     }

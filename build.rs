@@ -1,0 +1,33 @@
+//! Compiles the Vulkan shaders in shaders/*.wgsl to SPIR-V in OUT_DIR with
+//! naga (pure Rust: no CMake, Python or glslc needed to build vkcuda).
+
+use std::error::Error;
+use std::path::Path;
+
+fn main() -> Result<(), Box<dyn Error>> {
+    let out = std::env::var("OUT_DIR")?;
+    println!("cargo:rerun-if-changed=shaders");
+    for entry in std::fs::read_dir("shaders")? {
+        let path = entry?.path();
+        if path.extension().is_none_or(|e| e != "wgsl") {
+            continue;
+        }
+        println!("cargo:rerun-if-changed={}", path.display());
+        let source = std::fs::read_to_string(&path)?;
+        let name = path.display();
+        let module = naga::front::wgsl::parse_str(&source)
+            .map_err(|e| format!("{name}: {}", e.emit_to_string(&source)))?;
+        let info = naga::valid::Validator::new(
+            naga::valid::ValidationFlags::all(),
+            naga::valid::Capabilities::empty(),
+        )
+        .validate(&module)
+        .map_err(|e| format!("{name}: {}", e.emit_to_string(&source)))?;
+        let options = naga::back::spv::Options { lang_version: (1, 3), ..Default::default() };
+        let words = naga::back::spv::write_vec(&module, &info, &options, None)?;
+        let bytes: Vec<u8> = words.iter().flat_map(|w| w.to_le_bytes()).collect();
+        let stem = path.file_stem().ok_or("shader without a name")?;
+        std::fs::write(Path::new(&out).join(stem).with_extension("spv"), bytes)?;
+    }
+    Ok(())
+}

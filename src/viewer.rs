@@ -1,0 +1,487 @@
+//! The interactive viewer: a winit window whose swapchain shows the shared
+//! images. Same producer, plan, shared images and frame loop as `--headless`;
+//! only the consumer differs ([`Presenter`] instead of the offscreen copy).
+//!
+//! One frame: pace the slot (its fence) → acquire a swapchain image → make
+//! sure the producer has submitted the frame's "rendered" signal (so the
+//! present never waits on a signal not yet submitted) → submit (waits:
+//! acquire + "rendered"; signals: present semaphore + "released") → present.
+
+use std::collections::VecDeque;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context, Result};
+use ash::vk;
+use winit::application::ApplicationHandler;
+use winit::dpi::LogicalSize;
+use winit::event::{ElementState, KeyEvent, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
+use winit::keyboard::{Key, NamedKey};
+use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle};
+use winit::window::{Window, WindowId};
+
+use crate::cli::{Args, Size, SizeArg};
+use crate::director::Director;
+use crate::headless::{
+    abort, png_sink, prepare_out_dir, release_unconsumed, summarize, watch_signals, Consumed, Summary,
+};
+use crate::present::readback::Readback;
+use crate::present::window::{Presenter, SwapchainState};
+use crate::producer::{Control, Job, Report};
+use crate::scene::Scene;
+use crate::setup::{self, Gpu, Interop};
+use crate::sink::SinkReport;
+use crate::stats::{median, micros};
+use crate::sync::FramePlan;
+use crate::vk::bounded_wait;
+use crate::vk::device::{Queue, QueueKind};
+use crate::vk::frame::{ExtraSync, FrameLoop};
+use crate::vk::instance::Instance;
+use crate::UsageError;
+
+/// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
+pub fn run(args: &Args) -> Result<Summary> {
+    let event_loop = EventLoop::new()
+        .context("cannot open a window (no DISPLAY or WAYLAND_DISPLAY?): run with --headless instead")?;
+    let mut app = App { args: args.clone(), viewer: None, outcome: None, caught: watch_signals()? };
+    event_loop.run_app(&mut app).context("window event loop")?;
+    app.outcome.unwrap_or_else(|| Err(anyhow!("the window closed before the viewer started")))
+}
+
+struct App {
+    args: Args,
+    viewer: Option<Viewer>,
+    outcome: Option<Result<Summary>>,
+    caught: Arc<AtomicUsize>,
+}
+
+impl App {
+    /// Ends the run: on error, keep the first error; then shut the viewer down.
+    fn finish(&mut self, event_loop: &ActiveEventLoop, error: Option<anyhow::Error>) {
+        let summary = match self.viewer.take() {
+            Some(mut v) => {
+                let s = v.shutdown(&self.caught);
+                drop(v);
+                s
+            }
+            None => Err(anyhow!("the viewer did not start")),
+        };
+        self.outcome.get_or_insert(match error {
+            Some(e) => Err(e),
+            None => summary,
+        });
+        event_loop.exit();
+    }
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.viewer.is_some() || self.outcome.is_some() {
+            return;
+        }
+        match Viewer::new(event_loop, &self.args) {
+            Ok(v) => self.viewer = Some(v),
+            Err(e) => {
+                self.outcome = Some(Err(e));
+                event_loop.exit();
+            }
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        let Some(viewer) = self.viewer.as_mut() else { return };
+        let result = match event {
+            WindowEvent::CloseRequested => return self.finish(event_loop, None),
+            WindowEvent::Resized(_) => {
+                viewer.stale = true;
+                Ok(true)
+            }
+            WindowEvent::KeyboardInput { event, .. } => viewer.key(&event),
+            WindowEvent::RedrawRequested => {
+                if self.caught.load(Ordering::Relaxed) != 0 {
+                    return self.finish(event_loop, None);
+                }
+                viewer.frame()
+            }
+            _ => Ok(true),
+        };
+        match result {
+            Ok(true) => {}
+            Ok(false) => self.finish(event_loop, None),
+            Err(e) => self.finish(event_loop, Some(e)),
+        }
+    }
+
+    fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        event_loop.set_control_flow(ControlFlow::Wait);
+        if let Some(v) = &self.viewer {
+            // Minimized: request nothing, so the loop sleeps until the window changes.
+            if !v.minimized() {
+                v.window.request_redraw();
+            }
+        }
+    }
+}
+
+/// A running interop: shared images, timelines, the producer thread, the frame loop.
+struct Running {
+    interop: Interop,
+    frames: FrameLoop,
+    control: Arc<Control>,
+    handle: Option<JoinHandle<Result<Report>>>,
+    /// The next frame to consume.
+    next: u64,
+    size: Size,
+    producer: &'static str,
+}
+
+impl Running {
+    fn start(gpu: &Gpu, args: &Args, director: &Arc<Director>, size: Size, base: u64) -> Result<Self> {
+        director.resize(size.width, size.height);
+        let total = args.frame_count();
+        let plan = FramePlan::new(args.sync, args.buffers as usize, base, total).map_err(UsageError)?;
+        let (interop, producer) = setup::build(gpu, args, plan, size)?;
+        let frames = FrameLoop::new(
+            gpu.device.clone(),
+            plan,
+            args.frames_in_flight as usize,
+            interop.staging.clone(),
+        )?;
+        let control = Control::new(total);
+        let name = producer.name();
+        let handle = producer.spawn(Job { plan, director: director.clone(), control: control.clone() })?;
+        Ok(Self { interop, frames, control, handle: Some(handle), next: 0, size, producer: name })
+    }
+
+    /// Stops gracefully: every submitted frame is consumed, frames the
+    /// producer made beyond are released from the host, the thread joins.
+    /// Returns its report, the GPU times of the frames drained, and a
+    /// timeline value above every value used (the next interop's base).
+    fn stop(mut self, presenter: &mut Presenter) -> Result<(Report, Vec<Duration>, u64)> {
+        self.control.stop_at(self.next);
+        let failed = || self.control.failed();
+        let handle = self.handle.take().ok_or_else(|| anyhow!("producer already joined"))?;
+        let drained = self.frames.drain(&self.interop.timelines, presenter, &failed).and_then(|done| {
+            release_unconsumed(&self.interop, &self.control, &handle, self.next).map(|()| done)
+        });
+        if drained.is_err() {
+            abort(&self.interop, &self.control, self.control.produced().max(self.next));
+        }
+        let report = handle.join().map_err(|_| anyhow!("the producer thread panicked"))?;
+        let device = self.frames.device().clone();
+        device.wait_idle()?;
+        if drained.is_err() {
+            self.frames.forget();
+        }
+        let top = self.interop.timelines.iter().map(|t| t.value()).collect::<Result<Vec<_>>>()?;
+        let drained = drained?;
+        Ok((report?, drained.iter().map(|c| c.gpu_time).collect(), top.into_iter().max().unwrap_or(0) + 1))
+    }
+}
+
+struct Viewer {
+    // Field order is drop order: the interop and the presenter (which owns the
+    // surface) go before the device, and the window last.
+    run: Option<Running>,
+    presenter: Presenter,
+    gpu: Gpu,
+    window: Arc<Window>,
+    director: Arc<Director>,
+    args: Args,
+    stale: bool,
+    show_stats: bool,
+    consumed: u64,
+    steady_start: Option<Instant>,
+    vulkan_times: Vec<Duration>,
+    report: Report,
+    sink: SinkReport,
+    recent: VecDeque<Instant>,
+    last_title: Instant,
+}
+
+impl Viewer {
+    fn new(event_loop: &ActiveEventLoop, args: &Args) -> Result<Self> {
+        let attributes = Window::default_attributes()
+            .with_title("vkcuda")
+            .with_inner_size(LogicalSize::new(1280.0, 720.0));
+        let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
+        let display = window.display_handle()?.as_raw();
+        let handle = window.window_handle()?.as_raw();
+        let required =
+            ash_window::enumerate_required_extensions(display).context("Vulkan cannot present here")?;
+        // SAFETY: ash-window returns pointers to static NUL-terminated extension names.
+        let extensions: Vec<&CStr> = required.iter().map(|p| unsafe { CStr::from_ptr(*p) }).collect();
+        let instance = Instance::new(args.validate, &extensions)?;
+        // SAFETY: the window outlives the surface (the presenter destroys it first).
+        let surface =
+            unsafe { ash_window::create_surface(&instance.entry, &instance.raw, display, handle, None) }
+                .context("creating the window's Vulkan surface")?;
+        let surface_fn = ash::khr::surface::Instance::new(&instance.entry, &instance.raw);
+        let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
+        let gpu = match setup::open_gpu(args, instance.clone(), queue) {
+            Ok(g) => g,
+            Err(e) => {
+                // SAFETY: nothing uses the surface yet.
+                unsafe { surface_fn.destroy_surface(surface, None) };
+                return Err(e);
+            }
+        };
+        eprintln!("vkcuda: {}; {}", gpu.device.info, gpu.why);
+        let in_flight = args.frames_in_flight as usize;
+        let mut presenter =
+            Presenter::new(gpu.device.clone(), surface_fn, surface, in_flight, args.present_mode)?;
+        let window_px = window.inner_size();
+        presenter
+            .recreate(vk::Extent2D { width: window_px.width.max(1), height: window_px.height.max(1) })?;
+        let e = presenter.extent();
+        let size = args.size_or(Size { width: e.width, height: e.height });
+        let director = Arc::new(Director::new(Scene {
+            kind: args.scene,
+            width: size.width,
+            height: size.height,
+            cost: args.cost,
+        }));
+        let run = Running::start(&gpu, args, &director, size, args.timeline_base)?;
+        presenter.bind_shared(&run.interop.images)?;
+        Ok(Self {
+            run: Some(run),
+            presenter,
+            gpu,
+            window,
+            director,
+            args: args.clone(),
+            stale: false,
+            show_stats: false,
+            consumed: 0,
+            steady_start: None,
+            vulkan_times: Vec::new(),
+            report: Report::default(),
+            sink: SinkReport::default(),
+            recent: VecDeque::new(),
+            last_title: Instant::now(),
+        })
+    }
+
+    fn minimized(&self) -> bool {
+        let s = self.window.inner_size();
+        s.width == 0 || s.height == 0 || self.window.is_minimized() == Some(true)
+    }
+
+    /// One frame; `Ok(false)` once `--frames` frames were shown.
+    fn frame(&mut self) -> Result<bool> {
+        if self.minimized() {
+            return Ok(true);
+        }
+        if self.stale {
+            self.rebuild()?;
+            if self.stale {
+                return Ok(true);
+            }
+        }
+        let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
+        let control = run.control.clone();
+        let failed = || control.failed();
+        let g = run.next;
+        let slot = (g % run.frames.slots() as u64) as usize;
+        // The slot must be free before its acquire semaphore is reused.
+        if let Some(c) = run.frames.pace(g, &run.interop.timelines, &mut self.presenter, &failed)? {
+            self.vulkan_times.push(c.gpu_time);
+        }
+        let (state, acquired) = self.presenter.acquire(slot)?;
+        if acquired == vk::Semaphore::null() {
+            self.stale = true;
+            return Ok(true);
+        }
+        // A present must not wait on a signal whose own waits are not yet submitted:
+        // make sure the producer has enqueued frame g's "rendered" signal.
+        bounded_wait(&|| format!("the producer to submit frame {g}"), &failed, |slice| {
+            let until = Instant::now() + slice;
+            while Instant::now() < until {
+                if control.produced() > g {
+                    return Ok(true);
+                }
+                std::thread::sleep(Duration::from_micros(50));
+            }
+            Ok(false)
+        })?;
+        let waits = [vk::SemaphoreSubmitInfo::default()
+            .semaphore(acquired)
+            .stage_mask(vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)];
+        let signals = [vk::SemaphoreSubmitInfo::default()
+            .semaphore(self.presenter.present_semaphore()?)
+            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+        let extra = ExtraSync { wait: &waits, signal: &signals };
+        if let Some(c) = run.frames.submit(
+            g,
+            &run.interop.timelines,
+            &run.interop.images,
+            &mut self.presenter,
+            extra,
+            &failed,
+        )? {
+            self.vulkan_times.push(c.gpu_time);
+        }
+        run.next += 1;
+        self.consumed += 1;
+        if self.presenter.present()? == SwapchainState::Stale || state == SwapchainState::Stale {
+            self.stale = true;
+        }
+        if self.consumed == 30.min(self.args.frame_count() / 10) {
+            self.steady_start = Some(Instant::now());
+        }
+        self.update_title();
+        Ok(self.consumed < self.args.frame_count())
+    }
+
+    /// Recreates the swapchain for the window's size; with `--size window`,
+    /// rebuilds the interop at that size too (timeline values keep rising).
+    fn rebuild(&mut self) -> Result<()> {
+        let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
+        let control = run.control.clone();
+        let done = run.frames.drain(&run.interop.timelines, &mut self.presenter, &|| control.failed())?;
+        self.vulkan_times.extend(done.iter().map(|c| c.gpu_time));
+        self.gpu.device.wait_idle()?;
+        let px = self.window.inner_size();
+        if px.width == 0 || px.height == 0 {
+            return Ok(()); // minimized: stay stale until restored
+        }
+        self.presenter.recreate(vk::Extent2D { width: px.width, height: px.height })?;
+        self.stale = false;
+        let e = self.presenter.extent();
+        let wanted = Size { width: e.width, height: e.height };
+        if self.args.size == SizeArg::Window && run.size != wanted {
+            let old = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+            let (report, times, base) = old.stop(&mut self.presenter)?;
+            self.absorb(report, times);
+            self.finish_snapshots();
+            let run = Running::start(&self.gpu, &self.args, &self.director, wanted, base)?;
+            self.presenter.bind_shared(&run.interop.images)?;
+            self.run = Some(run);
+        }
+        Ok(())
+    }
+
+    fn absorb(&mut self, report: Report, times: Vec<Duration>) {
+        self.report.frames += report.frames;
+        self.report.render_times.extend(report.render_times);
+        self.report.thread_time = report.thread_time;
+        self.vulkan_times.extend(times);
+    }
+
+    fn finish_snapshots(&mut self) {
+        if let Some(mut r) = self.presenter.snapshot.take() {
+            let s = r.finish();
+            self.sink.written += s.written;
+            self.sink.verified += s.verified;
+            self.sink.mismatched += s.mismatched;
+            self.sink.worst = self.sink.worst.or(s.worst);
+            self.sink.error = self.sink.error.take().or(s.error);
+        }
+    }
+
+    fn key(&mut self, event: &KeyEvent) -> Result<bool> {
+        if event.state != ElementState::Pressed {
+            return Ok(true);
+        }
+        match event.logical_key.as_ref() {
+            Key::Named(NamedKey::Escape) => return Ok(false),
+            Key::Named(NamedKey::Space) => self.director.toggle_pause(),
+            Key::Named(NamedKey::ArrowRight) => self.director.switch_scene(1),
+            Key::Named(NamedKey::ArrowLeft) => self.director.switch_scene(-1),
+            Key::Named(NamedKey::F1) => self.show_stats = !self.show_stats,
+            Key::Character("+") | Key::Character("=") => self.director.change_cost(true),
+            Key::Character("-") => self.director.change_cost(false),
+            Key::Character("v") | Key::Character("V") => {
+                let mode = self.presenter.cycle_mode();
+                eprintln!("vkcuda: present mode {mode}");
+                self.stale = true;
+            }
+            Key::Character("s") | Key::Character("S") => self.snapshot()?,
+            _ => return Ok(true),
+        }
+        self.last_title = Instant::now() - Duration::from_secs(1);
+        self.update_title();
+        Ok(true)
+    }
+
+    /// Asks for the next frame to be written as PNG (through the headless writer).
+    fn snapshot(&mut self) -> Result<()> {
+        if self.presenter.snapshot.is_none() {
+            if let Err(e) = prepare_out_dir(&self.args.out) {
+                eprintln!("vkcuda: cannot save: {e}");
+                return Ok(());
+            }
+            let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
+            let extent = vk::Extent2D { width: run.size.width, height: run.size.height };
+            let sink = png_sink(&self.args.out, self.args.verify);
+            let slots = run.frames.slots();
+            self.presenter.snapshot =
+                Some(Readback::new(self.gpu.device.clone(), self.director.clone(), extent, slots, sink)?);
+        }
+        self.presenter.request_snapshot();
+        Ok(())
+    }
+
+    fn update_title(&mut self) {
+        let now = Instant::now();
+        self.recent.push_back(now);
+        while self.recent.front().is_some_and(|t| now.duration_since(*t) > Duration::from_secs(1)) {
+            self.recent.pop_front();
+        }
+        if now.duration_since(self.last_title) < Duration::from_millis(250) {
+            return;
+        }
+        self.last_title = now;
+        let spec = self.director.current();
+        let paused = if self.director.paused() { " (paused)" } else { "" };
+        let title = if self.show_stats {
+            let run = self.run.as_ref();
+            let vulkan = median(&self.vulkan_times[self.vulkan_times.len().saturating_sub(120)..]);
+            let render = run.map(|r| r.control.render_time());
+            format!(
+                "vkcuda — {} {}x{} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {} | {} | {} producer | sync {}",
+                spec.scene.kind,
+                spec.scene.width,
+                spec.scene.height,
+                spec.tick,
+                spec.scene.cost,
+                self.recent.len(),
+                if run.is_some_and(|r| r.producer == "cuda") { "CUDA" } else { "CPU" },
+                micros(render),
+                micros(vulkan),
+                self.presenter.mode(),
+                run.map_or("?", |r| r.producer),
+                self.args.sync,
+            )
+        } else {
+            format!("vkcuda — {}{paused}", spec.scene.kind)
+        };
+        self.window.set_title(&title);
+    }
+
+    /// Stops the interop, writes pending snapshots, and summarizes.
+    fn shutdown(&mut self, caught: &AtomicUsize) -> Result<Summary> {
+        let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+        let (size, producer) = (run.size, run.producer);
+        let (report, times, _) = run.stop(&mut self.presenter)?;
+        self.absorb(report, times);
+        self.finish_snapshots();
+        if let Some(e) = &self.sink.error {
+            return Err(anyhow!("PNG writer: {e}"));
+        }
+        let warmup = 30.min(self.args.frame_count() / 10);
+        let consumed = Consumed {
+            frames: self.consumed,
+            steady: self.steady_start.map_or(Duration::ZERO, |t| t.elapsed()),
+            steady_frames: self.consumed.saturating_sub(warmup),
+            vulkan_times: std::mem::take(&mut self.vulkan_times),
+        };
+        let validation = self.gpu.device.instance.validation().counts();
+        let report = std::mem::take(&mut self.report);
+        Ok(summarize(consumed, report, self.sink.clone(), (producer, size), &validation, caught))
+    }
+}
