@@ -377,7 +377,18 @@ fn window_test() -> Outcome {
     let x = Xvfb::start()?;
     let out = tmp("window");
     let mut child = Command::new(bin())
-        .args(["--producer", "cpu", "--validate", "--size", "320x180", "--scene", "gradient", "--cost", "48"])
+        .args([
+            "--producer",
+            "cpu",
+            "--validate",
+            "--verify",
+            "--size",
+            "320x180",
+            "--scene",
+            "gradient",
+            "--cost",
+            "48",
+        ])
         .args(["--out", out.to_str().ok_or("path")?])
         .env("DISPLAY", &x.display)
         .stdout(std::process::Stdio::piped())
@@ -420,6 +431,10 @@ fn window_test() -> Outcome {
         if second.rgb != first.rgb {
             return Err("two captures of a paused animation differ".into());
         }
+        // S saves the shown (paused) frame through the PNG writer; --verify checks it.
+        x.cmd("xdotool", &["key", "s"])?;
+        std::thread::sleep(std::time::Duration::from_millis(500));
+        check_pngs_any(&out, scene, tick)?;
         x.cmd("xdotool", &["key", "Right"])?;
         std::thread::sleep(std::time::Duration::from_millis(1500));
         let third = grab("third.xwd")?;
@@ -439,6 +454,9 @@ fn window_test() -> Outcome {
         if fraction < 0.99 {
             return Err(format!("julia: only {:.2}% of pixels match (max diff {max:.0})", 100.0 * fraction));
         }
+        // V cycles the present mode: the swapchain is recreated while frames flow.
+        x.cmd("xdotool", &["key", "v"])?;
+        std::thread::sleep(std::time::Duration::from_millis(700));
         x.cmd("xdotool", &["key", "Escape"])?;
         Ok(())
     })();
@@ -456,10 +474,49 @@ fn window_test() -> Outcome {
         let _ = std::fs::remove_file(out.with_extension(f));
     }
     result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
-    if o.status.code() != Some(0) || !stdout.contains("validation: 0 errors, 0 warnings") {
+    let saved = stdout.contains("PNG files written: 1 ")
+        && stdout.contains("verify: 1 frames compared, 0 mismatches");
+    if o.status.code() != Some(0) || !stdout.contains("validation: 0 errors, 0 warnings") || !saved {
         return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
     }
+    let _ = std::fs::remove_dir_all(&out);
     Ok(())
+}
+
+/// The one PNG the viewer saved shows `scene` at `tick`.
+fn check_pngs_any(dir: &Path, scene: Scene, tick: u32) -> Outcome {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    loop {
+        let names: Vec<_> = std::fs::read_dir(dir)
+            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
+            .unwrap_or_default();
+        if let [name] = names.as_slice() {
+            let frame: u64 = name
+                .strip_prefix("frame_")
+                .and_then(|n| n.strip_suffix(".png"))
+                .and_then(|n| n.parse().ok())
+                .ok_or(format!("unexpected file {name}"))?;
+            // The file is named by frame number; its pixels must be the paused tick's.
+            let file = std::fs::File::open(dir.join(name)).map_err(|e| e.to_string())?;
+            let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+                .read_info()
+                .map_err(|e| format!("{name}: {e}"))?;
+            let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
+            reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+            let mut want = vec![0u8; buf.len()];
+            render_cpu(&scene, &FrameArgs::new(&scene, tick), &mut want, 2);
+            let d = Diff::between(&buf, &want);
+            return if d.differing == 0 {
+                Ok(())
+            } else {
+                Err(format!("saved frame {frame}: {} pixels differ", d.differing))
+            };
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("after S, --out holds {names:?}"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
 }
 
 /// `--size window`: the shared images follow the window through two resizes.
