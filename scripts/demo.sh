@@ -13,4 +13,13 @@ if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
     exec target/release/vkcuda "$@"
 fi
 echo "vkcuda: no display: running --headless (frames go to ./frames)" >&2
-exec target/release/vkcuda --headless --frames 300 --verify "$@"
+# Defaults the caller's own arguments replace.
+frames=(--frames 300)
+verify=(--verify)
+for a in "$@"; do
+    case "$a" in
+        --frames | --frames=*) frames=() ;;
+        --verify) verify=() ;;
+    esac
+done
+exec target/release/vkcuda --headless "${frames[@]}" "${verify[@]}" "$@"
