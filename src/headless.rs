@@ -13,14 +13,14 @@ use crate::cli::{Args, Size};
 use crate::director::Director;
 use crate::present::offscreen::Offscreen;
 use crate::present::readback::Readback;
-use crate::producer::{Control, Job, Report};
+use crate::producer::Report;
 use crate::scene::Scene;
-use crate::setup::{self, Interop};
+use crate::session::{warmup_frames, Session};
+use crate::setup;
 use crate::sink::{PngSink, SinkReport};
 use crate::stats::median;
-use crate::sync::FramePlan;
 use crate::vk::device::Queue;
-use crate::vk::frame::{ExtraSync, FrameLoop};
+use crate::vk::frame::ExtraSync;
 use crate::vk::instance::Instance;
 use crate::UsageError;
 
@@ -88,68 +88,50 @@ pub fn run(args: &Args) -> Result<Summary> {
     let caught = watch_signals()?;
     let instance = Instance::new(args.validate, &[])?;
     let gpu = setup::open_gpu(args, instance, Queue { kind: args.queue_kind(), present: None })?;
-    let frame_count = args.frame_count();
-    let size = args.size_or(Size { width: 1920, height: 1080 });
     let device = gpu.device.clone();
-    let plan = FramePlan::new(args.sync, args.buffers as usize, args.timeline_base, frame_count)
-        .map_err(UsageError)?;
-    let (interop, producer) = setup::build(&gpu, args, plan, size)?;
-    eprintln!("vkcuda: {}; {}", device.info, gpu.why);
-
+    let size = args.size_or(Size { width: 1920, height: 1080 });
+    // Bad input first, so nothing is written when it is refused.
+    setup::check_size(&gpu, size)?;
     let dumping = args.dump_every > 0;
     let created = if dumping { prepare_out_dir(&args.out)? } else { false };
+
     let scene = Scene { kind: args.scene, width: size.width, height: size.height, cost: args.cost };
     let director = Arc::new(Director::new(scene));
-    let extent = ash::vk::Extent2D { width: scene.width, height: scene.height };
-    let in_flight = args.frames_in_flight as usize;
+    let extent = ash::vk::Extent2D { width: size.width, height: size.height };
     let readback = match dumping {
-        true => Some(Readback::new(
-            device.clone(),
-            director.clone(),
-            extent,
-            in_flight,
-            png_sink(&args.out, args.verify),
-        )?),
+        true => {
+            let sink = png_sink(&args.out, args.verify);
+            Some(Readback::new(
+                device.clone(),
+                director.clone(),
+                extent,
+                args.frames_in_flight as usize,
+                sink,
+            )?)
+        }
         false => None,
     };
     let mut offscreen = Offscreen::new(device.clone(), extent, args.dump_every, readback)?;
-    let mut frames = FrameLoop::new(device.clone(), plan, in_flight, interop.staging.clone())?;
+    let mut session = Session::start(&gpu, args, &director, size, args.timeline_base)?;
+    eprintln!("vkcuda: {}; {}", device.info, gpu.why);
 
-    let control = Control::new(frame_count);
-    let producer_name = producer.name();
-    let handle = producer.spawn(Job { plan, director, control: control.clone() })?;
-
-    let progress = progress_bar(frame_count);
-    let outcome = consume(&interop, &mut frames, &mut offscreen, &control, &caught, &progress);
+    let progress = progress_bar(session.control.limit());
+    let outcome = consume(&mut session, &mut offscreen, &caught, &progress);
     progress.finish_and_clear();
-    let outcome = outcome.and_then(|c| release_unconsumed(&interop, &control, &handle, c.frames).map(|()| c));
-    if outcome.is_err() {
-        abort(&interop, &control, frame_count);
-    }
-    let report = handle.join().map_err(|_| anyhow::anyhow!("the producer thread panicked"))?;
-    if outcome.is_err() || report.is_err() {
-        // Unblock any consumer frame still waiting for a frame that will never be rendered.
-        abort(&interop, &control, frame_count);
-        let _ = device.wait_idle();
-        frames.forget();
-    }
+    let producer = session.producer;
+    let stopped = session.stop(&mut offscreen, outcome.is_ok());
     let sink = offscreen.finish();
-    if created && sink.written == 0 && (outcome.is_err() || report.is_err()) {
+    if created && sink.written == 0 && (outcome.is_err() || stopped.is_err()) {
         let _ = std::fs::remove_dir(&args.out);
     }
-    let consumed = outcome?;
-    let report = report.context("producer")?;
+    let mut consumed = outcome?;
+    let stopped = stopped.context("producer")?;
+    consumed.vulkan_times.extend(stopped.drained);
     if let Some(e) = &sink.error {
         anyhow::bail!("PNG writer: {e}");
     }
-    Ok(summarize(
-        consumed,
-        report,
-        sink,
-        (producer_name, size),
-        &device.instance.validation().counts(),
-        &caught,
-    ))
+    let validation = device.instance.validation().counts();
+    Ok(summarize(consumed, stopped.report, sink, (producer, size), &validation, &caught))
 }
 
 /// What a consumer loop measured.
@@ -164,87 +146,35 @@ pub(crate) struct Consumed {
     pub vulkan_times: Vec<Duration>,
 }
 
+/// Consumes frames until the count is reached or a signal arrives (then the
+/// session's stop releases whatever the producer made beyond).
 fn consume(
-    interop: &Interop,
-    frames: &mut FrameLoop,
+    session: &mut Session,
     offscreen: &mut Offscreen,
-    control: &Control,
     caught: &AtomicUsize,
     progress: &ProgressBar,
 ) -> Result<Consumed> {
-    let failed = || control.failed();
-    let warmup = (control.limit() / 10).min(30);
-    let mut vulkan_times = Vec::with_capacity(control.limit() as usize);
+    let warmup = warmup_frames(session.control.limit());
+    let mut vulkan_times = Vec::with_capacity(session.control.limit() as usize);
     let mut steady_start = Instant::now();
-    let mut g = 0;
-    while g < control.limit() {
-        if caught.load(Ordering::Relaxed) != 0 {
-            // Graceful stop: the producer may be up to N frames ahead; consume what it may still make.
-            control.stop_at(g + interop.plan.images() as u64 + 1);
-        }
-        if g == warmup {
+    while session.next < session.control.limit() && caught.load(Ordering::Relaxed) == 0 {
+        if session.next == warmup {
             steady_start = Instant::now();
         }
-        let done = frames.submit(
-            g,
-            &interop.timelines,
-            &interop.images,
-            offscreen,
-            ExtraSync::default(),
-            &failed,
-        )?;
-        vulkan_times.extend(done.map(|c| c.gpu_time));
-        g += 1;
-        if g % 64 == 0 {
-            progress.set_position(g);
+        vulkan_times.extend(session.submit(offscreen, ExtraSync::default())?.map(|c| c.gpu_time));
+        if session.next % 64 == 0 {
+            progress.set_position(session.next);
         }
     }
-    vulkan_times.extend(frames.drain(&interop.timelines, offscreen, &failed)?.iter().map(|c| c.gpu_time));
+    // The last frames count towards the time too: wait until they are consumed.
+    vulkan_times.extend(session.drain(offscreen)?.iter().map(|c| c.gpu_time));
+    let frames = session.next;
     Ok(Consumed {
-        frames: g,
+        frames,
         steady: steady_start.elapsed(),
-        steady_frames: g.saturating_sub(warmup),
+        steady_frames: frames.saturating_sub(warmup),
         vulkan_times,
     })
-}
-
-/// After a graceful stop the CUDA producer may have enqueued frames past the
-/// last one consumed (its thread is not held back on the CPU), each waiting
-/// for a consumer release that will never come. Stand in for the consumer on
-/// the host: wait for each such frame and signal its release, until the
-/// producer thread ends. In a full run there are none.
-pub(crate) fn release_unconsumed(
-    interop: &Interop,
-    control: &Control,
-    producer: &std::thread::JoinHandle<Result<Report>>,
-    consumed: u64,
-) -> Result<()> {
-    let failed = || control.failed();
-    let mut f = consumed;
-    while !producer.is_finished() {
-        if f < control.produced() {
-            let step = interop.plan.consumer(f);
-            if let Some(w) = step.wait {
-                interop.timelines[w.timeline].wait(w.value, &failed)?;
-            }
-            interop.timelines[step.signal.timeline].signal(step.signal.value)?;
-            f += 1;
-        } else {
-            std::thread::sleep(Duration::from_millis(1));
-        }
-    }
-    Ok(())
-}
-
-/// Unblocks both sides after a failure: raises every timeline past the last
-/// value the run would signal, so no GPU or CPU wait is left hanging.
-pub(crate) fn abort(interop: &Interop, control: &Control, frames: u64) {
-    control.fail();
-    for t in interop.timelines.iter() {
-        if let Err(e) = t.raise_to(interop.plan.past_end(frames)) {
-            eprintln!("vkcuda: while aborting: {e:#}");
-        }
-    }
 }
 
 fn progress_bar(frames: u64) -> ProgressBar {

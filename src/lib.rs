@@ -22,6 +22,7 @@ pub mod headless;
 pub mod present;
 pub mod producer;
 pub mod scene;
+pub mod session;
 pub mod setup;
 pub mod sink;
 pub mod stats;

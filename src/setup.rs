@@ -142,15 +142,19 @@ impl Producer {
     }
 }
 
+/// Refuses a size the device cannot make images of (a usage error: exit 2).
+pub fn check_size(gpu: &Gpu, size: Size) -> Result<(), UsageError> {
+    let max = gpu.device.info.max_image_dimension;
+    if size.width > max || size.height > max {
+        return Err(UsageError(format!("--size {size} exceeds the device's limit of {max} pixels a side")));
+    }
+    Ok(())
+}
+
 /// Checks the size against the device and builds the interop objects.
 pub fn build(gpu: &Gpu, args: &Args, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
+    check_size(gpu, size)?;
     let device = &gpu.device;
-    let max = device.info.max_image_dimension;
-    if size.width > max || size.height > max {
-        return Err(
-            UsageError(format!("--size {size} exceeds the device's limit of {max} pixels a side")).into()
-        );
-    }
     let extent = vk::Extent2D { width: size.width, height: size.height };
     // Exportable whenever the device can: the CPU path then runs the very same images.
     let export = gpu.cuda.is_some() || can_export(device);
@@ -171,19 +175,9 @@ pub fn build(gpu: &Gpu, args: &Args, plan: FramePlan, size: Size) -> Result<(Int
             (None, Producer::Cuda(Box::new(CudaProducer::new(ctx, &images, &timelines, &cache)?)))
         }
         None => {
-            let bytes = u64::from(extent.width) * u64::from(extent.height) * 4;
-            let staging = (0..plan.images())
-                .map(|i| {
-                    let name = format!("staging {i}");
-                    Buffer::new(
-                        device.clone(),
-                        &name,
-                        bytes,
-                        vk::BufferUsageFlags::TRANSFER_SRC,
-                        MemoryLocation::CpuToGpu,
-                    )
-                })
-                .collect::<Result<Vec<_>>>()?;
+            let usage = vk::BufferUsageFlags::TRANSFER_SRC;
+            let staging =
+                Buffer::frames(device, "staging", plan.images(), extent, usage, MemoryLocation::CpuToGpu)?;
             let staging = Arc::new(staging);
             (Some(staging.clone()), Producer::Cpu(CpuProducer::new(timelines.clone(), staging)))
         }

@@ -11,7 +11,6 @@ use std::collections::VecDeque;
 use std::ffi::CStr;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
@@ -26,22 +25,19 @@ use winit::window::{Window, WindowId};
 
 use crate::cli::{Args, Size, SizeArg};
 use crate::director::Director;
-use crate::headless::{
-    abort, png_sink, prepare_out_dir, release_unconsumed, summarize, watch_signals, Consumed, Summary,
-};
+use crate::headless::{png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
 use crate::present::readback::Readback;
 use crate::present::window::{Presenter, SwapchainState};
-use crate::producer::{Control, Job, Report};
+use crate::producer::Report;
 use crate::scene::Scene;
-use crate::setup::{self, Gpu, Interop};
+use crate::session::{warmup_frames, Session, Stopped};
+use crate::setup::{self, Gpu};
 use crate::sink::SinkReport;
 use crate::stats::{median, micros};
-use crate::sync::FramePlan;
 use crate::vk::bounded_wait;
 use crate::vk::device::{Queue, QueueKind};
-use crate::vk::frame::{ExtraSync, FrameLoop};
+use crate::vk::frame::ExtraSync;
 use crate::vk::instance::Instance;
-use crate::UsageError;
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
 pub fn run(args: &Args) -> Result<Summary> {
@@ -64,7 +60,7 @@ impl App {
     fn finish(&mut self, event_loop: &ActiveEventLoop, error: Option<anyhow::Error>) {
         let summary = match self.viewer.take() {
             Some(mut v) => {
-                let s = v.shutdown(&self.caught);
+                let s = v.shutdown(&self.caught, error.is_none());
                 drop(v);
                 s
             }
@@ -127,66 +123,10 @@ impl ApplicationHandler for App {
     }
 }
 
-/// A running interop: shared images, timelines, the producer thread, the frame loop.
-struct Running {
-    interop: Interop,
-    frames: FrameLoop,
-    control: Arc<Control>,
-    handle: Option<JoinHandle<Result<Report>>>,
-    /// The next frame to consume.
-    next: u64,
-    size: Size,
-    producer: &'static str,
-}
-
-impl Running {
-    fn start(gpu: &Gpu, args: &Args, director: &Arc<Director>, size: Size, base: u64) -> Result<Self> {
-        director.resize(size.width, size.height);
-        let total = args.frame_count();
-        let plan = FramePlan::new(args.sync, args.buffers as usize, base, total).map_err(UsageError)?;
-        let (interop, producer) = setup::build(gpu, args, plan, size)?;
-        let frames = FrameLoop::new(
-            gpu.device.clone(),
-            plan,
-            args.frames_in_flight as usize,
-            interop.staging.clone(),
-        )?;
-        let control = Control::new(total);
-        let name = producer.name();
-        let handle = producer.spawn(Job { plan, director: director.clone(), control: control.clone() })?;
-        Ok(Self { interop, frames, control, handle: Some(handle), next: 0, size, producer: name })
-    }
-
-    /// Stops gracefully: every submitted frame is consumed, frames the
-    /// producer made beyond are released from the host, the thread joins.
-    /// Returns its report, the GPU times of the frames drained, and a
-    /// timeline value above every value used (the next interop's base).
-    fn stop(mut self, presenter: &mut Presenter) -> Result<(Report, Vec<Duration>, u64)> {
-        self.control.stop_at(self.next);
-        let failed = || self.control.failed();
-        let handle = self.handle.take().ok_or_else(|| anyhow!("producer already joined"))?;
-        let drained = self.frames.drain(&self.interop.timelines, presenter, &failed).and_then(|done| {
-            release_unconsumed(&self.interop, &self.control, &handle, self.next).map(|()| done)
-        });
-        if drained.is_err() {
-            abort(&self.interop, &self.control, self.control.produced().max(self.next));
-        }
-        let report = handle.join().map_err(|_| anyhow!("the producer thread panicked"))?;
-        let device = self.frames.device().clone();
-        device.wait_idle()?;
-        if drained.is_err() {
-            self.frames.forget();
-        }
-        let top = self.interop.timelines.iter().map(|t| t.value()).collect::<Result<Vec<_>>>()?;
-        let drained = drained?;
-        Ok((report?, drained.iter().map(|c| c.gpu_time).collect(), top.into_iter().max().unwrap_or(0) + 1))
-    }
-}
-
 struct Viewer {
     // Field order is drop order: the interop and the presenter (which owns the
     // surface) go before the device, and the window last.
-    run: Option<Running>,
+    run: Option<Session>,
     presenter: Presenter,
     gpu: Gpu,
     window: Arc<Window>,
@@ -245,7 +185,7 @@ impl Viewer {
             height: size.height,
             cost: args.cost,
         }));
-        let run = Running::start(&gpu, args, &director, size, args.timeline_base)?;
+        let run = Session::start(&gpu, args, &director, size, args.timeline_base)?;
         presenter.bind_shared(&run.interop.images)?;
         Ok(Self {
             run: Some(run),
@@ -288,7 +228,7 @@ impl Viewer {
         let g = run.next;
         let slot = (g % run.frames.slots() as u64) as usize;
         // The slot must be free before its acquire semaphore is reused.
-        if let Some(c) = run.frames.pace(g, &run.interop.timelines, &mut self.presenter, &failed)? {
+        if let Some(c) = run.pace(&mut self.presenter)? {
             self.vulkan_times.push(c.gpu_time);
         }
         let (state, acquired) = self.presenter.acquire(slot)?;
@@ -315,22 +255,14 @@ impl Viewer {
             .semaphore(self.presenter.present_semaphore()?)
             .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
         let extra = ExtraSync { wait: &waits, signal: &signals };
-        if let Some(c) = run.frames.submit(
-            g,
-            &run.interop.timelines,
-            &run.interop.images,
-            &mut self.presenter,
-            extra,
-            &failed,
-        )? {
+        if let Some(c) = run.submit(&mut self.presenter, extra)? {
             self.vulkan_times.push(c.gpu_time);
         }
-        run.next += 1;
         self.consumed += 1;
         if self.presenter.present()? == SwapchainState::Stale || state == SwapchainState::Stale {
             self.stale = true;
         }
-        if self.consumed == 30.min(self.args.frame_count() / 10) {
+        if self.consumed == warmup_frames(self.args.frame_count()) {
             self.steady_start = Some(Instant::now());
         }
         self.update_title();
@@ -341,8 +273,7 @@ impl Viewer {
     /// rebuilds the interop at that size too (timeline values keep rising).
     fn rebuild(&mut self) -> Result<()> {
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
-        let control = run.control.clone();
-        let done = run.frames.drain(&run.interop.timelines, &mut self.presenter, &|| control.failed())?;
+        let done = run.drain(&mut self.presenter)?;
         self.vulkan_times.extend(done.iter().map(|c| c.gpu_time));
         self.gpu.device.wait_idle()?;
         let px = self.window.inner_size();
@@ -355,21 +286,23 @@ impl Viewer {
         let wanted = Size { width: e.width, height: e.height };
         if self.args.size == SizeArg::Window && run.size != wanted {
             let old = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
-            let (report, times, base) = old.stop(&mut self.presenter)?;
-            self.absorb(report, times);
+            let stopped = old.stop(&mut self.presenter, true)?;
+            let base = stopped.next_base;
+            self.absorb(stopped);
             self.finish_snapshots();
-            let run = Running::start(&self.gpu, &self.args, &self.director, wanted, base)?;
+            let run = Session::start(&self.gpu, &self.args, &self.director, wanted, base)?;
             self.presenter.bind_shared(&run.interop.images)?;
             self.run = Some(run);
         }
         Ok(())
     }
 
-    fn absorb(&mut self, report: Report, times: Vec<Duration>) {
+    fn absorb(&mut self, stopped: Stopped) {
+        let report = stopped.report;
         self.report.frames += report.frames;
         self.report.render_times.extend(report.render_times);
         self.report.thread_time = report.thread_time;
-        self.vulkan_times.extend(times);
+        self.vulkan_times.extend(stopped.drained);
     }
 
     fn finish_snapshots(&mut self) {
@@ -464,16 +397,17 @@ impl Viewer {
     }
 
     /// Stops the interop, writes pending snapshots, and summarizes.
-    fn shutdown(&mut self, caught: &AtomicUsize) -> Result<Summary> {
+    fn shutdown(&mut self, caught: &AtomicUsize, healthy: bool) -> Result<Summary> {
         let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
         let (size, producer) = (run.size, run.producer);
-        let (report, times, _) = run.stop(&mut self.presenter)?;
-        self.absorb(report, times);
+        // After a failed frame, don't wait for frames that may never come.
+        let stopped = run.stop(&mut self.presenter, healthy)?;
+        self.absorb(stopped);
         self.finish_snapshots();
         if let Some(e) = &self.sink.error {
             return Err(anyhow!("PNG writer: {e}"));
         }
-        let warmup = 30.min(self.args.frame_count() / 10);
+        let warmup = warmup_frames(self.args.frame_count());
         let consumed = Consumed {
             frames: self.consumed,
             steady: self.steady_start.map_or(Duration::ZERO, |t| t.elapsed()),

@@ -110,6 +110,30 @@ fn headless(producer: &str, sync: &str, buffers: &str, kind: SceneKind, extra: &
     Ok(())
 }
 
+/// `frames` frames with `--dump-every every`: exactly `expected` are written
+/// and match the reference; with none expected, `--out` is not even created.
+fn dump_every(frames: u64, every: u64, expected: &[u64]) -> Outcome {
+    let out = tmp(&format!("every-{every}"));
+    let (frames_s, every_s) = (frames.to_string(), every.to_string());
+    let mut args = vec!["--headless", "--producer", "cpu", "--frames", &frames_s, "--size", "48x40"];
+    args.extend(["--dump-every", &every_s, "--out", out.to_str().ok_or("path")?]);
+    if every > 0 {
+        args.push("--verify");
+    }
+    let o = run(&args);
+    let (stdout, _) = text(&o);
+    if !o.status.success() || !stdout.contains(&format!("{frames} frames")) {
+        return Err(format!("{:?}", text(&o)));
+    }
+    if expected.is_empty() {
+        return if out.exists() { Err(format!("--dump-every {every} created --out")) } else { Ok(()) };
+    }
+    let scene = Scene { kind: SceneKind::Gradient, width: 48, height: 40, cost: 64 };
+    check_pngs(&out, scene, expected)?;
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
 /// A run that must fail with exit code 2, a one-line message, and no files.
 fn usage_error(args: &[&str], needle: &str) -> Outcome {
     let out = tmp("usage");
@@ -608,62 +632,9 @@ fn main() {
     ));
     tests.push((
         "dump_every_k_writes_only_those_frames".into(),
-        Box::new(|| {
-            pass((|| {
-                let out = tmp("every");
-                let o = run(&[
-                    "--headless",
-                    "--producer",
-                    "cpu",
-                    "--frames",
-                    "11",
-                    "--size",
-                    "48x40",
-                    "--dump-every",
-                    "5",
-                    "--verify",
-                    "--out",
-                    out.to_str().ok_or("path")?,
-                ]);
-                if !o.status.success() {
-                    return Err(format!("{:?}", text(&o)));
-                }
-                let scene = Scene { kind: SceneKind::Gradient, width: 48, height: 40, cost: 64 };
-                check_pngs(&out, scene, &[0, 5, 10])?;
-                let _ = std::fs::remove_dir_all(&out);
-                Ok(())
-            })())
-        }),
+        Box::new(|| pass(dump_every(11, 5, &[0, 5, 10]))),
     ));
-    tests.push((
-        "dump_every_0_writes_nothing".into(),
-        Box::new(|| {
-            pass((|| {
-                let out = tmp("none");
-                let o = run(&[
-                    "--headless",
-                    "--producer",
-                    "cpu",
-                    "--frames",
-                    "20",
-                    "--size",
-                    "48x40",
-                    "--dump-every",
-                    "0",
-                    "--out",
-                    out.to_str().ok_or("path")?,
-                ]);
-                let (stdout, _) = text(&o);
-                if !o.status.success() || !stdout.contains("20 frames") {
-                    return Err(format!("{:?}", text(&o)));
-                }
-                if out.exists() {
-                    return Err("--dump-every 0 created --out".into());
-                }
-                Ok(())
-            })())
-        }),
-    ));
+    tests.push(("dump_every_0_writes_nothing".into(), Box::new(|| pass(dump_every(20, 0, &[])))));
 
     tests.push(("sigint_stops_cleanly_cpu".into(), Box::new(|| pass(interrupt("cpu")))));
     tests.push((

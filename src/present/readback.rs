@@ -34,19 +34,8 @@ impl Readback {
         slots: usize,
         sink: PngSink,
     ) -> Result<Self> {
-        let bytes = u64::from(extent.width) * u64::from(extent.height) * 4;
-        let buffers = (0..slots)
-            .map(|i| {
-                let name = format!("readback {i}");
-                Buffer::new(
-                    device.clone(),
-                    &name,
-                    bytes,
-                    vk::BufferUsageFlags::TRANSFER_DST,
-                    MemoryLocation::GpuToCpu,
-                )
-            })
-            .collect::<Result<_>>()?;
+        let usage = vk::BufferUsageFlags::TRANSFER_DST;
+        let buffers = Buffer::frames(&device, "readback", slots, extent, usage, MemoryLocation::GpuToCpu)?;
         Ok(Self { device, director, extent, buffers, pending: vec![None; slots], sink: Some(sink) })
     }
 

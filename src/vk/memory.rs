@@ -82,6 +82,22 @@ impl Buffer {
         Ok(this)
     }
 
+    /// `count` buffers named "`name` 0", "`name` 1", … each holding one RGBA8
+    /// frame of `extent` (the staging and readback rings).
+    pub fn frames(
+        device: &Arc<Device>,
+        name: &str,
+        count: usize,
+        extent: vk::Extent2D,
+        usage: vk::BufferUsageFlags,
+        location: MemoryLocation,
+    ) -> Result<Vec<Self>> {
+        let bytes = u64::from(extent.width) * u64::from(extent.height) * 4;
+        (0..count)
+            .map(|i| Self::new(device.clone(), &format!("{name} {i}"), bytes, usage, location))
+            .collect()
+    }
+
     /// The mapped bytes of a host-visible buffer.
     ///
     /// The caller makes sure the GPU does not write them meanwhile (the frame

@@ -1,0 +1,180 @@
+//! A running interop: the frame plan, shared images and timelines, the
+//! producer on its thread, and the consumer's frame loop. `--headless` runs
+//! one session; the viewer starts a new one whenever `--size window` follows
+//! a resize. Both stop it the same way.
+
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+
+use crate::cli::{Args, Size};
+use crate::director::Director;
+use crate::producer::{Control, Job, Report};
+use crate::setup::{self, Gpu, Interop};
+use crate::sync::FramePlan;
+use crate::vk::frame::{Completed, Consume, ExtraSync, FrameLoop};
+use crate::UsageError;
+
+/// A running interop.
+pub struct Session {
+    /// The frame/value plan.
+    pub plan: FramePlan,
+    /// Shared images, timelines and (CPU producer) staging buffers.
+    pub interop: Interop,
+    /// The consumer's command-buffer slots and submission protocol.
+    pub frames: FrameLoop,
+    /// Frame count and failure flag, shared with the producer.
+    pub control: Arc<Control>,
+    handle: Option<JoinHandle<Result<Report>>>,
+    /// The next frame to consume.
+    pub next: u64,
+    /// Size of the shared images.
+    pub size: Size,
+    /// Which producer runs ("cuda" or "cpu").
+    pub producer: &'static str,
+}
+
+/// What a stopped session leaves.
+pub struct Stopped {
+    /// The producer's report.
+    pub report: Report,
+    /// Vulkan GPU times of the frames consumed while stopping.
+    pub drained: Vec<Duration>,
+    /// A timeline value above every value this session used: the next session's base.
+    pub next_base: u64,
+}
+
+impl Session {
+    /// Builds the interop at `size` with timelines starting at `base`, and
+    /// starts the producer on its thread.
+    pub fn start(gpu: &Gpu, args: &Args, director: &Arc<Director>, size: Size, base: u64) -> Result<Self> {
+        director.resize(size.width, size.height);
+        let total = args.frame_count();
+        let plan = FramePlan::new(args.sync, args.buffers as usize, base, total).map_err(UsageError)?;
+        let (interop, producer) = setup::build(gpu, args, plan, size)?;
+        let slots = args.frames_in_flight as usize;
+        let frames = FrameLoop::new(gpu.device.clone(), plan, slots, interop.staging.clone())?;
+        let control = Control::new(total);
+        let name = producer.name();
+        let handle = producer.spawn(Job { plan, director: director.clone(), control: control.clone() })?;
+        Ok(Self { plan, interop, frames, control, handle: Some(handle), next: 0, size, producer: name })
+    }
+
+    /// Whether a side failed (a wait should give up).
+    pub fn failed(&self) -> bool {
+        self.control.failed()
+    }
+
+    /// Waits until the slot of the next frame is free; see [`FrameLoop::pace`].
+    pub fn pace(&mut self, consumer: &mut dyn Consume) -> Result<Option<Completed>> {
+        let control = self.control.clone();
+        self.frames.pace(self.next, &self.interop.timelines, consumer, &|| control.failed())
+    }
+
+    /// Records and submits the next frame; see [`FrameLoop::submit`].
+    pub fn submit(&mut self, consumer: &mut dyn Consume, extra: ExtraSync<'_>) -> Result<Option<Completed>> {
+        let control = self.control.clone();
+        let g = self.next;
+        let done =
+            self.frames.submit(g, &self.interop.timelines, &self.interop.images, consumer, extra, &|| {
+                control.failed()
+            })?;
+        self.next += 1;
+        Ok(done)
+    }
+
+    /// Waits for every submitted frame; see [`FrameLoop::drain`].
+    pub fn drain(&mut self, consumer: &mut dyn Consume) -> Result<Vec<Completed>> {
+        let control = self.control.clone();
+        self.frames.drain(&self.interop.timelines, consumer, &|| control.failed())
+    }
+
+    /// Ends the session after the frames consumed so far.
+    ///
+    /// `healthy`: consume every submitted frame, release from the host the
+    /// frames the producer made beyond, join it. Otherwise (the consumer
+    /// failed) raise every timeline past its end so nothing waits any more,
+    /// join, and forget the submitted frames once the queue is idle.
+    pub fn stop(mut self, consumer: &mut dyn Consume, healthy: bool) -> Result<Stopped> {
+        self.control.stop_at(self.next);
+        let handle = self.handle.take().ok_or_else(|| anyhow!("producer already joined"))?;
+        let drained = match healthy {
+            true => self.drain(consumer).and_then(|done| {
+                release_unconsumed(&self.interop, &self.control, &handle, self.next).map(|()| done)
+            }),
+            false => Err(anyhow!("the consumer failed")),
+        };
+        if drained.is_err() {
+            self.abort();
+        }
+        let report = handle.join().map_err(|_| anyhow!("the producer thread panicked"))?;
+        let unhealthy = drained.is_err() || report.is_err();
+        if unhealthy {
+            // Unblock any consumer frame still waiting for a frame that will never be rendered.
+            self.abort();
+        }
+        let idle = self.frames.device().wait_idle();
+        if unhealthy {
+            self.frames.forget();
+        }
+        let report = report?;
+        let drained = match healthy {
+            true => drained?,
+            false => Vec::new(),
+        };
+        idle?;
+        let top = self.interop.timelines.iter().map(|t| t.value()).collect::<Result<Vec<_>>>()?;
+        Ok(Stopped {
+            report,
+            drained: drained.iter().map(|c| c.gpu_time).collect(),
+            next_base: top.into_iter().max().unwrap_or(0) + 1,
+        })
+    }
+
+    /// Unblocks both sides after a failure: raises every timeline past the
+    /// last value the session could signal, so no GPU or CPU wait is left hanging.
+    fn abort(&self) {
+        self.control.fail();
+        let end = self.plan.past_end(self.control.produced().max(self.next));
+        for t in self.interop.timelines.iter() {
+            if let Err(e) = t.raise_to(end) {
+                eprintln!("vkcuda: while aborting: {e:#}");
+            }
+        }
+    }
+}
+
+/// After a graceful stop the CUDA producer may have enqueued frames past the
+/// last one consumed (its thread is not held back on the CPU), each waiting
+/// for a consumer release that will never come. Stand in for the consumer on
+/// the host: wait for each such frame and signal its release, until the
+/// producer thread ends. In a full run there are none.
+fn release_unconsumed(
+    interop: &Interop,
+    control: &Control,
+    producer: &JoinHandle<Result<Report>>,
+    consumed: u64,
+) -> Result<()> {
+    let failed = || control.failed();
+    let mut f = consumed;
+    while !producer.is_finished() {
+        if f < control.produced() {
+            let step = interop.plan.consumer(f);
+            if let Some(w) = step.wait {
+                interop.timelines[w.timeline].wait(w.value, &failed)?;
+            }
+            interop.timelines[step.signal.timeline].signal(step.signal.value)?;
+            f += 1;
+        } else {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+    Ok(())
+}
+
+/// Frames left out of fps and median timings at the start of a run.
+pub fn warmup_frames(total: u64) -> u64 {
+    (total / 10).min(30)
+}
