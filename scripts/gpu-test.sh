@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On an NVIDIA machine: builds nothing. Runs the end-to-end tests (CUDA ones
-# included) and one verified, validated headless run per scene × sync ×
-# buffers with the CUDA producer, printing one summary line per run.
+# included, and vkcuda bench at small sizes) and one verified, validated
+# headless run per scene × sync × buffers with the CUDA producer, printing
+# one summary line per run.
 #   VKCUDA_BIN  the vkcuda binary      (default target/release/vkcuda)
 #   VKCUDA_E2E  the e2e test binary    (default: newest target/release/deps/e2e-*)
 #   FRAMES      frames per run         (default 600)
@@ -15,6 +16,7 @@ fail=0
 command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version --format=csv,noheader
 if [ -n "$E2E" ] && [ -x "$E2E" ]; then
     "$E2E" cuda_ || fail=1   # the CUDA tests; the CPU-producer ones are CI's (lavapipe)
+    "$E2E" bench_ || fail=1  # vkcuda bench: every variant runs here
 else
     echo "gpu-test: no e2e test binary (cargo test --release --no-run builds it)"; fail=1
 fi
@@ -36,7 +38,8 @@ for scene in gradient julia; do
         done
     done
 done
-echo "throughput (split, 3 buffers, --dump-every 0, 1920x1080):"
-"$BIN" --headless --producer cuda --frames 5000 --buffers 3 --dump-every 0 2>/dev/null | head -n 2
+echo "throughput (1920x1080, --dump-every 0): defaults (2 buffers, transfer queue), then 6 buffers on a compute queue:"
+"$BIN" --headless --producer cuda --frames 5000 --dump-every 0 2>/dev/null | head -n 2
+"$BIN" --headless --producer cuda --frames 5000 --dump-every 0 --buffers 6 --queue compute 2>/dev/null | head -n 2
 rm -rf "$out"
 exit $fail

@@ -19,6 +19,22 @@ pub enum ProducerKind {
     Cuda,
     /// CPU threads render the reference into staging buffers; Vulkan uploads them.
     Cpu,
+    /// Baseline without sharing: CUDA renders into device memory, copies it to
+    /// pinned host memory; the host copies it into a staging buffer; Vulkan uploads it.
+    Staging,
+}
+
+/// How a CUDA host thread waits for the GPU (the primary context's scheduling flag).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CudaSched {
+    /// The driver decides (spins while there are fewer busy threads than cores).
+    Auto,
+    /// Spin: lowest wake-up latency, one core busy.
+    Spin,
+    /// Spin but yield the core.
+    Yield,
+    /// Sleep on an OS primitive until the GPU is done.
+    Blocking,
 }
 
 /// An image size in pixels.
@@ -82,8 +98,11 @@ const KEYS: &str = "Viewer keys:
 
 /// vkcuda: CUDA renders into images that Vulkan presents, synchronised by timeline semaphores.
 #[derive(Parser, Debug, Clone)]
-#[command(version, about, long_about = None, after_help = KEYS)]
+#[command(version, about, long_about = None, after_help = KEYS, args_conflicts_with_subcommands = false)]
 pub struct Args {
+    /// `bench`: measure the interop against the staging baseline (see `vkcuda bench --help`).
+    #[command(subcommand)]
+    pub command: Option<Command>,
     /// Render offscreen, without a window, and dump frames as PNG.
     #[arg(long)]
     pub headless: bool,
@@ -94,7 +113,7 @@ pub struct Args {
     #[arg(long, default_value = "1920x1080")]
     pub size: SizeArg,
     /// Number of shared images the producer and consumer rotate through.
-    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=3))]
+    #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub buffers: u32,
     /// Synchronization scheme: one timeline per signaller, or one for both directions.
     #[arg(long, value_enum, default_value_t = SyncScheme::Split)]
@@ -132,16 +151,39 @@ pub struct Args {
     /// Present mode of the viewer (falls back to fifo if unsupported).
     #[arg(long, value_enum, default_value_t = PresentMode::Fifo)]
     pub present_mode: PresentMode,
-    /// Queue family the consumer submits to (default: compute headless, graphics in a window).
-    #[arg(long, value_enum, hide = true)]
+    /// Queue family the consumer submits to. Default: transfer headless (copy
+    /// engines run beside CUDA's SMs: no GPU context switch per frame; see the
+    /// README's bench results), graphics in a window.
+    #[arg(long, value_enum)]
     pub queue: Option<QueueKind>,
     /// Consumer command buffers in flight (CPU frames ahead of the Vulkan GPU).
-    #[arg(long, default_value_t = 3, hide = true, value_parser = clap::value_parser!(u32).range(1..=8))]
-    pub frames_in_flight: u32,
+    /// Default: as many as shared images, at least 3 (fewer caps the pipeline's depth).
+    #[arg(long, hide = true, value_parser = clap::value_parser!(u32).range(1..=8))]
+    pub frames_in_flight: Option<u32>,
+    /// How the consume step copies the frame: this many full-image copies
+    /// (bench's balanced load makes the Vulkan side heavier with it).
+    #[arg(long, default_value_t = 1, hide = true, value_parser = clap::value_parser!(u32).range(1..=64))]
+    pub consume_copies: u32,
+    /// How CUDA's host thread waits for the GPU (`cuDevicePrimaryCtxSetFlags`).
+    #[arg(long, value_enum, default_value_t = CudaSched::Auto, hide = true)]
+    pub cuda_sched: CudaSched,
+    /// Create the producer's CUDA stream with the device's highest priority.
+    #[arg(long, hide = true)]
+    pub high_priority_stream: bool,
     /// Test only: the value every timeline starts at (e.g. 9223372036854775000 to
     /// prove nothing assumes small values).
     #[arg(long, default_value_t = 0, hide = true)]
     pub timeline_base: u64,
+}
+
+/// Subcommands.
+#[derive(clap::Subcommand, Debug, Clone)]
+pub enum Command {
+    /// Measure every variant (interop split/shared with 1-3 images, staging
+    /// baseline, CPU) at several sizes and loads; print a table, and write JSON
+    /// and an SVG chart. Options before `bench` (--gpu, --validate, --queue...)
+    /// apply to every variant.
+    Bench(crate::bench::BenchArgs),
 }
 
 impl Args {
@@ -152,7 +194,7 @@ impl Args {
                 "--size window needs the viewer: drop --headless or give WIDTHxHEIGHT".into(),
             ));
         }
-        if !self.headless && self.queue.is_some_and(|q| q != QueueKind::Graphics) {
+        if !self.offscreen() && self.queue.is_some_and(|q| q != QueueKind::Graphics) {
             return Err(UsageError("the viewer presents from a graphics queue: drop --queue".into()));
         }
         if self.verify && self.dump_every == 0 {
@@ -176,9 +218,19 @@ impl Args {
         }
     }
 
+    /// Consumer frames in flight: `--frames-in-flight`, else max(3, buffers).
+    pub fn in_flight(&self) -> usize {
+        self.frames_in_flight.unwrap_or(self.buffers.max(3)) as usize
+    }
+
+    /// Whether no window is opened (`--headless` or `bench`).
+    pub fn offscreen(&self) -> bool {
+        self.headless || self.command.is_some()
+    }
+
     /// The consumer's queue family.
     pub fn queue_kind(&self) -> QueueKind {
-        self.queue.unwrap_or(if self.headless { QueueKind::Compute } else { QueueKind::Graphics })
+        self.queue.unwrap_or(if self.offscreen() { QueueKind::Transfer } else { QueueKind::Graphics })
     }
 }
 
@@ -210,7 +262,7 @@ mod tests {
             &["--size", "axb"],
             &["--size", "-5x10"],
             &["--buffers", "0"],
-            &["--buffers", "4"],
+            &["--buffers", "9"],
             &["--frames", "0"],
             &["--frames", "-3"],
             &["--scene", "teapot"],

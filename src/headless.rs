@@ -10,18 +10,19 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{Args, Size};
+use crate::clock::CpuMeter;
 use crate::director::Director;
 use crate::present::offscreen::Offscreen;
 use crate::present::readback::Readback;
 use crate::producer::Report;
 use crate::scene::Scene;
 use crate::session::{warmup_frames, Session};
-use crate::setup;
+use crate::setup::{self, Gpu};
 use crate::sink::{PngSink, SinkReport};
 use crate::stats::median;
 use crate::vk::device::Queue;
-use crate::vk::frame::ExtraSync;
-use crate::vk::instance::Instance;
+use crate::vk::frame::{Completed, ExtraSync};
+use crate::vk::instance::{Instance, ValidationCounts};
 use crate::UsageError;
 
 /// What a run measured.
@@ -39,10 +40,17 @@ pub struct Summary {
     pub producer_median: Option<Duration>,
     /// Median Vulkan GPU time per frame (timestamp queries).
     pub vulkan_median: Option<Duration>,
+    /// Median time from a frame's "rendered" point to the end of its
+    /// consumption, both on the host's clock (needs calibrated timestamps).
+    pub latency_median: Option<Duration>,
+    /// CPU time per frame of the producer thread, after warm-up.
+    pub producer_cpu: Option<Duration>,
+    /// CPU time per frame of the consumer thread, after warm-up.
+    pub consumer_cpu: Option<Duration>,
     /// What the PNG pool did.
     pub sink: SinkReport,
-    /// Validation (errors, warnings).
-    pub validation: (u64, u64),
+    /// Validation messages.
+    pub validation: ValidationCounts,
     /// The signal that stopped the run early, if any.
     pub interrupted: Option<i32>,
 }
@@ -101,37 +109,66 @@ pub fn run(args: &Args) -> Result<Summary> {
     let readback = match dumping {
         true => {
             let sink = png_sink(&args.out, args.verify);
-            Some(Readback::new(
-                device.clone(),
-                director.clone(),
-                extent,
-                args.frames_in_flight as usize,
-                sink,
-            )?)
+            Some(Readback::new(device.clone(), director.clone(), extent, args.in_flight(), sink)?)
         }
         false => None,
     };
-    let mut offscreen = Offscreen::new(device.clone(), extent, args.dump_every, readback)?;
-    let mut session = Session::start(&gpu, args, &director, size, args.timeline_base)?;
+    let mut offscreen =
+        Offscreen::new(device.clone(), extent, (args.dump_every, args.consume_copies), readback)?;
     eprintln!("vkcuda: {}; {}", device.info, gpu.why);
 
-    let progress = progress_bar(session.control.limit());
-    let outcome = consume(&mut session, &mut offscreen, &caught, &progress);
+    let progress = progress_bar(args.frame_count());
+    let span = Span::frames(args.frame_count());
+    let result = run_session(&gpu, args, (&director, size), &mut offscreen, span, (&caught, &progress));
     progress.finish_and_clear();
-    let producer = session.producer;
-    let stopped = session.stop(&mut offscreen, outcome.is_ok());
     let sink = offscreen.finish();
-    if created && sink.written == 0 && (outcome.is_err() || stopped.is_err()) {
+    if created && sink.written == 0 && result.is_err() {
         let _ = std::fs::remove_dir(&args.out);
     }
-    let mut consumed = outcome?;
-    let stopped = stopped.context("producer")?;
-    consumed.vulkan_times.extend(stopped.drained);
+    let (consumed, report, producer) = result?;
     if let Some(e) = &sink.error {
         anyhow::bail!("PNG writer: {e}");
     }
     let validation = device.instance.validation().counts();
-    Ok(summarize(consumed, stopped.report, sink, (producer, size), &validation, &caught))
+    Ok(summarize(consumed, report, sink, (producer, size), &validation, &caught))
+}
+
+/// Starts a session at `size`, consumes it into `offscreen` for `span`, and
+/// stops it: what one headless run (or one bench repeat) measures.
+pub(crate) fn run_session(
+    gpu: &Gpu,
+    args: &Args,
+    (director, size): (&Arc<Director>, Size),
+    offscreen: &mut Offscreen,
+    span: Span,
+    (caught, progress): (&AtomicUsize, &ProgressBar),
+) -> Result<(Consumed, Report, &'static str)> {
+    let mut session = Session::start(gpu, args, director, size, args.timeline_base)?;
+    let outcome = consume(&mut session, offscreen, span, caught, progress);
+    let producer = session.producer;
+    let stopped = session.stop(offscreen, outcome.is_ok());
+    let mut consumed = outcome?;
+    let stopped = stopped.context("producer")?;
+    consumed.completed.extend(stopped.drained);
+    Ok((consumed, stopped.report, producer))
+}
+
+/// Where a consumer loop's warm-up ends, and how long its steady part may last.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Span {
+    /// Warm-up lasts at least this many frames...
+    pub warmup_frames: u64,
+    /// ...and at least this long.
+    pub warmup_time: Duration,
+    /// Stop this long after warm-up (besides the frame count), if set.
+    pub steady_time: Option<Duration>,
+}
+
+impl Span {
+    /// A run of `total` frames with the usual warm-up.
+    pub fn frames(total: u64) -> Self {
+        Self { warmup_frames: warmup_frames(total), warmup_time: Duration::ZERO, steady_time: None }
+    }
 }
 
 /// What a consumer loop measured.
@@ -142,38 +179,53 @@ pub(crate) struct Consumed {
     pub steady: Duration,
     /// Frames after warm-up.
     pub steady_frames: u64,
-    /// Vulkan GPU time of each consumed frame, in order.
-    pub vulkan_times: Vec<Duration>,
+    /// Every consumed frame, in order.
+    pub completed: Vec<Completed>,
+    /// CPU time of the consumer thread per frame after warm-up.
+    pub cpu_per_frame: Option<Duration>,
 }
 
-/// Consumes frames until the count is reached or a signal arrives (then the
-/// session's stop releases whatever the producer made beyond).
-fn consume(
+/// Consumes frames until the count is reached, `span`'s steady time is up,
+/// or a signal arrives (then the session's stop releases whatever the
+/// producer made beyond).
+pub(crate) fn consume(
     session: &mut Session,
     offscreen: &mut Offscreen,
+    span: Span,
     caught: &AtomicUsize,
     progress: &ProgressBar,
 ) -> Result<Consumed> {
-    let warmup = warmup_frames(session.control.limit());
-    let mut vulkan_times = Vec::with_capacity(session.control.limit() as usize);
-    let mut steady_start = Instant::now();
+    let started = Instant::now();
+    let mut steady: Option<(u64, Instant)> = None;
+    let mut meter = CpuMeter::default();
+    let mut completed = Vec::new();
     while session.next < session.control.limit() && caught.load(Ordering::Relaxed) == 0 {
-        if session.next == warmup {
-            steady_start = Instant::now();
+        let g = session.next;
+        if steady.is_none() && g >= span.warmup_frames && started.elapsed() >= span.warmup_time {
+            steady = Some((g, Instant::now()));
+            session.control.set_steady_from(g);
         }
-        vulkan_times.extend(session.submit(offscreen, ExtraSync::default())?.map(|c| c.gpu_time));
+        if let (Some((_, since)), Some(limit)) = (steady, span.steady_time) {
+            if since.elapsed() >= limit {
+                break;
+            }
+        }
+        meter.frame(g, steady.is_some());
+        completed.extend(session.submit(offscreen, ExtraSync::default())?);
         if session.next % 64 == 0 {
             progress.set_position(session.next);
         }
     }
     // The last frames count towards the time too: wait until they are consumed.
-    vulkan_times.extend(session.drain(offscreen)?.iter().map(|c| c.gpu_time));
+    completed.extend(session.drain(offscreen)?);
     let frames = session.next;
+    let (first, since) = steady.unwrap_or((frames, Instant::now()));
     Ok(Consumed {
         frames,
-        steady: steady_start.elapsed(),
-        steady_frames: frames.saturating_sub(warmup),
-        vulkan_times,
+        steady: since.elapsed(),
+        steady_frames: frames - first,
+        completed,
+        cpu_per_frame: meter.per_frame(frames),
     })
 }
 
@@ -190,19 +242,31 @@ pub(crate) fn summarize(
     report: Report,
     sink: SinkReport,
     (producer, size): (&'static str, Size),
-    validation: &(u64, u64),
+    validation: &ValidationCounts,
     caught: &AtomicUsize,
 ) -> Summary {
     // Drop the warm-up frames' timings like the fps does.
-    let skip =
-        |v: &[Duration]| v.iter().skip((c.frames - c.steady_frames) as usize).copied().collect::<Vec<_>>();
+    let first = c.frames - c.steady_frames;
+    let steady: Vec<&Completed> = c.completed.iter().filter(|d| d.frame >= first).collect();
+    let render: Vec<Duration> = report.render_times.iter().skip(first as usize).copied().collect();
+    let latency: Vec<Duration> = steady
+        .iter()
+        .filter_map(|d| {
+            let rendered = *report.rendered_ns.get(d.frame as usize)?;
+            Some(Duration::from_nanos(d.end_ns?.saturating_sub(rendered)))
+        })
+        .collect();
+    let vulkan: Vec<Duration> = steady.iter().map(|d| d.gpu_time).collect();
     Summary {
         frames: c.frames,
         size,
         fps: c.steady_frames as f64 / c.steady.as_secs_f64().max(1e-9),
         producer,
-        producer_median: median(&skip(&report.render_times)),
-        vulkan_median: median(&skip(&c.vulkan_times)),
+        producer_median: median(&render),
+        vulkan_median: median(&vulkan),
+        latency_median: median(&latency),
+        producer_cpu: report.cpu_per_frame,
+        consumer_cpu: c.cpu_per_frame,
         sink,
         validation: *validation,
         interrupted: match caught.load(Ordering::Relaxed) {

@@ -11,11 +11,15 @@
 //! - [`vk`]: instance, device picked by CUDA's UUID, shared images,
 //!   timelines, and [`vk::frame`], one consumer frame top to bottom;
 //! - [`cuda`]: loading CUDA without panics, the imports, the kernels;
-//! - [`producer`]: the CUDA and CPU producers, each on its own thread;
-//! - [`present`]: consumers (headless offscreen copy);
-//! - [`setup`] and [`headless`]: wiring it together; [`sink`]: PNG output.
+//! - [`producer`]: the CUDA, CPU and staging-baseline producers, each on its own thread;
+//! - [`present`]: consumers (headless offscreen copy, window);
+//! - [`setup`], [`session`] and [`headless`]: wiring it together; [`sink`]: PNG output;
+//! - [`bench`](mod@bench): the interop against the staging baseline, measured ([`clock`], [`chart`]).
 
+pub mod bench;
+pub mod chart;
 pub mod cli;
+pub mod clock;
 pub mod cuda;
 pub mod director;
 pub mod headless;

@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use vkcuda::cli::Args;
+use vkcuda::bench::{BenchArgs, Interrupted};
+use vkcuda::cli::{Args, Command};
 use vkcuda::headless::{self, Summary};
 use vkcuda::stats::micros;
 use vkcuda::UsageError;
@@ -29,15 +30,41 @@ fn main() -> ExitCode {
         eprintln!("vkcuda: {e}");
         return ExitCode::from(exit::USAGE);
     }
+    if let Some(Command::Bench(bench)) = &args.command {
+        return run_bench(&args, bench);
+    }
     let outcome = if args.headless { headless::run(&args) } else { vkcuda::viewer::run(&args) };
     match outcome {
         Ok(summary) => report(&args, &summary),
-        Err(e) => {
-            eprintln!("vkcuda: error: {e:#}");
-            let usage = e.chain().any(|c| c.downcast_ref::<UsageError>().is_some());
-            ExitCode::from(if usage { exit::USAGE } else { exit::RUNTIME })
-        }
+        Err(e) => failure(&e),
     }
+}
+
+fn run_bench(args: &Args, bench: &BenchArgs) -> ExitCode {
+    match vkcuda::bench::run(args, bench) {
+        Ok(report) => {
+            print!("{}", vkcuda::bench::table(&report));
+            if let Some(v) = report.validation {
+                println!("validation: {v}");
+                if !v.clean() {
+                    eprintln!("vkcuda: error: the validation layer reported {v}");
+                    return ExitCode::from(exit::VALIDATION);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => failure(&e),
+    }
+}
+
+/// Prints an error and maps it to its exit code.
+fn failure(e: &anyhow::Error) -> ExitCode {
+    eprintln!("vkcuda: error: {e:#}");
+    if let Some(Interrupted(sig)) = e.downcast_ref::<Interrupted>() {
+        return ExitCode::from(128 + *sig as u8);
+    }
+    let usage = e.chain().any(|c| c.downcast_ref::<UsageError>().is_some());
+    ExitCode::from(if usage { exit::USAGE } else { exit::RUNTIME })
 }
 
 fn report(args: &Args, s: &Summary) -> ExitCode {
@@ -46,10 +73,20 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         s.frames, s.fps, args.scene, s.size, s.producer, args.sync, args.buffers
     );
     println!(
-        "  median per frame: {} {}, Vulkan GPU {}",
-        if s.producer == "cuda" { "CUDA kernel" } else { "CPU render" },
+        "  median per frame: {} {}, Vulkan GPU {}, rendered → consumed {}",
+        match s.producer {
+            "cuda" => "CUDA kernel",
+            "staging" => "CUDA kernel + copy to host",
+            _ => "CPU render",
+        },
         micros(s.producer_median),
-        micros(s.vulkan_median)
+        micros(s.vulkan_median),
+        micros(s.latency_median)
+    );
+    println!(
+        "  CPU time per frame: producer thread {}, consumer thread {}",
+        micros(s.producer_cpu),
+        micros(s.consumer_cpu)
     );
     if (args.headless && args.dump_every > 0) || s.sink.written > 0 {
         println!("  PNG files written: {} in {}", s.sink.written, args.out.display());
@@ -66,9 +103,8 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
             worst.unwrap_or_default()
         );
     }
-    let (errors, warnings) = s.validation;
     if args.validate {
-        println!("  validation: {errors} errors, {warnings} warnings");
+        println!("  validation: {}", s.validation);
     }
     if let Some(sig) = s.interrupted {
         println!("  interrupted by signal {sig}: stopped after {} frames", s.frames);
@@ -78,8 +114,8 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         eprintln!("vkcuda: error: {} frames differ from the CPU reference", s.sink.mismatched);
         return ExitCode::from(exit::MISMATCH);
     }
-    if errors + warnings > 0 {
-        eprintln!("vkcuda: error: the validation layer reported {errors} errors and {warnings} warnings");
+    if !s.validation.clean() {
+        eprintln!("vkcuda: error: the validation layer reported {}", s.validation);
         return ExitCode::from(exit::VALIDATION);
     }
     let _ = exit::RUNTIME;

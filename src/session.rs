@@ -40,8 +40,8 @@ pub struct Session {
 pub struct Stopped {
     /// The producer's report.
     pub report: Report,
-    /// Vulkan GPU times of the frames consumed while stopping.
-    pub drained: Vec<Duration>,
+    /// The frames consumed while stopping.
+    pub drained: Vec<Completed>,
     /// A timeline value above every value this session used: the next session's base.
     pub next_base: u64,
 }
@@ -54,7 +54,7 @@ impl Session {
         let total = args.frame_count();
         let plan = FramePlan::new(args.sync, args.buffers as usize, base, total).map_err(UsageError)?;
         let (interop, producer) = setup::build(gpu, args, plan, size)?;
-        let slots = args.frames_in_flight as usize;
+        let slots = args.in_flight();
         let frames = FrameLoop::new(gpu.device.clone(), plan, slots, interop.staging.clone())?;
         let control = Control::new(total);
         let name = producer.name();
@@ -93,14 +93,16 @@ impl Session {
 
     /// Ends the session after the frames consumed so far.
     ///
-    /// `healthy`: consume every submitted frame, release from the host the
-    /// frames the producer made beyond, join it. Otherwise (the consumer
-    /// failed) raise every timeline past its end so nothing waits any more,
-    /// join, and forget the submitted frames once the queue is idle.
+    /// `healthy`: consume every submitted frame; the frames the producer made
+    /// beyond the stop are consumed too (a standalone consumer) or released
+    /// from the host (a presenter); join the producer. Otherwise (the
+    /// consumer failed) raise every timeline past its end so nothing waits
+    /// any more, join, and forget the submitted frames once the queue is idle.
     pub fn stop(mut self, consumer: &mut dyn Consume, healthy: bool) -> Result<Stopped> {
         self.control.stop_at(self.next);
         let handle = self.handle.take().ok_or_else(|| anyhow!("producer already joined"))?;
         let drained = match healthy {
+            true if consumer.standalone() => self.consume_the_rest(consumer, &handle),
             true => self.drain(consumer).and_then(|done| {
                 release_unconsumed(&self.interop, &self.control, &handle, self.next).map(|()| done)
             }),
@@ -126,11 +128,33 @@ impl Session {
         };
         idle?;
         let top = self.interop.timelines.iter().map(|t| t.value()).collect::<Result<Vec<_>>>()?;
-        Ok(Stopped {
-            report,
-            drained: drained.iter().map(|c| c.gpu_time).collect(),
-            next_base: top.into_iter().max().unwrap_or(0) + 1,
-        })
+        Ok(Stopped { report, drained, next_base: top.into_iter().max().unwrap_or(0) + 1 })
+    }
+
+    /// Consumes, on the GPU, every frame the producer makes until its thread
+    /// ends. No host signal touches a timeline: with `--sync shared` the
+    /// producer (CUDA) signals the same timeline, and a host signal there
+    /// would race CUDA's (and the validation layer, which cannot see CUDA's
+    /// signals, reports it).
+    fn consume_the_rest(
+        &mut self,
+        consumer: &mut dyn Consume,
+        producer: &JoinHandle<Result<Report>>,
+    ) -> Result<Vec<Completed>> {
+        let mut done = Vec::new();
+        loop {
+            // Read before `produced`: a thread that has ended has published all its frames.
+            let ended = producer.is_finished() || self.failed();
+            if self.next < self.control.produced() {
+                done.extend(self.submit(consumer, ExtraSync::default())?);
+            } else if ended {
+                break;
+            } else {
+                std::thread::sleep(Duration::from_micros(100));
+            }
+        }
+        done.extend(self.drain(consumer)?);
+        Ok(done)
     }
 
     /// Unblocks both sides after a failure: raises every timeline past the

@@ -6,12 +6,15 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
 use ash::vk;
+use clap::ValueEnum;
 use gpu_allocator::MemoryLocation;
 
 use crate::cli::{Args, ProducerKind, Size};
+use crate::cuda::kernels::SceneKernels;
 use crate::cuda::{self, CudaDevice};
 use crate::producer::cpu::CpuProducer;
 use crate::producer::cuda::CudaProducer;
+use crate::producer::staging::StagingProducer;
 use crate::producer::{Job, Report};
 use crate::sync::FramePlan;
 use crate::vk::device::{format_uuid, list_gpus, Device, GpuInfo, Queue};
@@ -78,11 +81,16 @@ pub fn open_gpu(args: &Args, instance: Arc<Instance>, queue: Queue) -> Result<Gp
     let (cuda, why) = match (args.producer, matched) {
         (ProducerKind::Cpu, _) => (None, "cpu producer: asked for with --producer cpu".to_string()),
         (_, Some(c)) => {
-            let why = format!("cuda producer: {c} matches {chosen}");
+            let name = if args.producer == ProducerKind::Staging { "staging (baseline)" } else { "cuda" };
+            let why = format!("{name} producer: {c} matches {chosen}");
             (Some(c), why)
         }
-        (ProducerKind::Cuda, None) => {
-            bail!("--producer cuda: no CUDA device has the UUID of {chosen}; devices:\n{}", listing())
+        (ProducerKind::Cuda | ProducerKind::Staging, None) => {
+            bail!(
+                "--producer {}: no CUDA device has the UUID of {chosen}; devices:\n{}",
+                args.producer.to_possible_value().map_or("cuda".into(), |v| v.get_name().to_string()),
+                listing()
+            )
         }
         (_, None) => {
             let reason = match &cuda_devices {
@@ -114,6 +122,8 @@ pub enum Producer {
     Cuda(Box<CudaProducer>),
     /// CPU threads.
     Cpu(CpuProducer),
+    /// The staging baseline (CUDA into device memory, copied through the host).
+    Staging(Box<StagingProducer>),
 }
 
 impl Producer {
@@ -122,6 +132,7 @@ impl Producer {
         match self {
             Producer::Cuda(_) => "cuda",
             Producer::Cpu(_) => "cpu",
+            Producer::Staging(_) => "staging",
         }
     }
 
@@ -133,6 +144,7 @@ impl Producer {
             let result = match self {
                 Producer::Cuda(p) => p.run(&job),
                 Producer::Cpu(p) => p.run(&job),
+                Producer::Staging(p) => p.run(&job),
             };
             if result.is_err() {
                 job.control.fail();
@@ -168,19 +180,40 @@ pub fn build(gpu: &Gpu, args: &Args, plan: FramePlan, size: Size) -> Result<(Int
         .map(|name| Timeline::new(device.clone(), name, plan.initial_value(), gpu.cuda.is_some()))
         .collect::<Result<Vec<_>>>()?;
     let timelines = Arc::new(timelines);
-    let (staging, producer) = match &gpu.cuda {
-        Some(c) => {
-            let ctx = cuda::context(c)?;
-            let cache = args.ptx_cache.clone().unwrap_or_else(cuda::kernels::default_cache_dir);
-            (None, Producer::Cuda(Box::new(CudaProducer::new(ctx, &images, &timelines, &cache)?)))
-        }
-        None => {
-            let usage = vk::BufferUsageFlags::TRANSFER_SRC;
-            let staging =
-                Buffer::frames(device, "staging", plan.images(), extent, usage, MemoryLocation::CpuToGpu)?;
-            let staging = Arc::new(staging);
+    let staging_buffers = || -> Result<Arc<Vec<Buffer>>> {
+        let usage = vk::BufferUsageFlags::TRANSFER_SRC;
+        let staging =
+            Buffer::frames(device, "staging", plan.images(), extent, usage, MemoryLocation::CpuToGpu)?;
+        Ok(Arc::new(staging))
+    };
+    let cache = args.ptx_cache.clone().unwrap_or_else(cuda::kernels::default_cache_dir);
+    let (staging, producer) = match (args.producer, &gpu.cuda) {
+        (ProducerKind::Cpu, _) | (ProducerKind::Auto | ProducerKind::Cuda, None) => {
+            let staging = staging_buffers()?;
             (Some(staging.clone()), Producer::Cpu(CpuProducer::new(timelines.clone(), staging)))
         }
+        (ProducerKind::Auto | ProducerKind::Cuda, Some(c)) => {
+            let ctx = cuda::context(c, args.cuda_sched)?;
+            (
+                None,
+                Producer::Cuda(Box::new(CudaProducer::new(
+                    ctx,
+                    &images,
+                    &timelines,
+                    &cache,
+                    args.high_priority_stream,
+                )?)),
+            )
+        }
+        (ProducerKind::Staging, Some(c)) => {
+            let ctx = cuda::context(c, args.cuda_sched)?;
+            let kernels = SceneKernels::load(&ctx, &cache)?;
+            let staging = staging_buffers()?;
+            let bytes = size.width as usize * size.height as usize * 4;
+            let p = StagingProducer::new(ctx, kernels, bytes, timelines.clone(), staging.clone())?;
+            (Some(staging), Producer::Staging(Box::new(p)))
+        }
+        (ProducerKind::Staging, None) => bail!("--producer staging needs a CUDA device"),
     };
     Ok((Interop { plan, images, timelines, staging }, producer))
 }

@@ -24,6 +24,7 @@ use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use winit::window::{Window, WindowId};
 
 use crate::cli::{Args, Size, SizeArg};
+use crate::clock::CpuMeter;
 use crate::director::Director;
 use crate::headless::{png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
 use crate::present::readback::Readback;
@@ -36,7 +37,7 @@ use crate::sink::SinkReport;
 use crate::stats::{median, micros};
 use crate::vk::bounded_wait;
 use crate::vk::device::{Queue, QueueKind};
-use crate::vk::frame::ExtraSync;
+use crate::vk::frame::{Completed, ExtraSync};
 use crate::vk::instance::Instance;
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
@@ -136,7 +137,9 @@ struct Viewer {
     show_stats: bool,
     consumed: u64,
     steady_start: Option<Instant>,
-    vulkan_times: Vec<Duration>,
+    /// Consumed frames, numbered in consumption order across interop rebuilds.
+    completed: Vec<Completed>,
+    meter: CpuMeter,
     report: Report,
     sink: SinkReport,
     recent: VecDeque<Instant>,
@@ -171,7 +174,7 @@ impl Viewer {
             }
         };
         eprintln!("vkcuda: {}; {}", gpu.device.info, gpu.why);
-        let in_flight = args.frames_in_flight as usize;
+        let in_flight = args.in_flight();
         let mut presenter =
             Presenter::new(gpu.device.clone(), surface_fn, surface, in_flight, args.present_mode)?;
         let window_px = window.inner_size();
@@ -198,7 +201,8 @@ impl Viewer {
             show_stats: false,
             consumed: 0,
             steady_start: None,
-            vulkan_times: Vec::new(),
+            completed: Vec::new(),
+            meter: CpuMeter::default(),
             report: Report::default(),
             sink: SinkReport::default(),
             recent: VecDeque::new(),
@@ -228,8 +232,9 @@ impl Viewer {
         let g = run.next;
         let slot = (g % run.frames.slots() as u64) as usize;
         // The slot must be free before its acquire semaphore is reused.
+        self.meter.frame(self.consumed, self.steady_start.is_some());
         if let Some(c) = run.pace(&mut self.presenter)? {
-            self.vulkan_times.push(c.gpu_time);
+            record(&mut self.completed, c);
         }
         let (state, acquired) = self.presenter.acquire(slot)?;
         if acquired == vk::Semaphore::null() {
@@ -256,7 +261,7 @@ impl Viewer {
             .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
         let extra = ExtraSync { wait: &waits, signal: &signals };
         if let Some(c) = run.submit(&mut self.presenter, extra)? {
-            self.vulkan_times.push(c.gpu_time);
+            record(&mut self.completed, c);
         }
         self.consumed += 1;
         if self.presenter.present()? == SwapchainState::Stale || state == SwapchainState::Stale {
@@ -274,7 +279,7 @@ impl Viewer {
     fn rebuild(&mut self) -> Result<()> {
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
         let done = run.drain(&mut self.presenter)?;
-        self.vulkan_times.extend(done.iter().map(|c| c.gpu_time));
+        done.into_iter().for_each(|c| record(&mut self.completed, c));
         self.gpu.device.wait_idle()?;
         let px = self.window.inner_size();
         if px.width == 0 || px.height == 0 {
@@ -301,8 +306,9 @@ impl Viewer {
         let report = stopped.report;
         self.report.frames += report.frames;
         self.report.render_times.extend(report.render_times);
-        self.report.thread_time = report.thread_time;
-        self.vulkan_times.extend(stopped.drained);
+        self.report.cpu_per_frame = report.cpu_per_frame;
+        // Frame numbers restart with each session: latency is a headless measurement.
+        stopped.drained.into_iter().for_each(|c| record(&mut self.completed, c));
     }
 
     fn finish_snapshots(&mut self) {
@@ -373,7 +379,8 @@ impl Viewer {
         let paused = if self.director.paused() { " (paused)" } else { "" };
         let title = if self.show_stats {
             let run = self.run.as_ref();
-            let vulkan = median(&self.vulkan_times[self.vulkan_times.len().saturating_sub(120)..]);
+            let recent = &self.completed[self.completed.len().saturating_sub(120)..];
+            let vulkan = median(&recent.iter().map(|c| c.gpu_time).collect::<Vec<_>>());
             let render = run.map(|r| r.control.render_time());
             format!(
                 "vkcuda — {} {}x{} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {} | {} | {} producer | sync {}",
@@ -412,10 +419,17 @@ impl Viewer {
             frames: self.consumed,
             steady: self.steady_start.map_or(Duration::ZERO, |t| t.elapsed()),
             steady_frames: self.consumed.saturating_sub(warmup),
-            vulkan_times: std::mem::take(&mut self.vulkan_times),
+            completed: std::mem::take(&mut self.completed),
+            cpu_per_frame: self.meter.per_frame(self.consumed),
         };
         let validation = self.gpu.device.instance.validation().counts();
         let report = std::mem::take(&mut self.report);
         Ok(summarize(consumed, report, self.sink.clone(), (producer, size), &validation, caught))
     }
+}
+
+/// Keeps a consumed frame, numbered in consumption order (frame numbers
+/// restart with each session).
+fn record(completed: &mut Vec<Completed>, c: Completed) {
+    completed.push(Completed { frame: completed.len() as u64, ..c });
 }

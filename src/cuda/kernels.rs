@@ -9,7 +9,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use cudarc::driver::{CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use crate::scene::{FrameArgs, Scene, SceneKind};
@@ -64,11 +64,20 @@ pub fn write_cached(path: &Path, ptx: &str) -> Result<()> {
     Ok(())
 }
 
-/// The loaded scene kernels.
+/// Where a kernel writes its frame.
+#[derive(Clone, Copy, Debug)]
+pub enum Target {
+    /// A surface object over a shared image (`surf2Dwrite`): the interop path.
+    Surface(u64),
+    /// Linear device memory of width × height RGBA8 pixels: the staging baseline.
+    Linear(sys::CUdeviceptr),
+}
+
+/// The loaded scene kernels: `[gradient, julia]` for surfaces and for linear memory.
 pub struct SceneKernels {
     _module: Arc<CudaModule>,
-    gradient: CudaFunction,
-    julia: CudaFunction,
+    surface: [CudaFunction; 2],
+    linear: [CudaFunction; 2],
 }
 
 impl SceneKernels {
@@ -110,31 +119,36 @@ impl SceneKernels {
     }
 
     fn from_module(module: Arc<CudaModule>) -> Result<Self> {
-        Ok(Self {
-            gradient: module.load_function(SceneKind::Gradient.kernel_name())?,
-            julia: module.load_function(SceneKind::Julia.kernel_name())?,
-            _module: module,
-        })
+        let load = |suffix: &str| -> Result<[CudaFunction; 2]> {
+            let f = |k: SceneKind| module.load_function(&format!("{}{suffix}", k.kernel_name()));
+            Ok([f(SceneKind::Gradient)?, f(SceneKind::Julia)?])
+        };
+        Ok(Self { surface: load("")?, linear: load("_linear")?, _module: module })
     }
 
-    /// Enqueues one frame of `scene` into the surface `surface`.
-    pub fn launch(&self, stream: &CudaStream, scene: &Scene, args: &FrameArgs, surface: u64) -> Result<()> {
+    /// Enqueues one frame of `scene` into `target`.
+    pub fn launch(&self, stream: &CudaStream, scene: &Scene, args: &FrameArgs, target: Target) -> Result<()> {
         let (w, h) = (scene.width as i32, scene.height as i32);
         let cfg = LaunchConfig {
             grid_dim: (scene.width.div_ceil(16), scene.height.div_ceil(16), 1),
             block_dim: (16, 16, 1),
             shared_mem_bytes: 0,
         };
-        let mut b = match scene.kind {
-            SceneKind::Gradient => stream.launch_builder(&self.gradient),
-            SceneKind::Julia => stream.launch_builder(&self.julia),
+        let which = match scene.kind {
+            SceneKind::Gradient => 0,
+            SceneKind::Julia => 1,
         };
-        b.arg(&surface).arg(&w).arg(&h).arg(&args.tick);
+        let (function, pointer) = match target {
+            Target::Surface(s) => (&self.surface[which], s),
+            Target::Linear(p) => (&self.linear[which], p),
+        };
+        let mut b = stream.launch_builder(function);
+        b.arg(&pointer).arg(&w).arg(&h).arg(&args.tick);
         if scene.kind == SceneKind::Julia {
             b.arg(&args.cr).arg(&args.ci).arg(&args.step).arg(&scene.cost);
         }
-        // SAFETY: the arguments match the kernel's signature in shaders/scenes.cu, and the
-        // surface covers w × h texels.
+        // SAFETY: the arguments match the kernel's signature in shaders/scenes.cu (a surface
+        // object and a device pointer are both 64-bit), and the target covers w × h texels.
         unsafe { b.launch(cfg) }.with_context(|| format!("launching the {} kernel", scene.kind))?;
         Ok(())
     }

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::{bail, Context, Result};
 use cudarc::driver::{sys, CudaContext};
 
+use crate::cli::CudaSched;
 use crate::vk::device::{format_uuid, Uuid};
 
 /// Turns a raw driver result into an error that names the call.
@@ -78,7 +79,35 @@ pub fn list_devices() -> Result<Vec<CudaDevice>> {
     Ok(out)
 }
 
-/// Retains the primary context of `device`.
-pub fn context(device: &CudaDevice) -> Result<Arc<CudaContext>> {
+/// Retains the primary context of `device`, with the host-wait behaviour `sched`
+/// (which applies only if the context is not active yet).
+pub fn context(device: &CudaDevice, sched: CudaSched) -> Result<Arc<CudaContext>> {
+    let flags = match sched {
+        CudaSched::Auto => sys::CUctx_flags::CU_CTX_SCHED_AUTO,
+        CudaSched::Spin => sys::CUctx_flags::CU_CTX_SCHED_SPIN,
+        CudaSched::Yield => sys::CUctx_flags::CU_CTX_SCHED_YIELD,
+        CudaSched::Blocking => sys::CUctx_flags::CU_CTX_SCHED_BLOCKING_SYNC,
+    };
+    let mut dev = 0;
+    // SAFETY: out-pointer to a local; the ordinal came from cuDeviceGetCount.
+    check(unsafe { sys::cuDeviceGet(&mut dev, device.ordinal as i32) }, "cuDeviceGet")?;
+    let mut current = 0;
+    let mut active = 0;
+    // SAFETY: out-pointers to locals.
+    let state = unsafe { sys::cuDevicePrimaryCtxGetState(dev, &mut current, &mut active) };
+    check(state, "cuDevicePrimaryCtxGetState")?;
+    if active == 0 {
+        // SAFETY: a valid device and scheduling flag, before the primary context is active.
+        let set = unsafe { sys::cuDevicePrimaryCtxSetFlags_v2(dev, flags as u32) };
+        check(set, "cuDevicePrimaryCtxSetFlags")?;
+    }
     CudaContext::new(device.ordinal).with_context(|| format!("creating a CUDA context on {device}"))
+}
+
+/// The CUDA version the driver supports, e.g. "13.0" (call [`load_driver`] first).
+pub fn driver_version() -> Result<String> {
+    let mut v = 0;
+    // SAFETY: out-pointer to a local.
+    check(unsafe { sys::cuDriverGetVersion(&mut v) }, "cuDriverGetVersion")?;
+    Ok(format!("{}.{}", v / 1000, (v % 1000) / 10))
 }

@@ -21,6 +21,7 @@ pub struct Offscreen {
     extent: vk::Extent2D,
     target: Image,
     dump_every: u64,
+    copies: u32,
     readback: Option<Readback>,
 }
 
@@ -36,11 +37,12 @@ const COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
     (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 
 impl Offscreen {
-    /// A target of `extent`; `readback` (every `dump_every`-th frame) when dumping.
+    /// A target of `extent` that each frame is copied into `copies` times;
+    /// `readback` (every `dump_every`-th frame) when dumping.
     pub fn new(
         device: Arc<Device>,
         extent: vk::Extent2D,
-        dump_every: u64,
+        (dump_every, copies): (u64, u32),
         readback: Option<Readback>,
     ) -> Result<Self> {
         let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
@@ -56,7 +58,7 @@ impl Offscreen {
                     .cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b))
             };
         })?;
-        Ok(Self { device, extent, target, dump_every, readback })
+        Ok(Self { device, extent, target, dump_every, copies: copies.max(1), readback })
     }
 
     /// Stops the PNG pool (after the last frame was consumed) and returns its report.
@@ -79,17 +81,19 @@ impl Consume for Offscreen {
             .src_subresource(copy_layers())
             .dst_subresource(copy_layers())
             .extent(extent)];
-        // SAFETY: recording; both images are live, in GENERAL, and the same size and format.
-        unsafe {
-            dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b));
-            dev.cmd_copy_image(
-                cmd,
-                image.image,
-                vk::ImageLayout::GENERAL,
-                self.target.raw,
-                vk::ImageLayout::GENERAL,
-                &region,
-            );
+        for _ in 0..self.copies {
+            // SAFETY: recording; both images are live, in GENERAL, and the same size and format.
+            unsafe {
+                dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b));
+                dev.cmd_copy_image(
+                    cmd,
+                    image.image,
+                    vk::ImageLayout::GENERAL,
+                    self.target.raw,
+                    vk::ImageLayout::GENERAL,
+                    &region,
+                );
+            }
         }
         if let Some(readback) = self.readback.as_mut().filter(|_| frame % self.dump_every == 0) {
             let b = [image_barrier(self.target.raw, COPY_W, COPY_R)];
@@ -104,5 +108,9 @@ impl Consume for Offscreen {
 
     fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
         self.readback.as_mut().map_or(Ok(()), |r| r.completed(slot, frame))
+    }
+
+    fn standalone(&self) -> bool {
+        true
     }
 }

@@ -9,6 +9,7 @@ use std::time::Instant;
 use anyhow::{ensure, Result};
 
 use super::{Job, Report};
+use crate::clock::{now_ns, CpuMeter};
 use crate::scene::{render_cpu, FrameArgs};
 use crate::vk::memory::Buffer;
 use crate::vk::timeline::Timeline;
@@ -29,11 +30,12 @@ impl CpuProducer {
 
     /// The producer thread's loop.
     pub fn run(self, job: &Job) -> Result<Report> {
-        let started = Instant::now();
+        let mut meter = CpuMeter::default();
         let mut report = Report::default();
         let failed = || job.control.failed();
         let mut g = 0;
         while g < job.control.limit() {
+            meter.frame(g, job.control.steady(g));
             let step = job.plan.producer(g);
             if let Some(w) = step.wait {
                 // The consumer's upload of this staging buffer (frame g - N) must be done.
@@ -51,12 +53,13 @@ impl CpuProducer {
             report.render_times.push(t0.elapsed());
             job.control.set_render_time(t0.elapsed());
             // Host-coherent memory: the writes are visible once "rendered" is signalled.
+            report.rendered_ns.push(now_ns());
             self.timelines[step.signal.timeline].signal(step.signal.value)?;
             report.frames += 1;
             g += 1;
             job.control.set_produced(g);
         }
-        report.thread_time = started.elapsed() / report.frames.max(1) as u32;
+        report.cpu_per_frame = meter.per_frame(report.frames);
         Ok(report)
     }
 }

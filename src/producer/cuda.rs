@@ -4,14 +4,15 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
 use super::{Job, Report};
+use crate::clock::{now_ns, CpuMeter};
 use crate::cuda::external::{ExternalImage, ExternalSemaphore};
-use crate::cuda::kernels::SceneKernels;
+use crate::cuda::kernels::{SceneKernels, Target};
 use crate::scene::FrameArgs;
 use crate::vk::shared_image::SharedImage;
 use crate::vk::timeline::Timeline;
@@ -36,6 +37,7 @@ impl CudaProducer {
         images: &[SharedImage],
         timelines: &[Timeline],
         ptx_cache: &Path,
+        high_priority: bool,
     ) -> Result<Self> {
         let kernels = SceneKernels::load(&ctx, ptx_cache)?;
         let mut imported = Vec::new();
@@ -57,7 +59,17 @@ impl CudaProducer {
                 .with_context(|| format!("importing timeline '{}' into CUDA", t.name))?;
             sems.push(sem);
         }
-        let stream = ctx.new_stream().context("cuStreamCreate")?;
+        let stream = match high_priority {
+            false => ctx.new_stream(),
+            true => {
+                let (mut least, mut greatest) = (0, 0);
+                // SAFETY: out-pointers to locals; the context is bound (by the imports above).
+                let r = unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) };
+                crate::cuda::check(r, "cuCtxGetStreamPriorityRange")?;
+                ctx.new_stream_with_priority(greatest)
+            }
+        }
+        .context("cuStreamCreate")?;
         Ok(Self { images: imported, timelines: sems, kernels, stream, ctx })
     }
 
@@ -70,10 +82,12 @@ impl CudaProducer {
             events.push((self.ctx.new_event(timing)?, self.ctx.new_event(timing)?));
         }
         let mut report = Report::default();
-        let started = Instant::now();
+        let mut meter = CpuMeter::default();
+        let anchor = EventAnchor::new(&self.ctx, &self.stream)?;
         let result = (|| -> Result<()> {
             let mut g = 0;
             while g < job.control.limit() {
+                meter.frame(g, job.control.steady(g));
                 let step = job.plan.producer(g);
                 if let Some(w) = step.wait {
                     // GPU-side wait: the consumer released this image (frame g - N).
@@ -81,15 +95,19 @@ impl CudaProducer {
                 }
                 let (start, end) = &events[g as usize % EVENT_RING];
                 if g as usize >= EVENT_RING {
-                    // The pair's previous frame finished long ago; read its time before reuse.
-                    let t = elapsed(start, end)?;
-                    report.render_times.push(t);
-                    job.control.set_render_time(t);
+                    // The pair's previous frame finished long ago; read its times before reuse.
+                    anchor.resolve(start, end, &mut report)?;
+                    job.control.set_render_time(report.render_times.last().copied().unwrap_or_default());
                 }
                 start.record(&self.stream)?;
                 let spec = job.director.begin(g);
                 let args = FrameArgs::new(&spec.scene, spec.tick);
-                self.kernels.launch(&self.stream, &spec.scene, &args, self.images[step.image].surface())?;
+                self.kernels.launch(
+                    &self.stream,
+                    &spec.scene,
+                    &args,
+                    Target::Surface(self.images[step.image].surface()),
+                )?;
                 end.record(&self.stream)?;
                 self.timelines[step.signal.timeline].signal(&self.stream, step.signal.value)?;
                 report.frames += 1;
@@ -99,18 +117,58 @@ impl CudaProducer {
             self.stream.synchronize().context("cuStreamSynchronize (a kernel fault shows here)")?;
             Ok(())
         })();
-        report.thread_time = started.elapsed() / report.frames.max(1) as u32;
+        report.cpu_per_frame = meter.per_frame(report.frames);
         result?;
         let first = report.frames.saturating_sub(EVENT_RING as u64);
         for g in first..report.frames {
             let (start, end) = &events[g as usize % EVENT_RING];
-            report.render_times.push(elapsed(start, end)?);
+            anchor.resolve(start, end, &mut report)?;
         }
         Ok(report)
     }
 }
 
-fn elapsed(start: &CudaEvent, end: &CudaEvent) -> Result<Duration> {
+/// The time between two recorded events.
+pub(crate) fn elapsed(start: &CudaEvent, end: &CudaEvent) -> Result<Duration> {
     end.synchronize()?;
-    Ok(Duration::from_secs_f64(f64::from(start.elapsed_ms(end)?) * 1e-3))
+    Ok(Duration::from_secs_f64(f64::from(start.elapsed_ms(end)?).max(0.0) * 1e-3))
+}
+
+/// A CUDA event whose host time is known: CUDA events only measure time
+/// between events, so each frame's "rendered" moment is placed on the host's
+/// clock as this anchor's host time plus the time from the anchor to the
+/// frame's end event. The anchor is recorded on an idle stream between two
+/// host clock reads; the tightest of several tries is kept (error: half its
+/// width, a few µs). `cuEventElapsedTime` is a float of milliseconds: good to
+/// well under 1 µs for runs of minutes.
+pub(crate) struct EventAnchor {
+    event: CudaEvent,
+    host_ns: u64,
+}
+
+impl EventAnchor {
+    /// Records the anchor on `stream`, which must be idle.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<Self> {
+        let mut best: Option<(u64, u64, CudaEvent)> = None;
+        for _ in 0..8 {
+            let event = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+            let before = now_ns();
+            event.record(stream)?;
+            event.synchronize()?;
+            let after = now_ns();
+            if best.as_ref().is_none_or(|(b, a, _)| after - before < a - b) {
+                best = Some((before, after, event));
+            }
+        }
+        let (before, after, event) = best.context("no anchor event")?;
+        Ok(Self { event, host_ns: before + (after - before) / 2 })
+    }
+
+    /// Appends frame timings: render time `start → end`, and the host time of `end`.
+    pub(crate) fn resolve(&self, start: &CudaEvent, end: &CudaEvent, report: &mut Report) -> Result<()> {
+        report.render_times.push(elapsed(start, end)?);
+        let since = Duration::from_secs_f64(f64::from(self.event.elapsed_ms(end)?).max(0.0) * 1e-3);
+        report.rendered_ns.push(self.host_ns + since.as_nanos() as u64);
+        Ok(())
+    }
 }

@@ -5,6 +5,7 @@
 
 pub mod cpu;
 pub mod cuda;
+pub mod staging;
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -20,6 +21,7 @@ pub struct Control {
     limit: AtomicU64,
     produced: AtomicU64,
     render_ns: AtomicU64,
+    steady_from: AtomicU64,
     failed: AtomicBool,
 }
 
@@ -30,6 +32,7 @@ impl Control {
             limit: AtomicU64::new(frames),
             produced: AtomicU64::new(0),
             render_ns: AtomicU64::new(0),
+            steady_from: AtomicU64::new(u64::MAX),
             failed: AtomicBool::new(false),
         })
     }
@@ -65,6 +68,16 @@ impl Control {
         self.render_ns.store(d.as_nanos() as u64, Ordering::Relaxed);
     }
 
+    /// The consumer's warm-up ended at frame `frame`: measurements start there.
+    pub fn set_steady_from(&self, frame: u64) {
+        self.steady_from.fetch_min(frame, Ordering::AcqRel);
+    }
+
+    /// Whether frame `g` is past warm-up (as far as the consumer said so far).
+    pub fn steady(&self, g: u64) -> bool {
+        g >= self.steady_from.load(Ordering::Acquire)
+    }
+
     /// Marks the run failed: the other side stops waiting and gives up.
     pub fn fail(&self) {
         self.failed.store(true, Ordering::Release);
@@ -92,9 +105,13 @@ pub struct Job {
 pub struct Report {
     /// Frames produced.
     pub frames: u64,
-    /// Time to render each frame: CUDA events around the kernel (CUDA), or
-    /// the wall clock of the render (CPU).
+    /// Time to render each frame, in frame order: CUDA events around the
+    /// kernel (CUDA; the staging baseline includes its device-to-host copy),
+    /// or the wall clock of the render (CPU).
     pub render_times: Vec<Duration>,
-    /// CPU time the producer thread spent per frame (wall clock of its loop / frames).
-    pub thread_time: Duration,
+    /// When each frame's "rendered" point was reached, on the host's clock
+    /// ([`crate::clock::now_ns`]), in frame order.
+    pub rendered_ns: Vec<u64>,
+    /// CPU time of the producer thread per frame after warm-up.
+    pub cpu_per_frame: Option<Duration>,
 }

@@ -11,6 +11,7 @@ use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
 use super::instance::Instance;
+use crate::clock::Anchor;
 
 /// A 16-byte device UUID, as Vulkan (`deviceUUID`) and CUDA (`cuDeviceGetUuid_v2`) report it.
 pub type Uuid = [u8; 16];
@@ -47,6 +48,10 @@ pub struct GpuInfo {
     pub external_fd: (bool, bool),
     /// Whether the device supports Vulkan 1.3.
     pub vulkan_1_3: bool,
+    /// Whether `VK_EXT_calibrated_timestamps` is there.
+    pub calibrated_timestamps: bool,
+    /// The driver's name and version (`VkPhysicalDeviceDriverProperties`).
+    pub driver: String,
 }
 
 impl std::fmt::Display for GpuInfo {
@@ -63,7 +68,8 @@ pub fn list_gpus(instance: &Instance) -> Result<Vec<GpuInfo>> {
     let mut out = Vec::new();
     for (index, physical) in physicals.into_iter().enumerate() {
         let mut id = vk::PhysicalDeviceIDProperties::default();
-        let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id);
+        let mut driver = vk::PhysicalDeviceDriverProperties::default();
+        let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id).push_next(&mut driver);
         // SAFETY: `physical` comes from this instance; `props` chains a valid struct.
         unsafe { instance.raw.get_physical_device_properties2(physical, &mut props) };
         let p = props.properties;
@@ -82,20 +88,37 @@ pub fn list_gpus(instance: &Instance) -> Result<Vec<GpuInfo>> {
                 has(ash::khr::external_semaphore_fd::NAME),
             ),
             vulkan_1_3: p.api_version >= vk::API_VERSION_1_3,
+            calibrated_timestamps: has(ash::ext::calibrated_timestamps::NAME),
+            driver: format!(
+                "{} {}",
+                driver.driver_name_as_c_str().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
+                driver.driver_info_as_c_str().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
+            ),
         });
     }
     Ok(out)
 }
 
 /// Which queue family the consumer submits to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
 pub enum QueueKind {
     /// Graphics and compute (what a presenter needs).
     Graphics,
-    /// Compute, preferably a family without graphics (headless default).
+    /// Compute, preferably a family without graphics.
     Compute,
-    /// Transfer only (copy engines), if the device has such a family.
+    /// Transfer only (copy engines), if the device has such a family (headless default).
     Transfer,
+}
+
+impl std::fmt::Display for QueueKind {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.pad(match self {
+            QueueKind::Graphics => "graphics",
+            QueueKind::Compute => "compute",
+            QueueKind::Transfer => "transfer",
+        })
+    }
 }
 
 /// The queue the device is created with: its kind and, for a window, the
@@ -124,6 +147,9 @@ pub struct Device {
     pub memory_fd: Option<ash::khr::external_memory_fd::Device>,
     /// `VK_KHR_external_semaphore_fd`, when enabled.
     pub semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
+    /// `VK_EXT_calibrated_timestamps`, when the device can read its clock and
+    /// `CLOCK_MONOTONIC` together.
+    calibrated: Option<ash::ext::calibrated_timestamps::Device>,
     allocator: ManuallyDrop<Mutex<Allocator>>,
 }
 
@@ -187,11 +213,25 @@ impl Device {
             }
             extensions.push(ash::khr::external_semaphore_fd::NAME.as_ptr());
         }
+        let calibrates = info.calibrated_timestamps && {
+            let loader = ash::ext::calibrated_timestamps::Instance::new(&instance.entry, &instance.raw);
+            // SAFETY: plain query on a live physical device that has the extension.
+            let domains = unsafe { loader.get_physical_device_calibrateable_time_domains(info.physical) };
+            let domains = domains.unwrap_or_default();
+            [vk::TimeDomainEXT::DEVICE, vk::TimeDomainEXT::CLOCK_MONOTONIC]
+                .iter()
+                .all(|d| domains.contains(d))
+        };
+        if calibrates {
+            extensions.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
+        }
         let priorities = [1.0];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
-        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+        // Host query reset: a transfer-only queue may write timestamps but not reset queries.
+        let mut v12 =
+            vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true).host_query_reset(true);
         let mut v13 =
             vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).dynamic_rendering(true);
         let create = vk::DeviceCreateInfo::default()
@@ -208,6 +248,8 @@ impl Device {
             info.external_fd.0.then(|| ash::khr::external_memory_fd::Device::new(&instance.raw, &raw));
         let semaphore_fd =
             export_semaphores.then(|| ash::khr::external_semaphore_fd::Device::new(&instance.raw, &raw));
+        let calibrated =
+            calibrates.then(|| ash::ext::calibrated_timestamps::Device::new(&instance.raw, &raw));
         let allocator = Allocator::new(&AllocatorCreateDesc {
             instance: instance.raw.clone(),
             device: raw.clone(),
@@ -225,6 +267,7 @@ impl Device {
             queue_family,
             memory_fd,
             semaphore_fd,
+            calibrated,
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
         }))
     }
@@ -287,6 +330,24 @@ impl Device {
     pub fn wait_idle(&self) -> Result<()> {
         // SAFETY: only called when no other thread submits to the queue.
         unsafe { self.raw.queue_wait_idle(self.queue) }.context("vkQueueWaitIdle")
+    }
+
+    /// The device's timestamp clock placed on the host's `CLOCK_MONOTONIC`
+    /// (both read at once by `vkGetCalibratedTimestampsEXT`), or `None` when
+    /// the device cannot do that.
+    pub fn clock_anchor(&self) -> Option<Anchor> {
+        let loader = self.calibrated.as_ref()?;
+        let info = [
+            vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::DEVICE),
+            vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::CLOCK_MONOTONIC),
+        ];
+        // SAFETY: the extension is enabled and both domains are supported (checked at creation).
+        let (stamps, _deviation) = unsafe { loader.get_calibrated_timestamps(&info) }.ok()?;
+        Some(Anchor {
+            gpu_ticks: stamps[0],
+            host_ns: stamps[1],
+            ns_per_tick: f64::from(self.info.timestamp_period),
+        })
     }
 
     /// Nanoseconds per timestamp tick.

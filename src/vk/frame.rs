@@ -24,6 +24,7 @@ use super::device::Device;
 use super::memory::Buffer;
 use super::shared_image::SharedImage;
 use super::timeline::Timeline;
+use crate::clock::Anchor;
 use crate::sync::FramePlan;
 
 /// What a consumer does with the ready image.
@@ -39,6 +40,14 @@ pub trait Consume {
     /// Frame `frame`, recorded in slot `slot`, is consumed: the GPU is done
     /// with everything [`Consume::record`] recorded for it.
     fn completed(&mut self, slot: usize, frame: u64) -> Result<()>;
+
+    /// Whether frames can be consumed with no other synchronization (no
+    /// swapchain image to acquire): then a graceful stop consumes, on the GPU,
+    /// the frames the producer made beyond it, instead of releasing them from
+    /// the host.
+    fn standalone(&self) -> bool {
+        false
+    }
 }
 
 /// Extra semaphores for one submission (the swapchain's binary semaphores).
@@ -57,6 +66,9 @@ pub struct Completed {
     pub frame: u64,
     /// GPU time of the frame's commands.
     pub gpu_time: Duration,
+    /// When its commands finished, on the host's clock ([`crate::clock::now_ns`]),
+    /// if the device can calibrate its timestamps.
+    pub end_ns: Option<u64>,
 }
 
 struct Slot {
@@ -76,6 +88,8 @@ pub struct FrameLoop {
     queries: vk::QueryPool,
     /// CPU producer only: one staging buffer per shared image, uploaded before use.
     staging: Option<Arc<Vec<Buffer>>>,
+    /// The timestamp clock on the host's axis, when the device can calibrate.
+    anchor: Option<Anchor>,
 }
 
 impl FrameLoop {
@@ -91,7 +105,8 @@ impl FrameLoop {
             .query_count(2 * frames_in_flight as u32);
         // SAFETY: valid create info; destroyed in Drop.
         let queries = unsafe { device.raw.create_query_pool(&info, None) }.context("vkCreateQueryPool")?;
-        let mut this = Self { device, plan, slots: Vec::new(), queries, staging };
+        let anchor = device.clock_anchor();
+        let mut this = Self { device, plan, slots: Vec::new(), queries, staging, anchor };
         for _ in 0..frames_in_flight {
             let pool_info = vk::CommandPoolCreateInfo::default()
                 .queue_family_index(this.device.queue_family)
@@ -145,8 +160,9 @@ impl FrameLoop {
         // SAFETY: `cmd` was reset with its pool.
         unsafe { dev.begin_command_buffer(cmd, &begin) }?;
         let q = 2 * slot_index as u32;
-        // SAFETY: recording; the queries belong to this slot only.
-        unsafe { dev.cmd_reset_query_pool(cmd, self.queries, q, 2) };
+        // Reset from the host (a transfer-only queue cannot reset queries).
+        // SAFETY: the slot's queries were read back by retire; no pending command uses them.
+        unsafe { dev.reset_query_pool(self.queries, q, 2) };
         let (use_stage, use_access) = consumer.image_use();
         match &self.staging {
             None => self.ownership(cmd, image, Transfer::Acquire, use_stage, use_access),
@@ -288,7 +304,11 @@ impl FrameLoop {
         .context("reading timestamps")?;
         consumer.completed(slot, frame)?;
         let ticks = stamps[1].saturating_sub(stamps[0]);
-        Ok(Some(Completed { frame, gpu_time: self.device.timestamp_period().mul_f64(ticks as f64) }))
+        Ok(Some(Completed {
+            frame,
+            gpu_time: self.device.timestamp_period().mul_f64(ticks as f64),
+            end_ns: self.anchor.map(|a| a.host_ns(stamps[1])),
+        }))
     }
 
     /// Records the queue-family ownership transfer of `image` from or to

@@ -1,0 +1,116 @@
+//! `vkcuda bench --chart`: frames per second of every variant as horizontal
+//! bars, one panel per load, one group of bars per size. Plain SVG written by
+//! hand: no fonts or native libraries needed, and it renders in any browser
+//! and on GitHub.
+
+use std::fmt::Write;
+
+use crate::bench::{Load, Report};
+use crate::vk::device::QueueKind;
+
+const WIDTH: f64 = 900.0;
+const LABEL: f64 = 190.0;
+const BAR: f64 = 16.0;
+const GAP: f64 = 10.0;
+const COLORS: [&str; 8] =
+    ["#1b9e77", "#d95f02", "#7570b3", "#e7298a", "#66a61e", "#e6ab02", "#a6761d", "#666666"];
+
+fn escape(s: &str) -> String {
+    s.replace('&', "&amp;").replace('<', "&lt;").replace('>', "&gt;")
+}
+
+/// The chart of `report` as an SVG document.
+pub fn svg(report: &Report) -> String {
+    let mut body = String::new();
+    let mut y = 50.0;
+    let variants: Vec<String> = report.variants.iter().map(|(v, _)| v.to_string()).collect();
+    let color = |v: &str| COLORS[variants.iter().position(|x| x == v).unwrap_or(0) % COLORS.len()];
+    let mut queues: Vec<QueueKind> = Vec::new();
+    for r in &report.rows {
+        if !queues.contains(&r.queue) {
+            queues.push(r.queue);
+        }
+    }
+    for (queue, load) in queues.iter().flat_map(|q| [(*q, Load::Cheap), (*q, Load::Balanced)]) {
+        let rows: Vec<_> = report.rows.iter().filter(|r| r.load == load && r.queue == queue).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        // Each panel has its own scale: the fastest variant spans the width.
+        let max = rows.iter().filter_map(|r| r.fps).fold(1.0, f64::max);
+        let title = match load {
+            Load::Cheap => format!("{queue} queue, cheap load (gradient, one copy): the pattern's own cost"),
+            Load::Balanced => format!("{queue} queue, balanced load (CUDA time ≈ Vulkan time ≈ 0.5 ms)"),
+        };
+        let _ = writeln!(
+            body,
+            r#"<text x="10" y="{y}" font-size="15" font-weight="bold">{}</text>"#,
+            escape(&title)
+        );
+        y += 12.0;
+        let mut size = "";
+        for r in rows {
+            if r.size != size {
+                size = &r.size;
+                y += GAP;
+                let _ = writeln!(
+                    body,
+                    r#"<text x="10" y="{}" font-size="13" font-weight="bold">{size}</text>"#,
+                    y + 12.0
+                );
+                y += 18.0;
+            }
+            let label = match load {
+                Load::Balanced => format!("{} ({} it, {} copies)", r.variant, r.cost, r.copies),
+                Load::Cheap => r.variant.to_string(),
+            };
+            let _ = writeln!(
+                body,
+                r#"<text x="{}" y="{}" font-size="12" text-anchor="end">{}</text>"#,
+                LABEL - 6.0,
+                y + 12.0,
+                escape(&label)
+            );
+            match r.fps {
+                Some(fps) => {
+                    let w = (fps / max * (WIDTH - LABEL - 90.0)).max(1.0);
+                    let fill = color(&r.variant.to_string());
+                    let _ = writeln!(
+                        body,
+                        r#"<rect x="{LABEL}" y="{y}" width="{w:.1}" height="{BAR}" fill="{fill}"/>"#
+                    );
+                    let _ = writeln!(
+                        body,
+                        r#"<text x="{:.1}" y="{}" font-size="12">{fps:.0} fps</text>"#,
+                        LABEL + w + 5.0,
+                        y + 12.0
+                    );
+                }
+                None => {
+                    let why = r.skipped.as_deref().map_or("no frames".into(), |w| format!("skipped: {w}"));
+                    let _ = writeln!(
+                        body,
+                        r##"<text x="{LABEL}" y="{}" font-size="12" fill="#888">{}</text>"##,
+                        y + 12.0,
+                        escape(&why)
+                    );
+                }
+            }
+            y += BAR + 4.0;
+        }
+        y += 2.0 * GAP;
+    }
+    let title = format!(
+        "vkcuda bench: {} ({}), {}, median of {} repeats",
+        report.device, report.driver, report.date, report.repeats
+    );
+    format!(
+        r##"<svg xmlns="http://www.w3.org/2000/svg" width="{WIDTH}" height="{h}" viewBox="0 0 {WIDTH} {h}" font-family="sans-serif">
+<rect width="100%" height="100%" fill="#fff"/>
+<text x="10" y="24" font-size="16">{t}</text>
+{body}</svg>
+"##,
+        h = y + 10.0,
+        t = escape(&title)
+    )
+}

@@ -1,0 +1,136 @@
+//! The staging baseline: what people do instead of sharing images. CUDA
+//! renders into linear device memory, `cuMemcpyDtoHAsync` copies it into
+//! pinned host memory, the host waits for the copy and copies the pixels into
+//! a Vulkan staging buffer, then signals "rendered" from the host; the
+//! consumer uploads the staging buffer into its image (as for the CPU
+//! producer) and consumes it the same way. `vkcuda bench` measures the
+//! interop against it; `--producer staging` runs (and verifies) it alone.
+
+use std::sync::Arc;
+
+use anyhow::{ensure, Context, Result};
+use cudarc::driver::{result, sys, CudaContext, CudaStream};
+
+use super::cuda::EventAnchor;
+use super::{Job, Report};
+use crate::clock::CpuMeter;
+use crate::cuda::kernels::{SceneKernels, Target};
+use crate::scene::FrameArgs;
+use crate::vk::memory::Buffer;
+use crate::vk::timeline::Timeline;
+
+/// Device memory and pinned host memory of one frame, freed on drop.
+struct Memory {
+    ctx: Arc<CudaContext>,
+    device: sys::CUdeviceptr,
+    host: *mut u8,
+    bytes: usize,
+}
+
+// SAFETY: the pointers are owned by this struct and only used by the thread that owns it.
+unsafe impl Send for Memory {}
+
+impl Memory {
+    fn new(ctx: Arc<CudaContext>, bytes: usize) -> Result<Self> {
+        ctx.bind_to_thread()?;
+        // SAFETY: a plain allocation in the bound context.
+        let device = unsafe { result::malloc_sync(bytes) }.context("cuMemAlloc")?;
+        let mut this = Self { ctx, device, host: std::ptr::null_mut(), bytes };
+        // Flags 0: cached (not write-combined), so the host's copy out of it is fast.
+        // SAFETY: a plain allocation in the bound context.
+        this.host = unsafe { result::malloc_host(bytes, 0) }.context("cuMemAllocHost")? as *mut u8;
+        Ok(this)
+    }
+}
+
+impl Drop for Memory {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind_to_thread();
+        // SAFETY: the stream that used them was synchronised before the producer returned
+        // (or the context is being torn down); each pointer is freed once.
+        unsafe {
+            if !self.host.is_null() {
+                let _ = result::free_host(self.host as _);
+            }
+            let _ = result::free_sync(self.device);
+        }
+    }
+}
+
+/// The staging baseline's state.
+pub struct StagingProducer {
+    // Field order is drop order: CUDA objects before the context.
+    memory: Memory,
+    kernels: SceneKernels,
+    stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+    timelines: Arc<Vec<Timeline>>,
+    staging: Arc<Vec<Buffer>>,
+}
+
+impl StagingProducer {
+    /// Allocates one frame of device and pinned memory of `bytes` and loads the kernels.
+    pub fn new(
+        ctx: Arc<CudaContext>,
+        kernels: SceneKernels,
+        bytes: usize,
+        timelines: Arc<Vec<Timeline>>,
+        staging: Arc<Vec<Buffer>>,
+    ) -> Result<Self> {
+        let memory = Memory::new(ctx.clone(), bytes)?;
+        let stream = ctx.new_stream().context("cuStreamCreate")?;
+        Ok(Self { memory, kernels, stream, ctx, timelines, staging })
+    }
+
+    /// The producer thread's loop.
+    pub fn run(self, job: &Job) -> Result<Report> {
+        self.ctx.bind_to_thread()?;
+        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let (start, end) = (self.ctx.new_event(timing)?, self.ctx.new_event(timing)?);
+        let anchor = EventAnchor::new(&self.ctx, &self.stream)?;
+        let mut report = Report::default();
+        let mut meter = CpuMeter::default();
+        let failed = || job.control.failed();
+        let mut g = 0;
+        while g < job.control.limit() {
+            meter.frame(g, job.control.steady(g));
+            let step = job.plan.producer(g);
+            if let Some(w) = step.wait {
+                // The consumer's upload of this staging buffer (frame g - N) must be done.
+                self.timelines[w.timeline].wait(w.value, &failed)?;
+            }
+            let spec = job.director.begin(g);
+            let bytes = spec.scene.width as usize * spec.scene.height as usize * 4;
+            let buffer = &self.staging[step.image];
+            ensure!(buffer.size as usize >= bytes && self.memory.bytes >= bytes, "staging memory too small");
+            start.record(&self.stream)?;
+            let args = FrameArgs::new(&spec.scene, spec.tick);
+            self.kernels.launch(&self.stream, &spec.scene, &args, Target::Linear(self.memory.device))?;
+            // SAFETY: `host` is pinned memory of at least `bytes`, not otherwise in use until the
+            // synchronize below; `device` holds `bytes` written by the kernel before it on the stream.
+            let host = unsafe { std::slice::from_raw_parts_mut(self.memory.host, bytes) };
+            // SAFETY: see above; the stream is this context's.
+            unsafe { result::memcpy_dtoh_async(host, self.memory.device, self.stream.cu_stream()) }
+                .context("cuMemcpyDtoHAsync")?;
+            end.record(&self.stream)?;
+            // The host needs the pixels now: it waits for the kernel and the copy.
+            anchor.resolve(&start, &end, &mut report)?;
+            // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
+            // guarantees the GPU no longer reads it, and only this thread writes it.
+            let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
+            pixels.copy_from_slice(host);
+            if let Some(t) = report.rendered_ns.last_mut() {
+                // The frame is rendered once the host's copy is done: now, as it signals.
+                *t = crate::clock::now_ns();
+            }
+            // Host-coherent memory: the writes are visible once "rendered" is signalled.
+            self.timelines[step.signal.timeline].signal(step.signal.value)?;
+            job.control.set_render_time(report.render_times.last().copied().unwrap_or_default());
+            report.frames += 1;
+            g += 1;
+            job.control.set_produced(g);
+        }
+        report.cpu_per_frame = meter.per_frame(report.frames);
+        Ok(report)
+    }
+}
