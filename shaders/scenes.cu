@@ -72,3 +72,10 @@ extern "C" __global__ void julia_linear(uchar4 *out, int w, int h, unsigned int 
     PIXEL_XY
     out[(size_t)y * w + x] = julia_px(x, y, w, h, t, cr, ci, step, cost);
 }
+
+// Test only (`--fault-at`): a kernel that traps, to check that a CUDA fault
+// is reported with its error name and that nothing hangs after it.
+extern "C" __global__ void fault()
+{
+    __trap();
+}

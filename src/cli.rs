@@ -170,6 +170,9 @@ pub struct Args {
     /// Create the producer's CUDA stream with the device's highest priority.
     #[arg(long, hide = true)]
     pub high_priority_stream: bool,
+    /// Test only: the CUDA producer launches a kernel that traps at this frame.
+    #[arg(long, hide = true)]
+    pub fault_at: Option<u64>,
     /// Test only: the value every timeline starts at (e.g. 9223372036854775000 to
     /// prove nothing assumes small values).
     #[arg(long, default_value_t = 0, hide = true)]

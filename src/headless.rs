@@ -6,12 +6,13 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::{Args, Size};
 use crate::clock::CpuMeter;
 use crate::director::Director;
+use crate::footprint::{self, Footprint};
 use crate::present::offscreen::Offscreen;
 use crate::present::readback::Readback;
 use crate::producer::Report;
@@ -19,7 +20,7 @@ use crate::scene::Scene;
 use crate::session::{warmup_frames, Session};
 use crate::setup::{self, Gpu};
 use crate::sink::{PngSink, SinkReport};
-use crate::stats::median;
+use crate::stats::{median, Samples};
 use crate::vk::device::Queue;
 use crate::vk::frame::{Completed, ExtraSync};
 use crate::vk::instance::{Instance, ValidationCounts};
@@ -47,6 +48,8 @@ pub struct Summary {
     pub producer_cpu: Option<Duration>,
     /// CPU time per frame of the consumer thread, after warm-up.
     pub consumer_cpu: Option<Duration>,
+    /// Memory after warm-up, half-way (if the run got there) and at the end.
+    pub footprint: Option<[Option<Footprint>; 3]>,
     /// What the PNG pool did.
     pub sink: SinkReport,
     /// Validation messages.
@@ -147,10 +150,16 @@ pub(crate) fn run_session(
     let outcome = consume(&mut session, offscreen, span, caught, progress);
     let producer = session.producer;
     let stopped = session.stop(offscreen, outcome.is_ok());
-    let mut consumed = outcome?;
-    let stopped = stopped.context("producer")?;
-    consumed.completed.extend(stopped.drained);
-    Ok((consumed, stopped.report, producer))
+    match (outcome, stopped) {
+        (Ok(mut consumed), Ok(stopped)) => {
+            stopped.drained.into_iter().for_each(|c| consumed.completed.push(c.frame, c));
+            Ok((consumed, stopped.report, producer))
+        }
+        // The producer's error is the cause; the consumer only gave up waiting for it.
+        (Err(consumer), Err(e)) => Err(e.context(format!("the {producer} producer failed ({consumer:#})"))),
+        (Ok(_), Err(e)) => Err(e.context(format!("the {producer} producer failed"))),
+        (Err(consumer), Ok(_)) => Err(consumer),
+    }
 }
 
 /// Where a consumer loop's warm-up ends, and how long its steady part may last.
@@ -179,10 +188,12 @@ pub(crate) struct Consumed {
     pub steady: Duration,
     /// Frames after warm-up.
     pub steady_frames: u64,
-    /// Every consumed frame, in order.
-    pub completed: Vec<Completed>,
+    /// The consumed frames (a bounded, uniform sample), in order.
+    pub completed: Samples<Completed>,
     /// CPU time of the consumer thread per frame after warm-up.
     pub cpu_per_frame: Option<Duration>,
+    /// Memory after warm-up, half-way (if the run got there) and at the end of the loop.
+    pub footprint: Option<[Option<Footprint>; 3]>,
 }
 
 /// Consumes frames until the count is reached, `span`'s steady time is up,
@@ -198,10 +209,15 @@ pub(crate) fn consume(
     let started = Instant::now();
     let mut steady: Option<(u64, Instant)> = None;
     let mut meter = CpuMeter::default();
-    let mut completed = Vec::new();
+    let mut completed = Samples::default();
+    let (mut footprint, mut half_way) = (None, None);
     while session.next < session.control.limit() && caught.load(Ordering::Relaxed) == 0 {
         let g = session.next;
+        if g == session.control.limit() / 2 && steady.is_some() {
+            half_way = Some(footprint::now(session.cuda.as_ref()));
+        }
         if steady.is_none() && g >= span.warmup_frames && started.elapsed() >= span.warmup_time {
+            footprint = Some(footprint::now(session.cuda.as_ref()));
             steady = Some((g, Instant::now()));
             session.control.set_steady_from(g);
         }
@@ -211,16 +227,21 @@ pub(crate) fn consume(
             }
         }
         meter.frame(g, steady.is_some());
-        completed.extend(session.submit(offscreen, ExtraSync::default())?);
+        if let Some(c) = session.submit(offscreen, ExtraSync::default())? {
+            completed.push(c.frame, c);
+        }
         if session.next % 64 == 0 {
             progress.set_position(session.next);
         }
     }
     // The last frames count towards the time too: wait until they are consumed.
-    completed.extend(session.drain(offscreen)?);
+    session.drain(offscreen)?.into_iter().for_each(|c| completed.push(c.frame, c));
     let frames = session.next;
     let (first, since) = steady.unwrap_or((frames, Instant::now()));
+    let footprint =
+        footprint.map(|start| [Some(start), half_way, Some(footprint::now(session.cuda.as_ref()))]);
     Ok(Consumed {
+        footprint,
         frames,
         steady: since.elapsed(),
         steady_frames: frames - first,
@@ -247,12 +268,13 @@ pub(crate) fn summarize(
 ) -> Summary {
     // Drop the warm-up frames' timings like the fps does.
     let first = c.frames - c.steady_frames;
-    let steady: Vec<&Completed> = c.completed.iter().filter(|d| d.frame >= first).collect();
-    let render: Vec<Duration> = report.render_times.iter().skip(first as usize).copied().collect();
+    let steady: Vec<&Completed> = c.completed.iter().filter(|(f, _)| *f >= first).map(|(_, d)| d).collect();
+    let render: Vec<Duration> =
+        report.timings.iter().filter(|(f, _)| *f >= first).map(|(_, t)| t.render).collect();
     let latency: Vec<Duration> = steady
         .iter()
         .filter_map(|d| {
-            let rendered = *report.rendered_ns.get(d.frame as usize)?;
+            let rendered = report.timings.get(d.frame)?.rendered_ns;
             Some(Duration::from_nanos(d.end_ns?.saturating_sub(rendered)))
         })
         .collect();
@@ -267,6 +289,7 @@ pub(crate) fn summarize(
         latency_median: median(&latency),
         producer_cpu: report.cpu_per_frame,
         consumer_cpu: c.cpu_per_frame,
+        footprint: c.footprint,
         sink,
         validation: *validation,
         interrupted: match caught.load(Ordering::Relaxed) {

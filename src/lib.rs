@@ -22,6 +22,7 @@ pub mod cli;
 pub mod clock;
 pub mod cuda;
 pub mod director;
+pub mod footprint;
 pub mod headless;
 pub mod present;
 pub mod producer;

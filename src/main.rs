@@ -6,6 +6,7 @@ use std::process::ExitCode;
 use clap::Parser;
 use vkcuda::bench::{BenchArgs, Interrupted};
 use vkcuda::cli::{Args, Command};
+use vkcuda::footprint::change;
 use vkcuda::headless::{self, Summary};
 use vkcuda::stats::micros;
 use vkcuda::UsageError;
@@ -21,9 +22,14 @@ mod exit {
 fn main() -> ExitCode {
     let args = match Args::try_parse() {
         Ok(a) => a,
+        Err(e) if e.use_stderr() => {
+            eprintln!("vkcuda: {} (vkcuda --help lists every option)", one_line(&e.to_string()));
+            return ExitCode::from(exit::USAGE);
+        }
         Err(e) => {
+            // --help, --version
             let _ = e.print();
-            return ExitCode::from(if e.use_stderr() { exit::USAGE } else { 0 });
+            return ExitCode::SUCCESS;
         }
     };
     if let Err(e) = args.check() {
@@ -57,6 +63,17 @@ fn run_bench(args: &Args, bench: &BenchArgs) -> ExitCode {
     }
 }
 
+/// A clap error on one line: its message and hints, without the usage block.
+fn one_line(text: &str) -> String {
+    let kept: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:"))
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .collect();
+    kept.join(" ").trim_start_matches("error: ").to_string()
+}
+
 /// Prints an error and maps it to its exit code.
 fn failure(e: &anyhow::Error) -> ExitCode {
     eprintln!("vkcuda: error: {e:#}");
@@ -88,6 +105,15 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         micros(s.producer_cpu),
         micros(s.consumer_cpu)
     );
+    if let Some(readings) = s.footprint {
+        let kept: Vec<_> = readings.iter().flatten().collect();
+        let when =
+            if kept.len() == 3 { "after warm-up → half-way → end" } else { "after warm-up → end" };
+        let resident = change(&kept.iter().map(|f| f.resident).collect::<Vec<_>>());
+        let gpu: Option<Vec<u64>> = kept.iter().map(|f| f.gpu_used).collect();
+        let gpu = gpu.map_or(String::new(), |g| format!(", GPU memory in use {}", change(&g)));
+        println!("  memory {when}: resident {resident}{gpu}");
+    }
     if (args.headless && args.dump_every > 0) || s.sink.written > 0 {
         println!("  PNG files written: {} in {}", s.sink.written, args.out.display());
     }

@@ -10,6 +10,7 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 
 use crate::cli::{Args, Size};
+use crate::cuda::CudaDevice;
 use crate::director::Director;
 use crate::producer::{Control, Job, Report};
 use crate::setup::{self, Gpu, Interop};
@@ -32,8 +33,10 @@ pub struct Session {
     pub next: u64,
     /// Size of the shared images.
     pub size: Size,
-    /// Which producer runs ("cuda" or "cpu").
+    /// Which producer runs ("cuda", "staging" or "cpu").
     pub producer: &'static str,
+    /// The CUDA device the producer uses, if any.
+    pub cuda: Option<CudaDevice>,
 }
 
 /// What a stopped session leaves.
@@ -59,7 +62,8 @@ impl Session {
         let control = Control::new(total);
         let name = producer.name();
         let handle = producer.spawn(Job { plan, director: director.clone(), control: control.clone() })?;
-        Ok(Self { plan, interop, frames, control, handle: Some(handle), next: 0, size, producer: name })
+        let cuda = gpu.cuda.clone().filter(|_| name != "cpu");
+        Ok(Self { plan, interop, frames, control, handle: Some(handle), next: 0, size, producer: name, cuda })
     }
 
     /// Whether a side failed (a wait should give up).
@@ -109,13 +113,13 @@ impl Session {
             false => Err(anyhow!("the consumer failed")),
         };
         if drained.is_err() {
-            self.abort();
+            self.abort(consumer);
         }
         let report = handle.join().map_err(|_| anyhow!("the producer thread panicked"))?;
         let unhealthy = drained.is_err() || report.is_err();
         if unhealthy {
             // Unblock any consumer frame still waiting for a frame that will never be rendered.
-            self.abort();
+            self.abort(consumer);
         }
         let idle = self.frames.device().wait_idle();
         if unhealthy {
@@ -157,12 +161,29 @@ impl Session {
         Ok(done)
     }
 
-    /// Unblocks both sides after a failure: raises every timeline past the
-    /// last value the session could signal, so no GPU or CPU wait is left hanging.
-    fn abort(&self) {
+    /// Unblocks both sides after a failure, so no GPU or CPU wait is left
+    /// hanging, in an order the spec allows (a host signal must stay below
+    /// every value a pending Vulkan batch will signal on that timeline):
+    /// 1. stand in for the producer: for each submitted consumer frame, oldest
+    ///    first, raise its "rendered" wait point from the host and wait until
+    ///    the frame is consumed;
+    /// 2. with nothing left on the queue, raise every timeline past the last
+    ///    value the session could signal, so a producer still waiting stops.
+    ///
+    /// A producer that is still alive may later signal a value the host
+    /// already set; after a failure that no longer matters.
+    fn abort(&mut self, consumer: &mut dyn Consume) {
         self.control.fail();
+        let (plan, timelines) = (self.plan, self.interop.timelines.clone());
+        let mut stand_in = |frame: u64| match plan.consumer(frame).wait {
+            Some(w) => timelines[w.timeline].raise_to(w.value),
+            None => Ok(()),
+        };
+        if let Err(e) = self.frames.drain_each(&timelines, consumer, &|| false, &mut stand_in) {
+            eprintln!("vkcuda: while aborting: {e:#}");
+        }
         let end = self.plan.past_end(self.control.produced().max(self.next));
-        for t in self.interop.timelines.iter() {
+        for t in timelines.iter() {
             if let Err(e) = t.raise_to(end) {
                 eprintln!("vkcuda: while aborting: {e:#}");
             }

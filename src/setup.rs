@@ -194,16 +194,9 @@ pub fn build(gpu: &Gpu, args: &Args, plan: FramePlan, size: Size) -> Result<(Int
         }
         (ProducerKind::Auto | ProducerKind::Cuda, Some(c)) => {
             let ctx = cuda::context(c, args.cuda_sched)?;
-            (
-                None,
-                Producer::Cuda(Box::new(CudaProducer::new(
-                    ctx,
-                    &images,
-                    &timelines,
-                    &cache,
-                    args.high_priority_stream,
-                )?)),
-            )
+            let mut p = CudaProducer::new(ctx, &images, &timelines, &cache, args.high_priority_stream)?;
+            p.fault_at = args.fault_at;
+            (None, Producer::Cuda(Box::new(p)))
         }
         (ProducerKind::Staging, Some(c)) => {
             let ctx = cuda::context(c, args.cuda_sched)?;

@@ -34,7 +34,7 @@ use crate::scene::Scene;
 use crate::session::{warmup_frames, Session, Stopped};
 use crate::setup::{self, Gpu};
 use crate::sink::SinkReport;
-use crate::stats::{median, micros};
+use crate::stats::{median, micros, Samples};
 use crate::vk::bounded_wait;
 use crate::vk::device::{Queue, QueueKind};
 use crate::vk::frame::{Completed, ExtraSync};
@@ -138,7 +138,7 @@ struct Viewer {
     consumed: u64,
     steady_start: Option<Instant>,
     /// Consumed frames, numbered in consumption order across interop rebuilds.
-    completed: Vec<Completed>,
+    completed: Samples<Completed>,
     meter: CpuMeter,
     report: Report,
     sink: SinkReport,
@@ -201,7 +201,7 @@ impl Viewer {
             show_stats: false,
             consumed: 0,
             steady_start: None,
-            completed: Vec::new(),
+            completed: Samples::default(),
             meter: CpuMeter::default(),
             report: Report::default(),
             sink: SinkReport::default(),
@@ -305,7 +305,9 @@ impl Viewer {
     fn absorb(&mut self, stopped: Stopped) {
         let report = stopped.report;
         self.report.frames += report.frames;
-        self.report.render_times.extend(report.render_times);
+        // Producer frame numbers restart with each session: renumber after the earlier ones.
+        let offset = self.report.frames - report.frames;
+        report.timings.iter().for_each(|(f, t)| self.report.timings.push(offset + f, *t));
         self.report.cpu_per_frame = report.cpu_per_frame;
         // Frame numbers restart with each session: latency is a headless measurement.
         stopped.drained.into_iter().for_each(|c| record(&mut self.completed, c));
@@ -379,8 +381,9 @@ impl Viewer {
         let paused = if self.director.paused() { " (paused)" } else { "" };
         let title = if self.show_stats {
             let run = self.run.as_ref();
-            let recent = &self.completed[self.completed.len().saturating_sub(120)..];
-            let vulkan = median(&recent.iter().map(|c| c.gpu_time).collect::<Vec<_>>());
+            let skip = self.completed.len().saturating_sub(120);
+            let vulkan =
+                median(&self.completed.iter().skip(skip).map(|(_, c)| c.gpu_time).collect::<Vec<_>>());
             let render = run.map(|r| r.control.render_time());
             format!(
                 "vkcuda — {} {}x{} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {} | {} | {} producer | sync {}",
@@ -421,6 +424,7 @@ impl Viewer {
             steady_frames: self.consumed.saturating_sub(warmup),
             completed: std::mem::take(&mut self.completed),
             cpu_per_frame: self.meter.per_frame(self.consumed),
+            footprint: None,
         };
         let validation = self.gpu.device.instance.validation().counts();
         let report = std::mem::take(&mut self.report);
@@ -430,6 +434,7 @@ impl Viewer {
 
 /// Keeps a consumed frame, numbered in consumption order (frame numbers
 /// restart with each session).
-fn record(completed: &mut Vec<Completed>, c: Completed) {
-    completed.push(Completed { frame: completed.len() as u64, ..c });
+fn record(completed: &mut Samples<Completed>, c: Completed) {
+    let frame = completed.next_frame();
+    completed.push(frame, Completed { frame, ..c });
 }

@@ -138,7 +138,10 @@ fn dump_every(frames: u64, every: u64, expected: &[u64]) -> Outcome {
 /// A run that must fail with exit code 2, a one-line message, and no files.
 fn usage_error(args: &[&str], needle: &str) -> Outcome {
     let out = tmp("usage");
-    let mut all = vec!["--headless", "--frames", "3", "--producer", "cpu"];
+    let mut all = vec!["--headless", "--frames", "3"];
+    if !args.contains(&"--producer") {
+        all.extend(["--producer", "cpu"]);
+    }
     if !args.contains(&"--size") {
         all.extend(["--size", "32x32"]);
     }
@@ -324,9 +327,189 @@ fn bench_interrupt() -> Outcome {
     Ok(())
 }
 
+fn pass(r: Outcome) -> Verdict {
+    r.map_or_else(Verdict::Fail, |()| Verdict::Pass)
+}
+
+/// A run that must fail at run time (exit 1) with one line naming `needle`,
+/// leaving no --out behind. `env` is set for the child.
+fn runtime_error(args: &[&str], env: &[(&str, &str)], needle: &str) -> Outcome {
+    let out = tmp("runtime-error");
+    let o = Command::new(bin())
+        .args(["--headless", "--frames", "3", "--size", "32x32", "--out"])
+        .arg(&out)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vkcuda: error")).collect();
+    if o.status.code() != Some(1)
+        || lines.len() != 1
+        || !lines[0].contains(needle)
+        || stderr.contains("panicked")
+    {
+        return Err(format!(
+            "exit {:?}, expected 1 and one error naming '{needle}'\n{stdout}{stderr}",
+            o.status.code()
+        ));
+    }
+    if out.exists() {
+        return Err(format!("{} was left behind", out.display()));
+    }
+    Ok(())
+}
+
+/// Runs `f` with a fresh tmpfs of `size` mounted (options `opts`) at a temporary folder.
+fn with_tmpfs(name: &str, opts: &str, f: impl FnOnce(&Path) -> Outcome) -> Verdict {
+    let dir = tmp(name);
+    if std::fs::create_dir_all(&dir).is_err() {
+        return Verdict::Skip("cannot create a mount point".into());
+    }
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", opts, "tmpfs"]).arg(&dir).output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        let _ = std::fs::remove_dir(&dir);
+        return Verdict::Skip("cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)".into());
+    }
+    let result = f(&dir);
+    let _ = Command::new("umount").arg(&dir).status();
+    let _ = std::fs::remove_dir(&dir);
+    pass(result)
+}
+
+/// --out on a filesystem that fills up mid-run: exit 1 naming the cause, no
+/// partial or temporary file left, every PNG there whole.
+fn full_filesystem(dir: &Path) -> Outcome {
+    let out = dir.join("frames");
+    let o = Command::new(bin())
+        .args(["--headless", "--producer", "cpu", "--frames", "200", "--size", "320x180", "--out"])
+        .arg(&out)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    if o.status.code() != Some(1) || !stderr.contains("No space left") || stderr.contains("panicked") {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    let mut frames = Vec::new();
+    for e in std::fs::read_dir(&out).map_err(|e| e.to_string())? {
+        let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
+        let f = name.strip_prefix("frame_").and_then(|n| n.strip_suffix(".png")).and_then(|n| n.parse().ok());
+        frames.push(f.ok_or_else(|| format!("partial or stray file {name} left in --out"))?);
+    }
+    if frames.is_empty() {
+        return Err("the filesystem filled up before any frame: make it larger".into());
+    }
+    frames.sort_unstable();
+    let scene = Scene { kind: SceneKind::Gradient, width: 320, height: 180, cost: 64 };
+    check_pngs(&out, scene, &frames)
+}
+
+/// A long validated run on lavapipe: 0 validation messages, every dumped
+/// frame equal to the reference, resident memory stable after warm-up.
+fn soak(frames: u64) -> Outcome {
+    let out = tmp("soak");
+    let n = frames.to_string();
+    let o = run(&[
+        "--headless",
+        "--producer",
+        "cpu",
+        "--frames",
+        &n,
+        "--size",
+        "64x64",
+        "--dump-every",
+        "100",
+        "--verify",
+        "--validate",
+        "--out",
+        out.to_str().ok_or("path")?,
+    ]);
+    let (stdout, stderr) = text(&o);
+    let need = [format!("{frames} frames"), "0 mismatches".into(), "validation: 0 errors, 0 warnings".into()];
+    if !o.status.success() || need.iter().any(|n| !stdout.contains(n.as_str())) {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    // "memory after warm-up → half-way → end: resident 69.9 → 70.1 → 70.1 MB"
+    let line = stdout.lines().find(|l| l.contains("resident")).ok_or("no memory line")?;
+    let resident = line.split("resident").nth(1).and_then(|r| r.split("MB").next()).unwrap_or_default();
+    let mb: Vec<f64> = resident.split_whitespace().filter_map(|w| w.parse::<f64>().ok()).collect();
+    let [start, half, end] = mb[..] else { return Err(format!("cannot read '{line}'")) };
+    if end - half > 2.0 || end - start > 16.0 {
+        return Err(format!("resident memory grew {start} → {half} → {end} MB over {frames} frames"));
+    }
+    println!("  {}", line.trim());
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// `--producer cuda` where NVRTC cannot be loaded: every libnvrtc the loader
+/// could find (ldconfig's cache, LD_LIBRARY_PATH) is hidden under /dev/null
+/// in a private mount namespace. Exit 1, one line naming libnvrtc.
+fn no_nvrtc() -> Verdict {
+    if !Command::new("unshare").args(["-m", "true"]).status().is_ok_and(|s| s.success()) {
+        return Verdict::Skip("cannot make a mount namespace here (unshare -m needs root)".into());
+    }
+    let script = r#"set -e
+libs=$(ldconfig -p | awk '/libnvrtc/ {print $NF}')
+for d in $(echo "${LD_LIBRARY_PATH:-}" | tr ':' ' '); do libs="$libs $(ls "$d"/libnvrtc* 2>/dev/null || true)"; done
+for f in $libs; do mount --bind /dev/null "$f"; done
+exec "$@""#;
+    let o = Command::new("unshare")
+        .args(["-m", "sh", "-c", script, "sh"])
+        .arg(bin())
+        .args(["--headless", "--producer", "cuda", "--frames", "3", "--size", "32x32", "--dump-every", "0"])
+        .args(["--ptx-cache", "/tmp/vkcuda-e2e-no-nvrtc"])
+        .output();
+    pass(o.map_err(|e| e.to_string()).and_then(|o| {
+        let (stdout, stderr) = text(&o);
+        let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vkcuda: error")).collect();
+        match o.status.code() == Some(1) && errors.len() == 1 && errors[0].contains("libnvrtc") {
+            true => Ok(()),
+            false => Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code())),
+        }
+    }))
+}
+
+/// A CUDA kernel that traps: exit 1 with the CUDA error's name, within the
+/// wait timeout, and no hang on the Vulkan side. (Under `--validate` the
+/// abort's host signals on the CUDA-signalled timeline draw
+/// VUID-VkSemaphoreSignalInfo-value-03259 from the 1.3.239 layer, which never
+/// sees CUDA's signals; the run has failed by then, so they are not checked.)
+fn cuda_fault() -> Outcome {
+    let started = std::time::Instant::now();
+    let o = run(&[
+        "--headless",
+        "--producer",
+        "cuda",
+        "--frames",
+        "200",
+        "--size",
+        "320x180",
+        "--dump-every",
+        "0",
+        "--fault-at",
+        "20",
+        "--validate",
+    ]);
+    let (stdout, stderr) = text(&o);
+    let took = started.elapsed();
+    if o.status.code() != Some(1)
+        || !stderr.contains("CUDA_ERROR")
+        || stderr.contains("panicked")
+        || took.as_secs() > 30
+    {
+        return Err(format!("exit {:?} after {took:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    println!(
+        "  {} ({took:.1?})",
+        stderr.lines().find(|l| l.contains("CUDA_ERROR")).unwrap_or_default().trim()
+    );
+    Ok(())
+}
+
 /// SIGINT mid-run: exit 130, a summary, and every PNG in --out decodes.
-fn interrupt(producer: &str) -> Outcome {
-    let out = tmp(&format!("sigint-{producer}"));
+fn interrupt(producer: &str, signal: &str, number: i32) -> Outcome {
+    let out = tmp(&format!("{signal}-{producer}"));
     let child = Command::new(bin())
         .args(["--headless", "--producer", producer, "--frames", "1000000", "--size", "160x90", "--validate"])
         .args(["--out", out.to_str().ok_or("path")?])
@@ -335,14 +518,16 @@ fn interrupt(producer: &str) -> Outcome {
         .spawn()
         .map_err(|e| e.to_string())?;
     std::thread::sleep(std::time::Duration::from_millis(1500));
-    let killed =
-        Command::new("kill").args(["-INT", &child.id().to_string()]).status().map_err(|e| e.to_string())?;
+    let killed = Command::new("kill")
+        .args([&format!("-{signal}"), &child.id().to_string()])
+        .status()
+        .map_err(|e| e.to_string())?;
     if !killed.success() {
-        return Err("kill -INT failed".into());
+        return Err(format!("kill -{signal} failed"));
     }
     let o = child.wait_with_output().map_err(|e| e.to_string())?;
     let (stdout, stderr) = text(&o);
-    if o.status.code() != Some(130) || !stdout.contains("interrupted by signal 2") {
+    if o.status.code() != Some(128 + number) || !stdout.contains(&format!("interrupted by signal {number}")) {
         return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
     }
     if !stdout.contains("validation: 0 errors, 0 warnings") {
@@ -706,6 +891,67 @@ fn check_pngs_any(dir: &Path, scene: Scene, tick: u32) -> Outcome {
 }
 
 /// `--size window`: the shared images follow the window through two resizes.
+/// The viewer for 1500 frames under validation while the window is resized
+/// (swapchain recreated each time, at least 3 times) and then ends by
+/// itself: exit 0, 1500 frames, 0 validation messages including teardown.
+fn window_1000_frames() -> Outcome {
+    let x = Xvfb::start()?;
+    let mut child = Command::new(bin())
+        .args([
+            "--producer",
+            "cpu",
+            "--validate",
+            "--size",
+            "160x90",
+            "--frames",
+            "1500",
+            "--present-mode",
+            "immediate",
+        ])
+        .env("DISPLAY", &x.display)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut resized = 0;
+    let result = (|| -> Outcome {
+        let id = x.cmd("timeout", &["20", "xdotool", "search", "--sync", "--name", "^vkcuda"])?;
+        let id = id.lines().next().ok_or("no window")?.to_string();
+        for (w, h) in [(400, 300), (240, 320), (320, 180), (500, 200), (300, 300), (200, 400)] {
+            std::thread::sleep(std::time::Duration::from_millis(100));
+            if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+                break;
+            }
+            // The window may be gone by now; a failed resize is not the viewer's error.
+            if x.cmd("xdotool", &["windowsize", &id, &w.to_string(), &h.to_string()]).is_ok() {
+                resized += 1;
+            }
+        }
+        match resized {
+            3.. => Ok(()),
+            n => Err(format!("only {n} resizes happened before the viewer ended")),
+        }
+    })();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    let o = child.wait_with_output().map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    if o.status.code() != Some(0)
+        || !stdout.contains("vkcuda: 1500 frames")
+        || !stdout.contains("validation: 0 errors, 0 warnings")
+    {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    Ok(())
+}
+
 fn window_follow_test() -> Outcome {
     let x = Xvfb::start()?;
     let mut child = Command::new(bin())
@@ -767,7 +1013,6 @@ fn window_follow_test() -> Outcome {
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let mut tests: Vec<(String, Box<dyn Fn() -> Verdict>)> = Vec::new();
-    let pass = |r: Outcome| r.map_or_else(Verdict::Fail, |()| Verdict::Pass);
 
     // The CPU producer on any Vulkan device: both schemes, 2 and 3 buffers, both scenes.
     for sync in ["split", "shared"] {
@@ -798,12 +1043,20 @@ fn main() {
     ));
     tests.push(("dump_every_0_writes_nothing".into(), Box::new(|| pass(dump_every(20, 0, &[])))));
 
-    tests.push(("sigint_stops_cleanly_cpu".into(), Box::new(|| pass(interrupt("cpu")))));
+    tests.push(("sigint_stops_cleanly_cpu".into(), Box::new(|| pass(interrupt("cpu", "INT", 2)))));
+    tests.push(("sigterm_stops_cleanly_cpu".into(), Box::new(|| pass(interrupt("cpu", "TERM", 15)))));
     tests.push((
         "sigint_stops_cleanly_cuda".into(),
         Box::new(|| match no_nvidia() {
             Some(why) => Verdict::Skip(why),
-            None => pass(interrupt("cuda")),
+            None => pass(interrupt("cuda", "INT", 2)),
+        }),
+    ));
+    tests.push((
+        "sigterm_stops_cleanly_cuda".into(),
+        Box::new(|| match no_nvidia() {
+            Some(why) => Verdict::Skip(why),
+            None => pass(interrupt("cuda", "TERM", 15)),
         }),
     ));
 
@@ -815,6 +1068,13 @@ fn main() {
         }),
     ));
 
+    tests.push((
+        "window_1000_frames_with_resizes_validated".into(),
+        Box::new(|| match no_x_tools() {
+            Some(why) => Verdict::Skip(why),
+            None => pass(window_1000_frames()),
+        }),
+    ));
     tests.push((
         "window_size_follows_the_window".into(),
         Box::new(|| match no_x_tools() {
@@ -855,17 +1115,107 @@ fn main() {
     let bad: Vec<(Vec<&'static str>, &'static str)> = vec![
         (vec!["--size", "0x10"], "zero"),
         (vec!["--size", "100000x10"], "exceeds the device's limit"),
-        (vec!["--buffers", "9"], "buffers"),
+        (vec!["--size", "10"], "WIDTHxHEIGHT"),
+        (vec!["--size", "axb"], "whole number"),
+        (vec!["--size", "window"], "--size window needs the viewer"),
+        (vec!["--frames", "0"], "--frames"),
+        (vec!["--frames=-3"], "--frames"),
+        (vec!["--frames", "many"], "--frames"),
+        (vec!["--buffers", "0"], "--buffers"),
+        (vec!["--buffers", "9"], "--buffers"),
+        (vec!["--dump-every", "x"], "--dump-every"),
+        (vec!["--dump-every", "0", "--verify"], "--verify checks dumped frames"),
+        (vec!["--cost", "0"], "--cost"),
+        (vec!["--cost", "100001"], "--cost"),
         (vec!["--scene", "teapot"], "teapot"),
+        (vec!["--producer", "gpu"], "gpu"),
         (vec!["--sync", "both"], "both"),
+        (vec!["--present-mode", "vsync"], "vsync"),
+        (vec!["--queue", "video"], "video"),
         (vec!["--gpu", "99"], "names no device"),
+        (vec!["--gpu", "ffffffff-nope"], "names no device"),
         (vec!["--out", "/proc/version"], "not a folder"),
-        (vec!["--out", "/proc/vkcuda-cannot-exist"], "--out"),
+        (vec!["--out", "/proc/vkcuda-cannot-exist"], "cannot create"),
+        (vec!["--sync", "shared", "--timeline-base", "18446744073709551610"], "overflow"),
+        (vec!["--unknown-option"], "unexpected argument"),
     ];
     for (args, needle) in bad {
         let name = format!("bad_input_{}", args.join("_").replace(['/', '-'], ""));
         tests.push((name, Box::new(move || pass(usage_error(&args, needle)))));
     }
+
+    tests.push((
+        "bad_input_read_only_out".into(),
+        Box::new(|| {
+            with_tmpfs("ro", "size=1m,ro", |dir| {
+                usage_error(&["--out", &dir.join("f").to_string_lossy()], "read-only file system")
+            })
+        }),
+    ));
+    tests.push((
+        "full_filesystem_is_a_clear_error_without_partial_files".into(),
+        Box::new(|| with_tmpfs("full", "size=256k", full_filesystem)),
+    ));
+    tests.push((
+        "no_vulkan_loader_is_a_clear_error".into(),
+        Box::new(|| {
+            pass(runtime_error(&[], &[("VKCUDA_LIBVULKAN", "/nonexistent/libvulkan.so.1")], "Vulkan loader"))
+        }),
+    ));
+    tests.push((
+        "no_vulkan_driver_is_a_clear_error".into(),
+        Box::new(|| {
+            let none = [("VK_ICD_FILENAMES", "/nonexistent.json"), ("VK_DRIVER_FILES", "/nonexistent.json")];
+            pass(runtime_error(&[], &none, "no Vulkan 1.3 driver"))
+        }),
+    ));
+    tests.push((
+        "non_utf8_out_path_works".into(),
+        Box::new(|| {
+            use std::os::unix::ffi::OsStrExt;
+            let name = std::ffi::OsStr::from_bytes(b"vkcuda-e2e-\xff\xfe-frames");
+            let out = std::env::temp_dir().join(name);
+            let o = Command::new(bin())
+                .args([
+                    "--headless",
+                    "--producer",
+                    "cpu",
+                    "--frames",
+                    "4",
+                    "--size",
+                    "48x32",
+                    "--verify",
+                    "--out",
+                ])
+                .arg(&out)
+                .output();
+            let result = o.map_err(|e| e.to_string()).and_then(|o| match o.status.success() {
+                true => check_pngs(
+                    &out,
+                    Scene { kind: SceneKind::Gradient, width: 48, height: 32, cost: 64 },
+                    &[0, 1, 2, 3],
+                ),
+                false => Err(format!("{:?}", text(&o))),
+            });
+            let _ = std::fs::remove_dir_all(&out);
+            pass(result)
+        }),
+    ));
+    tests.push(("soak_3000_frames_validated_memory_stable".into(), Box::new(|| pass(soak(3000)))));
+    tests.push((
+        "cuda_kernel_fault_is_reported_without_hang".into(),
+        Box::new(|| match no_nvidia() {
+            Some(why) => Verdict::Skip(why),
+            None => pass(cuda_fault()),
+        }),
+    ));
+    tests.push((
+        "cuda_without_nvrtc_is_a_clear_error".into(),
+        Box::new(|| match no_nvidia() {
+            Some(why) => Verdict::Skip(why),
+            None => no_nvrtc(),
+        }),
+    ));
 
     // CUDA: where there is none, asking for it must be a clear error, not a panic.
     tests.push((

@@ -78,6 +78,7 @@ pub struct SceneKernels {
     _module: Arc<CudaModule>,
     surface: [CudaFunction; 2],
     linear: [CudaFunction; 2],
+    fault: CudaFunction,
 }
 
 impl SceneKernels {
@@ -123,7 +124,20 @@ impl SceneKernels {
             let f = |k: SceneKind| module.load_function(&format!("{}{suffix}", k.kernel_name()));
             Ok([f(SceneKind::Gradient)?, f(SceneKind::Julia)?])
         };
-        Ok(Self { surface: load("")?, linear: load("_linear")?, _module: module })
+        Ok(Self {
+            surface: load("")?,
+            linear: load("_linear")?,
+            fault: module.load_function("fault")?,
+            _module: module,
+        })
+    }
+
+    /// Test only: enqueues a kernel that traps (the stream and context are lost after it).
+    pub fn launch_fault(&self, stream: &CudaStream) -> Result<()> {
+        let cfg = LaunchConfig { grid_dim: (1, 1, 1), block_dim: (1, 1, 1), shared_mem_bytes: 0 };
+        // SAFETY: the kernel takes no arguments; it traps on purpose.
+        unsafe { stream.launch_builder(&self.fault).launch(cfg) }.context("launching the fault kernel")?;
+        Ok(())
     }
 
     /// Enqueues one frame of `scene` into `target`.

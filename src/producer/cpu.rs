@@ -8,7 +8,7 @@ use std::time::Instant;
 
 use anyhow::{ensure, Result};
 
-use super::{Job, Report};
+use super::{FrameTiming, Job, Report};
 use crate::clock::{now_ns, CpuMeter};
 use crate::scene::{render_cpu, FrameArgs};
 use crate::vk::memory::Buffer;
@@ -50,10 +50,10 @@ impl CpuProducer {
             // guarantees the GPU no longer reads it, and only this thread writes it.
             let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
             render_cpu(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), pixels, self.threads);
-            report.render_times.push(t0.elapsed());
-            job.control.set_render_time(t0.elapsed());
+            let render = t0.elapsed();
+            job.control.set_render_time(render);
+            report.timings.push(g, FrameTiming { render, rendered_ns: now_ns() });
             // Host-coherent memory: the writes are visible once "rendered" is signalled.
-            report.rendered_ns.push(now_ns());
             self.timelines[step.signal.timeline].signal(step.signal.value)?;
             report.frames += 1;
             g += 1;

@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
-use super::{Job, Report};
+use super::{FrameTiming, Job, Report};
 use crate::clock::{now_ns, CpuMeter};
 use crate::cuda::external::{ExternalImage, ExternalSemaphore};
 use crate::cuda::kernels::{SceneKernels, Target};
@@ -28,6 +28,8 @@ pub struct CudaProducer {
     kernels: SceneKernels,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
+    /// Test only: launch a trapping kernel at this frame.
+    pub fault_at: Option<u64>,
 }
 
 impl CudaProducer {
@@ -70,7 +72,7 @@ impl CudaProducer {
             }
         }
         .context("cuStreamCreate")?;
-        Ok(Self { images: imported, timelines: sems, kernels, stream, ctx })
+        Ok(Self { images: imported, timelines: sems, kernels, stream, ctx, fault_at: None })
     }
 
     /// The producer thread's loop.
@@ -96,8 +98,9 @@ impl CudaProducer {
                 let (start, end) = &events[g as usize % EVENT_RING];
                 if g as usize >= EVENT_RING {
                     // The pair's previous frame finished long ago; read its times before reuse.
-                    anchor.resolve(start, end, &mut report)?;
-                    job.control.set_render_time(report.render_times.last().copied().unwrap_or_default());
+                    let t = anchor.resolve(start, end)?;
+                    job.control.set_render_time(t.render);
+                    report.timings.push(g - EVENT_RING as u64, t);
                 }
                 start.record(&self.stream)?;
                 let spec = job.director.begin(g);
@@ -108,6 +111,9 @@ impl CudaProducer {
                     &args,
                     Target::Surface(self.images[step.image].surface()),
                 )?;
+                if self.fault_at == Some(g) {
+                    self.kernels.launch_fault(&self.stream)?;
+                }
                 end.record(&self.stream)?;
                 self.timelines[step.signal.timeline].signal(&self.stream, step.signal.value)?;
                 report.frames += 1;
@@ -122,7 +128,7 @@ impl CudaProducer {
         let first = report.frames.saturating_sub(EVENT_RING as u64);
         for g in first..report.frames {
             let (start, end) = &events[g as usize % EVENT_RING];
-            anchor.resolve(start, end, &mut report)?;
+            report.timings.push(g, anchor.resolve(start, end)?);
         }
         Ok(report)
     }
@@ -164,11 +170,10 @@ impl EventAnchor {
         Ok(Self { event, host_ns: before + (after - before) / 2 })
     }
 
-    /// Appends frame timings: render time `start → end`, and the host time of `end`.
-    pub(crate) fn resolve(&self, start: &CudaEvent, end: &CudaEvent, report: &mut Report) -> Result<()> {
-        report.render_times.push(elapsed(start, end)?);
+    /// A frame's timing: render time `start → end`, and the host time of `end`.
+    pub(crate) fn resolve(&self, start: &CudaEvent, end: &CudaEvent) -> Result<FrameTiming> {
+        let render = elapsed(start, end)?;
         let since = Duration::from_secs_f64(f64::from(self.event.elapsed_ms(end)?).max(0.0) * 1e-3);
-        report.rendered_ns.push(self.host_ns + since.as_nanos() as u64);
-        Ok(())
+        Ok(FrameTiming { render, rendered_ns: self.host_ns + since.as_nanos() as u64 })
     }
 }

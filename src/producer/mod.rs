@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::director::Director;
+use crate::stats::Samples;
 use crate::sync::FramePlan;
 
 /// What the two threads share besides the timelines: how many frames to
@@ -100,18 +101,25 @@ pub struct Job {
     pub control: Arc<Control>,
 }
 
+/// One frame's timing on the producer's side.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct FrameTiming {
+    /// Time to render it: CUDA events around the kernel (CUDA; the staging
+    /// baseline includes its device-to-host copy), or the wall clock of the
+    /// render (CPU).
+    pub render: Duration,
+    /// When its "rendered" point was reached, on the host's clock
+    /// ([`crate::clock::now_ns`]).
+    pub rendered_ns: u64,
+}
+
 /// What a producer reports when it ends.
 #[derive(Debug, Default)]
 pub struct Report {
     /// Frames produced.
     pub frames: u64,
-    /// Time to render each frame, in frame order: CUDA events around the
-    /// kernel (CUDA; the staging baseline includes its device-to-host copy),
-    /// or the wall clock of the render (CPU).
-    pub render_times: Vec<Duration>,
-    /// When each frame's "rendered" point was reached, on the host's clock
-    /// ([`crate::clock::now_ns`]), in frame order.
-    pub rendered_ns: Vec<u64>,
+    /// Per-frame timings (a bounded, uniform sample of the frames).
+    pub timings: Samples<FrameTiming>,
     /// CPU time of the producer thread per frame after warm-up.
     pub cpu_per_frame: Option<Duration>,
 }

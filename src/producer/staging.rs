@@ -114,18 +114,17 @@ impl StagingProducer {
                 .context("cuMemcpyDtoHAsync")?;
             end.record(&self.stream)?;
             // The host needs the pixels now: it waits for the kernel and the copy.
-            anchor.resolve(&start, &end, &mut report)?;
+            let mut timing = anchor.resolve(&start, &end)?;
             // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
             // guarantees the GPU no longer reads it, and only this thread writes it.
             let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
             pixels.copy_from_slice(host);
-            if let Some(t) = report.rendered_ns.last_mut() {
-                // The frame is rendered once the host's copy is done: now, as it signals.
-                *t = crate::clock::now_ns();
-            }
+            // The frame is rendered once the host's copy is done: now, as it signals.
+            timing.rendered_ns = crate::clock::now_ns();
+            report.timings.push(g, timing);
+            job.control.set_render_time(timing.render);
             // Host-coherent memory: the writes are visible once "rendered" is signalled.
             self.timelines[step.signal.timeline].signal(step.signal.value)?;
-            job.control.set_render_time(report.render_times.last().copied().unwrap_or_default());
             report.frames += 1;
             g += 1;
             job.control.set_produced(g);

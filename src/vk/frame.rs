@@ -246,11 +246,23 @@ impl FrameLoop {
         consumer: &mut dyn Consume,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Vec<Completed>> {
-        let mut order: Vec<usize> =
-            (0..self.slots.len()).filter(|&i| self.slots[i].frame.is_some()).collect();
-        order.sort_by_key(|&i| self.slots[i].frame);
+        self.drain_each(timelines, consumer, cancelled, &mut |_| Ok(()))
+    }
+
+    /// [`FrameLoop::drain`], calling `before(frame)` before waiting for each frame.
+    pub fn drain_each(
+        &mut self,
+        timelines: &[Timeline],
+        consumer: &mut dyn Consume,
+        cancelled: &dyn Fn() -> bool,
+        before: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<Vec<Completed>> {
+        let mut order: Vec<(u64, usize)> =
+            self.slots.iter().enumerate().filter_map(|(i, s)| s.frame.map(|f| (f, i))).collect();
+        order.sort_unstable();
         let mut out = Vec::new();
-        for i in order {
+        for (frame, i) in order {
+            before(frame)?;
             out.extend(self.retire(i, timelines, consumer, cancelled)?);
         }
         Ok(out)
@@ -268,7 +280,9 @@ impl FrameLoop {
         consumer: &mut dyn Consume,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Option<Completed>> {
-        let Some(frame) = self.slots[slot].frame.take() else { return Ok(None) };
+        // The slot stays marked busy until its fence is seen signalled: a wait that gives up
+        // must leave the frame for a later drain (an abort stands in for its producer).
+        let Some(frame) = self.slots[slot].frame else { return Ok(None) };
         // The slot's fence and its "released" value are signalled together. We wait on the
         // fence: the validation layer cannot see CUDA's signals, so it never retires a
         // submission whose "rendered" wait CUDA satisfied, but it always trusts a fence.
@@ -289,6 +303,7 @@ impl FrameLoop {
                 Err(e) => Err(e).with_context(what),
             }
         })?;
+        self.slots[slot].frame = None;
         // SAFETY: the fence is signalled and no longer in use.
         unsafe { dev.reset_fences(&fence) }?;
         let mut stamps = [0u64; 2];

@@ -6,7 +6,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{bail, Result};
 use ash::vk;
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -86,10 +86,21 @@ impl Instance {
     /// Loads libvulkan and creates a Vulkan 1.3 instance; with `validate`,
     /// with the validation layer and synchronization validation on.
     pub fn new(validate: bool, extensions: &[&CStr]) -> Result<Arc<Self>> {
-        // SAFETY: loading libvulkan runs its initialisers; it is the system's Vulkan loader.
-        let entry = unsafe { ash::Entry::load() }.map_err(|e| {
+        // `VKCUDA_LIBVULKAN` names a loader to use instead of the system's (and lets the
+        // tests check the error for a missing one).
+        let custom = std::env::var_os("VKCUDA_LIBVULKAN");
+        // SAFETY: loading libvulkan runs its initialisers; it is a Vulkan loader the user chose
+        // (the system's by default).
+        let entry = unsafe {
+            match &custom {
+                Some(path) => ash::Entry::load_from(path),
+                None => ash::Entry::load(),
+            }
+        }
+        .map_err(|e| {
+            let which = custom.as_ref().map_or("libvulkan.so.1".into(), |p| p.to_string_lossy().into_owned());
             anyhow::anyhow!(
-                "cannot load the Vulkan loader (libvulkan.so.1): {e}. Install it \
+                "cannot load the Vulkan loader ({which}): {e}. Install it \
                  (Debian/Ubuntu: apt install libvulkan1 mesa-vulkan-drivers) or set LD_LIBRARY_PATH"
             )
         })?;
@@ -142,8 +153,13 @@ impl Instance {
             info = info.push_next(&mut features).push_next(&mut instance_messenger);
         }
         // SAFETY: every pointer in `info` points into locals that outlive the call.
-        let raw =
-            unsafe { entry.create_instance(&info, None) }.context("vkCreateInstance (Vulkan 1.3 needed)")?;
+        let raw = unsafe { entry.create_instance(&info, None) }.map_err(|e| match e {
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => anyhow::anyhow!(
+                "no Vulkan 1.3 driver found (vkCreateInstance: {e}): install one (NVIDIA's driver, or \
+                 Mesa's lavapipe: apt install mesa-vulkan-drivers), and check VK_ICD_FILENAMES/VK_DRIVER_FILES"
+            ),
+            e => anyhow::anyhow!("vkCreateInstance (Vulkan 1.3 needed): {e}"),
+        })?;
         let debug = if validate {
             let utils = ash::ext::debug_utils::Instance::new(&entry, &raw);
             // SAFETY: the messenger's user data (`log`) lives as long as the instance.
