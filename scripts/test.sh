@@ -12,5 +12,6 @@ need_packages libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
     xvfb xdotool x11-apps libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6
 cargo fmt --check
 cargo clippy --release --all-targets -- -D warnings
+cargo build --release --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --quiet
 cargo test --release

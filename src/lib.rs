@@ -16,14 +16,18 @@
 //! - [`setup`], [`session`] and [`headless`]: wiring it together; [`sink`]: PNG output;
 //! - [`bench`](mod@bench): the interop against the staging baseline, measured ([`clock`], [`chart`]).
 
+#![deny(missing_docs)]
+
 pub mod bench;
 pub mod chart;
 pub mod cli;
 pub mod clock;
 pub mod cuda;
+pub mod diagram;
 pub mod director;
 pub mod footprint;
 pub mod headless;
+pub mod platform;
 pub mod present;
 pub mod producer;
 pub mod scene;

@@ -19,6 +19,12 @@ use crate::vk::frame::{Completed, Consume, ExtraSync, FrameLoop};
 use crate::UsageError;
 
 /// A running interop.
+///
+/// Ownership and ordering: the producer thread owns the CUDA side; this
+/// (the consumer's thread) owns the Vulkan side. [`Session::stop`] must end
+/// every session: it consumes or releases what the producer made, joins the
+/// producer (whose CUDA imports go first), and waits for the queue, so the
+/// Vulkan objects in `interop` can then be dropped.
 pub struct Session {
     /// The frame/value plan.
     pub plan: FramePlan,

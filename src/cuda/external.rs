@@ -2,19 +2,24 @@
 //! a surface object, and timeline semaphores. cudarc has raw bindings for
 //! these but no safe types, so here they are, small.
 //!
-//! Ownership: on a successful import CUDA owns the file descriptor (never
-//! close it after); on failure the `OwnedFd` closes it. Each type holds the
-//! context alive and destroys its CUDA objects in `Drop`, children first
-//! (surface → mipmapped array → external memory). They must be dropped
-//! before the Vulkan objects they came from, with the stream synchronised.
+//! Ownership and order:
+//! - The exported handle ([`crate::platform::Handle`]) is consumed by the
+//!   import: on Linux CUDA owns the file descriptor after a successful import
+//!   (never close it), and a failed import closes it.
+//! - Each type keeps its context alive and destroys its CUDA objects in
+//!   `Drop`, children first (surface → mipmapped array → external memory).
+//! - Drop them before the Vulkan objects they came from, after the stream
+//!   that used them is synchronised (the producer thread does both as it ends).
+//! - A semaphore wait or signal is enqueued on a stream: CUDA waits on the
+//!   GPU, never on the host.
 
-use std::os::fd::{AsRawFd, IntoRawFd, OwnedFd};
 use std::sync::Arc;
 
 use anyhow::Result;
 use cudarc::driver::{sys, CudaContext, CudaStream};
 
 use super::check;
+use crate::platform::{self, Handle};
 
 /// A shared image as CUDA sees it: level 0 of a mipmapped array, written
 /// through a surface object (`surf2Dwrite`).
@@ -32,21 +37,13 @@ unsafe impl Send for ExternalImage {}
 impl ExternalImage {
     /// Imports `size` bytes of dedicated memory (exactly
     /// `vkGetImageMemoryRequirements().size`) holding a `width`×`height` RGBA8 image.
-    pub fn import(ctx: Arc<CudaContext>, fd: OwnedFd, size: u64, width: u32, height: u32) -> Result<Self> {
+    pub fn import(ctx: Arc<CudaContext>, handle: Handle, size: u64, width: u32, height: u32) -> Result<Self> {
         ctx.bind_to_thread()?;
-        let desc = sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
-            type_: sys::CUexternalMemoryHandleType::CU_EXTERNAL_MEMORY_HANDLE_TYPE_OPAQUE_FD,
-            handle: sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
-            size,
-            // The Vulkan memory is a dedicated allocation for this one image.
-            flags: sys::CUDA_EXTERNAL_MEMORY_DEDICATED,
-            reserved: [0; 16],
-        };
+        let desc = platform::cuda_memory_desc(&handle, size);
         let mut memory = std::ptr::null_mut();
         // SAFETY: `desc` is fully initialised; `memory` is an out-pointer.
         check(unsafe { sys::cuImportExternalMemory(&mut memory, &desc) }, "cuImportExternalMemory")?;
-        // CUDA owns the descriptor now.
-        let _ = fd.into_raw_fd();
+        platform::imported(handle);
         let mut this = Self { ctx, memory, mipmapped: std::ptr::null_mut(), surface: 0 };
         let array = sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
             offset: 0,
@@ -115,20 +112,14 @@ pub struct ExternalSemaphore {
 unsafe impl Send for ExternalSemaphore {}
 
 impl ExternalSemaphore {
-    /// Imports a timeline semaphore exported as OPAQUE_FD.
-    pub fn import(ctx: Arc<CudaContext>, fd: OwnedFd, name: &'static str) -> Result<Self> {
+    /// Imports an exported timeline semaphore (see [`crate::platform`]).
+    pub fn import(ctx: Arc<CudaContext>, handle: Handle, name: &'static str) -> Result<Self> {
         ctx.bind_to_thread()?;
-        let desc = sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
-            type_:
-                sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
-            handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd: fd.as_raw_fd() },
-            flags: 0,
-            reserved: [0; 16],
-        };
+        let desc = platform::cuda_semaphore_desc(&handle);
         let mut raw = std::ptr::null_mut();
         // SAFETY: `desc` is fully initialised; `raw` is an out-pointer.
         check(unsafe { sys::cuImportExternalSemaphore(&mut raw, &desc) }, "cuImportExternalSemaphore")?;
-        let _ = fd.into_raw_fd();
+        platform::imported(handle);
         Ok(Self { ctx, raw, name })
     }
 

@@ -21,6 +21,12 @@ use crate::vk::timeline::Timeline;
 const EVENT_RING: usize = 16;
 
 /// The CUDA producer's state: imports of the Vulkan objects, the stream, the kernels.
+///
+/// Ownership and ordering: built on the consumer's thread, then moved to its
+/// own thread by [`crate::setup::Producer::spawn`]; only that thread enqueues
+/// on its stream. It signals "rendered" and waits on "released" on the GPU,
+/// and as it ends synchronises the stream and drops the imports, before the
+/// Vulkan images and timelines they came from.
 pub struct CudaProducer {
     // Field order is drop order: CUDA objects before the context they live in.
     images: Vec<ExternalImage>,
@@ -44,10 +50,10 @@ impl CudaProducer {
         let kernels = SceneKernels::load(&ctx, ptx_cache)?;
         let mut imported = Vec::new();
         for (i, img) in images.iter().enumerate() {
-            let fd = img.export_fd()?;
+            let handle = img.export()?;
             let ext = ExternalImage::import(
                 ctx.clone(),
-                fd,
+                handle,
                 img.allocation_size,
                 img.extent.width,
                 img.extent.height,
@@ -57,7 +63,7 @@ impl CudaProducer {
         }
         let mut sems = Vec::new();
         for t in timelines {
-            let sem = ExternalSemaphore::import(ctx.clone(), t.export_fd()?, t.name)
+            let sem = ExternalSemaphore::import(ctx.clone(), t.export()?, t.name)
                 .with_context(|| format!("importing timeline '{}' into CUDA", t.name))?;
             sems.push(sem);
         }

@@ -12,6 +12,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
 use super::instance::Instance;
 use crate::clock::Anchor;
+use crate::platform;
 
 /// A 16-byte device UUID, as Vulkan (`deviceUUID`) and CUDA (`cuDeviceGetUuid_v2`) report it.
 pub type Uuid = [u8; 16];
@@ -44,8 +45,9 @@ pub struct GpuInfo {
     pub max_image_dimension: u32,
     /// Nanoseconds per timestamp tick.
     pub timestamp_period: f32,
-    /// Whether `VK_KHR_external_memory_fd` and `VK_KHR_external_semaphore_fd` are there.
-    pub external_fd: (bool, bool),
+    /// Whether the platform's memory and semaphore export extensions are there
+    /// ([`crate::platform::MEMORY_EXTENSION`], [`crate::platform::SEMAPHORE_EXTENSION`]).
+    pub external: (bool, bool),
     /// Whether the device supports Vulkan 1.3.
     pub vulkan_1_3: bool,
     /// Whether `VK_EXT_calibrated_timestamps` is there.
@@ -83,10 +85,7 @@ pub fn list_gpus(instance: &Instance) -> Result<Vec<GpuInfo>> {
             uuid: id.device_uuid,
             max_image_dimension: p.limits.max_image_dimension2_d,
             timestamp_period: p.limits.timestamp_period,
-            external_fd: (
-                has(ash::khr::external_memory_fd::NAME),
-                has(ash::khr::external_semaphore_fd::NAME),
-            ),
+            external: (has(platform::MEMORY_EXTENSION), has(platform::SEMAPHORE_EXTENSION)),
             vulkan_1_3: p.api_version >= vk::API_VERSION_1_3,
             calibrated_timestamps: has(ash::ext::calibrated_timestamps::NAME),
             driver: format!(
@@ -143,10 +142,10 @@ pub struct Device {
     pub queue: vk::Queue,
     /// Its family.
     pub queue_family: u32,
-    /// `VK_KHR_external_memory_fd`, when enabled.
-    pub memory_fd: Option<ash::khr::external_memory_fd::Device>,
-    /// `VK_KHR_external_semaphore_fd`, when enabled.
-    pub semaphore_fd: Option<ash::khr::external_semaphore_fd::Device>,
+    /// Memory export ([`crate::platform::MEMORY_EXTENSION`]), when enabled.
+    pub memory_export: Option<platform::MemoryExport>,
+    /// Semaphore export ([`crate::platform::SEMAPHORE_EXTENSION`]), when enabled.
+    pub semaphore_export: Option<platform::SemaphoreExport>,
     /// `VK_EXT_calibrated_timestamps`, when the device can read its clock and
     /// `CLOCK_MONOTONIC` together.
     calibrated: Option<ash::ext::calibrated_timestamps::Device>,
@@ -154,7 +153,7 @@ pub struct Device {
 }
 
 impl Device {
-    /// Creates the device with one queue of kind `queue`. `export_semaphores` asks for `VK_KHR_external_semaphore_fd`
+    /// Creates the device with one queue of kind `queue`. `export_semaphores` asks for semaphore export
     /// (needed by the CUDA producer); external memory is enabled whenever present.
     pub fn new(
         instance: Arc<Instance>,
@@ -204,14 +203,14 @@ impl Device {
         if queue.present.is_some() {
             extensions.push(ash::khr::swapchain::NAME.as_ptr());
         }
-        if info.external_fd.0 {
-            extensions.push(ash::khr::external_memory_fd::NAME.as_ptr());
+        if info.external.0 {
+            extensions.push(platform::MEMORY_EXTENSION.as_ptr());
         }
         if export_semaphores {
-            if !info.external_fd.1 {
-                bail!("{info} lacks VK_KHR_external_semaphore_fd, which the CUDA producer needs");
+            if !info.external.1 {
+                bail!("{info} lacks {:?}, which the CUDA producer needs", platform::SEMAPHORE_EXTENSION);
             }
-            extensions.push(ash::khr::external_semaphore_fd::NAME.as_ptr());
+            extensions.push(platform::SEMAPHORE_EXTENSION.as_ptr());
         }
         let calibrates = info.calibrated_timestamps && {
             let loader = ash::ext::calibrated_timestamps::Instance::new(&instance.entry, &instance.raw);
@@ -244,10 +243,8 @@ impl Device {
             .with_context(|| format!("vkCreateDevice on {info}"))?;
         // SAFETY: the family and index were requested in `create`.
         let queue = unsafe { raw.get_device_queue(queue_family, 0) };
-        let memory_fd =
-            info.external_fd.0.then(|| ash::khr::external_memory_fd::Device::new(&instance.raw, &raw));
-        let semaphore_fd =
-            export_semaphores.then(|| ash::khr::external_semaphore_fd::Device::new(&instance.raw, &raw));
+        let memory_export = info.external.0.then(|| platform::MemoryExport::new(&instance.raw, &raw));
+        let semaphore_export = export_semaphores.then(|| platform::SemaphoreExport::new(&instance.raw, &raw));
         let calibrated =
             calibrates.then(|| ash::ext::calibrated_timestamps::Device::new(&instance.raw, &raw));
         let allocator = Allocator::new(&AllocatorCreateDesc {
@@ -265,8 +262,8 @@ impl Device {
             raw,
             queue,
             queue_family,
-            memory_fd,
-            semaphore_fd,
+            memory_export,
+            semaphore_export,
             calibrated,
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
         }))

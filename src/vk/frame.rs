@@ -81,6 +81,11 @@ struct Slot {
 
 /// The consumer's frame loop: command-buffer slots, timestamp queries, and
 /// the submission protocol.
+///
+/// Ownership and ordering: only the consumer thread submits to the queue.
+/// Frame `g` is submitted after frame `g - 1`; a slot is reused only once its
+/// fence (signalled with the frame's "released" value) is seen. Drain (or
+/// [`FrameLoop::forget`] after the queue is idle) before dropping it.
 pub struct FrameLoop {
     device: Arc<Device>,
     plan: FramePlan,

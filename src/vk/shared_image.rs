@@ -9,7 +9,6 @@
 //! - CUDA's import (`cuda::ExternalImage`) must be destroyed before this
 //!   image: the producer thread, which owns the import, ends first.
 
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -18,8 +17,9 @@ use ash::vk;
 use super::device::Device;
 use super::memory::image_info;
 use super::SHARED_FORMAT;
+use crate::platform::{self, Handle, MEMORY_HANDLE as HANDLE};
 
-/// One shared image and its dedicated memory.
+/// One shared image and its dedicated memory (ownership rules: see the module).
 pub struct SharedImage {
     device: Arc<Device>,
     /// The image.
@@ -30,7 +30,7 @@ pub struct SharedImage {
     pub allocation_size: u64,
     /// Width and height.
     pub extent: vk::Extent2D,
-    /// Whether the memory was allocated exportable as an OPAQUE_FD.
+    /// Whether the memory was allocated exportable.
     pub exportable: bool,
 }
 
@@ -41,11 +41,10 @@ const USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
         | vk::ImageUsageFlags::TRANSFER_DST.as_raw()
         | vk::ImageUsageFlags::COLOR_ATTACHMENT.as_raw(),
 );
-const HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
 
-/// Whether the device can export images like ours as OPAQUE_FD.
+/// Whether the device can export images like ours (as [`crate::platform::MEMORY_HANDLE`]).
 pub fn can_export(device: &Device) -> bool {
-    if device.memory_fd.is_none() {
+    if device.memory_export.is_none() {
         return false;
     }
     let mut external = vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(HANDLE);
@@ -114,17 +113,13 @@ impl SharedImage {
         Ok(this)
     }
 
-    /// A new file descriptor for the image's memory. On a successful import
-    /// CUDA owns it; on a failed one the caller still does (it is an `OwnedFd`).
-    pub fn export_fd(&self) -> Result<OwnedFd> {
-        let (Some(ext), true) = (&self.device.memory_fd, self.exportable) else {
+    /// A new handle to the image's memory, for CUDA to import (see
+    /// [`crate::platform`] for who owns it after the import).
+    pub fn export(&self) -> Result<Handle> {
+        let (Some(loader), true) = (&self.device.memory_export, self.exportable) else {
             bail!("this shared image was not allocated exportable");
         };
-        let info = vk::MemoryGetFdInfoKHR::default().memory(self.memory).handle_type(HANDLE);
-        // SAFETY: the memory was allocated with this handle type exportable.
-        let fd = unsafe { ext.get_memory_fd(&info) }.context("vkGetMemoryFdKHR")?;
-        // SAFETY: vkGetMemoryFdKHR returns a new descriptor that we now own.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        platform::export_memory(loader, self.memory)
     }
 }
 

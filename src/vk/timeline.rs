@@ -1,7 +1,6 @@
-//! Timeline semaphores, exportable to CUDA as OPAQUE_FD, and host-side waits
+//! Timeline semaphores, exportable to CUDA (see [`crate::platform`]), and host-side waits
 //! that time out with an error naming what was awaited.
 
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -10,8 +9,16 @@ use ash::vk;
 
 use super::bounded_wait;
 use super::device::Device;
+use crate::platform::{self, Handle, SEMAPHORE_HANDLE as HANDLE};
 
 /// One timeline semaphore.
+///
+/// Ownership and ordering: one side signals it (the plan says which; with
+/// `--sync shared` both do, in strictly rising order), the other waits.
+/// Values only rise for the semaphore's whole life, so a rebuilt interop
+/// starts new timelines above the old values. CUDA's import
+/// ([`crate::cuda::external::ExternalSemaphore`]) must be destroyed first;
+/// destroy this only once no queue or stream uses it.
 pub struct Timeline {
     device: Arc<Device>,
     /// The semaphore.
@@ -21,10 +28,8 @@ pub struct Timeline {
     exportable: bool,
 }
 
-const HANDLE: vk::ExternalSemaphoreHandleTypeFlags = vk::ExternalSemaphoreHandleTypeFlags::OPAQUE_FD;
-
 impl Timeline {
-    /// Creates a timeline starting at `initial`; exportable as OPAQUE_FD when `export`.
+    /// Creates a timeline starting at `initial`; exportable to CUDA when `export`.
     pub fn new(device: Arc<Device>, name: &'static str, initial: u64, export: bool) -> Result<Self> {
         let mut kind = vk::SemaphoreTypeCreateInfo::default()
             .semaphore_type(vk::SemaphoreType::TIMELINE)
@@ -96,16 +101,12 @@ impl Timeline {
             .with_context(|| format!("signalling timeline '{}' to {value} from the host", self.name))
     }
 
-    /// A new file descriptor for the semaphore; CUDA owns it once imported.
-    pub fn export_fd(&self) -> Result<OwnedFd> {
-        let (Some(ext), true) = (&self.device.semaphore_fd, self.exportable) else {
+    /// A new handle to the semaphore, for CUDA to import (see [`crate::platform`]).
+    pub fn export(&self) -> Result<Handle> {
+        let (Some(loader), true) = (&self.device.semaphore_export, self.exportable) else {
             bail!("timeline '{}' was not created exportable", self.name);
         };
-        let info = vk::SemaphoreGetFdInfoKHR::default().semaphore(self.raw).handle_type(HANDLE);
-        // SAFETY: the semaphore was created exportable with this handle type.
-        let fd = unsafe { ext.get_semaphore_fd(&info) }.context("vkGetSemaphoreFdKHR")?;
-        // SAFETY: vkGetSemaphoreFdKHR returns a new descriptor that we now own.
-        Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+        platform::export_semaphore(loader, self.raw)
     }
 }
 
