@@ -327,6 +327,39 @@ fn bench_interrupt() -> Outcome {
     Ok(())
 }
 
+/// A run that should have gone well (`result`, what the test did meanwhile)
+/// and ended with exit 0, its summary containing every one of `needles`.
+fn ended_cleanly(o: &Output, result: Outcome, needles: &[&str]) -> Outcome {
+    let (stdout, stderr) = text(o);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    if o.status.code() != Some(0) || !needles.iter().all(|n| stdout.contains(n)) {
+        return Err(format!("exit {:?}, expected 0 and {needles:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    Ok(())
+}
+
+/// Waits for `child` at most `secs` seconds (then kills it) and collects its output.
+fn wait_bounded(mut child: std::process::Child, secs: u64) -> Result<Output, String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().map_err(|e| e.to_string())
+}
+
+/// A test that needs what `gate` checks for: "skipped: <reason>" without it.
+fn gated(
+    name: &str,
+    gate: fn() -> Option<String>,
+    test: impl Fn() -> Outcome + 'static,
+) -> (String, Box<dyn Fn() -> Verdict>) {
+    (name.to_string(), Box::new(move || gate().map_or_else(|| pass(test()), Verdict::Skip)))
+}
+
 fn pass(r: Outcome) -> Verdict {
     r.map_or_else(Verdict::Fail, |()| Verdict::Pass)
 }
@@ -576,6 +609,23 @@ impl Xvfb {
         Ok(Self { child, display: format!(":{n}") })
     }
 
+    /// Starts the viewer on this display with `args`, its output captured.
+    fn viewer(&self, args: &[&str]) -> Result<std::process::Child, String> {
+        Command::new(bin())
+            .args(args)
+            .env("DISPLAY", &self.display)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())
+    }
+
+    /// The viewer's window, once it exists (waits up to 20 s).
+    fn window_id(&self) -> Result<String, String> {
+        let ids = self.cmd("timeout", &["20", "xdotool", "search", "--sync", "--name", "^vkcuda"])?;
+        Ok(ids.lines().next().ok_or("no window")?.to_string())
+    }
+
     fn cmd(&self, program: &str, args: &[&str]) -> Result<String, String> {
         let o = Command::new(program)
             .args(args)
@@ -747,8 +797,9 @@ fn compare_window(cap: &Capture, scene: &Scene, tick: u32) -> (f64, f64) {
 fn window_test() -> Outcome {
     let x = Xvfb::start()?;
     let out = tmp("window");
-    let mut child = Command::new(bin())
-        .args([
+    let child = {
+        let out = out.to_str().ok_or("path")?;
+        x.viewer(&[
             "--producer",
             "cpu",
             "--validate",
@@ -759,16 +810,12 @@ fn window_test() -> Outcome {
             "gradient",
             "--cost",
             "48",
-        ])
-        .args(["--out", out.to_str().ok_or("path")?])
-        .env("DISPLAY", &x.display)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
+            "--out",
+            out,
+        ])?
+    };
     let result = (|| -> Outcome {
-        let id = x.cmd("timeout", &["20", "xdotool", "search", "--sync", "--name", "^vkcuda"])?;
-        let id = id.lines().next().ok_or("no window")?.to_string();
+        let id = x.window_id()?;
         // Resize while it runs: the swapchain must follow.
         x.cmd("xdotool", &["windowsize", &id, "560", "400"])?;
         std::thread::sleep(std::time::Duration::from_millis(1500));
@@ -831,15 +878,7 @@ fn window_test() -> Outcome {
         x.cmd("xdotool", &["key", "Escape"])?;
         Ok(())
     })();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
-    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-    }
-    let o = child.wait_with_output().map_err(|e| e.to_string())?;
+    let o = wait_bounded(child, 20)?;
     let (stdout, stderr) = text(&o);
     for f in ["first.xwd", "second.xwd", "third.xwd"] {
         let _ = std::fs::remove_file(out.with_extension(f));
@@ -896,27 +935,20 @@ fn check_pngs_any(dir: &Path, scene: Scene, tick: u32) -> Outcome {
 /// itself: exit 0, 1500 frames, 0 validation messages including teardown.
 fn window_1000_frames() -> Outcome {
     let x = Xvfb::start()?;
-    let mut child = Command::new(bin())
-        .args([
-            "--producer",
-            "cpu",
-            "--validate",
-            "--size",
-            "160x90",
-            "--frames",
-            "1500",
-            "--present-mode",
-            "immediate",
-        ])
-        .env("DISPLAY", &x.display)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
+    let mut child = x.viewer(&[
+        "--producer",
+        "cpu",
+        "--validate",
+        "--size",
+        "160x90",
+        "--frames",
+        "1500",
+        "--present-mode",
+        "immediate",
+    ])?;
     let mut resized = 0;
     let result = (|| -> Outcome {
-        let id = x.cmd("timeout", &["20", "xdotool", "search", "--sync", "--name", "^vkcuda"])?;
-        let id = id.lines().next().ok_or("no window")?.to_string();
+        let id = x.window_id()?;
         for (w, h) in [(400, 300), (240, 320), (320, 180), (500, 200), (300, 300), (200, 400)] {
             std::thread::sleep(std::time::Duration::from_millis(100));
             if child.try_wait().map_err(|e| e.to_string())?.is_some() {
@@ -932,38 +964,15 @@ fn window_1000_frames() -> Outcome {
             n => Err(format!("only {n} resizes happened before the viewer ended")),
         }
     })();
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
-    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
-        if std::time::Instant::now() > deadline {
-            let _ = child.kill();
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    let o = child.wait_with_output().map_err(|e| e.to_string())?;
-    let (stdout, stderr) = text(&o);
-    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
-    if o.status.code() != Some(0)
-        || !stdout.contains("vkcuda: 1500 frames")
-        || !stdout.contains("validation: 0 errors, 0 warnings")
-    {
-        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
-    }
-    Ok(())
+    let o = wait_bounded(child, 120)?;
+    ended_cleanly(&o, result, &["vkcuda: 1500 frames", "validation: 0 errors, 0 warnings"])
 }
 
 fn window_follow_test() -> Outcome {
     let x = Xvfb::start()?;
-    let mut child = Command::new(bin())
-        .args(["--producer", "cpu", "--validate", "--size", "window", "--buffers", "3"])
-        .env("DISPLAY", &x.display)
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .map_err(|e| e.to_string())?;
+    let mut child = x.viewer(&["--producer", "cpu", "--validate", "--size", "window", "--buffers", "3"])?;
     let result = (|| -> Outcome {
-        let id = x.cmd("timeout", &["20", "xdotool", "search", "--sync", "--name", "^vkcuda"])?;
-        let id = id.lines().next().ok_or("no window")?.to_string();
+        let id = x.window_id()?;
         // F1 shows the size in the title; retry until the window has taken the key.
         for attempt in 0.. {
             std::thread::sleep(std::time::Duration::from_millis(500));
@@ -999,15 +1008,7 @@ fn window_follow_test() -> Outcome {
         let _ = child.kill();
     }
     let o = child.wait_with_output().map_err(|e| e.to_string())?;
-    let (stdout, stderr) = text(&o);
-    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
-    if o.status.code() != Some(0)
-        || !stdout.contains("validation: 0 errors, 0 warnings")
-        || !stdout.contains("240x320")
-    {
-        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
-    }
-    Ok(())
+    ended_cleanly(&o, result, &["validation: 0 errors, 0 warnings", "240x320"])
 }
 
 fn main() {
@@ -1045,43 +1046,13 @@ fn main() {
 
     tests.push(("sigint_stops_cleanly_cpu".into(), Box::new(|| pass(interrupt("cpu", "INT", 2)))));
     tests.push(("sigterm_stops_cleanly_cpu".into(), Box::new(|| pass(interrupt("cpu", "TERM", 15)))));
-    tests.push((
-        "sigint_stops_cleanly_cuda".into(),
-        Box::new(|| match no_nvidia() {
-            Some(why) => Verdict::Skip(why),
-            None => pass(interrupt("cuda", "INT", 2)),
-        }),
-    ));
-    tests.push((
-        "sigterm_stops_cleanly_cuda".into(),
-        Box::new(|| match no_nvidia() {
-            Some(why) => Verdict::Skip(why),
-            None => pass(interrupt("cuda", "TERM", 15)),
-        }),
-    ));
+    tests.push(gated("sigint_stops_cleanly_cuda", no_nvidia, || interrupt("cuda", "INT", 2)));
+    tests.push(gated("sigterm_stops_cleanly_cuda", no_nvidia, || interrupt("cuda", "TERM", 15)));
 
-    tests.push((
-        "window_resize_pause_switch_matches_reference".into(),
-        Box::new(|| match no_x_tools() {
-            Some(why) => Verdict::Skip(why),
-            None => pass(window_test()),
-        }),
-    ));
+    tests.push(gated("window_resize_pause_switch_matches_reference", no_x_tools, window_test));
 
-    tests.push((
-        "window_1000_frames_with_resizes_validated".into(),
-        Box::new(|| match no_x_tools() {
-            Some(why) => Verdict::Skip(why),
-            None => pass(window_1000_frames()),
-        }),
-    ));
-    tests.push((
-        "window_size_follows_the_window".into(),
-        Box::new(|| match no_x_tools() {
-            Some(why) => Verdict::Skip(why),
-            None => pass(window_follow_test()),
-        }),
-    ));
+    tests.push(gated("window_1000_frames_with_resizes_validated", no_x_tools, window_1000_frames));
+    tests.push(gated("window_size_follows_the_window", no_x_tools, window_follow_test));
 
     // With an NVIDIA GPU every variant must run; without, the CUDA ones must say why not.
     tests.push((
@@ -1103,13 +1074,9 @@ fn main() {
         let name = format!("bad_bench_input_{}", args.join("_").replace(['/', '-', '.'], ""));
         tests.push((name, Box::new(move || pass(bench_usage_error(&args, needle)))));
     }
-    tests.push((
-        "cuda_staging_baseline_matches_reference".into(),
-        Box::new(|| match no_nvidia() {
-            Some(why) => Verdict::Skip(why),
-            None => pass(headless("staging", "split", "2", SceneKind::Julia, &[])),
-        }),
-    ));
+    tests.push(gated("cuda_staging_baseline_matches_reference", no_nvidia, || {
+        headless("staging", "split", "2", SceneKind::Julia, &[])
+    }));
 
     // Bad input: exit code 2, one clear line, nothing written.
     let bad: Vec<(Vec<&'static str>, &'static str)> = vec![
@@ -1202,13 +1169,7 @@ fn main() {
         }),
     ));
     tests.push(("soak_3000_frames_validated_memory_stable".into(), Box::new(|| pass(soak(3000)))));
-    tests.push((
-        "cuda_kernel_fault_is_reported_without_hang".into(),
-        Box::new(|| match no_nvidia() {
-            Some(why) => Verdict::Skip(why),
-            None => pass(cuda_fault()),
-        }),
-    ));
+    tests.push(gated("cuda_kernel_fault_is_reported_without_hang", no_nvidia, cuda_fault));
     tests.push((
         "cuda_without_nvrtc_is_a_clear_error".into(),
         Box::new(|| match no_nvidia() {
@@ -1248,35 +1209,26 @@ fn main() {
     for sync in ["split", "shared"] {
         for buffers in ["2", "3"] {
             for kind in SceneKind::ALL {
-                tests.push((
-                    format!("cuda_{sync}_{buffers}_{kind}"),
-                    Box::new(move || match no_nvidia() {
-                        Some(why) => Verdict::Skip(why),
-                        None => pass(headless("cuda", sync, buffers, kind, &[])),
-                    }),
-                ));
+                let name = format!("cuda_{sync}_{buffers}_{kind}");
+                tests.push(gated(&name, no_nvidia, move || headless("cuda", sync, buffers, kind, &[])));
             }
         }
     }
-    tests.push((
-        "cuda_recovers_from_a_corrupt_ptx_cache".into(),
-        Box::new(|| match no_nvidia() {
-            Some(why) => Verdict::Skip(why),
-            None => pass((|| {
-                let cache = tmp("ptx");
-                let c = cache.to_str().ok_or("path")?;
-                headless("cuda", "split", "2", SceneKind::Julia, &["--ptx-cache", c])?;
-                for e in std::fs::read_dir(&cache).map_err(|e| e.to_string())? {
-                    let p = e.map_err(|e| e.to_string())?.path();
-                    std::fs::write(&p, "// vkcuda-ptx checksum 0000000000000000\ngarbage")
-                        .map_err(|e| e.to_string())?;
-                }
-                headless("cuda", "split", "2", SceneKind::Julia, &["--ptx-cache", c])?;
-                let _ = std::fs::remove_dir_all(&cache);
-                Ok(())
-            })()),
-        }),
-    ));
+    tests.push(gated("cuda_recovers_from_a_corrupt_ptx_cache", no_nvidia, || {
+        (|| {
+            let cache = tmp("ptx");
+            let c = cache.to_str().ok_or("path")?;
+            headless("cuda", "split", "2", SceneKind::Julia, &["--ptx-cache", c])?;
+            for e in std::fs::read_dir(&cache).map_err(|e| e.to_string())? {
+                let p = e.map_err(|e| e.to_string())?.path();
+                std::fs::write(&p, "// vkcuda-ptx checksum 0000000000000000\ngarbage")
+                    .map_err(|e| e.to_string())?;
+            }
+            headless("cuda", "split", "2", SceneKind::Julia, &["--ptx-cache", c])?;
+            let _ = std::fs::remove_dir_all(&cache);
+            Ok(())
+        })()
+    }));
 
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for (name, test) in &tests {

@@ -4,12 +4,13 @@
 //! (`vk::frame`). It runs anywhere Vulkan does: lavapipe, CI.
 
 use std::sync::Arc;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use anyhow::{ensure, Result};
 
 use super::{FrameTiming, Job, Report};
 use crate::clock::{now_ns, CpuMeter};
+use crate::director::FrameSpec;
 use crate::scene::{render_cpu, FrameArgs};
 use crate::vk::memory::Buffer;
 use crate::vk::timeline::Timeline;
@@ -30,36 +31,51 @@ impl CpuProducer {
 
     /// The producer thread's loop.
     pub fn run(self, job: &Job) -> Result<Report> {
-        let mut meter = CpuMeter::default();
-        let mut report = Report::default();
-        let failed = || job.control.failed();
-        let mut g = 0;
-        while g < job.control.limit() {
-            meter.frame(g, job.control.steady(g));
-            let step = job.plan.producer(g);
-            if let Some(w) = step.wait {
-                // The consumer's upload of this staging buffer (frame g - N) must be done.
-                self.timelines[w.timeline].wait(w.value, &failed)?;
-            }
-            let spec = job.director.begin(g);
-            let bytes = spec.scene.width as usize * spec.scene.height as usize * 4;
-            let buffer = &self.staging[step.image];
-            ensure!(buffer.size as usize >= bytes, "staging buffer too small");
+        host_loop(job, &self.timelines, &self.staging, |spec, pixels| {
             let t0 = Instant::now();
-            // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
-            // guarantees the GPU no longer reads it, and only this thread writes it.
-            let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
             render_cpu(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), pixels, self.threads);
-            let render = t0.elapsed();
-            job.control.set_render_time(render);
-            report.timings.push(g, FrameTiming { render, rendered_ns: now_ns() });
-            // Host-coherent memory: the writes are visible once "rendered" is signalled.
-            self.timelines[step.signal.timeline].signal(step.signal.value)?;
-            report.frames += 1;
-            g += 1;
-            job.control.set_produced(g);
-        }
-        report.cpu_per_frame = meter.per_frame(report.frames);
-        Ok(report)
+            Ok(t0.elapsed())
+        })
     }
+}
+
+/// The loop of a producer that signals from the host (the CPU producer and
+/// the staging baseline). For frame `g`: wait on the host until the consumer
+/// has uploaded staging buffer `g mod N` (frame g − N), let `render` fill it
+/// (returning its render time), then signal "rendered" from the host.
+pub(crate) fn host_loop(
+    job: &Job,
+    timelines: &[Timeline],
+    staging: &[Buffer],
+    mut render: impl FnMut(&FrameSpec, &mut [u8]) -> Result<Duration>,
+) -> Result<Report> {
+    let mut meter = CpuMeter::default();
+    let mut report = Report::default();
+    let failed = || job.control.failed();
+    let mut g = 0;
+    while g < job.control.limit() {
+        meter.frame(g, job.control.steady(g));
+        let step = job.plan.producer(g);
+        if let Some(w) = step.wait {
+            timelines[w.timeline].wait(w.value, &failed)?;
+        }
+        let spec = job.director.begin(g);
+        let bytes = spec.scene.width as usize * spec.scene.height as usize * 4;
+        let buffer = &staging[step.image];
+        ensure!(buffer.size as usize >= bytes, "staging buffer too small");
+        // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
+        // guarantees the GPU no longer reads it, and only this thread writes it.
+        let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
+        let render_time = render(&spec, pixels)?;
+        job.control.set_render_time(render_time);
+        // The frame is rendered now: its "rendered" point is the host signal below.
+        report.timings.push(g, FrameTiming { render: render_time, rendered_ns: now_ns() });
+        // Host-coherent memory: the writes are visible once "rendered" is signalled.
+        timelines[step.signal.timeline].signal(step.signal.value)?;
+        report.frames += 1;
+        g += 1;
+        job.control.set_produced(g);
+    }
+    report.cpu_per_frame = meter.per_frame(report.frames);
+    Ok(report)
 }

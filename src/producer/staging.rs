@@ -11,9 +11,9 @@ use std::sync::Arc;
 use anyhow::{ensure, Context, Result};
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
+use super::cpu::host_loop;
 use super::cuda::EventAnchor;
 use super::{Job, Report};
-use crate::clock::CpuMeter;
 use crate::cuda::kernels::{SceneKernels, Target};
 use crate::scene::FrameArgs;
 use crate::vk::memory::Buffer;
@@ -82,54 +82,29 @@ impl StagingProducer {
         Ok(Self { memory, kernels, stream, ctx, timelines, staging })
     }
 
-    /// The producer thread's loop.
+    /// The producer thread's loop: the CPU producer's host-signalled loop, rendering with
+    /// CUDA and copying through pinned host memory.
     pub fn run(self, job: &Job) -> Result<Report> {
         self.ctx.bind_to_thread()?;
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let (start, end) = (self.ctx.new_event(timing)?, self.ctx.new_event(timing)?);
         let anchor = EventAnchor::new(&self.ctx, &self.stream)?;
-        let mut report = Report::default();
-        let mut meter = CpuMeter::default();
-        let failed = || job.control.failed();
-        let mut g = 0;
-        while g < job.control.limit() {
-            meter.frame(g, job.control.steady(g));
-            let step = job.plan.producer(g);
-            if let Some(w) = step.wait {
-                // The consumer's upload of this staging buffer (frame g - N) must be done.
-                self.timelines[w.timeline].wait(w.value, &failed)?;
-            }
-            let spec = job.director.begin(g);
-            let bytes = spec.scene.width as usize * spec.scene.height as usize * 4;
-            let buffer = &self.staging[step.image];
-            ensure!(buffer.size as usize >= bytes && self.memory.bytes >= bytes, "staging memory too small");
+        host_loop(job, &self.timelines, &self.staging, |spec, pixels| {
+            ensure!(self.memory.bytes >= pixels.len(), "staging memory too small");
             start.record(&self.stream)?;
             let args = FrameArgs::new(&spec.scene, spec.tick);
             self.kernels.launch(&self.stream, &spec.scene, &args, Target::Linear(self.memory.device))?;
-            // SAFETY: `host` is pinned memory of at least `bytes`, not otherwise in use until the
-            // synchronize below; `device` holds `bytes` written by the kernel before it on the stream.
-            let host = unsafe { std::slice::from_raw_parts_mut(self.memory.host, bytes) };
+            // SAFETY: `host` is pinned memory of at least this many bytes, not otherwise in use
+            // until the event below completes; `device` holds what the kernel wrote before it.
+            let host = unsafe { std::slice::from_raw_parts_mut(self.memory.host, pixels.len()) };
             // SAFETY: see above; the stream is this context's.
             unsafe { result::memcpy_dtoh_async(host, self.memory.device, self.stream.cu_stream()) }
                 .context("cuMemcpyDtoHAsync")?;
             end.record(&self.stream)?;
             // The host needs the pixels now: it waits for the kernel and the copy.
-            let mut timing = anchor.resolve(&start, &end)?;
-            // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
-            // guarantees the GPU no longer reads it, and only this thread writes it.
-            let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
+            let render = anchor.resolve(&start, &end)?.render;
             pixels.copy_from_slice(host);
-            // The frame is rendered once the host's copy is done: now, as it signals.
-            timing.rendered_ns = crate::clock::now_ns();
-            report.timings.push(g, timing);
-            job.control.set_render_time(timing.render);
-            // Host-coherent memory: the writes are visible once "rendered" is signalled.
-            self.timelines[step.signal.timeline].signal(step.signal.value)?;
-            report.frames += 1;
-            g += 1;
-            job.control.set_produced(g);
-        }
-        report.cpu_per_frame = meter.per_frame(report.frames);
-        Ok(report)
+            Ok(render)
+        })
     }
 }
