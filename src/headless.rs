@@ -153,6 +153,7 @@ pub(crate) fn run_session(
     match (outcome, stopped) {
         (Ok(mut consumed), Ok(stopped)) => {
             stopped.drained.into_iter().for_each(|c| consumed.completed.push(c.frame, c));
+            consumed.total = stopped.consumed.max(consumed.frames);
             Ok((consumed, stopped.report, producer))
         }
         // The producer's error is the cause; the consumer only gave up waiting for it.
@@ -182,8 +183,10 @@ impl Span {
 
 /// What a consumer loop measured.
 pub(crate) struct Consumed {
-    /// Frames consumed.
+    /// Frames consumed by the loop (warm-up and measured ones).
     pub frames: u64,
+    /// Frames consumed in all: the loop's, and those its stop consumed after.
+    pub total: u64,
     /// Wall clock over the frames after warm-up.
     pub steady: Duration,
     /// Frames after warm-up.
@@ -243,6 +246,7 @@ pub(crate) fn consume(
     Ok(Consumed {
         footprint,
         frames,
+        total: frames,
         steady: since.elapsed(),
         steady_frames: frames - first,
         completed,
@@ -280,7 +284,7 @@ pub(crate) fn summarize(
         .collect();
     let vulkan: Vec<Duration> = steady.iter().map(|d| d.gpu_time).collect();
     Summary {
-        frames: c.frames,
+        frames: c.total,
         size,
         fps: c.steady_frames as f64 / c.steady.as_secs_f64().max(1e-9),
         producer,

@@ -53,6 +53,9 @@ pub struct Stopped {
     pub drained: Vec<Completed>,
     /// A timeline value above every value this session used: the next session's base.
     pub next_base: u64,
+    /// Frames consumed in all, including those a graceful stop consumed
+    /// after the producer's stop point.
+    pub consumed: u64,
 }
 
 impl Session {
@@ -138,7 +141,8 @@ impl Session {
         };
         idle?;
         let top = self.interop.timelines.iter().map(|t| t.value()).collect::<Result<Vec<_>>>()?;
-        Ok(Stopped { report, drained, next_base: top.into_iter().max().unwrap_or(0) + 1 })
+        let next_base = top.into_iter().max().unwrap_or(0) + 1;
+        Ok(Stopped { report, drained, next_base, consumed: self.next })
     }
 
     /// Consumes, on the GPU, every frame the producer makes until its thread

@@ -420,6 +420,7 @@ impl Viewer {
         let warmup = warmup_frames(self.args.frame_count());
         let consumed = Consumed {
             frames: self.consumed,
+            total: self.consumed,
             steady: self.steady_start.map_or(Duration::ZERO, |t| t.elapsed()),
             steady_frames: self.consumed.saturating_sub(warmup),
             completed: std::mem::take(&mut self.completed),

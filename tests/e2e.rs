@@ -580,6 +580,11 @@ fn interrupt(producer: &str, signal: &str, number: i32) -> Outcome {
     if frames.iter().enumerate().any(|(i, &f)| f != i as u64) {
         return Err(format!("frames missing: {} files up to frame {:?}", frames.len(), frames.last()));
     }
+    // Every consumed frame was dumped, and the summary counts exactly those.
+    let said = format!("stopped after {} frames", frames.len());
+    if !stdout.contains(&said) {
+        return Err(format!("{} PNGs, but the summary does not say '{said}':\n{stdout}", frames.len()));
+    }
     let scene = Scene { kind: SceneKind::Gradient, width: 160, height: 90, cost: 64 };
     check_pngs(&out, scene, &frames)?;
     let _ = std::fs::remove_dir_all(&out);
