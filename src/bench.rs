@@ -21,6 +21,7 @@ use crate::present::offscreen::Offscreen;
 use crate::scene::{Scene, SceneKind};
 use crate::setup::{self, Gpu};
 use crate::sink::SinkReport;
+use crate::stats::median_f64;
 use crate::sync::SyncScheme;
 use crate::vk::device::{Queue, QueueKind};
 use crate::vk::instance::{Instance, ValidationCounts};
@@ -469,16 +470,6 @@ fn balance(gpu: &Gpu, args: &Args, size: Size, caught: &AtomicUsize) -> Result<B
          kernel {p1:.1} µs at cost {c1}, {p2:.1} µs at cost {c2} → cost {cost}"
     );
     Ok(Balance { copies, cost })
-}
-
-fn median_f64(v: &[f64]) -> Option<f64> {
-    if v.is_empty() {
-        return None;
-    }
-    let mut v = v.to_vec();
-    v.sort_by(f64::total_cmp);
-    let mid = v.len() / 2;
-    Some(if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 })
 }
 
 fn progress_line(row: &Row) -> String {

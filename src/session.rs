@@ -156,17 +156,11 @@ impl Session {
         producer: &JoinHandle<Result<Report>>,
     ) -> Result<Vec<Completed>> {
         let mut done = Vec::new();
-        loop {
-            // Read before `produced`: a thread that has ended has published all its frames.
-            let ended = producer.is_finished() || self.failed();
-            if self.next < self.control.produced() {
-                done.extend(self.submit(consumer, ExtraSync::default())?);
-            } else if ended {
-                break;
-            } else {
-                std::thread::sleep(Duration::from_micros(100));
-            }
-        }
+        let control = self.control.clone();
+        follow_producer(&control, producer, self.next, |_| {
+            done.extend(self.submit(consumer, ExtraSync::default())?);
+            Ok(())
+        })?;
         done.extend(self.drain(consumer)?);
         Ok(done)
     }
@@ -213,20 +207,36 @@ fn release_unconsumed(
     consumed: u64,
 ) -> Result<()> {
     let failed = || control.failed();
-    let mut f = consumed;
-    while !producer.is_finished() {
+    follow_producer(control, producer, consumed, |f| {
+        let step = interop.plan.consumer(f);
+        if let Some(w) = step.wait {
+            interop.timelines[w.timeline].wait(w.value, &failed)?;
+        }
+        interop.timelines[step.signal.timeline].signal(step.signal.value)
+    })
+}
+
+/// Calls `take(f)` for every frame `f` from `from` on, in order, as the
+/// producer submits it, until the producer thread ends or a side fails.
+fn follow_producer(
+    control: &Control,
+    producer: &JoinHandle<Result<Report>>,
+    from: u64,
+    mut take: impl FnMut(u64) -> Result<()>,
+) -> Result<()> {
+    let mut f = from;
+    loop {
+        // Read before `produced`: a thread that has ended has published all its frames.
+        let ended = producer.is_finished() || control.failed();
         if f < control.produced() {
-            let step = interop.plan.consumer(f);
-            if let Some(w) = step.wait {
-                interop.timelines[w.timeline].wait(w.value, &failed)?;
-            }
-            interop.timelines[step.signal.timeline].signal(step.signal.value)?;
+            take(f)?;
             f += 1;
+        } else if ended {
+            return Ok(());
         } else {
-            std::thread::sleep(Duration::from_millis(1));
+            std::thread::sleep(Duration::from_micros(100));
         }
     }
-    Ok(())
 }
 
 /// Frames left out of fps and median timings at the start of a run.

@@ -4,13 +4,20 @@ use std::time::Duration;
 
 /// The median of `samples` (the mean of the middle two for an even count).
 pub fn median(samples: &[Duration]) -> Option<Duration> {
+    // Whole nanoseconds are exact in an f64 up to 104 days.
+    let ns: Vec<f64> = samples.iter().map(|d| d.as_nanos() as f64).collect();
+    median_f64(&ns).map(|n| Duration::from_nanos(n as u64))
+}
+
+/// The median of `samples` (the mean of the middle two for an even count).
+pub fn median_f64(samples: &[f64]) -> Option<f64> {
     if samples.is_empty() {
         return None;
     }
     let mut v = samples.to_vec();
-    v.sort_unstable();
+    v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
-    Some(if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2 })
+    Some(if v.len() % 2 == 1 { v[mid] } else { (v[mid - 1] + v[mid]) / 2.0 })
 }
 
 /// Formats a duration in µs with one decimal.
