@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # On an NVIDIA machine: builds nothing. Runs the end-to-end tests (CUDA ones
-# included, and vkcuda bench at small sizes) and one verified, validated
-# headless run per scene × sync × buffers with the CUDA producer, printing
-# one summary line per run.
+# included, and vkcuda bench at small sizes), one verified, validated
+# headless run per scene × sync × buffers with the CUDA producer, the hunt for
+# timing-dependent hazards (3,000 validated frames of every configuration that
+# can race: the host-signalling staging producer and 1 image, on every queue),
+# and `vkcuda --validate bench` over every variant at 1080p and 4K, printing
+# one summary line per run. Every run must report 0 validation messages.
 #   VKCUDA_BIN  the vkcuda binary      (default target/release/vkcuda)
 #   VKCUDA_E2E  the e2e test binary    (default: newest target/release/deps/e2e-*)
 #   VKCUDA_MINIMAL  examples/minimal   (default target/release/examples/minimal)
@@ -38,6 +41,33 @@ for scene in gradient julia; do
             [ $rc -ne 0 ] && tail -n 5 "$log"
         done
     done
+done
+echo "hunt: 3000 validated frames (every 100th verified) per producer × sync × buffers × queue, 640x360"
+for producer in staging cuda; do
+    for sync in split shared; do
+        for buffers in 1 2; do
+            for queue in transfer compute graphics; do
+                log="$out/hunt.log"
+                "$BIN" --headless --producer "$producer" --sync "$sync" --buffers "$buffers" --queue "$queue" \
+                    --size 640x360 --scene julia --frames 3000 --dump-every 100 --verify --validate \
+                    --out "$out/hunt" >"$log" 2>&1
+                rc=$?
+                [ $rc -ne 0 ] && fail=1
+                rm -rf "$out/hunt"
+                printf 'hunt %-7s %-6s %s buffers %-8s: rc=%s | %s | %s\n' "$producer" "$sync" "$buffers" "$queue" \
+                    "$rc" "$(grep -o '[0-9]* mismatches' "$log")" "$(grep -o 'validation: .*' "$log")"
+                [ $rc -ne 0 ] && grep -m3 'validation error' "$log" | cut -c1-400
+            done
+        done
+    done
+done
+echo "vkcuda --validate bench: every variant, 1080p and 4K (short repeats: this is for validation, not speed)"
+for set in "split-1,split-2,split-3,split-6,shared-2,staging cheap,balanced" "cpu cheap"; do
+    read -r variants loads <<<"$set"
+    "$BIN" --validate bench --variants "$variants" --loads "$loads" --sizes 1920x1080,3840x2160 \
+        --queues compute,transfer --repeats 1 --seconds 0.2 --warmup 0.1 >"$out/vbench.log" 2>&1 || fail=1
+    printf 'validated bench (%s; %s): %s\n' "$variants" "$loads" "$(grep -o '^validation: .*' "$out/vbench.log")"
+    grep -m3 'validation error' "$out/vbench.log" | cut -c1-400
 done
 echo "throughput (1920x1080, --dump-every 0): defaults (2 buffers, transfer queue), then 6 buffers on a compute queue:"
 "$BIN" --headless --producer cuda --frames 5000 --dump-every 0 2>/dev/null | head -n 2

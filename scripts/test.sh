@@ -4,6 +4,12 @@
 # an NVIDIA GPU the end-to-end runs use Mesa's lavapipe and the CPU producer
 # with validation, headless and in a real X window (Xvfb); the CUDA tests
 # report "skipped: no NVIDIA GPU".
+#
+# The end-to-end suite runs twice: with this machine's validation layer
+# (Debian 12: 1.3.239, Mesa 22) and with the layer today's users run (1.4.309,
+# Mesa 25), in a Debian 13 root (scripts/debian13.sh; that layer needs glibc
+# 2.38). VKCUDA_SKIP_DEBIAN13=1 skips the second pass (e.g. on a machine that
+# is not Debian 12 and not root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
@@ -14,4 +20,16 @@ cargo fmt --check
 cargo clippy --release --all-targets -- -D warnings
 cargo build --release --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --quiet
+echo "== unit and end-to-end tests: validation layer $(dpkg-query -W -f='${Version}' vulkan-validationlayers), Mesa $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
 cargo test --release
+if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
+    e2e=$(cargo test --release --no-run --message-format=json 2>/dev/null |
+        grep -o '"executable":"[^"]*/e2e-[^"]*"' | cut -d'"' -f4 | head -n1)
+    [ -x "$e2e" ] || { echo "test.sh: no e2e test binary" >&2; exit 1; }
+    bash scripts/debian13.sh root
+    echo "== end-to-end tests again in Debian 13: validation layer 1.4.309, Mesa 25"
+    bash scripts/debian13.sh run sh -c 'dpkg-query -W vulkan-validationlayers mesa-vulkan-drivers'
+    # The layer's false report that examples/host_wait_race.rs reproduces: the fix must hold.
+    bash scripts/debian13.sh run target/release/examples/host_wait_race --barrier --lock
+    bash scripts/debian13.sh run "$e2e"
+fi

@@ -15,7 +15,7 @@ use crate::director::Director;
 use crate::producer::{Control, Job, Report};
 use crate::setup::{self, Gpu, Interop};
 use crate::sync::FramePlan;
-use crate::vk::frame::{Completed, Consume, ExtraSync, FrameLoop};
+use crate::vk::frame::{Completed, Consume, Discard, ExtraSync, FrameLoop};
 use crate::UsageError;
 
 /// A running interop.
@@ -107,8 +107,8 @@ impl Session {
     /// Ends the session after the frames consumed so far.
     ///
     /// `healthy`: consume every submitted frame; the frames the producer made
-    /// beyond the stop are consumed too (a standalone consumer) or released
-    /// from the host (a presenter); join the producer. Otherwise (the
+    /// beyond the stop are consumed too, on the GPU, by the consumer if it is
+    /// standalone, else by [`Discard`]; join the producer. Otherwise (the
     /// consumer failed) raise every timeline past its end so nothing waits
     /// any more, join, and forget the submitted frames once the queue is idle.
     pub fn stop(mut self, consumer: &mut dyn Consume, healthy: bool) -> Result<Stopped> {
@@ -116,8 +116,9 @@ impl Session {
         let handle = self.handle.take().ok_or_else(|| anyhow!("producer already joined"))?;
         let drained = match healthy {
             true if consumer.standalone() => self.consume_the_rest(consumer, &handle),
-            true => self.drain(consumer).and_then(|done| {
-                release_unconsumed(&self.interop, &self.control, &handle, self.next).map(|()| done)
+            true => self.drain(consumer).and_then(|mut done| {
+                done.extend(self.consume_the_rest(&mut Discard, &handle)?);
+                Ok(done)
             }),
             false => Err(anyhow!("the consumer failed")),
         };
@@ -146,10 +147,12 @@ impl Session {
     }
 
     /// Consumes, on the GPU, every frame the producer makes until its thread
-    /// ends. No host signal touches a timeline: with `--sync shared` the
-    /// producer (CUDA) signals the same timeline, and a host signal there
-    /// would race CUDA's (and the validation layer, which cannot see CUDA's
-    /// signals, reports it).
+    /// ends. No host signal or host wait touches a timeline: with `--sync
+    /// shared` the producer (CUDA) signals the same timeline, and a host signal
+    /// there would race CUDA's (the validation layer, which cannot see CUDA's
+    /// signals, reports it); and a host wait on a value another thread signals
+    /// from the host makes layer 1.3.239 report
+    /// `UNASSIGNED-VkSemaphore-state-timeout`.
     fn consume_the_rest(
         &mut self,
         consumer: &mut dyn Consume,
@@ -193,27 +196,6 @@ impl Session {
             }
         }
     }
-}
-
-/// After a graceful stop the CUDA producer may have enqueued frames past the
-/// last one consumed (its thread is not held back on the CPU), each waiting
-/// for a consumer release that will never come. Stand in for the consumer on
-/// the host: wait for each such frame and signal its release, until the
-/// producer thread ends. In a full run there are none.
-fn release_unconsumed(
-    interop: &Interop,
-    control: &Control,
-    producer: &JoinHandle<Result<Report>>,
-    consumed: u64,
-) -> Result<()> {
-    let failed = || control.failed();
-    follow_producer(control, producer, consumed, |f| {
-        let step = interop.plan.consumer(f);
-        if let Some(w) = step.wait {
-            interop.timelines[w.timeline].wait(w.value, &failed)?;
-        }
-        interop.timelines[step.signal.timeline].signal(step.signal.value)
-    })
 }
 
 /// Calls `take(f)` for every frame `f` from `from` on, in order, as the

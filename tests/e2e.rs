@@ -541,6 +541,85 @@ fn cuda_fault() -> Outcome {
 }
 
 /// SIGINT mid-run: exit 130, a summary, and every PNG in --out decodes.
+/// Waits (up to `secs` seconds) until `dir` holds at least `n` finished PNGs.
+fn wait_for_pngs(dir: &Path, n: usize, secs: u64) -> Outcome {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let done = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok()).filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count()
+            })
+            .unwrap_or(0);
+        if done >= n {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{secs} s after start, {} holds {done} PNGs, not {n}", dir.display()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}
+
+/// Hazards between a host producer and the consumer depend on timing: one
+/// clean short run proves nothing. 3,000 validated frames, every 100th
+/// verified, so a hazard that shows once in a few hundred frames cannot hide.
+fn hunt(producer: &str, sync: &str, buffers: &str, extra: &[&str]) -> Outcome {
+    let out = tmp(&format!("hunt-{producer}-{sync}-{buffers}"));
+    let mut args = vec!["--headless", "--producer", producer, "--sync", sync, "--buffers", buffers];
+    args.extend(["--size", "64x36", "--frames", "3000", "--dump-every", "100", "--verify", "--validate"]);
+    args.extend(["--out", out.to_str().ok_or("path")?]);
+    args.extend(extra);
+    let o = run(&args);
+    let (stdout, stderr) = text(&o);
+    let _ = std::fs::remove_dir_all(&out);
+    let wanted = [
+        "vkcuda: 3000 frames",
+        "verify: 30 frames compared, 0 mismatches",
+        "validation: 0 errors, 0 warnings",
+    ];
+    if !o.status.success() || !wanted.iter().all(|w| stdout.contains(w)) {
+        return Err(format!("exit {:?}, expected {wanted:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    Ok(())
+}
+
+/// A graceful stop (SIGINT) at a random point, 30 times, each under
+/// validation: the stop consumes what the producer made beyond it, a race
+/// between the two sides that one run cannot cover.
+fn stop_repeatedly(producer: &str) -> Outcome {
+    for run in 0..30 {
+        let out = tmp(&format!("stop-{producer}-{run}"));
+        let child = Command::new(bin())
+            .args([
+                "--headless",
+                "--producer",
+                producer,
+                "--frames",
+                "1000000",
+                "--size",
+                "64x36",
+                "--validate",
+            ])
+            .args(["--buffers", ["1", "2", "3"][run % 3], "--sync", ["split", "shared"][run % 2]])
+            .args(["--dump-every", "1", "--out", out.to_str().ok_or("path")?])
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        // Vary the stop point: after 1 to 15 frames were written.
+        let result = wait_for_pngs(&out, 1 + (run * 7) % 15, 30);
+        let _ = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        let o = wait_bounded(child, 30)?;
+        let (stdout, stderr) = text(&o);
+        let _ = std::fs::remove_dir_all(&out);
+        result?;
+        if o.status.code() != Some(130) || !stdout.contains("validation: 0 errors, 0 warnings") {
+            return Err(format!("stop {run}: exit {:?}\n{stdout}{stderr}", o.status.code()));
+        }
+    }
+    Ok(())
+}
+
 fn interrupt(producer: &str, signal: &str, number: i32) -> Outcome {
     let out = tmp(&format!("{signal}-{producer}"));
     let child = Command::new(bin())
@@ -550,7 +629,8 @@ fn interrupt(producer: &str, signal: &str, number: i32) -> Outcome {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| e.to_string())?;
-    std::thread::sleep(std::time::Duration::from_millis(1500));
+    // Stop it mid-run: once frames are flowing (the first whole PNG is there), not after a time.
+    wait_for_pngs(&out, 1, 30)?;
     let killed = Command::new("kill")
         .args([&format!("-{signal}"), &child.id().to_string()])
         .status()
@@ -629,6 +709,42 @@ impl Xvfb {
     fn window_id(&self) -> Result<String, String> {
         let ids = self.cmd("timeout", &["20", "xdotool", "search", "--sync", "--name", "^vkcuda"])?;
         Ok(ids.lines().next().ok_or("no window")?.to_string())
+    }
+
+    /// The window's title once `ready(title)` holds, polled for up to `secs` seconds.
+    fn title_when(
+        &self,
+        id: &str,
+        secs: u64,
+        what: &str,
+        ready: impl Fn(&str) -> bool,
+    ) -> Result<String, String> {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        loop {
+            let title = self.cmd("xdotool", &["getwindowname", id])?;
+            if ready(&title) {
+                return Ok(title);
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(format!("{what}: not after {secs} s; the title says '{title}'"));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
+    }
+
+    /// Presses `key` until the title shows its effect (`done(title)`): a key sent
+    /// before the window takes keyboard focus is lost, so one press proves nothing.
+    /// Each press waits up to 3 s for its effect; all of them together, 15 s.
+    fn press_until(&self, id: &str, key: &str, done: impl Fn(&str) -> bool) -> Result<String, String> {
+        for _ in 0..5 {
+            self.cmd("xdotool", &["windowfocus", "--sync", id])?;
+            self.cmd("xdotool", &["key", key])?;
+            if let Ok(title) = self.title_when(id, 3, key, &done) {
+                return Ok(title);
+            }
+        }
+        let title = self.cmd("xdotool", &["getwindowname", id])?;
+        Err(format!("pressing {key} 5 times never took effect; the title says '{title}'"))
     }
 
     fn cmd(&self, program: &str, args: &[&str]) -> Result<String, String> {
@@ -823,46 +939,48 @@ fn window_test() -> Outcome {
         let id = x.window_id()?;
         // Resize while it runs: the swapchain must follow.
         x.cmd("xdotool", &["windowsize", &id, "560", "400"])?;
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        x.cmd("xdotool", &["windowfocus", "--sync", &id])?;
-        x.cmd("xdotool", &["key", "F1", "space"])?;
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        let title = x.cmd("xdotool", &["getwindowname", &id])?;
+        // F1 shows the stats (scene, size, tick) in the title; Space pauses.
+        x.press_until(&id, "F1", |t| t.contains(" tick "))?;
+        let title = x.press_until(&id, "space", |t| t.contains("(paused)"))?;
         let (scene, tick) = (title_spec(&title)?, title_tick(&title)?);
-        if !title.contains("(paused)") {
-            return Err(format!("not paused: '{title}'"));
-        }
         let grab = |name: &str| -> Result<Capture, String> {
             let file = out.with_extension(name);
             x.cmd("xwd", &["-id", &id, "-silent", "-out", file.to_str().ok_or("path")?])?;
             parse_xwd(&std::fs::read(&file).map_err(|e| e.to_string())?)
         };
-        let first = grab("first.xwd")?;
-        if (first.width, first.height) != (560, 400) {
-            return Err(format!("window is {}x{} after resizing to 560x400", first.width, first.height));
-        }
-        let (fraction, max) = compare_window(&first, &scene, tick);
-        println!("  window 560x400 vs reference ({} tick {tick}): {:.3}% of pixels within 4 levels, max diff {max:.0}", scene.kind, 100.0 * fraction);
-        if fraction < 0.99 {
-            return Err(format!(
-                "only {:.2}% of pixels match the reference (max diff {max:.0})",
-                100.0 * fraction
-            ));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(500));
-        let second = grab("second.xwd")?;
-        if second.rgb != first.rgb {
-            return Err("two captures of a paused animation differ".into());
+        // Wait for the state: the window is 560x400 and shows the paused frame (the swapchain
+        // follows the resize at the viewer's next frame).
+        let shows = |name: &str, scene: &Scene, tick: u32| -> Result<Capture, String> {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+            loop {
+                let cap = grab(name)?;
+                let (fraction, max) = compare_window(&cap, scene, tick);
+                if (cap.width, cap.height) == (560, 400) && fraction >= 0.99 {
+                    println!("  window 560x400 vs reference ({} tick {tick}): {:.3}% of pixels within 4 levels, max diff {max:.0}", scene.kind, 100.0 * fraction);
+                    return Ok(cap);
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(format!(
+                        "after 15 s the {}x{} window matches {} tick {tick} in only {:.2}% of pixels (max diff {max:.0})",
+                        cap.width, cap.height, scene.kind, 100.0 * fraction
+                    ));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        };
+        let first = shows("first.xwd", &scene, tick)?;
+        // Paused: the viewer keeps presenting, and every present shows the same frame.
+        for _ in 0..5 {
+            if grab("second.xwd")?.rgb != first.rgb {
+                return Err("two captures of a paused animation differ".into());
+            }
         }
         // S saves the shown (paused) frame through the PNG writer; --verify checks it.
         x.cmd("xdotool", &["key", "s"])?;
-        std::thread::sleep(std::time::Duration::from_millis(500));
         check_pngs_any(&out, scene, tick)?;
-        x.cmd("xdotool", &["key", "Right"])?;
-        std::thread::sleep(std::time::Duration::from_millis(1500));
-        let third = grab("third.xwd")?;
-        let title = x.cmd("xdotool", &["getwindowname", &id])?;
-        if third.rgb == first.rgb || !title.contains("julia") {
+        let title = x.press_until(&id, "Right", |t| t.contains("julia"))?;
+        let third = shows("third.xwd", &title_spec(&title)?, title_tick(&title)?)?;
+        if third.rgb == first.rgb {
             return Err(format!("switching scene changed nothing (title '{title}')"));
         }
         if let Some(path) = std::env::var_os("VKCUDA_SCREENSHOT") {
@@ -872,14 +990,12 @@ fn window_test() -> Outcome {
             let bytes: Vec<u8> = third.rgb.iter().flatten().copied().collect();
             enc.write_header().and_then(|mut w| w.write_image_data(&bytes)).map_err(|e| e.to_string())?;
         }
-        let (fraction, max) = compare_window(&third, &title_spec(&title)?, title_tick(&title)?);
-        println!("  after Right: julia, {:.3}% within 4 levels, max diff {max:.0}", 100.0 * fraction);
-        if fraction < 0.99 {
-            return Err(format!("julia: only {:.2}% of pixels match (max diff {max:.0})", 100.0 * fraction));
-        }
-        // V cycles the present mode: the swapchain is recreated while frames flow.
-        x.cmd("xdotool", &["key", "v"])?;
-        std::thread::sleep(std::time::Duration::from_millis(700));
+        // V cycles the present mode (shown in the title): the swapchain is recreated while
+        // frames flow, and a frame after that is presented.
+        let mode =
+            |t: &str| ["fifo", "mailbox", "immediate"].into_iter().find(|m| t.contains(&format!("| {m} |")));
+        let before = mode(&title).ok_or(format!("no present mode in '{title}'"))?;
+        x.press_until(&id, "v", |t| mode(t).is_some_and(|m| m != before))?;
         x.cmd("xdotool", &["key", "Escape"])?;
         Ok(())
     })();
@@ -905,7 +1021,9 @@ fn check_pngs_any(dir: &Path, scene: Scene, tick: u32) -> Outcome {
         let names: Vec<_> = std::fs::read_dir(dir)
             .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
             .unwrap_or_default();
-        if let [name] = names.as_slice() {
+        // The writer writes ".frame_N.png.tmp" and renames it: wait for the rename.
+        let writing = names.iter().any(|n| n.starts_with('.') && n.ends_with(".tmp"));
+        if let ([name], false) = (names.as_slice(), writing) {
             let frame: u64 = name
                 .strip_prefix("frame_")
                 .and_then(|n| n.strip_suffix(".png"))
@@ -978,33 +1096,17 @@ fn window_follow_test() -> Outcome {
     let mut child = x.viewer(&["--producer", "cpu", "--validate", "--size", "window", "--buffers", "3"])?;
     let result = (|| -> Outcome {
         let id = x.window_id()?;
-        // F1 shows the size in the title; retry until the window has taken the key.
-        for attempt in 0.. {
-            std::thread::sleep(std::time::Duration::from_millis(500));
-            x.cmd("xdotool", &["windowfocus", "--sync", &id])?;
-            x.cmd("xdotool", &["key", "F1"])?;
-            std::thread::sleep(std::time::Duration::from_millis(500));
-            if x.cmd("xdotool", &["getwindowname", &id])?.contains(" tick ") {
-                break;
-            }
-            if attempt == 10 {
-                return Err("the window never showed its stats after F1".into());
-            }
-        }
-        for (w, h) in [(400, 300), (240, 320)] {
+        // F1 shows the size in the title.
+        x.press_until(&id, "F1", |t| t.contains(" tick "))?;
+        // Each resize rebuilds the interop (a graceful stop, new images and timelines) and the
+        // swapchain: 12 of them, since a hazard there depends on timing.
+        let sizes = [(400, 300), (300, 200), (500, 260), (260, 180), (320, 320), (420, 240)];
+        for (w, h) in sizes.into_iter().chain(sizes).chain([(240, 320)]) {
             x.cmd("xdotool", &["windowsize", &id, &w.to_string(), &h.to_string()])?;
             // Rebuilding the interop under validation on 2 CPU cores can take a while.
-            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-            loop {
-                std::thread::sleep(std::time::Duration::from_millis(250));
-                let title = x.cmd("xdotool", &["getwindowname", &id])?;
-                if title.contains(&format!(" {w}x{h} ")) {
-                    break;
-                }
-                if std::time::Instant::now() > deadline {
-                    return Err(format!("10 s after resizing to {w}x{h} the title says '{title}'"));
-                }
-            }
+            x.title_when(&id, 20, &format!("the frames following the window to {w}x{h}"), |t| {
+                t.contains(&format!(" {w}x{h} "))
+            })?;
         }
         x.cmd("xdotool", &["key", "Escape"])?;
         Ok(())
@@ -1012,7 +1114,7 @@ fn window_follow_test() -> Outcome {
     if result.is_err() {
         let _ = child.kill();
     }
-    let o = child.wait_with_output().map_err(|e| e.to_string())?;
+    let o = wait_bounded(child, 30)?;
     ended_cleanly(&o, result, &["validation: 0 errors, 0 warnings", "240x320"])
 }
 
@@ -1049,6 +1151,16 @@ fn main() {
     ));
     tests.push(("dump_every_0_writes_nothing".into(), Box::new(|| pass(dump_every(20, 0, &[])))));
 
+    for sync in ["split", "shared"] {
+        for buffers in ["1", "2"] {
+            tests.push((
+                format!("hunt_cpu_{sync}_{buffers}_3000_frames_validated"),
+                Box::new(move || pass(hunt("cpu", sync, buffers, &[]))),
+            ));
+        }
+    }
+    tests.push(("graceful_stop_30_times_validated_cpu".into(), Box::new(|| pass(stop_repeatedly("cpu")))));
+    tests.push(gated("cuda_graceful_stop_30_times_validated", no_nvidia, || stop_repeatedly("cuda")));
     tests.push(("sigint_stops_cleanly_cpu".into(), Box::new(|| pass(interrupt("cpu", "INT", 2)))));
     tests.push(("sigterm_stops_cleanly_cpu".into(), Box::new(|| pass(interrupt("cpu", "TERM", 15)))));
     tests.push(gated("sigint_stops_cleanly_cuda", no_nvidia, || interrupt("cuda", "INT", 2)));

@@ -443,8 +443,11 @@ impl Presenter {
             .wait_semaphores(&waits)
             .swapchains(&swapchains)
             .image_indices(&indices);
-        // SAFETY: the image was acquired; its semaphore's signal was submitted just before.
-        match unsafe { self.swapchain_fn.queue_present(self.device.queue, &info) } {
+        let presented = self.device.queue_op(|| {
+            // SAFETY: the image was acquired; its semaphore's signal was submitted just before.
+            unsafe { self.swapchain_fn.queue_present(self.device.queue, &info) }
+        });
+        match presented {
             Ok(false) => Ok(SwapchainState::Ok),
             Ok(true) | Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(SwapchainState::Stale),
             Err(e) => Err(e).context("vkQueuePresentKHR"),

@@ -150,6 +150,8 @@ pub struct Device {
     /// `CLOCK_MONOTONIC` together.
     calibrated: Option<ash::ext::calibrated_timestamps::Device>,
     allocator: ManuallyDrop<Mutex<Allocator>>,
+    /// Serializes host signals with queue submissions and presents; see [`Device::queue_op`].
+    queue_ops: Mutex<()>,
 }
 
 impl Device {
@@ -266,7 +268,27 @@ impl Device {
             semaphore_export,
             calibrated,
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            queue_ops: Mutex::new(()),
         }))
+    }
+
+    /// Runs `op`, a `vkSignalSemaphore`, `vkQueueSubmit2` or `vkQueuePresentKHR`,
+    /// never at the same time as another of them on this device.
+    ///
+    /// The spec allows a host signal on one thread while another submits, and
+    /// vkcuda does that (a host producer signals "rendered" while the consumer
+    /// submits). The Khronos validation layer up to 1.4.346 does not: its
+    /// synchronization validation updates its queue state from
+    /// `vkSignalSemaphore` without its queue lock; with 1.4.309 on the H100 it
+    /// corrupted its own memory (glibc "double free", abort) in 5 of 12
+    /// validated runs of the staging producer and in `vkcuda --validate bench`
+    /// (fixed upstream in v1.4.347: "sync: Fix SignalSemaphore race
+    /// condition"). Serializing the calls ourselves is correct by the spec with
+    /// any layer, and cheap: none of the three blocks.
+    /// `examples/host_wait_race.rs` without `--lock` reproduces the crash.
+    pub fn queue_op<T>(&self, op: impl FnOnce() -> T) -> T {
+        let _serialized = self.queue_ops.lock().unwrap_or_else(|p| p.into_inner());
+        op()
     }
 
     /// The allocator that serves every allocation except the exportable images.
@@ -308,8 +330,11 @@ impl Device {
             let fence = unsafe { self.raw.create_fence(&vk::FenceCreateInfo::default(), None) }?;
             let cmds = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
             let submit = [vk::SubmitInfo2::default().command_buffer_infos(&cmds)];
-            // SAFETY: the queue is only used from this thread at set-up/teardown; `cmd` is executable.
-            let waited = unsafe { self.raw.queue_submit2(self.queue, &submit, fence) }.and_then(|_| {
+            let waited = self.queue_op(|| {
+                // SAFETY: the queue is only used from this thread at set-up/teardown; `cmd` is executable.
+                unsafe { self.raw.queue_submit2(self.queue, &submit, fence) }
+            });
+            let waited = waited.and_then(|_| {
                 // SAFETY: `fence` was just submitted.
                 unsafe { self.raw.wait_for_fences(&[fence], true, super::WAIT_TIMEOUT.as_nanos() as u64) }
             });

@@ -42,11 +42,38 @@ pub trait Consume {
     fn completed(&mut self, slot: usize, frame: u64) -> Result<()>;
 
     /// Whether frames can be consumed with no other synchronization (no
-    /// swapchain image to acquire): then a graceful stop consumes, on the GPU,
-    /// the frames the producer made beyond it, instead of releasing them from
-    /// the host.
+    /// swapchain image to acquire): then a graceful stop lets this consumer
+    /// consume, on the GPU, the frames the producer made beyond it; otherwise
+    /// [`Discard`] does.
     fn standalone(&self) -> bool {
         false
+    }
+}
+
+/// A consumer that uses the frame for nothing: it only acquires the image and
+/// releases it again. A graceful stop of a presenter hands it the frames the
+/// producer made beyond the stop, so they are consumed on the GPU: no host
+/// stand-in signals a timeline the producer (CUDA) may signal too, and no host
+/// waits on another thread's host signal.
+pub struct Discard;
+
+impl Consume for Discard {
+    fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+        // Every stage, no access: valid on any queue, and an upload's barrier after it
+        // (see `record_upload`) orders against every earlier reader.
+        (vk::PipelineStageFlags2::ALL_COMMANDS, vk::AccessFlags2::NONE)
+    }
+
+    fn record(&mut self, _: vk::CommandBuffer, _: usize, _: u64, _: &SharedImage) -> Result<()> {
+        Ok(())
+    }
+
+    fn completed(&mut self, _: usize, _: u64) -> Result<()> {
+        Ok(())
+    }
+
+    fn standalone(&self) -> bool {
+        true
     }
 }
 
@@ -175,7 +202,7 @@ impl FrameLoop {
                 // CPU producer: acquire for the upload, upload, then make it visible to the consumer.
                 let upload = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
                 self.ownership(cmd, image, Transfer::Acquire, upload.0, upload.1);
-                record_upload(dev, cmd, &staging[step.image], image);
+                record_upload(dev, cmd, &staging[step.image], image, use_stage);
                 let b = [image_barrier(image.image, upload, (use_stage, use_access))];
                 // SAFETY: recording; the barrier names a live image.
                 unsafe {
@@ -213,9 +240,12 @@ impl FrameLoop {
             .wait_semaphore_infos(&waits)
             .command_buffer_infos(&cmds)
             .signal_semaphore_infos(&signals)];
-        // SAFETY: only this thread submits to the queue; everything referenced is live.
-        unsafe { dev.queue_submit2(self.device.queue, &submit, self.slots[slot_index].fence) }
-            .with_context(|| format!("vkQueueSubmit2 (frame {g})"))?;
+        let fence = self.slots[slot_index].fence;
+        let submitted = self.device.queue_op(|| {
+            // SAFETY: only this thread submits to the queue; everything referenced is live.
+            unsafe { dev.queue_submit2(self.device.queue, &submit, fence) }
+        });
+        submitted.with_context(|| format!("vkQueueSubmit2 (frame {g})"))?;
         self.slots[slot_index].frame = Some(g);
         Ok(done)
     }
@@ -431,19 +461,43 @@ pub fn copy_layers() -> vk::ImageSubresourceLayers {
     }
 }
 
-fn record_upload(dev: &ash::Device, cmd: vk::CommandBuffer, staging: &Buffer, image: &SharedImage) {
+/// Records the upload of a host producer's frame from `staging` into `image`;
+/// `reads` is the stage the consumer reads the shared image in.
+fn record_upload(
+    dev: &ash::Device,
+    cmd: vk::CommandBuffer,
+    staging: &Buffer,
+    image: &SharedImage,
+    reads: vk::PipelineStageFlags2,
+) {
     // The host wrote the staging buffer before it signalled "rendered": make those writes visible.
     let b = [buffer_barrier(
         staging.raw,
         (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_WRITE),
         (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ),
     )];
+    // The upload overwrites an image that an earlier frame on this queue read (its copy or
+    // draw). By the spec that read is already ordered before us through the host: its
+    // "released" signal → the producer's host wait → the producer's host signal of
+    // "rendered" → this submission's wait. But that chain crosses two threads, and the
+    // validation layer records a submission's signals only after the driver has run it, so
+    // a host wait that lands in between is lost to it and it reports the upload as a
+    // WRITE_AFTER_READ (docs/sync.md, "Host waits and host signals"; reproduced by
+    // examples/host_wait_race.rs). This execution dependency states the order on the
+    // queue itself, in submission order; the wait for "rendered" already implies it, so it
+    // costs the GPU nothing. (A second GPU wait on the producer's wait point would say the
+    // same, but with `--sync shared` that is a second wait on the one timeline, which the
+    // layer resolves to the host signal.)
+    let earlier_reads =
+        [vk::MemoryBarrier2::default().src_stage_mask(reads).dst_stage_mask(vk::PipelineStageFlags2::COPY)];
     let region = [vk::BufferImageCopy::default()
         .image_subresource(copy_layers())
         .image_extent(vk::Extent3D { width: image.extent.width, height: image.extent.height, depth: 1 })];
     // SAFETY: recording; the buffer holds width × height × 4 bytes, the image is in GENERAL.
     unsafe {
-        dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&b));
+        let dependency =
+            vk::DependencyInfo::default().memory_barriers(&earlier_reads).buffer_memory_barriers(&b);
+        dev.cmd_pipeline_barrier2(cmd, &dependency);
         dev.cmd_copy_buffer_to_image(cmd, staging.raw, image.image, vk::ImageLayout::GENERAL, &region);
     }
 }

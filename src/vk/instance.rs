@@ -11,20 +11,11 @@ use ash::vk;
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
 
-/// How the layer words a failure of its own bookkeeping (e.g. its timeline or
-/// fence tracking timing out, `UNASSIGNED-VkSemaphore-state-timeout`, while
-/// the application queried a value another thread or the GPU had signalled):
-/// "... This is most likely a validation bug." (1.3.239 spells the fence one
-/// "most likley"). Such messages say nothing about
-/// the application, so they are printed and counted apart, never as errors.
-const LAYER_SELF_REPORT: &str = "a validation bug";
-
 /// Counts of the validation messages seen so far.
 #[derive(Debug, Default)]
 pub struct ValidationLog {
     errors: AtomicU64,
     warnings: AtomicU64,
-    self_reports: AtomicU64,
 }
 
 impl ValidationLog {
@@ -33,7 +24,6 @@ impl ValidationLog {
         ValidationCounts {
             errors: self.errors.load(Ordering::Relaxed),
             warnings: self.warnings.load(Ordering::Relaxed),
-            self_reports: self.self_reports.load(Ordering::Relaxed),
         }
     }
 }
@@ -45,8 +35,6 @@ pub struct ValidationCounts {
     pub errors: u64,
     /// Warnings.
     pub warnings: u64,
-    /// The layer's reports of its own bugs (see `LAYER_SELF_REPORT`): printed, not failures.
-    pub self_reports: u64,
 }
 
 impl ValidationCounts {
@@ -58,15 +46,7 @@ impl ValidationCounts {
 
 impl std::fmt::Display for ValidationCounts {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{} errors, {} warnings", self.errors, self.warnings)?;
-        if self.self_reports > 0 {
-            write!(
-                f,
-                " ({} reports of the layer's own timeline bookkeeping bug, not counted)",
-                self.self_reports
-            )?;
-        }
-        Ok(())
+        write!(f, "{} errors, {} warnings", self.errors, self.warnings)
     }
 }
 
@@ -209,11 +189,8 @@ unsafe extern "system" fn on_message(
         false => unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned(),
     };
     let message = data.map(|d| text(d.p_message)).unwrap_or_default();
-    if message.contains(LAYER_SELF_REPORT) {
-        log.self_reports.fetch_add(1, Ordering::Relaxed);
-        eprintln!("vkcuda: the layer reports a bug of its own (not counted): {message}");
-        return vk::FALSE;
-    }
+    // Every message counts, including the layer's reports of its own bookkeeping ("most
+    // likely a validation bug"): the pattern must run clean, not be explained away.
     let label = if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
         log.errors.fetch_add(1, Ordering::Relaxed);
         "error"

@@ -2,7 +2,6 @@
 //! that time out with an error naming what was awaited.
 
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use anyhow::{bail, Context, Result};
 use ash::vk;
@@ -57,29 +56,28 @@ impl Timeline {
     /// Gives up early with an error once `cancelled()` says the other side
     /// has failed, so a dead producer or consumer never hangs the other.
     ///
-    /// It polls `vkGetSemaphoreCounterValue` rather than blocking in
-    /// `vkWaitSemaphores`: with the validation layer (1.3.239), a
-    /// `vkWaitSemaphores` racing a host signal from another thread sometimes
-    /// stalls for seconds and reports `UNASSIGNED-VkSemaphore-state-timeout`
-    /// ("most likely a validation bug"). Only host-side producers and
-    /// teardown wait here; the consumer's per-frame pacing uses fences.
+    /// This is a host *wait operation* (`vkWaitSemaphores`), not a poll of
+    /// `vkGetSemaphoreCounterValue`: only a wait makes the work that signalled
+    /// `value` happen-before what the host does next (write a staging buffer,
+    /// signal another timeline). A host that polls the counter and then
+    /// signals gives the GPU work it unblocks no dependency on the work it
+    /// observed; synchronization validation (layer 1.4.309) reports exactly
+    /// that as a WRITE_AFTER_READ on the next upload. See docs/sync.md, "Host
+    /// waits and host signals".
     pub fn wait(&self, value: u64, cancelled: &dyn Fn() -> bool) -> Result<()> {
         let what = || {
             let now = self.value().map(|v| v.to_string()).unwrap_or_else(|e| e.to_string());
             format!("timeline '{}' to reach {value} (it is at {now})", self.name)
         };
-        let mut nap = Duration::from_micros(10);
+        let semaphores = [self.raw];
+        let values = [value];
+        let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
         bounded_wait(&what, cancelled, |slice| {
-            let until = Instant::now() + slice;
-            loop {
-                if self.value()? >= value {
-                    return Ok(true);
-                }
-                if Instant::now() >= until {
-                    return Ok(false);
-                }
-                std::thread::sleep(nap);
-                nap = (nap * 2).min(Duration::from_micros(500));
+            // SAFETY: a live timeline semaphore; `info` points into locals.
+            match unsafe { self.device.raw.wait_semaphores(&info, slice.as_nanos() as u64) } {
+                Ok(()) => Ok(true),
+                Err(vk::Result::TIMEOUT) => Ok(false),
+                Err(e) => Err(e).with_context(what),
             }
         })
     }
@@ -96,9 +94,11 @@ impl Timeline {
     /// Sets the value from the host (the CPU producer's signal).
     pub fn signal(&self, value: u64) -> Result<()> {
         let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(value);
-        // SAFETY: a live timeline; the plan guarantees `value` rises.
-        unsafe { self.device.raw.signal_semaphore(&info) }
-            .with_context(|| format!("signalling timeline '{}' to {value} from the host", self.name))
+        let signalled = self.device.queue_op(|| {
+            // SAFETY: a live timeline; the plan guarantees `value` rises.
+            unsafe { self.device.raw.signal_semaphore(&info) }
+        });
+        signalled.with_context(|| format!("signalling timeline '{}' to {value} from the host", self.name))
     }
 
     /// A new handle to the semaphore, for CUDA to import (see [`crate::platform`]).
