@@ -29,6 +29,16 @@
 //! cargo run --release --example host_wait_race -- --barrier --lock  # 0 messages
 //! ```
 //!
+//! And one of layer 1.3.239: it records a host signal in two steps around
+//! the driver's call, and when the queue's wait for that value was recorded
+//! first, its timeline tracking can stall for 10 s and report
+//! `UNASSIGNED-VkSemaphore-state-timeout` and `VkFence-state-timeout` ("most
+//! likely a validation bug"). `--spawn 16` (the producer starts and joins 16
+//! short-lived threads per frame) makes that window wide enough to hit: on
+//! the H100, 3 of 6 runs. With `--signal-first` the consumer submits frame k
+//! only after the producer's `vkSignalSemaphore` for it has returned, as
+//! vkcuda does for its host producers (`Session::submit`): 0 of 6.
+//!
 //! Exit code: 0 when the layer reported nothing, 1 otherwise.
 
 use std::ffi::{c_void, CStr};
@@ -60,6 +70,12 @@ unsafe extern "system" fn on_message(
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let barrier = std::env::args().any(|a| a == "--barrier");
     let lock = std::env::args().any(|a| a == "--lock");
+    // --spawn N: the producer starts and joins N short-lived threads per frame (as a CPU
+    // renderer that spawns its workers each frame does).
+    let signal_first = std::env::args().any(|a| a == "--signal-first");
+    let signalled = AtomicU64::new(0);
+    let spawn: usize =
+        std::env::args().skip_while(|a| a != "--spawn").nth(1).and_then(|n| n.parse().ok()).unwrap_or(0);
     let queue_ops = Mutex::new(());
     // With --lock, host signals and submissions never run at the same time.
     let serialized = |op: &mut dyn FnMut() -> Result<(), vk::Result>| {
@@ -191,11 +207,17 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
                 let wait = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
                 // SAFETY: a live timeline; 10 s at most.
                 unsafe { device.wait_semaphores(&wait, 10_000_000_000) }?;
+                std::thread::scope(|s| {
+                    for _ in 0..spawn {
+                        s.spawn(|| std::hint::black_box((0..2000u64).sum::<u64>()));
+                    }
+                });
                 let signal = vk::SemaphoreSignalInfo::default().semaphore(timeline).value(2 * k + 1);
                 serialized(&mut || {
                     // SAFETY: a live timeline; values rise.
                     unsafe { device.signal_semaphore(&signal) }
                 })?;
+                signalled.store(k + 1, Ordering::Release);
             }
             Ok(())
         });
@@ -217,6 +239,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             ..Default::default()
         };
         for k in 0..FRAMES {
+            // With --signal-first, frame k is submitted only once the producer's signal for it
+            // has returned: the layer then never sees the wait before the signal.
+            while signal_first && signalled.load(Ordering::Acquire) <= k {
+                std::thread::yield_now();
+            }
             let slot = k as usize % SLOTS;
             let (cmd, fence) = (cmds[slot], [fences[slot]]);
             // SAFETY: the fence belongs to this slot's last submission; then the buffer is free.

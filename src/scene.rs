@@ -125,19 +125,20 @@ fn julia(scene: &Scene, a: &FrameArgs, x: u32, y: u32) -> [u8; 4] {
 /// Renders a whole frame into `out` (RGBA8, rows of `width * 4` bytes),
 /// splitting the rows over `threads` CPU threads.
 pub fn render_cpu(scene: &Scene, args: &FrameArgs, out: &mut [u8], threads: usize) {
+    use rayon::prelude::*;
     let row = scene.width as usize * 4;
     assert_eq!(out.len(), row * scene.height as usize, "render_cpu: wrong buffer size");
     let rows_per = (scene.height as usize).div_ceil(threads.max(1)).max(1);
-    std::thread::scope(|s| {
-        for (chunk_index, chunk) in out.chunks_mut(rows_per * row).enumerate() {
-            s.spawn(move || {
-                for (i, line) in chunk.chunks_exact_mut(row).enumerate() {
-                    let y = (chunk_index * rows_per + i) as u32;
-                    for (x, px) in line.chunks_exact_mut(4).enumerate() {
-                        px.copy_from_slice(&pixel(scene, args, x as u32, y));
-                    }
-                }
-            });
+    // rayon's pool: its threads live as long as the process, so a frame spawns none. (Spawning
+    // `threads` threads per frame cost ~6x the frame rate at small sizes, and that churn made
+    // validation layer 1.3.239 stall and report UNASSIGNED-VkSemaphore/VkFence-state-timeout;
+    // see examples/host_wait_race.rs --spawn.)
+    out.par_chunks_mut(rows_per * row).enumerate().for_each(|(chunk_index, chunk)| {
+        for (i, line) in chunk.chunks_exact_mut(row).enumerate() {
+            let y = (chunk_index * rows_per + i) as u32;
+            for (x, px) in line.chunks_exact_mut(4).enumerate() {
+                px.copy_from_slice(&pixel(scene, args, x as u32, y));
+            }
         }
     });
 }

@@ -35,7 +35,6 @@ use crate::session::{warmup_frames, Session, Stopped};
 use crate::setup::{self, Gpu};
 use crate::sink::SinkReport;
 use crate::stats::{median, micros, Samples};
-use crate::vk::bounded_wait;
 use crate::vk::device::{Queue, QueueKind};
 use crate::vk::frame::{Completed, ExtraSync};
 use crate::vk::instance::Instance;
@@ -227,8 +226,6 @@ impl Viewer {
             }
         }
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
-        let control = run.control.clone();
-        let failed = || control.failed();
         let g = run.next;
         let slot = (g % run.frames.slots() as u64) as usize;
         // The slot must be free before its acquire semaphore is reused.
@@ -243,16 +240,7 @@ impl Viewer {
         }
         // A present must not wait on a signal whose own waits are not yet submitted:
         // make sure the producer has enqueued frame g's "rendered" signal.
-        bounded_wait(&|| format!("the producer to submit frame {g}"), &failed, |slice| {
-            let until = Instant::now() + slice;
-            while Instant::now() < until {
-                if control.produced() > g {
-                    return Ok(true);
-                }
-                std::thread::sleep(Duration::from_micros(50));
-            }
-            Ok(false)
-        })?;
+        run.wait_produced(g)?;
         let waits = [vk::SemaphoreSubmitInfo::default()
             .semaphore(acquired)
             .stage_mask(vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)];
