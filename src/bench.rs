@@ -174,9 +174,9 @@ impl Serialize for Variant {
 pub enum Load {
     /// The gradient: a few µs of CUDA work; what is left is the pattern's own cost.
     Cheap,
-    /// Both sides busy: the consume step copies the frame several times (about
-    /// [`BALANCED_TARGET`]) and julia's cost is calibrated so the kernel takes
-    /// as long: what overlapping the two can buy.
+    /// Both sides busy: the consume step copies the frame until it takes about
+    /// 0.5 ms, and julia's cost is calibrated so the kernel takes as long: what
+    /// overlapping the two can buy.
     Balanced,
 }
 
@@ -611,5 +611,14 @@ mod tests {
         assert_eq!(median_f64(&[3.0, 1.0, 2.0]), Some(2.0));
         assert_eq!(median_f64(&[4.0, 1.0]), Some(2.5));
         assert_eq!(median_f64(&[]), None);
+    }
+
+    #[test]
+    fn balanced_help_states_the_target() {
+        use clap::ValueEnum;
+        let help = Load::Balanced.to_possible_value().and_then(|v| v.get_help().map(|h| h.to_string()));
+        let help = help.unwrap_or_default();
+        assert_eq!(BALANCED_TARGET, Duration::from_micros(500), "the help says 0.5 ms: {help}");
+        assert!(help.contains("0.5 ms") && !help.contains('['), "help: {help}");
     }
 }
