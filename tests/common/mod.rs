@@ -1,0 +1,148 @@
+//! Helpers shared by the end-to-end tests: running the binary, temporary
+//! folders, checking PNGs against the CPU reference, bounded waits, and the
+//! verdicts of the custom harness.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use vkcuda::scene::{render_cpu, Diff, FrameArgs, Scene};
+
+/// What a test body returns: `Err` says what went wrong.
+pub type Outcome = Result<(), String>;
+
+/// A test's verdict.
+pub enum Verdict {
+    Pass,
+    Fail(String),
+    Skip(String),
+}
+
+/// The registered tests, in the order they run.
+pub type Tests = Vec<(String, Box<dyn Fn() -> Verdict>)>;
+
+/// The crate's root at run time: `VKCUDA_ROOT`, else the current folder if it
+/// holds this crate (cargo runs tests there; scripts/gpu-test.sh runs from
+/// the checkout), else the folder the tests were built in.
+pub fn crate_root() -> PathBuf {
+    if let Some(root) = std::env::var_os("VKCUDA_ROOT") {
+        return root.into();
+    }
+    let here = std::env::current_dir().unwrap_or_default();
+    if here.join("scripts/bench-table.py").is_file() {
+        return here;
+    }
+    env!("CARGO_MANIFEST_DIR").into()
+}
+
+pub fn bin() -> PathBuf {
+    std::env::var_os("VKCUDA_BIN").map(PathBuf::from).unwrap_or_else(|| env!("CARGO_BIN_EXE_vkcuda").into())
+}
+
+pub fn tmp(name: &str) -> PathBuf {
+    let d = std::env::temp_dir().join(format!("vkcuda-e2e-{}-{name}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&d);
+    d
+}
+
+pub fn run(args: &[&str]) -> Output {
+    Command::new(bin()).args(args).output().expect("cannot start the vkcuda binary")
+}
+
+pub fn text(o: &Output) -> (String, String) {
+    (String::from_utf8_lossy(&o.stdout).into_owned(), String::from_utf8_lossy(&o.stderr).into_owned())
+}
+
+/// Why CUDA tests cannot run here, if they cannot.
+pub fn no_nvidia() -> Option<String> {
+    let present = ["/dev/nvidiactl", "/proc/driver/nvidia/version"].iter().any(|p| Path::new(p).exists());
+    (!present).then(|| "no NVIDIA GPU".to_string())
+}
+
+/// Decodes every PNG in `dir` and compares it with the CPU reference.
+pub fn check_pngs(dir: &Path, scene: Scene, expected: &[u64]) -> Outcome {
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .map_err(|e| format!("{}: {e}", dir.display()))?
+        .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
+        .collect::<Result<_, _>>()
+        .map_err(|e| e.to_string())?;
+    names.sort();
+    let want: Vec<String> = expected.iter().map(|f| vkcuda::sink::frame_file_name(*f)).collect();
+    if names != want {
+        return Err(format!("files {names:?}, expected {want:?}"));
+    }
+    for (name, &frame) in names.iter().zip(expected) {
+        let file = std::fs::File::open(dir.join(name)).map_err(|e| e.to_string())?;
+        let mut reader = png::Decoder::new(std::io::BufReader::new(file))
+            .read_info()
+            .map_err(|e| format!("{name}: {e}"))?;
+        let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
+        let info = reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+        if (info.width, info.height) != (scene.width, scene.height) {
+            return Err(format!("{name} is {}x{}", info.width, info.height));
+        }
+        let mut reference = vec![0u8; buf.len()];
+        render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut reference, 2);
+        let d = Diff::between(&buf, &reference);
+        if !d.within_tolerance() {
+            return Err(format!("{name}: {} pixels differ, max {}", d.differing, d.max));
+        }
+    }
+    Ok(())
+}
+
+/// A run that should have gone well (`result`, what the test did meanwhile)
+/// and ended with exit 0, its summary containing every one of `needles`.
+pub fn ended_cleanly(o: &Output, result: Outcome, needles: &[&str]) -> Outcome {
+    let (stdout, stderr) = text(o);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    if o.status.code() != Some(0) || !needles.iter().all(|n| stdout.contains(n)) {
+        return Err(format!("exit {:?}, expected 0 and {needles:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    Ok(())
+}
+
+/// Waits for `child` at most `secs` seconds (then kills it) and collects its output.
+pub fn wait_bounded(mut child: std::process::Child, secs: u64) -> Result<Output, String> {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while child.try_wait().map_err(|e| e.to_string())?.is_none() {
+        if std::time::Instant::now() > deadline {
+            let _ = child.kill();
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    child.wait_with_output().map_err(|e| e.to_string())
+}
+
+/// A test that needs what `gate` checks for: "skipped: <reason>" without it.
+pub fn gated(
+    name: &str,
+    gate: fn() -> Option<String>,
+    test: impl Fn() -> Outcome + 'static,
+) -> (String, Box<dyn Fn() -> Verdict>) {
+    (name.to_string(), Box::new(move || gate().map_or_else(|| pass(test()), Verdict::Skip)))
+}
+
+pub fn pass(r: Outcome) -> Verdict {
+    r.map_or_else(Verdict::Fail, |()| Verdict::Pass)
+}
+
+/// SIGINT mid-run: exit 130, a summary, and every PNG in --out decodes.
+/// Waits (up to `secs` seconds) until `dir` holds at least `n` finished PNGs.
+pub fn wait_for_pngs(dir: &Path, n: usize, secs: u64) -> Outcome {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    loop {
+        let done = std::fs::read_dir(dir)
+            .map(|d| {
+                d.filter_map(|e| e.ok()).filter(|e| !e.file_name().to_string_lossy().starts_with('.')).count()
+            })
+            .unwrap_or(0);
+        if done >= n {
+            return Ok(());
+        }
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{secs} s after start, {} holds {done} PNGs, not {n}", dir.display()));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+}

@@ -1,0 +1,174 @@
+//! Bad input and missing pieces: exit code 2 (or 1), one clear line, nothing written.
+
+use std::path::Path;
+use std::process::Command;
+
+use vkcuda::scene::{Scene, SceneKind};
+
+use crate::common::*;
+
+/// A run that must fail with exit code 2, a one-line message, and no files.
+pub fn usage_error(args: &[&str], needle: &str) -> Outcome {
+    let out = tmp("usage");
+    let mut all = vec!["--headless", "--frames", "3"];
+    if !args.contains(&"--producer") {
+        all.extend(["--producer", "cpu"]);
+    }
+    if !args.contains(&"--size") {
+        all.extend(["--size", "32x32"]);
+    }
+    all.extend(args);
+    if !args.contains(&"--out") {
+        all.extend(["--out", out.to_str().ok_or("path")?]);
+    }
+    let o = run(&all);
+    let (stdout, stderr) = text(&o);
+    if o.status.code() != Some(2) {
+        return Err(format!("exit {:?}, expected 2\n{stdout}{stderr}", o.status.code()));
+    }
+    if !stderr.to_lowercase().contains(&needle.to_lowercase()) {
+        return Err(format!("stderr lacks '{needle}': {stderr}"));
+    }
+    if stderr.contains("panicked") {
+        return Err(format!("panicked: {stderr}"));
+    }
+    if out.exists() {
+        return Err(format!("{} was left behind", out.display()));
+    }
+    Ok(())
+}
+
+/// A run that must fail at run time (exit 1) with one line naming `needle`,
+/// leaving no --out behind. `env` is set for the child.
+pub fn runtime_error(args: &[&str], env: &[(&str, &str)], needle: &str) -> Outcome {
+    let out = tmp("runtime-error");
+    let o = Command::new(bin())
+        .args(["--headless", "--frames", "3", "--size", "32x32", "--out"])
+        .arg(&out)
+        .args(args)
+        .envs(env.iter().copied())
+        .output()
+        .map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    let lines: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vkcuda: error")).collect();
+    if o.status.code() != Some(1)
+        || lines.len() != 1
+        || !lines[0].contains(needle)
+        || stderr.contains("panicked")
+    {
+        return Err(format!(
+            "exit {:?}, expected 1 and one error naming '{needle}'\n{stdout}{stderr}",
+            o.status.code()
+        ));
+    }
+    if out.exists() {
+        return Err(format!("{} was left behind", out.display()));
+    }
+    Ok(())
+}
+
+/// Runs `f` with a fresh tmpfs of `size` mounted (options `opts`) at a temporary folder.
+pub fn with_tmpfs(name: &str, opts: &str, f: impl FnOnce(&Path) -> Outcome) -> Verdict {
+    let dir = tmp(name);
+    if std::fs::create_dir_all(&dir).is_err() {
+        return Verdict::Skip("cannot create a mount point".into());
+    }
+    let mounted = Command::new("mount").args(["-t", "tmpfs", "-o", opts, "tmpfs"]).arg(&dir).output();
+    if !mounted.as_ref().is_ok_and(|o| o.status.success()) {
+        let _ = std::fs::remove_dir(&dir);
+        return Verdict::Skip("cannot mount a tmpfs here (needs root and CAP_SYS_ADMIN)".into());
+    }
+    let result = f(&dir);
+    let _ = Command::new("umount").arg(&dir).status();
+    let _ = std::fs::remove_dir(&dir);
+    pass(result)
+}
+
+/// --out on a filesystem that fills up mid-run: exit 1 naming the cause, no
+/// partial or temporary file left, every PNG there whole.
+pub fn full_filesystem(dir: &Path) -> Outcome {
+    let out = dir.join("frames");
+    let o = Command::new(bin())
+        .args(["--headless", "--producer", "cpu", "--frames", "200", "--size", "320x180", "--out"])
+        .arg(&out)
+        .output()
+        .map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    if o.status.code() != Some(1) || !stderr.contains("No space left") || stderr.contains("panicked") {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    let mut frames = Vec::new();
+    for e in std::fs::read_dir(&out).map_err(|e| e.to_string())? {
+        let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
+        let f = name.strip_prefix("frame_").and_then(|n| n.strip_suffix(".png")).and_then(|n| n.parse().ok());
+        frames.push(f.ok_or_else(|| format!("partial or stray file {name} left in --out"))?);
+    }
+    if frames.is_empty() {
+        return Err("the filesystem filled up before any frame: make it larger".into());
+    }
+    frames.sort_unstable();
+    let scene = Scene { kind: SceneKind::Gradient, width: 320, height: 180, cost: 64 };
+    check_pngs(&out, scene, &frames)
+}
+
+/// Registers this area's tests.
+pub fn register(tests: &mut Tests) {
+    // Bad input: exit code 2, one clear line, nothing written.
+    let bad: Vec<(Vec<&'static str>, &'static str)> = vec![
+        (vec!["--size", "0x10"], "zero"),
+        (vec!["--size", "100000x10"], "exceeds the device's limit"),
+        (vec!["--size", "10"], "WIDTHxHEIGHT"),
+        (vec!["--size", "axb"], "whole number"),
+        (vec!["--size", "window"], "--size window needs the viewer"),
+        (vec!["--frames", "0"], "--frames"),
+        (vec!["--frames=-3"], "--frames"),
+        (vec!["--frames", "many"], "--frames"),
+        (vec!["--buffers", "0"], "--buffers"),
+        (vec!["--buffers", "9"], "--buffers"),
+        (vec!["--dump-every", "x"], "--dump-every"),
+        (vec!["--dump-every", "0", "--verify"], "--verify checks dumped frames"),
+        (vec!["--cost", "0"], "--cost"),
+        (vec!["--cost", "100001"], "--cost"),
+        (vec!["--scene", "teapot"], "teapot"),
+        (vec!["--producer", "gpu"], "gpu"),
+        (vec!["--sync", "both"], "both"),
+        (vec!["--present-mode", "vsync"], "vsync"),
+        (vec!["--queue", "video"], "video"),
+        (vec!["--gpu", "99"], "names no device"),
+        (vec!["--gpu", "ffffffff-nope"], "names no device"),
+        (vec!["--out", "/proc/version"], "not a folder"),
+        (vec!["--out", "/proc/vkcuda-cannot-exist"], "cannot create"),
+        (vec!["--sync", "shared", "--timeline-base", "18446744073709551610"], "overflow"),
+        (vec!["--unknown-option"], "unexpected argument"),
+    ];
+    for (args, needle) in bad {
+        let name = format!("bad_input_{}", args.join("_").replace(['/', '-'], ""));
+        tests.push((name, Box::new(move || pass(usage_error(&args, needle)))));
+    }
+
+    tests.push((
+        "bad_input_read_only_out".into(),
+        Box::new(|| {
+            with_tmpfs("ro", "size=1m,ro", |dir| {
+                usage_error(&["--out", &dir.join("f").to_string_lossy()], "read-only file system")
+            })
+        }),
+    ));
+    tests.push((
+        "full_filesystem_is_a_clear_error_without_partial_files".into(),
+        Box::new(|| with_tmpfs("full", "size=256k", full_filesystem)),
+    ));
+    tests.push((
+        "no_vulkan_loader_is_a_clear_error".into(),
+        Box::new(|| {
+            pass(runtime_error(&[], &[("VKCUDA_LIBVULKAN", "/nonexistent/libvulkan.so.1")], "Vulkan loader"))
+        }),
+    ));
+    tests.push((
+        "no_vulkan_driver_is_a_clear_error".into(),
+        Box::new(|| {
+            let none = [("VK_ICD_FILENAMES", "/nonexistent.json"), ("VK_DRIVER_FILES", "/nonexistent.json")];
+            pass(runtime_error(&[], &none, "no Vulkan 1.3 driver"))
+        }),
+    ));
+}

@@ -1,0 +1,54 @@
+//! End-to-end tests of the `vkcuda` binary: headless runs on whatever Vulkan
+//! device is there (lavapipe in CI), the viewer in a real X window, the bench,
+//! bad input and signals, and, where an NVIDIA GPU exists, the CUDA producer. A
+//! test that needs what the machine lacks is reported as "skipped: <reason>",
+//! never as passed. One file per area; shared helpers in tests/common/.
+//!
+//! Custom harness (`harness = false`): prints one line per test and closes
+//! with "e2e: N passed, N failed, N skipped". `VKCUDA_BIN` overrides the
+//! binary (scripts/gpu-test.sh runs a carried one), `VKCUDA_ROOT` the crate
+//! root the scripts are found in; a name filter may follow.
+
+#[path = "../common/mod.rs"]
+mod common;
+
+mod bad_input;
+mod bench;
+mod headless;
+mod signals;
+mod window;
+
+use common::{Tests, Verdict};
+
+fn main() {
+    let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
+    let mut tests: Tests = Vec::new();
+    headless::register(&mut tests);
+    signals::register(&mut tests);
+    window::register(&mut tests);
+    bench::register(&mut tests);
+    bad_input::register(&mut tests);
+
+    let (mut passed, mut failed, mut skipped) = (0, 0, 0);
+    for (name, test) in &tests {
+        if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+            continue;
+        }
+        match test() {
+            Verdict::Pass => {
+                passed += 1;
+                println!("test {name} ... ok");
+            }
+            Verdict::Skip(why) => {
+                skipped += 1;
+                println!("test {name} ... skipped: {why}");
+            }
+            Verdict::Fail(why) => {
+                failed += 1;
+                println!("test {name} ... FAILED\n{why}");
+            }
+        }
+    }
+    println!("e2e: {passed} passed, {failed} failed, {skipped} skipped");
+    std::process::exit(i32::from(failed > 0));
+}
