@@ -4,6 +4,7 @@ use std::path::PathBuf;
 
 use clap::{Parser, ValueEnum};
 
+use crate::bench::report::{Load, Variant};
 use crate::present::window::PresentMode;
 use crate::scene::SceneKind;
 use crate::sync::SyncScheme;
@@ -186,7 +187,7 @@ pub enum Command {
     /// baseline, CPU) at several sizes and loads; print a table, and write JSON
     /// and an SVG chart. Options before `bench` (--gpu, --validate, --queue...)
     /// apply to every variant.
-    Bench(crate::bench::BenchArgs),
+    Bench(BenchArgs),
 }
 
 impl Args {
@@ -287,5 +288,53 @@ mod tests {
         assert!(a.check().is_ok());
         assert_eq!(a.size_or(Size { width: 3, height: 4 }), Size { width: 3, height: 4 });
         assert_eq!(a.queue_kind(), QueueKind::Graphics);
+    }
+}
+
+/// `vkcuda bench` options.
+#[derive(clap::Args, Debug, Clone)]
+pub struct BenchArgs {
+    /// Variants, comma-separated: split-N and shared-N (interop with N shared
+    /// images, 1..=8), staging (CUDA → host → Vulkan upload), cpu.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "split-1,split-2,split-3,split-6,shared-2,staging,cpu"
+    )]
+    pub variants: Vec<Variant>,
+    /// Queue families the consumer runs on, comma-separated: compute (copies
+    /// run on the SMs, time-sliced with CUDA), transfer (copy engines, beside
+    /// CUDA's SMs), graphics.
+    #[arg(long, value_delimiter = ',', default_value = "compute,transfer")]
+    pub queues: Vec<QueueKind>,
+    /// Image sizes, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "1280x720,1920x1080,3840x2160")]
+    pub sizes: Vec<Size>,
+    /// Loads, comma-separated: cheap (gradient, one copy), balanced (the consume
+    /// step copies the frame until it takes ~0.5 ms, and julia's cost is set so
+    /// the CUDA kernel takes as long).
+    #[arg(long, value_delimiter = ',', default_value = "cheap,balanced")]
+    pub loads: Vec<Load>,
+    /// Repeats per variant (each a fresh session); the table shows medians.
+    #[arg(long, default_value_t = 5, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeats: u32,
+    /// Seconds each repeat runs after its warm-up.
+    #[arg(long, default_value_t = 0.5, value_parser = seconds)]
+    pub seconds: f64,
+    /// Warm-up of each repeat, in seconds (and at least 5 frames).
+    #[arg(long, default_value_t = 0.2, value_parser = seconds)]
+    pub warmup: f64,
+    /// Write every measurement as JSON to this file.
+    #[arg(long)]
+    pub json: Option<PathBuf>,
+    /// Draw fps per variant as an SVG chart into this file (`.svg`).
+    #[arg(long)]
+    pub chart: Option<PathBuf>,
+}
+
+fn seconds(s: &str) -> Result<f64, String> {
+    match s.parse::<f64>() {
+        Ok(v) if v.is_finite() && (0.0..=3600.0).contains(&v) => Ok(v),
+        _ => Err(format!("'{s}' is not a number of seconds between 0 and 3600")),
     }
 }

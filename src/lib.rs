@@ -14,12 +14,12 @@
 //! - [`producer`]: the CUDA, CPU and staging-baseline producers, each on its own thread;
 //! - [`present`]: consumers (headless offscreen copy, window);
 //! - [`setup`], [`session`] and [`headless`]: wiring it together; [`sink`]: PNG output;
-//! - [`bench`](mod@bench): the interop against the staging baseline, measured ([`clock`], [`chart`]).
+//! - [`bench`](mod@bench): the interop against the staging baseline, measured ([`clock`]; its
+//!   data in [`bench::report`], drawn by [`bench::chart`]).
 
 #![deny(missing_docs)]
 
 pub mod bench;
-pub mod chart;
 pub mod cli;
 pub mod clock;
 pub mod cuda;

@@ -4,7 +4,8 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use vkcuda::bench::{BenchArgs, Interrupted};
+use vkcuda::bench::Interrupted;
+use vkcuda::cli::BenchArgs;
 use vkcuda::cli::{Args, Command};
 use vkcuda::footprint::change;
 use vkcuda::headless::{self, Summary};

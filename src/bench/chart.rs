@@ -5,7 +5,7 @@
 
 use std::fmt::Write;
 
-use crate::bench::{Load, Report};
+use super::report::{Load, Report};
 use crate::vk::device::QueueKind;
 
 const WIDTH: f64 = 900.0;
