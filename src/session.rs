@@ -90,7 +90,7 @@ impl Session {
     /// Waits (bounded) until the producer has submitted frame `g`: for CUDA,
     /// enqueued its "rendered" signal; for a host producer, returned from its
     /// `vkSignalSemaphore`.
-    pub fn wait_produced(&self, g: u64) -> Result<()> {
+    fn wait_produced(&self, g: u64) -> Result<()> {
         let control = &self.control;
         bounded_wait(&|| format!("the producer to submit frame {g}"), &|| control.failed(), |slice| {
             let until = Instant::now() + slice;
@@ -106,20 +106,23 @@ impl Session {
 
     /// Records and submits the next frame; see [`FrameLoop::submit`].
     ///
-    /// With a host producer (CPU, staging), frame g is submitted only after
-    /// the producer's host signal of its "rendered" value has returned, so
-    /// the validation layer always sees that signal before the wait on it.
-    /// The spec allows the wait first; layer 1.3.239 does not cope: when
-    /// its record of a host signal comes after the queue's wait for the
-    /// value, its timeline tracking stalls for 10 s and reports
-    /// `UNASSIGNED-VkSemaphore-state-timeout` and `VkFence-state-timeout`
-    /// (H100: 3 of 6 runs of `examples/host_wait_race.rs --spawn 16`, 0 of 6
-    /// with `--signal-first`). The CUDA producer's signals reach Vulkan only on
-    /// the GPU; its frames are submitted ahead, as the pattern intends.
+    /// Frame g is submitted ahead of the producer (the GPU waits for
+    /// "rendered"), except in two cases, where it waits until the producer
+    /// has submitted frame g:
+    /// - `extra` signals a semaphore (a present waits on it): a present must
+    ///   not wait on a signal whose own waits are not yet submitted;
+    /// - a host producer (CPU, staging): then the validation layer always sees
+    ///   its host signal of "rendered" before the wait on it. The spec allows
+    ///   the wait first; layer 1.3.239 does not cope: when its record of a
+    ///   host signal comes after the queue's wait for the value, its timeline
+    ///   tracking stalls for 10 s and reports
+    ///   `UNASSIGNED-VkSemaphore-state-timeout` and `VkFence-state-timeout`
+    ///   (H100: 3 of 6 runs of `examples/host_wait_race.rs --spawn 16`, 0 of 6
+    ///   with `--signal-first`).
     pub fn submit(&mut self, consumer: &mut dyn Consume, extra: ExtraSync<'_>) -> Result<Option<Completed>> {
         let control = self.control.clone();
         let g = self.next;
-        if self.interop.staging.is_some() {
+        if !extra.signal.is_empty() || self.interop.staging.is_some() {
             self.wait_produced(g)?;
         }
         let done =

@@ -238,9 +238,6 @@ impl Viewer {
             self.stale = true;
             return Ok(true);
         }
-        // A present must not wait on a signal whose own waits are not yet submitted:
-        // make sure the producer has enqueued frame g's "rendered" signal.
-        run.wait_produced(g)?;
         let waits = [vk::SemaphoreSubmitInfo::default()
             .semaphore(acquired)
             .stage_mask(vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)];

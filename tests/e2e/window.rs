@@ -353,39 +353,31 @@ pub fn window_test() -> Outcome {
 
 /// The one PNG the viewer saved shows `scene` at `tick`.
 pub fn check_pngs_any(dir: &Path, scene: Scene, tick: u32) -> Outcome {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
-    loop {
-        let names: Vec<_> = std::fs::read_dir(dir)
-            .map(|d| d.filter_map(|e| e.ok()).map(|e| e.file_name().to_string_lossy().into_owned()).collect())
-            .unwrap_or_default();
-        // The writer writes ".frame_N.png.tmp" and renames it: wait for the rename.
-        let writing = names.iter().any(|n| n.starts_with('.') && n.ends_with(".tmp"));
-        if let ([name], false) = (names.as_slice(), writing) {
-            let frame: u64 = name
-                .strip_prefix("frame_")
-                .and_then(|n| n.strip_suffix(".png"))
-                .and_then(|n| n.parse().ok())
-                .ok_or(format!("unexpected file {name}"))?;
-            // The file is named by frame number; its pixels must be the paused tick's.
-            let file = std::fs::File::open(dir.join(name)).map_err(|e| e.to_string())?;
-            let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-                .read_info()
-                .map_err(|e| format!("{name}: {e}"))?;
-            let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
-            reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
-            let mut want = vec![0u8; buf.len()];
-            render_cpu(&scene, &FrameArgs::new(&scene, tick), &mut want, 2);
-            let d = Diff::between(&buf, &want);
-            return if d.differing == 0 {
-                Ok(())
-            } else {
-                Err(format!("saved frame {frame}: {} pixels differ", d.differing))
-            };
-        }
-        if std::time::Instant::now() > deadline {
-            return Err(format!("after S, --out holds {names:?}"));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
+    // The writer writes ".frame_N.png.tmp" and renames it: wait for the finished file.
+    wait_for_pngs(dir, 1, 10)?;
+    let names: Vec<_> = std::fs::read_dir(dir)
+        .map_err(|e| e.to_string())?
+        .filter_map(|e| e.ok())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    let [name] = names.as_slice() else { return Err(format!("after S, --out holds {names:?}")) };
+    let frame: u64 = name
+        .strip_prefix("frame_")
+        .and_then(|n| n.strip_suffix(".png"))
+        .and_then(|n| n.parse().ok())
+        .ok_or(format!("unexpected file {name}"))?;
+    // The file is named by frame number; its pixels must be the paused tick's.
+    let file = std::fs::File::open(dir.join(name)).map_err(|e| e.to_string())?;
+    let mut reader =
+        png::Decoder::new(std::io::BufReader::new(file)).read_info().map_err(|e| format!("{name}: {e}"))?;
+    let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
+    reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+    let mut want = vec![0u8; buf.len()];
+    render_cpu(&scene, &FrameArgs::new(&scene, tick), &mut want, 2);
+    let d = Diff::between(&buf, &want);
+    match d.differing {
+        0 => Ok(()),
+        n => Err(format!("saved frame {frame}: {n} pixels differ")),
     }
 }
 
