@@ -1,9 +1,16 @@
-//! Compiles the Vulkan shaders in shaders/*.wgsl to SPIR-V in OUT_DIR with
-//! naga (pure Rust: no CMake, Python or glslc needed to build vkcuda).
+//! Compiles the viewer's Vulkan shaders in shaders/*.wgsl to SPIR-V in
+//! OUT_DIR with naga (pure Rust: no CMake, Python or glslc needed to build
+//! vkcuda). The core (`--no-default-features`) has no shaders: nothing to do.
 
+#[cfg(feature = "app")]
 use std::error::Error;
+#[cfg(feature = "app")]
 use std::path::Path;
 
+#[cfg(not(feature = "app"))]
+fn main() {}
+
+#[cfg(feature = "app")]
 fn main() -> Result<(), Box<dyn Error>> {
     let out = std::env::var("OUT_DIR")?;
     println!("cargo:rerun-if-changed=shaders");

@@ -1,243 +1,200 @@
-//! The whole headless pattern in one file, top to bottom: CUDA renders into
-//! exportable Vulkan images while Vulkan consumes them, ordered on the GPU by
-//! two timeline semaphores (docs/sync.md). Every frame is read back and
-//! compared with the CPU reference.
+//! The integrator's side: your own Vulkan device, CUDA context, stream and
+//! kernel; vkcuda's core (no default features) only makes the shared images
+//! and timelines and hands out each frame's barriers, waits and signals.
+//! Every frame is read back and compared with the kernel's CPU twin.
 //!
-//!     cargo run --release --example minimal [-- --validate]
-//!
-//! Needs an NVIDIA GPU, its driver (CUDA 13) and NVRTC; exits 1 and says so otherwise.
+//!     cargo run --release --no-default-features --example minimal [-- --validate]
+//! (needs an NVIDIA GPU, its driver (CUDA 13) and NVRTC; exits 1 and says so otherwise).
 
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
+use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use gpu_allocator::MemoryLocation;
-use vkcuda::cli::CudaSched;
-use vkcuda::cuda::external::{ExternalImage, ExternalSemaphore};
-use vkcuda::cuda::kernels::{default_cache_dir, SceneKernels, Target};
-use vkcuda::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
+use vkcuda::interop::{requirements, CudaFrames, SharedFrames};
 use vkcuda::sync::{FramePlan, SyncScheme};
-use vkcuda::vk::device::{list_gpus, Device, Queue, QueueKind};
-use vkcuda::vk::frame::{copy_layers, image_barrier, prepare_shared_images};
+use vkcuda::vk::device::{gpu_info, Device};
+use vkcuda::vk::frame::{buffer_barrier, copy_layers};
 use vkcuda::vk::instance::Instance;
 use vkcuda::vk::memory::Buffer;
-use vkcuda::vk::shared_image::SharedImage;
-use vkcuda::vk::timeline::Timeline;
-use vkcuda::vk::WAIT_TIMEOUT;
 
 const FRAMES: u64 = 240;
 const IMAGES: usize = 2;
+const W: u32 = 640;
+const H: u32 = 360;
 
-fn main() -> std::process::ExitCode {
-    match run(std::env::args().any(|a| a == "--validate")) {
-        Ok(()) => std::process::ExitCode::SUCCESS,
-        Err(e) => {
-            eprintln!("minimal: error: {e:#}");
-            std::process::ExitCode::FAILURE
-        }
-    }
+/// Your kernel. `surface` is the one `CudaFrames::begin` hands out for the frame.
+const KERNEL: &str = r#"
+extern "C" __global__ void fill(unsigned long long surface, int w, int h, unsigned int g) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    surf2Dwrite(make_uchar4(x + g, y + 2 * g, x ^ y, 255), surface, x * 4, y);
+}"#;
+
+/// The kernel's CPU twin: pixel (x, y) of frame g.
+fn expected(x: u32, y: u32, g: u32) -> [u8; 4] {
+    [(x + g) as u8, (y + 2 * g) as u8, (x ^ y) as u8, 255]
 }
 
-fn run(validate: bool) -> Result<()> {
-    // 1. One GPU seen by both APIs: the Vulkan device whose UUID a CUDA device reports.
-    let instance = Instance::new(validate, &[])?;
+fn main() -> Result<()> {
+    let validate = std::env::args().any(|a| a == "--validate");
+    // 1. What vkcuda needs, enabled on your instance and device. (vkcuda's `Instance` is only
+    //    used here to count the validation layer's messages.)
+    let needs = requirements();
+    let instance = Instance::new(validate, &needs.instance_extensions)?;
+    // 2. The Vulkan device CUDA sees: the same UUID.
     vkcuda::cuda::load_driver()?;
     let cuda_devices = vkcuda::cuda::list_devices()?;
-    let (gpu, cuda) = list_gpus(&instance)?
-        .into_iter()
-        .find_map(|g| cuda_devices.iter().find(|c| c.uuid == g.uuid).map(|c| (g, c.clone())))
-        .ok_or_else(|| anyhow!("no Vulkan device has the UUID of a CUDA device"))?;
-    println!("minimal: {gpu} = {cuda}");
-    let queue = Queue { kind: QueueKind::Transfer, present: None };
-    let device = Device::new(instance.clone(), gpu, true, queue)?;
-
-    // 2. The plan: frame g uses image g mod 2; "rendered" is signalled by CUDA only,
-    //    "released" by Vulkan only (the split scheme).
-    let plan = FramePlan::new(SyncScheme::Split, IMAGES, 0, FRAMES).map_err(|e| anyhow!(e))?;
-    let scene = Scene { kind: SceneKind::Gradient, width: 640, height: 360, cost: 1 };
-    let extent = vk::Extent2D { width: scene.width, height: scene.height };
-
-    // 3. Exportable images (dedicated memory, GENERAL layout, owned by the external
-    //    queue family between uses) and exportable timeline semaphores.
-    let images: Vec<SharedImage> =
-        (0..IMAGES).map(|_| SharedImage::new(device.clone(), extent, true)).collect::<Result<_>>()?;
-    prepare_shared_images(&device, &images)?;
-    let timelines: Vec<Timeline> = plan
-        .timeline_names()
-        .iter()
-        .map(|name| Timeline::new(device.clone(), name, plan.initial_value(), true))
-        .collect::<Result<_>>()?;
-
-    // 4. Import both into CUDA: memory → mipmapped array → surface; semaphores.
-    let ctx = vkcuda::cuda::context(&cuda, CudaSched::Auto)?;
-    let kernels = SceneKernels::load(&ctx, &default_cache_dir())?;
-    let surfaces: Vec<ExternalImage> = images
-        .iter()
-        .map(|i| {
-            ExternalImage::import(ctx.clone(), i.export()?, i.allocation_size, extent.width, extent.height)
+    // SAFETY: plain query on a live instance.
+    let physicals = unsafe { instance.raw.enumerate_physical_devices() }?;
+    let (physical, ordinal) = (physicals.iter().enumerate())
+        .find_map(|(i, &p)| {
+            let info = gpu_info(&instance.raw, i, p).ok()?;
+            cuda_devices.iter().find(|c| c.uuid == info.uuid).map(|c| (p, c.ordinal))
         })
-        .collect::<Result<_>>()?;
-    let semaphores: Vec<ExternalSemaphore> = timelines
-        .iter()
-        .map(|t| ExternalSemaphore::import(ctx.clone(), t.export()?, t.name))
-        .collect::<Result<_>>()?;
-    let stream = ctx.new_stream()?;
+        .ok_or_else(|| anyhow!("no Vulkan device has the UUID of a CUDA device"))?;
+    // SAFETY: plain query on a live physical device.
+    let families = unsafe { instance.raw.get_physical_device_queue_family_properties(physical) };
+    let family = families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
+    let family = family.context("no compute queue family")? as u32;
+    let extensions: Vec<_> = needs.device_extensions.iter().map(|e| e.as_ptr()).collect();
+    let (mut v12, mut v13) = Default::default();
+    needs.enable_features(&mut v12, &mut v13);
+    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&[1.0])];
+    let info =
+        vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_extension_names(&extensions);
+    let info = info.push_next(&mut v12).push_next(&mut v13);
+    // SAFETY: every pointer in `info` points into locals that outlive the call.
+    let device = unsafe { instance.raw.create_device(physical, &info, None) }.context("vkCreateDevice")?;
+    let checked = with_device(&instance, physical, &device, family, ordinal);
+    // SAFETY: with_device dropped every object it made on the device and left its queue idle.
+    unsafe { device.destroy_device(None) };
+    let v = instance.validation().counts();
+    println!("minimal: {} frames written by CUDA, read by Vulkan, equal to the CPU twin", checked?);
+    println!("minimal: validation: {}", if validate { v.to_string() } else { "off".into() });
+    v.clean().then_some(()).ok_or_else(|| anyhow!("validation: {v}"))
+}
 
-    // 5. Vulkan's side: per image, a command buffer, a fence, and a readback buffer.
-    let dev = &device.raw;
+fn with_device(
+    instance: &Instance,
+    physical: vk::PhysicalDevice,
+    raw: &ash::Device,
+    family: u32,
+    ordinal: usize,
+) -> Result<u64> {
+    // 3. vkcuda wraps your device; 4. the plan and the shared frames on it.
+    let device = Device::adopt(&instance.raw, physical, raw, family, 0)?;
+    let plan = FramePlan::new(SyncScheme::Split, IMAGES, 0, FRAMES).map_err(|e| anyhow!(e))?;
+    let shared = SharedFrames::new(&device, plan, vk::Extent2D { width: W, height: H }, true)?;
+    // 5. Your CUDA context, stream and kernel; the shared frames imported into the context.
+    let ctx = CudaContext::new(ordinal)?;
+    let stream = ctx.new_stream()?;
+    let fill = ctx.load_module(cudarc::nvrtc::compile_ptx(KERNEL)?)?.load_function("fill")?;
+    let cuda = CudaFrames::import(ctx.clone(), &shared)?;
+    // Your Vulkan objects: per image a command buffer, a fence and a readback buffer.
     let pool_info = vk::CommandPoolCreateInfo::default()
-        .queue_family_index(device.queue_family)
+        .queue_family_index(family)
         .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
-    // SAFETY: valid create info; destroyed at the end, after the queue is idle.
-    let pool = unsafe { dev.create_command_pool(&pool_info, None) }?;
+    // SAFETY: valid create info; destroyed below, after the queue is idle.
+    let pool = unsafe { raw.create_command_pool(&pool_info, None) }?;
     let alloc =
         vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(IMAGES as u32);
-    // SAFETY: `pool` is live.
-    let cmds = unsafe { dev.allocate_command_buffers(&alloc) }?;
-    // SAFETY: default create infos; destroyed at the end.
-    let fences: Vec<vk::Fence> = (0..IMAGES)
-        .map(|_| unsafe { dev.create_fence(&vk::FenceCreateInfo::default(), None) })
-        .collect::<Result<_, _>>()?;
-    let usage = vk::BufferUsageFlags::TRANSFER_DST;
+    // SAFETY: `pool` is live. Default fence create infos; destroyed below.
+    let (cmds, fences) = unsafe {
+        let fences = (0..IMAGES).map(|_| raw.create_fence(&Default::default(), None));
+        (raw.allocate_command_buffers(&alloc)?, fences.collect::<Result<Vec<_>, _>>()?)
+    };
+    let (extent, usage) = (vk::Extent2D { width: W, height: H }, vk::BufferUsageFlags::TRANSFER_DST);
     let readback = Buffer::frames(&device, "readback", IMAGES, extent, usage, MemoryLocation::GpuToCpu)?;
 
-    let checked = std::thread::scope(|s| -> Result<u64> {
-        // 6. The producer: its own thread (a CUDA call after a wait on an unreached value
-        //    blocks its thread). Per frame: wait "released" (image free) → kernel → signal "rendered".
-        //    The thread owns the CUDA objects and drops them when it ends, after its stream is
-        //    synchronised: CUDA lets go of the Vulkan objects before Vulkan destroys them.
+    let cfg = LaunchConfig {
+        grid_dim: (W.div_ceil(16), H.div_ceil(16), 1),
+        block_dim: (16, 16, 1),
+        shared_mem_bytes: 0,
+    };
+    let checked = std::thread::scope(|s| {
+        // 6. CUDA on its own thread (a call after a GPU wait may block it): begin (the wait,
+        //    the surface) → your kernel → end (the signal). The thread drops the imports once
+        //    its stream is idle, before the Vulkan objects they came from.
         let producer = s.spawn(move || -> Result<()> {
             ctx.bind_to_thread()?;
             for g in 0..FRAMES {
-                let step = plan.producer(g);
-                if let Some(w) = step.wait {
-                    semaphores[w.timeline].wait(&stream, w.value)?;
-                }
-                let target = Target::Surface(surfaces[step.image].surface());
-                kernels.launch(&stream, &scene, &FrameArgs::new(&scene, g as u32), target)?;
-                semaphores[step.signal.timeline].signal(&stream, step.signal.value)?;
+                let surface = cuda.begin(g, &*stream)?;
+                let mut launch = stream.launch_builder(&fill);
+                let (w, h, frame) = (W as i32, H as i32, g as u32);
+                launch.arg(&surface).arg(&w).arg(&h).arg(&frame);
+                // SAFETY: the arguments match `fill`; the surface covers W × H texels.
+                unsafe { launch.launch(cfg) }?;
+                cuda.end(g, &*stream)?;
             }
-            stream.synchronize().context("CUDA stream (a kernel fault shows here)")
+            stream.synchronize().context("the CUDA stream (a kernel fault shows here)")
         });
-
-        // 7. The consumer: per frame, record acquire → copy → release, and submit it
-        //    waiting "rendered" and signalling "released"; the CPU never waits for CUDA.
-        let consumed = consume(&device, &plan, &scene, (&images, &timelines), (&cmds, &fences, &readback));
+        // 7. Vulkan's side, in your command buffers and submissions.
+        let consumed = (|| -> Result<u64> {
+            let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+            for g in 0..FRAMES + IMAGES as u64 {
+                let slot = (g % IMAGES as u64) as usize;
+                if let Some(f) = g.checked_sub(IMAGES as u64) {
+                    // Frame f (this slot's last) is done when its fence is: compare its pixels.
+                    // SAFETY: the fence was submitted with frame f; reset once signalled.
+                    unsafe { raw.wait_for_fences(&fences[slot..=slot], true, 10_000_000_000) }
+                        .with_context(|| format!("frame {f}"))?;
+                    // SAFETY: as above.
+                    unsafe { raw.reset_fences(&fences[slot..=slot]) }?;
+                    let want: Vec<u8> = (0..W * H).flat_map(|i| expected(i % W, i / W, f as u32)).collect();
+                    if readback[slot].mapped()?[..want.len()] != want[..] {
+                        bail!("frame {f} differs from the CPU twin");
+                    }
+                }
+                if g >= FRAMES {
+                    continue;
+                }
+                // The frame's pieces: acquire, release, wait and signal, for a copy on this queue.
+                let frame = shared.vulkan_frame(g, device.queue_family, copy, copy);
+                let cmd = cmds[slot];
+                let to_host = [buffer_barrier(
+                    readback[slot].raw,
+                    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
+                    (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
+                )];
+                let region = [vk::BufferImageCopy::default()
+                    .image_subresource(copy_layers())
+                    .image_extent(vk::Extent3D { width: W, height: H, depth: 1 })];
+                let (acquire, release) = ([frame.acquire], [frame.release]);
+                // SAFETY: the slot's last submission finished (its fence, above); every handle is live.
+                unsafe {
+                    raw.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())?;
+                    let before = vk::DependencyInfo::default().image_memory_barriers(&acquire);
+                    raw.cmd_pipeline_barrier2(cmd, &before);
+                    let (layout, buffer) = (vk::ImageLayout::GENERAL, readback[slot].raw);
+                    raw.cmd_copy_image_to_buffer(cmd, frame.image, layout, buffer, &region);
+                    let after = vk::DependencyInfo::default()
+                        .image_memory_barriers(&release)
+                        .buffer_memory_barriers(&to_host);
+                    raw.cmd_pipeline_barrier2(cmd, &after);
+                    raw.end_command_buffer(cmd)?;
+                }
+                let (waits, signals) = (Vec::from_iter(frame.wait), [frame.signal]);
+                let cmd_info = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
+                let submit = vk::SubmitInfo2::default().wait_semaphore_infos(&waits);
+                let submit = submit.command_buffer_infos(&cmd_info).signal_semaphore_infos(&signals);
+                // SAFETY: only this thread submits; everything referenced outlives the submission.
+                unsafe { raw.queue_submit2(device.queue, &[submit], fences[slot]) }?;
+            }
+            Ok(FRAMES)
+        })();
         if consumed.is_err() {
-            // Let a producer waiting for "released" finish, so the thread can be joined.
-            let end = plan.past_end(FRAMES);
-            timelines.iter().for_each(|t| drop(t.raise_to(end)));
+            // Let a CUDA wait for "released" end, so the thread can be joined.
+            shared.timelines.iter().for_each(|t| drop(t.raise_to(plan.past_end(FRAMES))));
         }
-        producer.join().map_err(|_| anyhow!("the producer thread panicked"))??;
+        producer.join().map_err(|_| anyhow!("the CUDA thread panicked"))??;
         consumed
     });
-
-    // 8. Teardown: CUDA let go first (the producer thread ended), then Vulkan.
-    let idle = device.wait_idle();
-    // SAFETY: the queue is idle (or the device lost); nothing uses these any more.
+    // 8. Teardown: CUDA let go first (its thread ended), then your queue idles, then Vulkan.
+    // SAFETY: only this thread uses the queue; nothing uses the pool or fences afterwards.
     unsafe {
-        fences.iter().for_each(|f| dev.destroy_fence(*f, None));
-        dev.destroy_command_pool(pool, None);
+        raw.queue_wait_idle(device.queue)?;
+        fences.iter().for_each(|f| raw.destroy_fence(*f, None));
+        raw.destroy_command_pool(pool, None);
     }
-    let checked = checked?;
-    idle?;
-    let v = instance.validation().counts();
-    println!("minimal: {checked} frames rendered by CUDA, consumed by Vulkan, equal to the CPU reference");
-    if validate {
-        println!("minimal: validation: {v}");
-    }
-    match v.clean() {
-        true => Ok(()),
-        false => Err(anyhow!("validation: {v}")),
-    }
-}
-
-/// The consumer loop of step 7; returns the number of frames checked.
-fn consume(
-    device: &Device,
-    plan: &FramePlan,
-    scene: &Scene,
-    (images, timelines): (&[SharedImage], &[Timeline]),
-    (cmds, fences, readback): (&[vk::CommandBuffer], &[vk::Fence], &[Buffer]),
-) -> Result<u64> {
-    let dev = &device.raw;
-    let extent = images[0].extent;
-    let mut checked = 0;
-    let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
-    let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
-    for g in 0..FRAMES + IMAGES as u64 {
-        let slot = (g % IMAGES as u64) as usize;
-        // Retire frame g - 2 (the slot's last frame): wait for its fence, check its pixels.
-        if g >= IMAGES as u64 {
-            let f = g - IMAGES as u64;
-            // SAFETY: the fence was submitted with frame f.
-            unsafe { dev.wait_for_fences(&[fences[slot]], true, WAIT_TIMEOUT.as_nanos() as u64) }
-                .with_context(|| format!("waiting for frame {f}"))?;
-            // SAFETY: signalled, no longer in use.
-            unsafe { dev.reset_fences(&[fences[slot]]) }?;
-            let mut want = vec![0u8; readback[slot].size as usize];
-            render_cpu(scene, &FrameArgs::new(scene, f as u32), &mut want, 4);
-            let diff = Diff::between(readback[slot].mapped()?, &want);
-            if !diff.within_tolerance() {
-                bail!("frame {f}: {} pixels differ from the CPU reference", diff.differing);
-            }
-            checked += 1;
-        }
-        if g >= FRAMES {
-            continue;
-        }
-        let step = plan.consumer(g);
-        let (image, cmd) = (&images[step.image], cmds[slot]);
-        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
-        // Acquire from CUDA's queue family (VK_QUEUE_FAMILY_EXTERNAL); the layout stays GENERAL.
-        let acquire = [image_barrier(image.image, none, copy)
-            .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-            .dst_queue_family_index(device.queue_family)];
-        let release = [image_barrier(image.image, copy, none)
-            .src_queue_family_index(device.queue_family)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)];
-        // The copy's writes must be visible to the host that reads the buffer after the fence.
-        let to_host = [vkcuda::vk::frame::buffer_barrier(
-            readback[slot].raw,
-            (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
-            (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
-        )];
-        let region = [vk::BufferImageCopy::default()
-            .image_subresource(copy_layers())
-            .image_extent(vk::Extent3D { width: extent.width, height: extent.height, depth: 1 })];
-        // SAFETY: the slot's previous submission finished (its fence was waited above);
-        // every handle is live; the image is in GENERAL.
-        unsafe {
-            dev.begin_command_buffer(cmd, &begin)?;
-            dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&acquire));
-            dev.cmd_copy_image_to_buffer(
-                cmd,
-                image.image,
-                vk::ImageLayout::GENERAL,
-                readback[slot].raw,
-                &region,
-            );
-            dev.cmd_pipeline_barrier2(
-                cmd,
-                &vk::DependencyInfo::default()
-                    .image_memory_barriers(&release)
-                    .buffer_memory_barriers(&to_host),
-            );
-            dev.end_command_buffer(cmd)?;
-        }
-        let point = |p: vkcuda::sync::TimelinePoint| {
-            vk::SemaphoreSubmitInfo::default()
-                .semaphore(timelines[p.timeline].raw)
-                .value(p.value)
-                .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
-        };
-        let waits: Vec<_> = step.wait.map(point).into_iter().collect();
-        let signals = [point(step.signal)];
-        let cmd_info = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
-        let submit = [vk::SubmitInfo2::default()
-            .wait_semaphore_infos(&waits)
-            .command_buffer_infos(&cmd_info)
-            .signal_semaphore_infos(&signals)];
-        // SAFETY: only this thread submits; everything referenced outlives the submission.
-        unsafe { dev.queue_submit2(device.queue, &submit, fences[slot]) }?;
-    }
-    Ok(checked)
+    checked
 }

@@ -8,7 +8,8 @@
 # one summary line per run. Every run must report 0 validation messages.
 #   VKCUDA_BIN  the vkcuda binary      (default target/release/vkcuda)
 #   VKCUDA_E2E  the e2e test binary    (default: newest target/release/deps/e2e-*)
-#   VKCUDA_MINIMAL  examples/minimal   (default target/release/examples/minimal)
+#   VKCUDA_MINIMAL  examples/minimal, the integrator example on the core alone
+#                   (cargo build --release --no-default-features --example minimal)
 #   FRAMES      frames per run         (default 600)
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -72,7 +73,7 @@ done
 echo "throughput (1920x1080, --dump-every 0): defaults (2 buffers, transfer queue), then 6 buffers on a compute queue:"
 "$BIN" --headless --producer cuda --frames 5000 --dump-every 0 2>/dev/null | head -n 2
 "$BIN" --headless --producer cuda --frames 5000 --dump-every 0 --buffers 6 --queue compute 2>/dev/null | head -n 2
-echo "examples/minimal.rs (every frame checked against the CPU reference, --validate):"
+echo "examples/minimal.rs (an integrator on the core alone; every frame checked against its CPU twin, --validate):"
 "${VKCUDA_MINIMAL:-target/release/examples/minimal}" --validate 2>&1 | grep -v '^vkcuda: compiled' || fail=1
 rm -rf "$out"
 exit $fail

@@ -20,6 +20,13 @@ cargo fmt --check
 cargo clippy --release --all-targets -- -D warnings
 cargo build --release --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --quiet
+echo "== the interop core alone (--no-default-features), as an integrator depends on it"
+cargo clippy --release --no-default-features --lib --examples -- -D warnings
+cargo build --release --no-default-features --lib --example minimal
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --no-default-features --quiet
+cargo tree --no-default-features -e normal --depth 1
+# Packages the crate and builds the package alone (what crates.io would get).
+cargo publish --dry-run --allow-dirty --quiet
 echo "== unit and end-to-end tests: validation layer $(dpkg-query -W -f='${Version}' vulkan-validationlayers), Mesa $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
 cargo test --release
 if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then

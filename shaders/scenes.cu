@@ -1,7 +1,7 @@
 // vkcuda scene kernels. Compiled at run time by NVRTC (no includes needed:
 // surf2Dwrite, make_uchar4 and cudaSurfaceObject_t are NVRTC built-ins).
 //
-// Each kernel mirrors its CPU reference in src/scene.rs line by line, in
+// Each kernel mirrors its CPU reference in src/app/scene.rs line by line, in
 // integer arithmetic, so the pipeline's output can be checked bit for bit.
 // One thread writes one pixel. Each scene has two entry points: `<scene>`
 // writes a surface (the interop path; x is a byte offset for surf2Dwrite, 4

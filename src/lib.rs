@@ -1,52 +1,51 @@
 //! vkcuda: CUDA renders into images that Vulkan presents.
 //!
-//! Two (or three) exportable Vulkan images are imported into CUDA as
-//! mipmapped arrays; CUDA kernels write one through `surf2Dwrite` while
-//! Vulkan consumes another. Exportable timeline semaphores, imported into
-//! CUDA, order the two sides on the GPU; neither side waits for the other on
-//! the CPU in steady state.
+//! Exportable Vulkan images are imported into CUDA as mipmapped arrays; CUDA
+//! kernels write one through `surf2Dwrite` while Vulkan consumes another.
+//! Exportable timeline semaphores, imported into CUDA, order the two sides on
+//! the GPU; neither side waits for the other on the CPU.
 //!
-//! Data flow, and where to read:
-//! - [`sync`]: the frame plan, the whole protocol as one pure type;
-//! - [`vk`]: instance, device picked by CUDA's UUID, shared images,
-//!   timelines, and [`vk::frame`], one consumer frame top to bottom;
-//! - [`cuda`]: loading CUDA without panics, the imports, the kernels;
-//! - [`producer`]: the CUDA, CPU and staging-baseline producers, each on its own thread;
-//! - [`present`]: consumers (headless offscreen copy, window);
-//! - [`setup`], [`session`] and [`headless`]: wiring it together; [`sink`]: PNG output;
-//! - [`bench`](mod@bench): the interop against the staging baseline, measured ([`clock`]; its
-//!   data in [`bench::report`], drawn by [`bench::chart`]).
+//! # In your engine, step by step
+//!
+//! `cargo add vkcuda --no-default-features` gives this core only (ash,
+//! cudarc, gpu-allocator, anyhow, log). `examples/minimal.rs` does every step
+//! below with its own device, context, stream and kernel.
+//!
+//! 1. Before creating your instance and device, enable what
+//!    [`interop::requirements`] names: Vulkan 1.3, the device extensions, and
+//!    the features through [`interop::Requirements::enable_features`].
+//! 2. Pick the Vulkan device CUDA sees: its `deviceUUID`
+//!    ([`vk::device::gpu_info`]) equals a CUDA device's `cuDeviceGetUuid_v2`
+//!    ([`cuda::list_devices`]).
+//! 3. Wrap your device and a queue: [`vk::device::Device::adopt`].
+//! 4. Choose a plan, [`sync::FramePlan::new`] (scheme, number of images), and
+//!    create the shared images and timelines: [`interop::SharedFrames::new`].
+//! 5. Import them into your CUDA context (cudarc's or a raw `CUcontext`):
+//!    [`interop::CudaFrames::import`].
+//! 6. Each frame `g`, on your CUDA stream: [`interop::CudaFrames::begin`]
+//!    (enqueues the wait, gives the surface), your kernel, then
+//!    [`interop::CudaFrames::end`] (enqueues the signal).
+//! 7. Each frame `g`, in your command buffer: the barriers of
+//!    [`interop::SharedFrames::vulkan_frame`] around your use of the image,
+//!    and its wait and signal in your `vkQueueSubmit2`.
+//! 8. Tear down: synchronise your stream, drop the [`interop::CudaFrames`],
+//!    wait for your queue, drop the [`interop::SharedFrames`].
+//!
+//! Where to read: [`sync`] (the protocol as one pure type, and why), then
+//! [`interop`], [`vk`] and [`cuda`]; [`platform`] is the one OS seam.
+//!
+//! With the default `app` feature the crate also builds the `vkcuda`
+//! application (viewer, headless dump, bench) in `app`, which uses only the
+//! public API above.
 
 #![deny(missing_docs)]
 
-pub mod bench;
-pub mod cli;
-pub mod clock;
 pub mod cuda;
-pub mod diagram;
-pub mod director;
-pub mod footprint;
-pub mod headless;
+pub mod interop;
 pub mod platform;
-pub mod present;
-pub mod producer;
-pub mod scene;
-pub mod session;
-pub mod setup;
-pub mod sink;
-pub mod stats;
 pub mod sync;
-pub mod viewer;
+pub mod types;
 pub mod vk;
 
-/// A problem with the command line or its values: exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
+#[cfg(feature = "app")]
+pub mod app;

@@ -4,13 +4,13 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use vkcuda::bench::Interrupted;
-use vkcuda::cli::BenchArgs;
-use vkcuda::cli::{Args, Command};
-use vkcuda::footprint::change;
-use vkcuda::headless::{self, Summary};
-use vkcuda::stats::micros;
-use vkcuda::UsageError;
+use vkcuda::app::bench::Interrupted;
+use vkcuda::app::cli::BenchArgs;
+use vkcuda::app::cli::{Args, Command};
+use vkcuda::app::footprint::change;
+use vkcuda::app::headless::{self, Summary};
+use vkcuda::app::stats::micros;
+use vkcuda::app::UsageError;
 
 /// Exit codes (documented in the README).
 mod exit {
@@ -21,6 +21,7 @@ mod exit {
 }
 
 fn main() -> ExitCode {
+    vkcuda::app::logger::init();
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {
@@ -40,7 +41,7 @@ fn main() -> ExitCode {
     if let Some(Command::Bench(bench)) = &args.command {
         return run_bench(&args, bench);
     }
-    let outcome = if args.headless { headless::run(&args) } else { vkcuda::viewer::run(&args) };
+    let outcome = if args.headless { headless::run(&args) } else { vkcuda::app::viewer::run(&args) };
     match outcome {
         Ok(summary) => report(&args, &summary),
         Err(e) => failure(&e),
@@ -48,9 +49,9 @@ fn main() -> ExitCode {
 }
 
 fn run_bench(args: &Args, bench: &BenchArgs) -> ExitCode {
-    match vkcuda::bench::run(args, bench) {
+    match vkcuda::app::bench::run(args, bench) {
         Ok(report) => {
-            print!("{}", vkcuda::bench::table(&report));
+            print!("{}", vkcuda::app::bench::table(&report));
             if let Some(v) = report.validation {
                 println!("validation: {v}");
                 if !v.clean() {

@@ -40,7 +40,7 @@
 use std::fmt;
 
 /// Which synchronization scheme the frames follow.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SyncScheme {
     /// One timeline per signaller: `rendered` (producer) and `released` (consumer).
     Split,

@@ -13,18 +13,16 @@
 //! - A semaphore wait or signal is enqueued on a stream: CUDA waits on the
 //!   GPU, never on the host.
 
-use std::sync::Arc;
-
 use anyhow::Result;
-use cudarc::driver::{sys, CudaContext, CudaStream};
+use cudarc::driver::sys;
 
-use super::check;
+use super::{check, Context, Stream};
 use crate::platform::{self, Handle};
 
 /// A shared image as CUDA sees it: level 0 of a mipmapped array, written
 /// through a surface object (`surf2Dwrite`).
 pub struct ExternalImage {
-    ctx: Arc<CudaContext>,
+    ctx: Context,
     memory: sys::CUexternalMemory,
     mipmapped: sys::CUmipmappedArray,
     surface: sys::CUsurfObject,
@@ -37,8 +35,8 @@ unsafe impl Send for ExternalImage {}
 impl ExternalImage {
     /// Imports `size` bytes of dedicated memory (exactly
     /// `vkGetImageMemoryRequirements().size`) holding a `width`×`height` RGBA8 image.
-    pub fn import(ctx: Arc<CudaContext>, handle: Handle, size: u64, width: u32, height: u32) -> Result<Self> {
-        ctx.bind_to_thread()?;
+    pub fn import(ctx: Context, handle: Handle, size: u64, width: u32, height: u32) -> Result<Self> {
+        ctx.bind()?;
         let desc = platform::cuda_memory_desc(&handle, size);
         let mut memory = std::ptr::null_mut();
         // SAFETY: `desc` is fully initialised; `memory` is an out-pointer.
@@ -86,7 +84,7 @@ impl ExternalImage {
 impl Drop for ExternalImage {
     fn drop(&mut self) {
         // Errors here cannot be handled; the objects are gone with the context anyway.
-        let _ = self.ctx.bind_to_thread();
+        let _ = self.ctx.bind();
         // SAFETY: each object is destroyed once, children first; the stream that used them is idle.
         unsafe {
             if self.surface != 0 {
@@ -102,7 +100,7 @@ impl Drop for ExternalImage {
 
 /// A Vulkan timeline semaphore imported into CUDA.
 pub struct ExternalSemaphore {
-    ctx: Arc<CudaContext>,
+    ctx: Context,
     raw: sys::CUexternalSemaphore,
     /// The timeline's name in the frame plan.
     pub name: &'static str,
@@ -113,8 +111,8 @@ unsafe impl Send for ExternalSemaphore {}
 
 impl ExternalSemaphore {
     /// Imports an exported timeline semaphore (see [`crate::platform`]).
-    pub fn import(ctx: Arc<CudaContext>, handle: Handle, name: &'static str) -> Result<Self> {
-        ctx.bind_to_thread()?;
+    pub fn import(ctx: Context, handle: Handle, name: &'static str) -> Result<Self> {
+        ctx.bind()?;
         let desc = platform::cuda_semaphore_desc(&handle);
         let mut raw = std::ptr::null_mut();
         // SAFETY: `desc` is fully initialised; `raw` is an out-pointer.
@@ -128,29 +126,29 @@ impl ExternalSemaphore {
     /// The call returns at once, but the next CUDA call on this stream may
     /// block the calling thread until the value is reached: submit CUDA work
     /// from its own thread.
-    pub fn wait(&self, stream: &CudaStream, value: u64) -> Result<()> {
+    pub fn wait(&self, stream: &dyn Stream, value: u64) -> Result<()> {
         // SAFETY: all-zero is valid for this plain-data struct (no enums inside).
         let mut params: sys::CUDA_EXTERNAL_SEMAPHORE_WAIT_PARAMS = unsafe { std::mem::zeroed() };
         params.params.fence.value = value;
-        // SAFETY: one semaphore, one params struct, a live stream of this context.
-        let r = unsafe { sys::cuWaitExternalSemaphoresAsync(&self.raw, &params, 1, stream.cu_stream()) };
+        // SAFETY: one semaphore, one params struct; `stream` is a live stream of this context (see Stream).
+        let r = unsafe { sys::cuWaitExternalSemaphoresAsync(&self.raw, &params, 1, stream.raw()) };
         check(r, "cuWaitExternalSemaphoresAsync")
     }
 
     /// Enqueues on `stream` setting the timeline to `value` once prior work is done.
-    pub fn signal(&self, stream: &CudaStream, value: u64) -> Result<()> {
+    pub fn signal(&self, stream: &dyn Stream, value: u64) -> Result<()> {
         // SAFETY: all-zero is valid for this plain-data struct (no enums inside).
         let mut params: sys::CUDA_EXTERNAL_SEMAPHORE_SIGNAL_PARAMS = unsafe { std::mem::zeroed() };
         params.params.fence.value = value;
-        // SAFETY: one semaphore, one params struct, a live stream of this context.
-        let r = unsafe { sys::cuSignalExternalSemaphoresAsync(&self.raw, &params, 1, stream.cu_stream()) };
+        // SAFETY: one semaphore, one params struct; `stream` is a live stream of this context (see Stream).
+        let r = unsafe { sys::cuSignalExternalSemaphoresAsync(&self.raw, &params, 1, stream.raw()) };
         check(r, "cuSignalExternalSemaphoresAsync")
     }
 }
 
 impl Drop for ExternalSemaphore {
     fn drop(&mut self) {
-        let _ = self.ctx.bind_to_thread();
+        let _ = self.ctx.bind();
         // SAFETY: destroyed once; the stream that used it is idle.
         unsafe { sys::cuDestroyExternalSemaphore(self.raw) };
     }

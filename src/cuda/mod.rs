@@ -1,20 +1,96 @@
 //! The CUDA side: loading the driver and NVRTC without panicking, finding
-//! devices by UUID, and small safe wrappers (in `external`) over the interop
+//! devices by UUID, the context imports live in ([`Context`]: cudarc's or a
+//! raw `CUcontext`), and small safe wrappers (in `external`) over the interop
 //! calls cudarc has no safe API for.
 
 pub mod external;
-pub mod kernels;
 
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
-use cudarc::driver::{sys, CudaContext};
+use anyhow::{bail, Context as _, Result};
+use cudarc::driver::{sys, CudaContext, CudaStream};
 
-use crate::cli::CudaSched;
+use crate::types::CudaSched;
 use crate::vk::device::{format_uuid, Uuid};
 
+/// The CUDA context vkcuda's imports live in: cudarc's, or the integrator's
+/// raw `CUcontext`. Every CUDA call vkcuda makes binds it first.
+#[derive(Clone, Debug)]
+pub enum Context {
+    /// A cudarc context (kept alive by the imports).
+    Cudarc(Arc<CudaContext>),
+    /// A raw context the integrator owns: it must outlive every import.
+    Raw(RawContext),
+}
+
+/// A raw `CUcontext` handle.
+#[derive(Clone, Copy, Debug)]
+pub struct RawContext(pub sys::CUcontext);
+
+// SAFETY: a CUDA context may be made current on any thread (cuCtxSetCurrent).
+unsafe impl Send for RawContext {}
+// SAFETY: as above; the handle itself is never mutated.
+unsafe impl Sync for RawContext {}
+
+impl Context {
+    /// Makes the context current on the calling thread.
+    pub fn bind(&self) -> Result<()> {
+        match self {
+            Context::Cudarc(c) => c.bind_to_thread().context("binding the CUDA context"),
+            // SAFETY: the integrator's context is live (it outlives every import).
+            Context::Raw(c) => check(unsafe { sys::cuCtxSetCurrent(c.0) }, "cuCtxSetCurrent"),
+        }
+    }
+}
+
+/// A CUDA stream vkcuda enqueues waits and signals on: cudarc's
+/// [`CudaStream`], or the integrator's raw `CUstream` ([`RawStream`]).
+pub trait Stream {
+    /// The raw handle, live for as long as `self` is.
+    fn raw(&self) -> sys::CUstream;
+}
+
+impl Stream for CudaStream {
+    fn raw(&self) -> sys::CUstream {
+        self.cu_stream()
+    }
+}
+
+/// A raw `CUstream` of the context the imports live in.
+#[derive(Clone, Copy, Debug)]
+pub struct RawStream(sys::CUstream);
+
+impl RawStream {
+    /// Wraps `stream`.
+    ///
+    /// # Safety
+    /// `stream` is a live stream (or null, the legacy default stream) of the
+    /// context the imports live in, and stays live while this is used.
+    pub unsafe fn new(stream: sys::CUstream) -> Self {
+        Self(stream)
+    }
+}
+
+impl Stream for RawStream {
+    fn raw(&self) -> sys::CUstream {
+        self.0
+    }
+}
+
+impl From<Arc<CudaContext>> for Context {
+    fn from(c: Arc<CudaContext>) -> Self {
+        Context::Cudarc(c)
+    }
+}
+
+impl From<sys::CUcontext> for Context {
+    fn from(c: sys::CUcontext) -> Self {
+        Context::Raw(RawContext(c))
+    }
+}
+
 /// Turns a raw driver result into an error that names the call.
-pub(crate) fn check(result: sys::CUresult, call: &str) -> Result<()> {
+pub fn check(result: sys::CUresult, call: &str) -> Result<()> {
     result.result().with_context(|| format!("{call} failed"))
 }
 

@@ -10,9 +10,9 @@ use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
-use super::instance::Instance;
-use crate::clock::Anchor;
+use super::instance::{Instance, ValidationCounts};
 use crate::platform;
+pub use crate::types::QueueKind;
 
 /// A 16-byte device UUID, as Vulkan (`deviceUUID`) and CUDA (`cuDeviceGetUuid_v2`) report it.
 pub type Uuid = [u8; 16];
@@ -67,57 +67,37 @@ pub fn list_gpus(instance: &Instance) -> Result<Vec<GpuInfo>> {
     // SAFETY: plain query on a live instance.
     let physicals =
         unsafe { instance.raw.enumerate_physical_devices() }.context("vkEnumeratePhysicalDevices")?;
-    let mut out = Vec::new();
-    for (index, physical) in physicals.into_iter().enumerate() {
-        let mut id = vk::PhysicalDeviceIDProperties::default();
-        let mut driver = vk::PhysicalDeviceDriverProperties::default();
-        let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id).push_next(&mut driver);
-        // SAFETY: `physical` comes from this instance; `props` chains a valid struct.
-        unsafe { instance.raw.get_physical_device_properties2(physical, &mut props) };
-        let p = props.properties;
-        // SAFETY: plain query on a live physical device.
-        let exts = unsafe { instance.raw.enumerate_device_extension_properties(physical) }?;
-        let has = |name: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
-        out.push(GpuInfo {
-            index,
-            physical,
-            name: p.device_name_as_c_str().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-            uuid: id.device_uuid,
-            max_image_dimension: p.limits.max_image_dimension2_d,
-            timestamp_period: p.limits.timestamp_period,
-            external: (has(platform::MEMORY_EXTENSION), has(platform::SEMAPHORE_EXTENSION)),
-            vulkan_1_3: p.api_version >= vk::API_VERSION_1_3,
-            calibrated_timestamps: has(ash::ext::calibrated_timestamps::NAME),
-            driver: format!(
-                "{} {}",
-                driver.driver_name_as_c_str().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default(),
-                driver.driver_info_as_c_str().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default()
-            ),
-        });
-    }
-    Ok(out)
+    physicals
+        .into_iter()
+        .enumerate()
+        .map(|(index, physical)| gpu_info(&instance.raw, index, physical))
+        .collect()
 }
 
-/// Which queue family the consumer submits to.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum QueueKind {
-    /// Graphics and compute (what a presenter needs).
-    Graphics,
-    /// Compute, preferably a family without graphics.
-    Compute,
-    /// Transfer only (copy engines), if the device has such a family (headless default).
-    Transfer,
-}
-
-impl std::fmt::Display for QueueKind {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.pad(match self {
-            QueueKind::Graphics => "graphics",
-            QueueKind::Compute => "compute",
-            QueueKind::Transfer => "transfer",
-        })
-    }
+/// What vkcuda needs to know of `physical`, the `index`-th device of `instance`.
+pub fn gpu_info(instance: &ash::Instance, index: usize, physical: vk::PhysicalDevice) -> Result<GpuInfo> {
+    let mut id = vk::PhysicalDeviceIDProperties::default();
+    let mut driver = vk::PhysicalDeviceDriverProperties::default();
+    let mut props = vk::PhysicalDeviceProperties2::default().push_next(&mut id).push_next(&mut driver);
+    // SAFETY: `physical` comes from this instance; `props` chains a valid struct.
+    unsafe { instance.get_physical_device_properties2(physical, &mut props) };
+    let p = props.properties;
+    // SAFETY: plain query on a live physical device.
+    let exts = unsafe { instance.enumerate_device_extension_properties(physical) }?;
+    let has = |name: &CStr| exts.iter().any(|e| e.extension_name_as_c_str() == Ok(name));
+    let text = |c: Result<&CStr, _>| c.map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    Ok(GpuInfo {
+        index,
+        physical,
+        name: text(p.device_name_as_c_str()),
+        uuid: id.device_uuid,
+        max_image_dimension: p.limits.max_image_dimension2_d,
+        timestamp_period: p.limits.timestamp_period,
+        external: (has(platform::MEMORY_EXTENSION), has(platform::SEMAPHORE_EXTENSION)),
+        vulkan_1_3: p.api_version >= vk::API_VERSION_1_3,
+        calibrated_timestamps: has(ash::ext::calibrated_timestamps::NAME),
+        driver: format!("{} {}", text(driver.driver_name_as_c_str()), text(driver.driver_info_as_c_str())),
+    })
 }
 
 /// The queue the device is created with: its kind and, for a window, the
@@ -131,14 +111,20 @@ pub struct Queue {
 
 /// The logical device and what hangs off it. Every Vulkan object of vkcuda
 /// holds an `Arc<Device>`, so the device is destroyed after all of them.
+///
+/// Made by [`Device::new`] (vkcuda creates the device, and destroys it last)
+/// or by [`Device::adopt`] (the integrator's device: never destroyed here).
 pub struct Device {
-    /// The instance (kept alive by the device).
-    pub instance: Arc<Instance>,
+    /// The instance's entry points.
+    pub instance: ash::Instance,
+    /// The instance vkcuda created, kept alive by the device; `None` for an
+    /// adopted device, whose instance and device the integrator owns.
+    owner: Option<Arc<Instance>>,
     /// The physical device.
     pub info: GpuInfo,
     /// The logical device.
     pub raw: ash::Device,
-    /// The one queue. Only the consumer thread submits to it.
+    /// The one queue vkcuda submits to (set-up, and the application's consumer).
     pub queue: vk::Queue,
     /// Its family.
     pub queue_family: u32,
@@ -259,7 +245,8 @@ impl Device {
         })
         .context("creating the memory allocator")?;
         Ok(Arc::new(Self {
-            instance,
+            instance: instance.raw.clone(),
+            owner: Some(instance),
             info,
             raw,
             queue,
@@ -270,6 +257,57 @@ impl Device {
             allocator: ManuallyDrop::new(Mutex::new(allocator)),
             queue_ops: Mutex::new(()),
         }))
+    }
+
+    /// Wraps the integrator's device, created with [`crate::interop::requirements`]
+    /// (Vulkan 1.3, the export extensions, timeline semaphores and
+    /// synchronization2), and its queue `queue_index` of family `queue_family`.
+    /// vkcuda submits to that queue only while preparing shared images
+    /// ([`crate::interop::SharedFrames::new`]); every frame is the integrator's
+    /// own submission. Nothing here destroys the device or the instance: drop
+    /// every vkcuda object made with this device before destroying it.
+    pub fn adopt(
+        instance: &ash::Instance,
+        physical: vk::PhysicalDevice,
+        device: &ash::Device,
+        queue_family: u32,
+        queue_index: u32,
+    ) -> Result<Arc<Self>> {
+        // SAFETY: plain query on a live instance.
+        let physicals =
+            unsafe { instance.enumerate_physical_devices() }.context("vkEnumeratePhysicalDevices")?;
+        let index = physicals.iter().position(|p| *p == physical).unwrap_or(0);
+        let info = gpu_info(instance, index, physical)?;
+        // SAFETY: the integrator created the device with this queue.
+        let queue = unsafe { device.get_device_queue(queue_family, queue_index) };
+        let allocator = Allocator::new(&AllocatorCreateDesc {
+            instance: instance.clone(),
+            device: device.clone(),
+            physical_device: physical,
+            debug_settings: Default::default(),
+            buffer_device_address: false,
+            allocation_sizes: Default::default(),
+        })
+        .context("creating the memory allocator")?;
+        Ok(Arc::new(Self {
+            instance: instance.clone(),
+            owner: None,
+            info,
+            raw: device.clone(),
+            queue,
+            queue_family,
+            memory_export: Some(platform::MemoryExport::new(instance, device)),
+            semaphore_export: Some(platform::SemaphoreExport::new(instance, device)),
+            calibrated: None,
+            allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            queue_ops: Mutex::new(()),
+        }))
+    }
+
+    /// The validation messages counted so far by the instance vkcuda created
+    /// (all zero without validation, and for an adopted device).
+    pub fn validation(&self) -> ValidationCounts {
+        self.owner.as_ref().map(|i| i.validation().counts()).unwrap_or_default()
     }
 
     /// Runs `op`, a `vkSignalSemaphore`, `vkQueueSubmit2` or `vkQueuePresentKHR`,
@@ -300,7 +338,7 @@ impl Device {
     /// The index of a memory type allowed by `type_bits` that has `flags`.
     pub fn memory_type(&self, type_bits: u32, flags: vk::MemoryPropertyFlags) -> Result<u32> {
         // SAFETY: plain query on a live physical device.
-        let props = unsafe { self.instance.raw.get_physical_device_memory_properties(self.info.physical) };
+        let props = unsafe { self.instance.get_physical_device_memory_properties(self.info.physical) };
         (0..props.memory_type_count)
             .find(|&i| {
                 type_bits & (1 << i) != 0 && props.memory_types[i as usize].property_flags.contains(flags)
@@ -354,10 +392,10 @@ impl Device {
         unsafe { self.raw.queue_wait_idle(self.queue) }.context("vkQueueWaitIdle")
     }
 
-    /// The device's timestamp clock placed on the host's `CLOCK_MONOTONIC`
-    /// (both read at once by `vkGetCalibratedTimestampsEXT`), or `None` when
-    /// the device cannot do that.
-    pub fn clock_anchor(&self) -> Option<Anchor> {
+    /// The device's timestamp clock and the host's `CLOCK_MONOTONIC` (in
+    /// nanoseconds), read at once by `vkGetCalibratedTimestampsEXT`, or `None`
+    /// when the device cannot do that.
+    pub fn calibrated_timestamps(&self) -> Option<(u64, u64)> {
         let loader = self.calibrated.as_ref()?;
         let info = [
             vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::DEVICE),
@@ -365,11 +403,7 @@ impl Device {
         ];
         // SAFETY: the extension is enabled and both domains are supported (checked at creation).
         let (stamps, _deviation) = unsafe { loader.get_calibrated_timestamps(&info) }.ok()?;
-        Some(Anchor {
-            gpu_ticks: stamps[0],
-            host_ns: stamps[1],
-            ns_per_tick: f64::from(self.info.timestamp_period),
-        })
+        Some((stamps[0], stamps[1]))
     }
 
     /// Nanoseconds per timestamp tick.
@@ -380,11 +414,16 @@ impl Device {
 
 impl Drop for Device {
     fn drop(&mut self) {
-        // SAFETY: no other thread uses the device any more (all holders of the Arc are gone).
-        unsafe { self.raw.device_wait_idle() }.ok();
+        let owned = self.owner.is_some();
+        if owned {
+            // SAFETY: no other thread uses the device any more (all holders of the Arc are gone).
+            unsafe { self.raw.device_wait_idle() }.ok();
+        }
         // SAFETY: the allocator is dropped once, before the device it allocates from.
         unsafe { ManuallyDrop::drop(&mut self.allocator) };
-        // SAFETY: every child object held an Arc<Device>; none is left.
-        unsafe { self.raw.destroy_device(None) };
+        if owned {
+            // SAFETY: we created the device; every child object held an Arc<Device>; none is left.
+            unsafe { self.raw.destroy_device(None) };
+        }
     }
 }

@@ -1,6 +1,6 @@
-//! The Vulkan loader, the instance and (with `--validate`) the Khronos
+//! The Vulkan loader, the instance and (with validation) the Khronos
 //! validation layer with synchronization validation, whose messages are
-//! printed and counted.
+//! counted and reported through `log` (target `vkcuda::validation`).
 
 use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -29,7 +29,8 @@ impl ValidationLog {
 }
 
 /// Validation messages of a run.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, serde::Serialize)]
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize))]
 pub struct ValidationCounts {
     /// Errors.
     pub errors: u64,
@@ -151,7 +152,7 @@ impl Instance {
         Ok(Arc::new(Self { entry, raw, debug, log }))
     }
 
-    /// The validation messages counted so far (all zero without `--validate`).
+    /// The validation messages counted so far (all zero without validation).
     pub fn validation(&self) -> &Arc<ValidationLog> {
         &self.log
     }
@@ -191,13 +192,12 @@ unsafe extern "system" fn on_message(
     let message = data.map(|d| text(d.p_message)).unwrap_or_default();
     // Every message counts, including the layer's reports of its own bookkeeping ("most
     // likely a validation bug"): the pattern must run clean, not be explained away.
-    let label = if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
+    if severity.contains(vk::DebugUtilsMessageSeverityFlagsEXT::ERROR) {
         log.errors.fetch_add(1, Ordering::Relaxed);
-        "error"
+        log::error!(target: "vkcuda::validation", "validation error: {message}");
     } else {
         log.warnings.fetch_add(1, Ordering::Relaxed);
-        "warning"
-    };
-    eprintln!("vkcuda: validation {label}: {message}");
+        log::warn!(target: "vkcuda::validation", "validation warning: {message}");
+    }
     vk::FALSE
 }

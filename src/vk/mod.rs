@@ -1,5 +1,6 @@
-//! The Vulkan side: instance, device (picked by CUDA's UUID), the exportable
-//! shared images and timeline semaphores, and the per-frame protocol.
+//! The Vulkan side: instance, device (picked by CUDA's UUID, or the
+//! integrator's, adopted), the exportable shared images and timeline
+//! semaphores, and the barriers around every Vulkan use of them.
 
 pub mod device;
 pub mod frame;

@@ -58,11 +58,7 @@ pub fn can_export(device: &Device) -> bool {
     let mut props = vk::ImageFormatProperties2::default().push_next(&mut external_props);
     // SAFETY: valid chained structs; plain query.
     let ok = unsafe {
-        device.instance.raw.get_physical_device_image_format_properties2(
-            device.info.physical,
-            &info,
-            &mut props,
-        )
+        device.instance.get_physical_device_image_format_properties2(device.info.physical, &info, &mut props)
     };
     ok.is_ok()
         && external_props

@@ -5,7 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use vkcuda::scene::{render_cpu, Diff, FrameArgs, Scene};
+use vkcuda::app::scene::{render_cpu, Diff, FrameArgs, Scene};
 
 /// What a test body returns: `Err` says what went wrong.
 pub type Outcome = Result<(), String>;
@@ -66,7 +66,7 @@ pub fn check_pngs(dir: &Path, scene: Scene, expected: &[u64]) -> Outcome {
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
     names.sort();
-    let want: Vec<String> = expected.iter().map(|f| vkcuda::sink::frame_file_name(*f)).collect();
+    let want: Vec<String> = expected.iter().map(|f| vkcuda::app::sink::frame_file_name(*f)).collect();
     if names != want {
         return Err(format!("files {names:?}, expected {want:?}"));
     }

@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use vkcuda::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
+use vkcuda::app::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
 
 use crate::common::*;
 
@@ -163,7 +163,7 @@ pub fn parse_xwd(data: &[u8]) -> Result<Capture, String> {
 /// sampled bilinearly (clamp to edge), as the present pass draws it.
 pub fn expected_window(frame: &[u8], fw: u32, fh: u32, ww: u32, wh: u32) -> Vec<Option<[f64; 3]>> {
     use ash::vk::Extent2D;
-    let r = vkcuda::present::window::letterbox(
+    let r = vkcuda::app::present::draw::letterbox(
         Extent2D { width: ww, height: wh },
         Extent2D { width: fw, height: fh },
     );

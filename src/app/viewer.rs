@@ -23,20 +23,23 @@ use winit::keyboard::{Key, NamedKey};
 use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle};
 use winit::window::{Window, WindowId};
 
-use crate::cli::{Args, Size, SizeArg};
-use crate::clock::CpuMeter;
-use crate::director::Director;
-use crate::headless::{png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
-use crate::present::readback::Readback;
-use crate::present::window::{Presenter, SwapchainState};
-use crate::producer::Report;
-use crate::scene::Scene;
-use crate::session::{warmup_frames, Session, Stopped};
-use crate::setup::{self, Gpu};
-use crate::sink::SinkReport;
-use crate::stats::{median, micros, Samples};
-use crate::vk::device::{Queue, QueueKind};
-use crate::vk::frame::{Completed, ExtraSync};
+use crate::app::cli::{Args, SizeArg};
+use crate::app::clock::CpuMeter;
+use crate::app::consumer::{Completed, ExtraSync};
+use crate::app::director::Director;
+use crate::app::headless::{png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
+use crate::app::present::readback::Readback;
+use crate::app::present::swapchain::SwapchainState;
+use crate::app::present::window::Presenter;
+use crate::app::producer::Report;
+use crate::app::scene::Scene;
+use crate::app::session::{warmup_frames, Session, Stopped};
+use crate::app::setup::{self, Gpu};
+use crate::app::sink::SinkReport;
+use crate::app::stats::{median, micros, Samples};
+use crate::types::QueueKind;
+use crate::types::Size;
+use crate::vk::device::Queue;
 use crate::vk::instance::Instance;
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
@@ -164,7 +167,7 @@ impl Viewer {
                 .context("creating the window's Vulkan surface")?;
         let surface_fn = ash::khr::surface::Instance::new(&instance.entry, &instance.raw);
         let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
-        let gpu = match setup::open_gpu(args, instance.clone(), queue) {
+        let gpu = match setup::open_gpu(&args.spec(), instance.clone(), queue) {
             Ok(g) => g,
             Err(e) => {
                 // SAFETY: nothing uses the surface yet.
@@ -187,8 +190,8 @@ impl Viewer {
             height: size.height,
             cost: args.cost,
         }));
-        let run = Session::start(&gpu, args, &director, size, args.timeline_base)?;
-        presenter.bind_shared(&run.interop.images)?;
+        let run = Session::start(&gpu, &args.spec(), &director, size, args.timeline_base)?;
+        presenter.bind_shared(&run.interop.shared.images)?;
         Ok(Self {
             run: Some(run),
             presenter,
@@ -280,8 +283,8 @@ impl Viewer {
             let base = stopped.next_base;
             self.absorb(stopped);
             self.finish_snapshots();
-            let run = Session::start(&self.gpu, &self.args, &self.director, wanted, base)?;
-            self.presenter.bind_shared(&run.interop.images)?;
+            let run = Session::start(&self.gpu, &self.args.spec(), &self.director, wanted, base)?;
+            self.presenter.bind_shared(&run.interop.shared.images)?;
             self.run = Some(run);
         }
         Ok(())
@@ -412,7 +415,7 @@ impl Viewer {
             cpu_per_frame: self.meter.per_frame(self.consumed),
             footprint: None,
         };
-        let validation = self.gpu.device.instance.validation().counts();
+        let validation = self.gpu.device.validation();
         let report = std::mem::take(&mut self.report);
         Ok(summarize(consumed, report, self.sink.clone(), (producer, size), &validation, caught))
     }

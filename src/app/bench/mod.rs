@@ -18,18 +18,19 @@ pub mod report;
 
 pub use report::{table, utc_date, Load, Report, Row, Variant};
 
-use crate::cli::{Args, BenchArgs, ProducerKind, Size};
-use crate::director::Director;
-use crate::headless::{run_session, summarize, watch_signals, Span, Summary};
-use crate::present::offscreen::Offscreen;
-use crate::scene::{Scene, SceneKind};
-use crate::setup::{self, Gpu};
-use crate::sink::SinkReport;
-use crate::stats::median_f64;
+use crate::app::cli::{Args, BenchArgs};
+use crate::app::director::Director;
+use crate::app::headless::{run_session, summarize, watch_signals, Span, Summary};
+use crate::app::present::offscreen::Offscreen;
+use crate::app::scene::{Scene, SceneKind};
+use crate::app::setup::{self, Gpu};
+use crate::app::sink::SinkReport;
+use crate::app::stats::median_f64;
+use crate::app::UsageError;
 use crate::sync::SyncScheme;
+use crate::types::{ProducerKind, Size};
 use crate::vk::device::Queue;
 use crate::vk::instance::Instance;
-use crate::UsageError;
 
 /// Runs `vkcuda bench`.
 pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
@@ -48,7 +49,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
         let mut args = args.clone();
         args.queue = Some(*queue);
         let args = &args;
-        let gpu = setup::open_gpu(args, instance.clone(), Queue { kind: *queue, present: None })?;
+        let gpu = setup::open_gpu(&args.spec(), instance.clone(), Queue { kind: *queue, present: None })?;
         for size in &bench.sizes {
             setup::check_size(&gpu, *size)?;
         }
@@ -198,7 +199,7 @@ fn measure(
     let (consumed, report, producer) =
         run_session(gpu, &args, (&director, size), &mut offscreen, span, (caught, &hidden))
             .with_context(|| format!("bench variant {variant} at {size}"))?;
-    let validation = gpu.device.instance.validation().counts();
+    let validation = gpu.device.validation();
     Ok(summarize(consumed, report, SinkReport::default(), (producer, size), &validation, caught))
 }
 

@@ -10,12 +10,10 @@ use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
 use super::{FrameTiming, Job, Report};
-use crate::clock::{now_ns, CpuMeter};
-use crate::cuda::external::{ExternalImage, ExternalSemaphore};
-use crate::cuda::kernels::{SceneKernels, Target};
-use crate::scene::FrameArgs;
-use crate::vk::shared_image::SharedImage;
-use crate::vk::timeline::Timeline;
+use crate::app::clock::{now_ns, CpuMeter};
+use crate::app::kernels::{SceneKernels, Target};
+use crate::app::scene::FrameArgs;
+use crate::interop::{CudaFrames, SharedFrames};
 
 /// Kernel timings are resolved this many frames late, so reading an event never stalls.
 const EVENT_RING: usize = 16;
@@ -23,14 +21,13 @@ const EVENT_RING: usize = 16;
 /// The CUDA producer's state: imports of the Vulkan objects, the stream, the kernels.
 ///
 /// Ownership and ordering: built on the consumer's thread, then moved to its
-/// own thread by [`crate::setup::Producer::spawn`]; only that thread enqueues
+/// own thread by [`crate::app::setup::Producer::spawn`]; only that thread enqueues
 /// on its stream. It signals "rendered" and waits on "released" on the GPU,
 /// and as it ends synchronises the stream and drops the imports, before the
 /// Vulkan images and timelines they came from.
 pub struct CudaProducer {
     // Field order is drop order: CUDA objects before the context they live in.
-    images: Vec<ExternalImage>,
-    timelines: Vec<ExternalSemaphore>,
+    frames: CudaFrames,
     kernels: SceneKernels,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
@@ -39,34 +36,16 @@ pub struct CudaProducer {
 }
 
 impl CudaProducer {
-    /// Imports the shared images and timelines into `ctx` and loads the kernels.
+    /// Imports the shared images and timelines into `ctx` (the core's
+    /// [`CudaFrames`]) and loads the kernels.
     pub fn new(
         ctx: Arc<CudaContext>,
-        images: &[SharedImage],
-        timelines: &[Timeline],
+        shared: &SharedFrames,
         ptx_cache: &Path,
         high_priority: bool,
     ) -> Result<Self> {
         let kernels = SceneKernels::load(&ctx, ptx_cache)?;
-        let mut imported = Vec::new();
-        for (i, img) in images.iter().enumerate() {
-            let handle = img.export()?;
-            let ext = ExternalImage::import(
-                ctx.clone(),
-                handle,
-                img.allocation_size,
-                img.extent.width,
-                img.extent.height,
-            )
-            .with_context(|| format!("importing shared image {i} into CUDA"))?;
-            imported.push(ext);
-        }
-        let mut sems = Vec::new();
-        for t in timelines {
-            let sem = ExternalSemaphore::import(ctx.clone(), t.export()?, t.name)
-                .with_context(|| format!("importing timeline '{}' into CUDA", t.name))?;
-            sems.push(sem);
-        }
+        let frames = CudaFrames::import(ctx.clone(), shared)?;
         let stream = match high_priority {
             false => ctx.new_stream(),
             true => {
@@ -78,7 +57,7 @@ impl CudaProducer {
             }
         }
         .context("cuStreamCreate")?;
-        Ok(Self { images: imported, timelines: sems, kernels, stream, ctx, fault_at: None })
+        Ok(Self { frames, kernels, stream, ctx, fault_at: None })
     }
 
     /// The producer thread's loop.
@@ -96,11 +75,8 @@ impl CudaProducer {
             let mut g = 0;
             while g < job.control.limit() {
                 meter.frame(g, job.control.steady(g));
-                let step = job.plan.producer(g);
-                if let Some(w) = step.wait {
-                    // GPU-side wait: the consumer released this image (frame g - N).
-                    self.timelines[w.timeline].wait(&self.stream, w.value)?;
-                }
+                // GPU-side wait: the consumer released this image (frame g - N).
+                let surface = self.frames.begin(g, &*self.stream)?;
                 let (start, end) = &events[g as usize % EVENT_RING];
                 if g as usize >= EVENT_RING {
                     // The pair's previous frame finished long ago; read its times before reuse.
@@ -111,17 +87,12 @@ impl CudaProducer {
                 start.record(&self.stream)?;
                 let spec = job.director.begin(g);
                 let args = FrameArgs::new(&spec.scene, spec.tick);
-                self.kernels.launch(
-                    &self.stream,
-                    &spec.scene,
-                    &args,
-                    Target::Surface(self.images[step.image].surface()),
-                )?;
+                self.kernels.launch(&self.stream, &spec.scene, &args, Target::Surface(surface))?;
                 if self.fault_at == Some(g) {
                     self.kernels.launch_fault(&self.stream)?;
                 }
                 end.record(&self.stream)?;
-                self.timelines[step.signal.timeline].signal(&self.stream, step.signal.value)?;
+                self.frames.end(g, &*self.stream)?;
                 report.frames += 1;
                 g += 1;
                 job.control.set_produced(g);

@@ -9,7 +9,7 @@
 use std::fmt;
 
 /// The scenes vkcuda can draw.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum SceneKind {
     /// Scrolling colour ramps and a checker: a few integer operations per pixel.
     Gradient,

@@ -12,7 +12,7 @@ use anyhow::{anyhow, Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
-use crate::scene::{FrameArgs, Scene, SceneKind};
+use crate::app::scene::{FrameArgs, Scene, SceneKind};
 
 /// The kernels' source.
 pub const SOURCE: &str = include_str!("../../shaders/scenes.cu");
@@ -84,7 +84,7 @@ pub struct SceneKernels {
 impl SceneKernels {
     /// Compiles (or takes from `cache_dir`) and loads the kernels for `ctx`'s device.
     pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Self> {
-        super::load_nvrtc()?;
+        crate::cuda::load_nvrtc()?;
         let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
         let arch = format!("--gpu-architecture=sm_{major}{minor}");
         let (mut nv_major, mut nv_minor) = (0, 0);

@@ -9,22 +9,23 @@ use std::time::{Duration, Instant};
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
-use crate::cli::{Args, Size};
-use crate::clock::CpuMeter;
-use crate::director::Director;
-use crate::footprint::{self, Footprint};
-use crate::present::offscreen::Offscreen;
-use crate::present::readback::Readback;
-use crate::producer::Report;
-use crate::scene::Scene;
-use crate::session::{warmup_frames, Session};
-use crate::setup::{self, Gpu};
-use crate::sink::{PngSink, SinkReport};
-use crate::stats::{median, Samples};
+use crate::app::cli::Args;
+use crate::app::clock::CpuMeter;
+use crate::app::consumer::{Completed, ExtraSync};
+use crate::app::director::Director;
+use crate::app::footprint::{self, Footprint};
+use crate::app::present::offscreen::Offscreen;
+use crate::app::present::readback::Readback;
+use crate::app::producer::Report;
+use crate::app::scene::Scene;
+use crate::app::session::{warmup_frames, Session};
+use crate::app::setup::{self, Gpu};
+use crate::app::sink::{PngSink, SinkReport};
+use crate::app::stats::{median, Samples};
+use crate::app::UsageError;
+use crate::types::Size;
 use crate::vk::device::Queue;
-use crate::vk::frame::{Completed, ExtraSync};
 use crate::vk::instance::{Instance, ValidationCounts};
-use crate::UsageError;
 
 /// What a run measured.
 #[derive(Debug)]
@@ -98,7 +99,7 @@ pub fn watch_signals() -> Result<Arc<AtomicUsize>> {
 pub fn run(args: &Args) -> Result<Summary> {
     let caught = watch_signals()?;
     let instance = Instance::new(args.validate, &[])?;
-    let gpu = setup::open_gpu(args, instance, Queue { kind: args.queue_kind(), present: None })?;
+    let gpu = setup::open_gpu(&args.spec(), instance, Queue { kind: args.queue_kind(), present: None })?;
     let device = gpu.device.clone();
     let size = args.size_or(Size { width: 1920, height: 1080 });
     // Bad input first, so nothing is written when it is refused.
@@ -132,7 +133,7 @@ pub fn run(args: &Args) -> Result<Summary> {
     if let Some(e) = &sink.error {
         anyhow::bail!("PNG writer: {e}");
     }
-    let validation = device.instance.validation().counts();
+    let validation = device.validation();
     Ok(summarize(consumed, report, sink, (producer, size), &validation, &caught))
 }
 
@@ -146,7 +147,7 @@ pub(crate) fn run_session(
     span: Span,
     (caught, progress): (&AtomicUsize, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
-    let mut session = Session::start(gpu, args, director, size, args.timeline_base)?;
+    let mut session = Session::start(gpu, &args.spec(), director, size, args.timeline_base)?;
     let outcome = consume(&mut session, offscreen, span, caught, progress);
     let producer = session.producer;
     let stopped = session.stop(offscreen, outcome.is_ok());

@@ -2,28 +2,52 @@
 //! the producer, then build the interop objects: shared images, timelines,
 //! and the producer that writes into them.
 
+use std::path::PathBuf;
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Result};
 use ash::vk;
-use clap::ValueEnum;
 use gpu_allocator::MemoryLocation;
 
-use crate::cli::{Args, ProducerKind, Size};
-use crate::cuda::kernels::SceneKernels;
+use crate::app::kernels::{self, SceneKernels};
+use crate::app::producer::cpu::CpuProducer;
+use crate::app::producer::cuda::CudaProducer;
+use crate::app::producer::staging::StagingProducer;
+use crate::app::producer::{Job, Report};
+use crate::app::UsageError;
 use crate::cuda::{self, CudaDevice};
-use crate::producer::cpu::CpuProducer;
-use crate::producer::cuda::CudaProducer;
-use crate::producer::staging::StagingProducer;
-use crate::producer::{Job, Report};
-use crate::sync::FramePlan;
+use crate::interop::SharedFrames;
+use crate::sync::{FramePlan, SyncScheme};
+use crate::types::{CudaSched, ProducerKind, Size};
 use crate::vk::device::{format_uuid, list_gpus, Device, GpuInfo, Queue};
-use crate::vk::frame::prepare_shared_images;
 use crate::vk::instance::Instance;
 use crate::vk::memory::Buffer;
-use crate::vk::shared_image::{can_export, SharedImage};
-use crate::vk::timeline::Timeline;
-use crate::UsageError;
+use crate::vk::shared_image::can_export;
+
+/// What a run is made of (the CLI fills it in from its arguments).
+#[derive(Clone, Debug)]
+pub struct RunSpec {
+    /// Vulkan device: index or UUID prefix; `None`: the first one CUDA matches.
+    pub gpu: Option<String>,
+    /// Who renders.
+    pub producer: ProducerKind,
+    /// The synchronization scheme.
+    pub sync: SyncScheme,
+    /// Shared images.
+    pub buffers: usize,
+    /// Frames to render.
+    pub frames: u64,
+    /// Consumer command buffers in flight.
+    pub in_flight: usize,
+    /// Where compiled PTX is cached (`None`: the default folder).
+    pub ptx_cache: Option<PathBuf>,
+    /// How CUDA's host thread waits.
+    pub cuda_sched: CudaSched,
+    /// Create the CUDA stream with the highest priority.
+    pub high_priority_stream: bool,
+    /// Test only: the CUDA producer traps at this frame.
+    pub fault_at: Option<u64>,
+}
 
 /// The chosen device and producer.
 pub struct Gpu {
@@ -36,7 +60,7 @@ pub struct Gpu {
 }
 
 /// Opens Vulkan, finds CUDA if wanted, and picks the device and producer.
-pub fn open_gpu(args: &Args, instance: Arc<Instance>, queue: Queue) -> Result<Gpu> {
+pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result<Gpu> {
     let gpus = list_gpus(&instance)?;
     if gpus.is_empty() {
         bail!(
@@ -88,7 +112,7 @@ pub fn open_gpu(args: &Args, instance: Arc<Instance>, queue: Queue) -> Result<Gp
         (ProducerKind::Cuda | ProducerKind::Staging, None) => {
             bail!(
                 "--producer {}: no CUDA device has the UUID of {chosen}; devices:\n{}",
-                args.producer.to_possible_value().map_or("cuda".into(), |v| v.get_name().to_string()),
+                args.producer,
                 listing()
             )
         }
@@ -104,15 +128,12 @@ pub fn open_gpu(args: &Args, instance: Arc<Instance>, queue: Queue) -> Result<Gp
     Ok(Gpu { device, cuda, why })
 }
 
-/// The interop objects: plan, shared images, timelines, and the producer.
+/// The interop objects: the core's shared frames (plan, images, timelines),
+/// and for a host producer the staging buffers the consumer uploads from.
 pub struct Interop {
-    /// The frame/value plan.
-    pub plan: FramePlan,
-    /// The shared images, in plan order.
-    pub images: Vec<SharedImage>,
-    /// The timelines, indexed as in the plan.
-    pub timelines: Arc<Vec<Timeline>>,
-    /// CPU producer only: the staging buffers the consumer uploads from.
+    /// Plan, shared images and timelines; shared with a host producer's thread.
+    pub shared: Arc<SharedFrames>,
+    /// CPU and staging producers only: the staging buffers the consumer uploads from.
     pub staging: Option<Arc<Vec<Buffer>>>,
 }
 
@@ -164,37 +185,29 @@ pub fn check_size(gpu: &Gpu, size: Size) -> Result<(), UsageError> {
 }
 
 /// Checks the size against the device and builds the interop objects.
-pub fn build(gpu: &Gpu, args: &Args, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
+pub fn build(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
     check_size(gpu, size)?;
     let device = &gpu.device;
     let extent = vk::Extent2D { width: size.width, height: size.height };
-    // Exportable whenever the device can: the CPU path then runs the very same images.
-    let export = gpu.cuda.is_some() || can_export(device);
-    let images = (0..plan.images())
-        .map(|_| SharedImage::new(device.clone(), extent, export))
-        .collect::<Result<Vec<_>>>()?;
-    prepare_shared_images(device, &images)?;
-    let timelines = plan
-        .timeline_names()
-        .iter()
-        .map(|name| Timeline::new(device.clone(), name, plan.initial_value(), gpu.cuda.is_some()))
-        .collect::<Result<Vec<_>>>()?;
-    let timelines = Arc::new(timelines);
+    // Images exportable whenever the device can: the CPU path then runs the very same images.
+    let export_images = gpu.cuda.is_some() || can_export(device);
+    let shared = SharedFrames::with_images(device, plan, extent, export_images, gpu.cuda.is_some())?;
+    let shared = Arc::new(shared);
     let staging_buffers = || -> Result<Arc<Vec<Buffer>>> {
         let usage = vk::BufferUsageFlags::TRANSFER_SRC;
         let staging =
             Buffer::frames(device, "staging", plan.images(), extent, usage, MemoryLocation::CpuToGpu)?;
         Ok(Arc::new(staging))
     };
-    let cache = args.ptx_cache.clone().unwrap_or_else(cuda::kernels::default_cache_dir);
+    let cache = args.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir);
     let (staging, producer) = match (args.producer, &gpu.cuda) {
         (ProducerKind::Cpu, _) | (ProducerKind::Auto | ProducerKind::Cuda, None) => {
             let staging = staging_buffers()?;
-            (Some(staging.clone()), Producer::Cpu(CpuProducer::new(timelines.clone(), staging)))
+            (Some(staging.clone()), Producer::Cpu(CpuProducer::new(shared.clone(), staging)))
         }
         (ProducerKind::Auto | ProducerKind::Cuda, Some(c)) => {
             let ctx = cuda::context(c, args.cuda_sched)?;
-            let mut p = CudaProducer::new(ctx, &images, &timelines, &cache, args.high_priority_stream)?;
+            let mut p = CudaProducer::new(ctx, &shared, &cache, args.high_priority_stream)?;
             p.fault_at = args.fault_at;
             (None, Producer::Cuda(Box::new(p)))
         }
@@ -203,10 +216,10 @@ pub fn build(gpu: &Gpu, args: &Args, plan: FramePlan, size: Size) -> Result<(Int
             let kernels = SceneKernels::load(&ctx, &cache)?;
             let staging = staging_buffers()?;
             let bytes = size.width as usize * size.height as usize * 4;
-            let p = StagingProducer::new(ctx, kernels, bytes, timelines.clone(), staging.clone())?;
+            let p = StagingProducer::new(ctx, kernels, bytes, shared.clone(), staging.clone())?;
             (Some(staging), Producer::Staging(Box::new(p)))
         }
         (ProducerKind::Staging, None) => bail!("--producer staging needs a CUDA device"),
     };
-    Ok((Interop { plan, images, timelines, staging }, producer))
+    Ok((Interop { shared, staging }, producer))
 }

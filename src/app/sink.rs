@@ -11,7 +11,7 @@ use std::thread::JoinHandle;
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::scene::{render_cpu, Diff, FrameArgs, Scene};
+use crate::app::scene::{render_cpu, Diff, FrameArgs, Scene};
 
 /// One frame to write.
 pub struct FrameJob {
@@ -155,7 +155,7 @@ pub fn write_png(dir: &Path, job: &FrameJob) -> Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::SceneKind;
+    use crate::app::scene::SceneKind;
 
     #[test]
     fn pool_writes_decodable_pngs_and_verifies() {

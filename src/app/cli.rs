@@ -2,66 +2,75 @@
 
 use std::path::PathBuf;
 
+use clap::builder::PossibleValue;
 use clap::{Parser, ValueEnum};
 
-use crate::bench::report::{Load, Variant};
-use crate::present::window::PresentMode;
-use crate::scene::SceneKind;
+use crate::app::bench::report::{Load, Variant};
+use crate::app::scene::SceneKind;
+use crate::app::setup::RunSpec;
+use crate::app::UsageError;
 use crate::sync::SyncScheme;
-use crate::vk::device::QueueKind;
-use crate::UsageError;
+use crate::types::{CudaSched, PresentMode, ProducerKind, QueueKind, Size};
 
-/// Who renders the frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum ProducerKind {
-    /// CUDA when a CUDA device matches the Vulkan device by UUID, else the CPU.
-    Auto,
-    /// CUDA kernels write the shared images through surf2Dwrite.
-    Cuda,
-    /// CPU threads render the reference into staging buffers; Vulkan uploads them.
-    Cpu,
-    /// Baseline without sharing: CUDA renders into device memory, copies it to
-    /// pinned host memory; the host copies it into a staging buffer; Vulkan uploads it.
-    Staging,
-}
-
-/// How a CUDA host thread waits for the GPU (the primary context's scheduling flag).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
-pub enum CudaSched {
-    /// The driver decides (spins while there are fewer busy threads than cores).
-    Auto,
-    /// Spin: lowest wake-up latency, one core busy.
-    Spin,
-    /// Spin but yield the core.
-    Yield,
-    /// Sleep on an OS primitive until the GPU is done.
-    Blocking,
-}
-
-/// An image size in pixels.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct Size {
-    /// Width in pixels.
-    pub width: u32,
-    /// Height in pixels.
-    pub height: u32,
-}
-
-impl std::str::FromStr for Size {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Self, String> {
-        let (w, h) =
-            s.split_once(['x', 'X']).ok_or_else(|| format!("'{s}' is not WIDTHxHEIGHT (e.g. 1920x1080)"))?;
-        let parse = |v: &str, what: &str| {
-            v.trim().parse::<u32>().map_err(|_| format!("{what} '{v}' in '{s}' is not a whole number"))
-        };
-        let size = Size { width: parse(w, "width")?, height: parse(h, "height")? };
-        if size.width == 0 || size.height == 0 {
-            return Err(format!("size '{s}' has a zero side"));
+/// Gives a domain type its command-line values and their help (clap's
+/// `ValueEnum`, written here so that clap stays in the CLI).
+macro_rules! value_enum {
+    ($ty:ident { $($variant:ident = $name:literal: $help:literal),+ $(,)? }) => {
+        impl ValueEnum for $ty {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$($ty::$variant),+]
+            }
+            fn to_possible_value(&self) -> Option<PossibleValue> {
+                Some(match self {
+                    $($ty::$variant => PossibleValue::new($name).help($help)),+
+                })
+            }
         }
-        Ok(size)
-    }
+    };
 }
+
+value_enum!(ProducerKind {
+    Auto = "auto": "CUDA when a CUDA device matches the Vulkan device by UUID, else the CPU",
+    Cuda = "cuda": "CUDA kernels write the shared images through surf2Dwrite",
+    Cpu = "cpu": "CPU threads render the reference into staging buffers; Vulkan uploads them",
+    Staging = "staging": "Baseline without sharing: CUDA renders into device memory, copies it to \
+        pinned host memory; the host copies it into a staging buffer; Vulkan uploads it",
+});
+
+value_enum!(CudaSched {
+    Auto = "auto": "The driver decides (spins while there are fewer busy threads than cores)",
+    Spin = "spin": "Spin: lowest wake-up latency, one core busy",
+    Yield = "yield": "Spin but yield the core",
+    Blocking = "blocking": "Sleep on an OS primitive until the GPU is done",
+});
+
+value_enum!(SyncScheme {
+    Split = "split": "One timeline per signaller: `rendered` (producer) and `released` (consumer)",
+    Shared = "shared": "One timeline shared by both directions; serialises producer and consumer",
+});
+
+value_enum!(QueueKind {
+    Graphics = "graphics": "Graphics and compute (what a presenter needs)",
+    Compute = "compute": "Compute, preferably a family without graphics",
+    Transfer = "transfer": "Transfer only (copy engines), if the device has such a family (headless default)",
+});
+
+value_enum!(PresentMode {
+    Fifo = "fifo": "Vsync; always supported",
+    Mailbox = "mailbox": "Vsync without blocking: the newest frame replaces a queued one",
+    Immediate = "immediate": "No vsync; may tear",
+});
+
+value_enum!(SceneKind {
+    Gradient = "gradient": "Scrolling colour ramps and a checker: a few integer operations per pixel",
+    Julia = "julia": "An animated Julia set in fixed point; `--cost` iterations per pixel, always",
+});
+
+value_enum!(Load {
+    Cheap = "cheap": "The gradient: a few µs of CUDA work; what is left is the pattern's own cost",
+    Balanced = "balanced": "Both sides busy: the consume step copies the frame until it takes about \
+        0.5 ms, and julia's cost is calibrated so the kernel takes as long",
+});
 
 /// `--size`: a fixed size, or `window` (the shared images follow the window).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -79,12 +88,6 @@ impl std::str::FromStr for SizeArg {
             "window" => Ok(SizeArg::Window),
             _ => s.parse().map(SizeArg::Fixed),
         }
-    }
-}
-
-impl std::fmt::Display for Size {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "{}x{}", self.width, self.height)
     }
 }
 
@@ -235,6 +238,22 @@ impl Args {
     /// The consumer's queue family.
     pub fn queue_kind(&self) -> QueueKind {
         self.queue.unwrap_or(if self.offscreen() { QueueKind::Transfer } else { QueueKind::Graphics })
+    }
+
+    /// What a run is made of, in the domain's terms.
+    pub fn spec(&self) -> RunSpec {
+        RunSpec {
+            gpu: self.gpu.clone(),
+            producer: self.producer,
+            sync: self.sync,
+            buffers: self.buffers as usize,
+            frames: self.frame_count(),
+            in_flight: self.in_flight(),
+            ptx_cache: self.ptx_cache.clone(),
+            cuda_sched: self.cuda_sched,
+            high_priority_stream: self.high_priority_stream,
+            fault_at: self.fault_at,
+        }
     }
 }
 

@@ -8,8 +8,8 @@ use anyhow::{anyhow, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
-use crate::director::Director;
-use crate::sink::{FrameJob, PngSink, SinkReport};
+use crate::app::director::Director;
+use crate::app::sink::{FrameJob, PngSink, SinkReport};
 use crate::vk::device::Device;
 use crate::vk::frame::{buffer_barrier, copy_layers};
 use crate::vk::memory::Buffer;

@@ -8,9 +8,10 @@ use anyhow::Result;
 use ash::vk;
 
 use super::readback::Readback;
-use crate::sink::SinkReport;
+use crate::app::consumer::Consume;
+use crate::app::sink::SinkReport;
 use crate::vk::device::Device;
-use crate::vk::frame::{copy_layers, image_barrier, Consume};
+use crate::vk::frame::{copy_layers, image_barrier};
 use crate::vk::memory::Image;
 use crate::vk::shared_image::SharedImage;
 use crate::vk::SHARED_FORMAT;

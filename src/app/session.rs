@@ -9,15 +9,15 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
-use crate::cli::{Args, Size};
+use crate::app::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop};
+use crate::app::director::Director;
+use crate::app::producer::{Control, Job, Report};
+use crate::app::setup::{self, Gpu, Interop, RunSpec};
+use crate::app::UsageError;
 use crate::cuda::CudaDevice;
-use crate::director::Director;
-use crate::producer::{Control, Job, Report};
-use crate::setup::{self, Gpu, Interop};
 use crate::sync::FramePlan;
+use crate::types::Size;
 use crate::vk::bounded_wait;
-use crate::vk::frame::{Completed, Consume, Discard, ExtraSync, FrameLoop};
-use crate::UsageError;
 
 /// A running interop.
 ///
@@ -62,13 +62,12 @@ pub struct Stopped {
 impl Session {
     /// Builds the interop at `size` with timelines starting at `base`, and
     /// starts the producer on its thread.
-    pub fn start(gpu: &Gpu, args: &Args, director: &Arc<Director>, size: Size, base: u64) -> Result<Self> {
+    pub fn start(gpu: &Gpu, spec: &RunSpec, director: &Arc<Director>, size: Size, base: u64) -> Result<Self> {
         director.resize(size.width, size.height);
-        let total = args.frame_count();
-        let plan = FramePlan::new(args.sync, args.buffers as usize, base, total).map_err(UsageError)?;
-        let (interop, producer) = setup::build(gpu, args, plan, size)?;
-        let slots = args.in_flight();
-        let frames = FrameLoop::new(gpu.device.clone(), plan, slots, interop.staging.clone())?;
+        let total = spec.frames;
+        let plan = FramePlan::new(spec.sync, spec.buffers, base, total).map_err(UsageError)?;
+        let (interop, producer) = setup::build(gpu, spec, plan, size)?;
+        let frames = FrameLoop::new(gpu.device.clone(), spec.in_flight, interop.staging.clone())?;
         let control = Control::new(total);
         let name = producer.name();
         let handle = producer.spawn(Job { plan, director: director.clone(), control: control.clone() })?;
@@ -84,7 +83,7 @@ impl Session {
     /// Waits until the slot of the next frame is free; see [`FrameLoop::pace`].
     pub fn pace(&mut self, consumer: &mut dyn Consume) -> Result<Option<Completed>> {
         let control = self.control.clone();
-        self.frames.pace(self.next, &self.interop.timelines, consumer, &|| control.failed())
+        self.frames.pace(self.next, &self.interop.shared, consumer, &|| control.failed())
     }
 
     /// Waits (bounded) until the producer has submitted frame `g`: for CUDA,
@@ -125,10 +124,7 @@ impl Session {
         if !extra.signal.is_empty() || self.interop.staging.is_some() {
             self.wait_produced(g)?;
         }
-        let done =
-            self.frames.submit(g, &self.interop.timelines, &self.interop.images, consumer, extra, &|| {
-                control.failed()
-            })?;
+        let done = self.frames.submit(g, &self.interop.shared, consumer, extra, &|| control.failed())?;
         self.next += 1;
         Ok(done)
     }
@@ -136,7 +132,7 @@ impl Session {
     /// Waits for every submitted frame; see [`FrameLoop::drain`].
     pub fn drain(&mut self, consumer: &mut dyn Consume) -> Result<Vec<Completed>> {
         let control = self.control.clone();
-        self.frames.drain(&self.interop.timelines, consumer, &|| control.failed())
+        self.frames.drain(&self.interop.shared, consumer, &|| control.failed())
     }
 
     /// Ends the session after the frames consumed so far.
@@ -176,7 +172,7 @@ impl Session {
             false => Vec::new(),
         };
         idle?;
-        let top = self.interop.timelines.iter().map(|t| t.value()).collect::<Result<Vec<_>>>()?;
+        let top = self.interop.shared.timelines.iter().map(|t| t.value()).collect::<Result<Vec<_>>>()?;
         let next_base = top.into_iter().max().unwrap_or(0) + 1;
         Ok(Stopped { report, drained, next_base, consumed: self.next })
     }
@@ -216,18 +212,18 @@ impl Session {
     /// already set; after a failure that no longer matters.
     fn abort(&mut self, consumer: &mut dyn Consume) {
         self.control.fail();
-        let (plan, timelines) = (self.plan, self.interop.timelines.clone());
-        let mut stand_in = |frame: u64| match plan.consumer(frame).wait {
-            Some(w) => timelines[w.timeline].raise_to(w.value),
+        let shared = self.interop.shared.clone();
+        let mut stand_in = |frame: u64| match shared.plan.consumer(frame).wait {
+            Some(w) => shared.timelines[w.timeline].raise_to(w.value),
             None => Ok(()),
         };
-        if let Err(e) = self.frames.drain_each(&timelines, consumer, &|| false, &mut stand_in) {
-            eprintln!("vkcuda: while aborting: {e:#}");
+        if let Err(e) = self.frames.drain_each(&shared, consumer, &|| false, &mut stand_in) {
+            log::error!("while aborting: {e:#}");
         }
         let end = self.plan.past_end(self.control.produced().max(self.next));
-        for t in timelines.iter() {
+        for t in shared.timelines.iter() {
             if let Err(e) = t.raise_to(end) {
-                eprintln!("vkcuda: while aborting: {e:#}");
+                log::error!("while aborting: {e:#}");
             }
         }
     }

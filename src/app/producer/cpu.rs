@@ -1,7 +1,7 @@
 //! The CPU producer: renders the reference on CPU threads into host-visible
 //! staging buffers (one per shared image) and signals the timelines from the
 //! host. The consumer uploads each staging buffer into its shared image
-//! (`vk::frame`). It runs anywhere Vulkan does: lavapipe, CI.
+//! (`app::consumer`). It runs anywhere Vulkan does: lavapipe, CI.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -9,29 +9,30 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Result};
 
 use super::{FrameTiming, Job, Report};
-use crate::clock::{now_ns, CpuMeter};
-use crate::director::FrameSpec;
-use crate::scene::{render_cpu, FrameArgs};
+use crate::app::clock::{now_ns, CpuMeter};
+use crate::app::director::FrameSpec;
+use crate::app::scene::{render_cpu, FrameArgs};
+use crate::interop::SharedFrames;
 use crate::vk::memory::Buffer;
 use crate::vk::timeline::Timeline;
 
 /// The CPU producer's state.
 pub struct CpuProducer {
-    timelines: Arc<Vec<Timeline>>,
+    shared: Arc<SharedFrames>,
     staging: Arc<Vec<Buffer>>,
     threads: usize,
 }
 
 impl CpuProducer {
-    /// Renders into `staging[plan.image(g)]` and signals `timelines` from the host.
-    pub fn new(timelines: Arc<Vec<Timeline>>, staging: Arc<Vec<Buffer>>) -> Self {
+    /// Renders into `staging[plan.image(g)]` and signals `shared`'s timelines from the host.
+    pub fn new(shared: Arc<SharedFrames>, staging: Arc<Vec<Buffer>>) -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Self { timelines, staging, threads }
+        Self { shared, staging, threads }
     }
 
     /// The producer thread's loop.
     pub fn run(self, job: &Job) -> Result<Report> {
-        host_loop(job, &self.timelines, &self.staging, |spec, pixels| {
+        host_loop(job, &self.shared.timelines, &self.staging, |spec, pixels| {
             let t0 = Instant::now();
             render_cpu(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), pixels, self.threads);
             Ok(t0.elapsed())

@@ -8,7 +8,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::sync::SyncScheme;
-use crate::vk::device::QueueKind;
+use crate::types::QueueKind;
 use crate::vk::instance::ValidationCounts;
 
 /// One way of getting CUDA's frames to Vulkan.
@@ -89,7 +89,7 @@ impl Serialize for Variant {
 }
 
 /// How much work each frame's kernel does.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, clap::ValueEnum, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Load {
     /// The gradient: a few µs of CUDA work; what is left is the pattern's own cost.

@@ -14,10 +14,10 @@ use cudarc::driver::{result, sys, CudaContext, CudaStream};
 use super::cpu::host_loop;
 use super::cuda::EventAnchor;
 use super::{Job, Report};
-use crate::cuda::kernels::{SceneKernels, Target};
-use crate::scene::FrameArgs;
+use crate::app::kernels::{SceneKernels, Target};
+use crate::app::scene::FrameArgs;
+use crate::interop::SharedFrames;
 use crate::vk::memory::Buffer;
-use crate::vk::timeline::Timeline;
 
 /// Device memory and pinned host memory of one frame, freed on drop.
 struct Memory {
@@ -64,7 +64,7 @@ pub struct StagingProducer {
     kernels: SceneKernels,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
-    timelines: Arc<Vec<Timeline>>,
+    shared: Arc<SharedFrames>,
     staging: Arc<Vec<Buffer>>,
 }
 
@@ -74,12 +74,12 @@ impl StagingProducer {
         ctx: Arc<CudaContext>,
         kernels: SceneKernels,
         bytes: usize,
-        timelines: Arc<Vec<Timeline>>,
+        shared: Arc<SharedFrames>,
         staging: Arc<Vec<Buffer>>,
     ) -> Result<Self> {
         let memory = Memory::new(ctx.clone(), bytes)?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;
-        Ok(Self { memory, kernels, stream, ctx, timelines, staging })
+        Ok(Self { memory, kernels, stream, ctx, shared, staging })
     }
 
     /// The producer thread's loop: the CPU producer's host-signalled loop, rendering with
@@ -89,7 +89,7 @@ impl StagingProducer {
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let (start, end) = (self.ctx.new_event(timing)?, self.ctx.new_event(timing)?);
         let anchor = EventAnchor::new(&self.ctx, &self.stream)?;
-        host_loop(job, &self.timelines, &self.staging, |spec, pixels| {
+        host_loop(job, &self.shared.timelines, &self.staging, |spec, pixels| {
             ensure!(self.memory.bytes >= pixels.len(), "staging memory too small");
             start.record(&self.stream)?;
             let args = FrameArgs::new(&spec.scene, spec.tick);

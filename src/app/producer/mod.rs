@@ -11,8 +11,8 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::director::Director;
-use crate::stats::Samples;
+use crate::app::director::Director;
+use crate::app::stats::Samples;
 use crate::sync::FramePlan;
 
 /// What the two threads share besides the timelines: how many frames to
@@ -109,7 +109,7 @@ pub struct FrameTiming {
     /// render (CPU).
     pub render: Duration,
     /// When its "rendered" point was reached, on the host's clock
-    /// ([`crate::clock::now_ns`]).
+    /// ([`crate::app::clock::now_ns`]).
     pub rendered_ns: u64,
 }
 

@@ -1,0 +1,413 @@
+//! One consumer frame on the Vulkan side, top to bottom:
+//!
+//! 1. pace: before reusing a command-buffer slot, wait (bounded) until the
+//!    frame that last used it is consumed, then hand its results (timestamps,
+//!    readback) back to the consumer;
+//! 2. record: timestamp; acquire the shared image from
+//!    `VK_QUEUE_FAMILY_EXTERNAL` (layout stays `GENERAL`); for the CPU
+//!    producer, upload its staging buffer; let the consumer draw or copy;
+//!    release the image back to `VK_QUEUE_FAMILY_EXTERNAL`; timestamp;
+//! 3. submit: wait on the plan's "rendered" point, signal its "released"
+//!    point. The CPU never waits for the producer: the GPU does.
+//!
+//! The consumer (headless copy or swapchain present) only fills in step 2's
+//! middle through [`Consume`]; everything else is shared. The barriers and
+//! semaphores come from the core's public API
+//! ([`SharedFrames::vulkan_frame`]), as they would in an integrator's engine.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use ash::vk;
+
+use crate::app::clock::Anchor;
+use crate::interop::{SharedFrames, VulkanFrame};
+use crate::vk::bounded_wait;
+use crate::vk::device::Device;
+use crate::vk::frame::{buffer_barrier, copy_layers, image_barrier};
+use crate::vk::memory::Buffer;
+use crate::vk::shared_image::SharedImage;
+
+/// What a consumer does with the ready image.
+pub trait Consume {
+    /// The stage and access of the consumer's first use of the shared image
+    /// (the acquire barrier's destination).
+    fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2);
+
+    /// Records the consumer's commands for `frame` into `cmd`, in slot `slot`.
+    /// The shared image is acquired, in `GENERAL`, and holds the frame.
+    fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: &SharedImage) -> Result<()>;
+
+    /// Frame `frame`, recorded in slot `slot`, is consumed: the GPU is done
+    /// with everything [`Consume::record`] recorded for it.
+    fn completed(&mut self, slot: usize, frame: u64) -> Result<()>;
+
+    /// Whether frames can be consumed with no other synchronization (no
+    /// swapchain image to acquire): then a graceful stop lets this consumer
+    /// consume, on the GPU, the frames the producer made beyond it; otherwise
+    /// [`Discard`] does.
+    fn standalone(&self) -> bool {
+        false
+    }
+}
+
+/// A consumer that uses the frame for nothing: it only acquires the image and
+/// releases it again. A graceful stop of a presenter hands it the frames the
+/// producer made beyond the stop, so they are consumed on the GPU: no host
+/// stand-in signals a timeline the producer (CUDA) may signal too, and no host
+/// waits on another thread's host signal.
+pub struct Discard;
+
+impl Consume for Discard {
+    fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+        // Every stage, no access: valid on any queue, and an upload's barrier after it
+        // (see `record_upload`) orders against every earlier reader.
+        (vk::PipelineStageFlags2::ALL_COMMANDS, vk::AccessFlags2::NONE)
+    }
+
+    fn record(&mut self, _: vk::CommandBuffer, _: usize, _: u64, _: &SharedImage) -> Result<()> {
+        Ok(())
+    }
+
+    fn completed(&mut self, _: usize, _: u64) -> Result<()> {
+        Ok(())
+    }
+
+    fn standalone(&self) -> bool {
+        true
+    }
+}
+
+/// Extra semaphores for one submission (the swapchain's binary semaphores).
+#[derive(Default)]
+pub struct ExtraSync<'a> {
+    /// Waited on before the frame's commands.
+    pub wait: &'a [vk::SemaphoreSubmitInfo<'a>],
+    /// Signalled when the frame's commands finish.
+    pub signal: &'a [vk::SemaphoreSubmitInfo<'a>],
+}
+
+/// A consumed frame's Vulkan GPU time (between its two timestamps).
+#[derive(Clone, Copy, Debug)]
+pub struct Completed {
+    /// The frame.
+    pub frame: u64,
+    /// GPU time of the frame's commands.
+    pub gpu_time: Duration,
+    /// When its commands finished, on the host's clock ([`crate::app::clock::now_ns`]),
+    /// if the device can calibrate its timestamps.
+    pub end_ns: Option<u64>,
+}
+
+struct Slot {
+    pool: vk::CommandPool,
+    cmd: vk::CommandBuffer,
+    /// Signalled with the slot's submission, at the same moment as its "released" value.
+    fence: vk::Fence,
+    frame: Option<u64>,
+}
+
+/// The consumer's frame loop: command-buffer slots, timestamp queries, and
+/// the submission protocol.
+///
+/// Ownership and ordering: only the consumer thread submits to the queue.
+/// Frame `g` is submitted after frame `g - 1`; a slot is reused only once its
+/// fence (signalled with the frame's "released" value) is seen. Drain (or
+/// [`FrameLoop::forget`] after the queue is idle) before dropping it.
+pub struct FrameLoop {
+    device: Arc<Device>,
+    slots: Vec<Slot>,
+    queries: vk::QueryPool,
+    /// CPU producer only: one staging buffer per shared image, uploaded before use.
+    staging: Option<Arc<Vec<Buffer>>>,
+    /// The timestamp clock on the host's axis, when the device can calibrate.
+    anchor: Option<Anchor>,
+}
+
+impl FrameLoop {
+    /// `frames_in_flight` slots; `staging` when the CPU producer fills staging buffers.
+    pub fn new(
+        device: Arc<Device>,
+        frames_in_flight: usize,
+        staging: Option<Arc<Vec<Buffer>>>,
+    ) -> Result<Self> {
+        let info = vk::QueryPoolCreateInfo::default()
+            .query_type(vk::QueryType::TIMESTAMP)
+            .query_count(2 * frames_in_flight as u32);
+        // SAFETY: valid create info; destroyed in Drop.
+        let queries = unsafe { device.raw.create_query_pool(&info, None) }.context("vkCreateQueryPool")?;
+        let anchor = device.calibrated_timestamps().map(|(gpu_ticks, host_ns)| Anchor {
+            gpu_ticks,
+            host_ns,
+            ns_per_tick: f64::from(device.info.timestamp_period),
+        });
+        let mut this = Self { device, slots: Vec::new(), queries, staging, anchor };
+        for _ in 0..frames_in_flight {
+            let pool_info = vk::CommandPoolCreateInfo::default()
+                .queue_family_index(this.device.queue_family)
+                .flags(vk::CommandPoolCreateFlags::TRANSIENT);
+            // SAFETY: valid create info; destroyed in Drop.
+            let pool = unsafe { this.device.raw.create_command_pool(&pool_info, None) }?;
+            let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
+            // SAFETY: `pool` is live; freed with it.
+            let cmd = unsafe { this.device.raw.allocate_command_buffers(&alloc) };
+            // Pushed before `?`, so Drop destroys the pool on failure too.
+            this.slots.push(Slot {
+                pool,
+                cmd: vk::CommandBuffer::null(),
+                fence: vk::Fence::null(),
+                frame: None,
+            });
+            let cmd = cmd.context("vkAllocateCommandBuffers")?[0];
+            // SAFETY: default create info; destroyed in Drop.
+            let fence = unsafe { this.device.raw.create_fence(&vk::FenceCreateInfo::default(), None) };
+            if let Some(s) = this.slots.last_mut() {
+                s.cmd = cmd;
+                s.fence = fence.context("vkCreateFence")?;
+            }
+        }
+        Ok(this)
+    }
+
+    /// Records and submits consumer frame `g`.
+    pub fn submit(
+        &mut self,
+        g: u64,
+        shared: &SharedFrames,
+        consumer: &mut dyn Consume,
+        extra: ExtraSync<'_>,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Option<Completed>> {
+        let slot_index = (g % self.slots.len() as u64) as usize;
+        // 1. Pace: the slot's last frame must be consumed before we reuse its buffers.
+        let done = self.retire(slot_index, shared, consumer, cancelled)?;
+        let family = self.device.queue_family;
+        let upload = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
+        let usage = consumer.image_use();
+        // A host producer's frame is uploaded first: the acquire is for the upload.
+        let first = if self.staging.is_some() { upload } else { usage };
+        let frame: VulkanFrame = shared.vulkan_frame(g, family, first, usage);
+        let image = &shared.images[frame.index];
+        let slot = &mut self.slots[slot_index];
+        let dev = &self.device.raw;
+        let cmd = slot.cmd;
+
+        // 2. Record.
+        // SAFETY: the slot's previous submission is complete (retire), so its pool may be reset.
+        unsafe { dev.reset_command_pool(slot.pool, vk::CommandPoolResetFlags::empty()) }?;
+        let begin = vk::CommandBufferBeginInfo::default().flags(vk::CommandBufferUsageFlags::ONE_TIME_SUBMIT);
+        // SAFETY: `cmd` was reset with its pool.
+        unsafe { dev.begin_command_buffer(cmd, &begin) }?;
+        let q = 2 * slot_index as u32;
+        // Reset from the host (a transfer-only queue cannot reset queries).
+        // SAFETY: the slot's queries were read back by retire; no pending command uses them.
+        unsafe { dev.reset_query_pool(self.queries, q, 2) };
+        barrier(dev, cmd, frame.acquire);
+        if let Some(staging) = &self.staging {
+            // CPU producer: upload, then make it visible to the consumer.
+            record_upload(dev, cmd, &staging[frame.index], image, usage.0);
+            barrier(dev, cmd, image_barrier(frame.image, upload, usage));
+        }
+        // Measure from here: the image is acquired, so the wait for "rendered" is over.
+        // SAFETY: recording.
+        unsafe { dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::ALL_COMMANDS, self.queries, q) };
+        consumer.record(cmd, slot_index, g, image)?;
+        barrier(dev, cmd, frame.release);
+        // SAFETY: recording.
+        unsafe {
+            dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::BOTTOM_OF_PIPE, self.queries, q + 1)
+        };
+        // SAFETY: recording was begun above.
+        unsafe { dev.end_command_buffer(cmd) }?;
+
+        // 3. Submit: the GPU waits for "rendered"; "released" is signalled when all commands finish.
+        let waits: Vec<_> = frame.wait.into_iter().chain(extra.wait.iter().copied()).collect();
+        let signals: Vec<_> = std::iter::once(frame.signal).chain(extra.signal.iter().copied()).collect();
+        let cmds = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
+        let submit = [vk::SubmitInfo2::default()
+            .wait_semaphore_infos(&waits)
+            .command_buffer_infos(&cmds)
+            .signal_semaphore_infos(&signals)];
+        let fence = self.slots[slot_index].fence;
+        let submitted = self.device.queue_op(|| {
+            // SAFETY: only this thread submits to the queue; everything referenced is live.
+            unsafe { dev.queue_submit2(self.device.queue, &submit, fence) }
+        });
+        submitted.with_context(|| format!("vkQueueSubmit2 (frame {g})"))?;
+        self.slots[slot_index].frame = Some(g);
+        Ok(done)
+    }
+
+    /// Waits until the slot that frame `g` will use is free (its last frame
+    /// consumed) and retires that frame. [`FrameLoop::submit`] does this
+    /// itself; a presenter calls it first, because the slot's acquire
+    /// semaphore is free only then.
+    pub fn pace(
+        &mut self,
+        g: u64,
+        shared: &SharedFrames,
+        consumer: &mut dyn Consume,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Option<Completed>> {
+        self.retire((g % self.slots.len() as u64) as usize, shared, consumer, cancelled)
+    }
+
+    /// The device the loop submits to.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    /// The number of frame slots.
+    pub fn slots(&self) -> usize {
+        self.slots.len()
+    }
+
+    /// Waits for every submitted frame, oldest first, and retires it.
+    pub fn drain(
+        &mut self,
+        shared: &SharedFrames,
+        consumer: &mut dyn Consume,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Vec<Completed>> {
+        self.drain_each(shared, consumer, cancelled, &mut |_| Ok(()))
+    }
+
+    /// [`FrameLoop::drain`], calling `before(frame)` before waiting for each frame.
+    pub fn drain_each(
+        &mut self,
+        shared: &SharedFrames,
+        consumer: &mut dyn Consume,
+        cancelled: &dyn Fn() -> bool,
+        before: &mut dyn FnMut(u64) -> Result<()>,
+    ) -> Result<Vec<Completed>> {
+        let mut order: Vec<(u64, usize)> =
+            self.slots.iter().enumerate().filter_map(|(i, s)| s.frame.map(|f| (f, i))).collect();
+        order.sort_unstable();
+        let mut out = Vec::new();
+        for (frame, i) in order {
+            before(frame)?;
+            out.extend(self.retire(i, shared, consumer, cancelled)?);
+        }
+        Ok(out)
+    }
+
+    /// Forgets submitted frames without waiting (after an abort, once the queue is idle).
+    pub fn forget(&mut self) {
+        self.slots.iter_mut().for_each(|s| s.frame = None);
+    }
+
+    fn retire(
+        &mut self,
+        slot: usize,
+        shared: &SharedFrames,
+        consumer: &mut dyn Consume,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Option<Completed>> {
+        // The slot stays marked busy until its fence is seen signalled: a wait that gives up
+        // must leave the frame for a later drain (an abort stands in for its producer).
+        let Some(frame) = self.slots[slot].frame else { return Ok(None) };
+        // The slot's fence and its "released" value are signalled together. We wait on the
+        // fence: the validation layer cannot see CUDA's signals, so it never retires a
+        // submission whose "rendered" wait CUDA satisfied, but it always trusts a fence.
+        let fence = [self.slots[slot].fence];
+        let point = shared.plan.consumed(frame);
+        let what = || {
+            format!(
+                "consumer frame {frame} (timeline '{}' value {})",
+                shared.timelines[point.timeline].name, point.value
+            )
+        };
+        let dev = &self.device.raw;
+        bounded_wait(&what, cancelled, |slice| {
+            // SAFETY: the fence was submitted with this slot's last frame.
+            match unsafe { dev.wait_for_fences(&fence, true, slice.as_nanos() as u64) } {
+                Ok(()) => Ok(true),
+                Err(vk::Result::TIMEOUT) => Ok(false),
+                Err(e) => Err(e).with_context(what),
+            }
+        })?;
+        self.slots[slot].frame = None;
+        // SAFETY: the fence is signalled and no longer in use.
+        unsafe { dev.reset_fences(&fence) }?;
+        let mut stamps = [0u64; 2];
+        // SAFETY: both queries of this slot were written by a submission that has completed.
+        unsafe {
+            self.device.raw.get_query_pool_results(
+                self.queries,
+                2 * slot as u32,
+                &mut stamps,
+                vk::QueryResultFlags::TYPE_64 | vk::QueryResultFlags::WAIT,
+            )
+        }
+        .context("reading timestamps")?;
+        consumer.completed(slot, frame)?;
+        let ticks = stamps[1].saturating_sub(stamps[0]);
+        Ok(Some(Completed {
+            frame,
+            gpu_time: self.device.timestamp_period().mul_f64(ticks as f64),
+            end_ns: self.anchor.map(|a| a.host_ns(stamps[1])),
+        }))
+    }
+}
+
+impl Drop for FrameLoop {
+    fn drop(&mut self) {
+        // SAFETY: teardown waited for the queue; the pools and queries are ours.
+        unsafe {
+            for s in &self.slots {
+                self.device.raw.destroy_command_pool(s.pool, None);
+                self.device.raw.destroy_fence(s.fence, None);
+            }
+            self.device.raw.destroy_query_pool(self.queries, None);
+        }
+    }
+}
+
+/// Records one image barrier.
+fn barrier(dev: &ash::Device, cmd: vk::CommandBuffer, b: vk::ImageMemoryBarrier2<'static>) {
+    let b = [b];
+    // SAFETY: recording; the barrier names a live image.
+    unsafe { dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b)) };
+}
+
+/// Records the upload of a host producer's frame from `staging` into `image`;
+/// `reads` is the stage the consumer reads the shared image in.
+fn record_upload(
+    dev: &ash::Device,
+    cmd: vk::CommandBuffer,
+    staging: &Buffer,
+    image: &SharedImage,
+    reads: vk::PipelineStageFlags2,
+) {
+    // The host wrote the staging buffer before it signalled "rendered": make those writes visible.
+    let b = [buffer_barrier(
+        staging.raw,
+        (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_WRITE),
+        (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ),
+    )];
+    // The upload overwrites an image that an earlier frame on this queue read (its copy or
+    // draw). By the spec that read is already ordered before us through the host: its
+    // "released" signal → the producer's host wait → the producer's host signal of
+    // "rendered" → this submission's wait. But that chain crosses two threads, and the
+    // validation layer records a submission's signals only after the driver has run it, so
+    // a host wait that lands in between is lost to it and it reports the upload as a
+    // WRITE_AFTER_READ (docs/sync.md, "Host waits and host signals"; reproduced by
+    // examples/host_wait_race.rs). This execution dependency states the order on the
+    // queue itself, in submission order; the wait for "rendered" already implies it, so it
+    // costs the GPU nothing. (A second GPU wait on the producer's wait point would say the
+    // same, but with `--sync shared` that is a second wait on the one timeline, which the
+    // layer resolves to the host signal.)
+    let earlier_reads =
+        [vk::MemoryBarrier2::default().src_stage_mask(reads).dst_stage_mask(vk::PipelineStageFlags2::COPY)];
+    let region = [vk::BufferImageCopy::default()
+        .image_subresource(copy_layers())
+        .image_extent(vk::Extent3D { width: image.extent.width, height: image.extent.height, depth: 1 })];
+    // SAFETY: recording; the buffer holds width × height × 4 bytes, the image is in GENERAL.
+    unsafe {
+        let dependency =
+            vk::DependencyInfo::default().memory_barriers(&earlier_reads).buffer_memory_barriers(&b);
+        dev.cmd_pipeline_barrier2(cmd, &dependency);
+        dev.cmd_copy_buffer_to_image(cmd, staging.raw, image.image, vk::ImageLayout::GENERAL, &region);
+    }
+}

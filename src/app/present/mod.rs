@@ -1,0 +1,10 @@
+//! Consumers: what Vulkan does with a ready shared image. Headless copies it
+//! into an offscreen target (what a presenter would do) and reads some frames
+//! back; the window draws it ([`draw`]) into a swapchain image ([`swapchain`])
+//! and presents it ([`window`]).
+
+pub mod draw;
+pub mod offscreen;
+pub mod readback;
+pub mod swapchain;
+pub mod window;
