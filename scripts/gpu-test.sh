@@ -11,6 +11,9 @@
 #   VKCUDA_MINIMAL  examples/minimal, the integrator example on the core alone
 #                   (cargo build --release --no-default-features --example minimal)
 #   FRAMES      frames per run         (default 600)
+# The viewer's CUDA tests (e2e cuda_window_*, through the CPU-present path under
+# Xvfb) need Xvfb, xdotool and xwd: carry .xkit (scripts/gpu-xkit.sh) and
+# `source .xkit/env.sh` after .gl/env.sh; without them they say "skipped".
 set -uo pipefail
 cd "$(dirname "$0")/.."
 BIN=${VKCUDA_BIN:-target/release/vkcuda}

@@ -95,6 +95,26 @@ pub enum CudaSched {
     Blocking,
 }
 
+/// What the headless consumer does with a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ConsumeKind {
+    /// Copies the shared image into a target of the same size.
+    Copy,
+    /// Draws it with the viewer's draw pass, letterboxed into a target of any size.
+    Draw,
+}
+
+/// How the viewer's frames reach its window.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PresentPath {
+    /// Vulkan if the device can present to the window, else the CPU.
+    Auto,
+    /// A Vulkan swapchain of the window's surface.
+    Vulkan,
+    /// Drawn on the GPU, read back, put in the window by the CPU (softbuffer).
+    Cpu,
+}
+
 /// How a window presents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PresentMode {

@@ -22,6 +22,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("app::consumer", 2),
     ("app::present", 2),
     ("app::sink", 2),
+    ("app::display", 2),
     ("app::setup", 2),
     ("app::session", 2),
     ("app::bench::report", 2),

@@ -10,7 +10,7 @@ use crate::app::scene::SceneKind;
 use crate::app::setup::RunSpec;
 use crate::app::UsageError;
 use crate::sync::SyncScheme;
-use crate::types::{CudaSched, PresentMode, ProducerKind, QueueKind, Size};
+use crate::types::{ConsumeKind, CudaSched, PresentMode, PresentPath, ProducerKind, QueueKind, Size};
 
 /// Gives a domain type its command-line values and their help (clap's
 /// `ValueEnum`, written here so that clap stays in the CLI).
@@ -53,6 +53,19 @@ value_enum!(QueueKind {
     Graphics = "graphics": "Graphics and compute (what a presenter needs)",
     Compute = "compute": "Compute, preferably a family without graphics",
     Transfer = "transfer": "Transfer only (copy engines), if the device has such a family (headless default)",
+});
+
+value_enum!(ConsumeKind {
+    Copy = "copy": "Copy the shared image into a target of the same size (a transfer: any queue)",
+    Draw = "draw": "Draw it with the viewer's draw pass, letterboxed into a --target-size target \
+        (a graphics queue): the viewer's GPU work, measured and verified without a window",
+});
+
+value_enum!(PresentPath {
+    Auto = "auto": "Vulkan when the device can present to the window, else the CPU (said on stderr)",
+    Vulkan = "vulkan": "A Vulkan swapchain of the window's surface",
+    Cpu = "cpu": "Draw on the GPU, read back, and put the frame in the window from the CPU (softbuffer): \
+        for displays the GPU cannot present to (Xvfb, VNC, X forwarding)",
 });
 
 value_enum!(PresentMode {
@@ -152,6 +165,16 @@ pub struct Args {
     /// $XDG_CACHE_HOME/vkcuda, else ~/.cache/vkcuda.
     #[arg(long)]
     pub ptx_cache: Option<PathBuf>,
+    /// What the headless consumer does with each frame.
+    #[arg(long, value_enum, default_value_t = ConsumeKind::Copy)]
+    pub consume: ConsumeKind,
+    /// `--consume draw`: the size of the target it draws into, WIDTHxHEIGHT (a
+    /// window's size; default: --size).
+    #[arg(long)]
+    pub target_size: Option<Size>,
+    /// How the viewer's frames reach the window.
+    #[arg(long, value_enum, default_value_t = PresentPath::Auto)]
+    pub present: PresentPath,
     /// Present mode of the viewer (falls back to fifo if unsupported).
     #[arg(long, value_enum, default_value_t = PresentMode::Fifo)]
     pub present_mode: PresentMode,
@@ -204,6 +227,17 @@ impl Args {
         if !self.offscreen() && self.queue.is_some_and(|q| q != QueueKind::Graphics) {
             return Err(UsageError("the viewer presents from a graphics queue: drop --queue".into()));
         }
+        if self.consume == ConsumeKind::Draw && !self.offscreen() {
+            return Err(UsageError("--consume draw is for --headless (the viewer always draws)".into()));
+        }
+        if self.target_size.is_some() && self.consume != ConsumeKind::Draw {
+            return Err(UsageError("--target-size is the size --consume draw draws into".into()));
+        }
+        if self.consume == ConsumeKind::Draw && self.queue.is_some_and(|q| q != QueueKind::Graphics) {
+            return Err(UsageError(
+                "--consume draw runs the draw pass on a graphics queue: drop --queue".into(),
+            ));
+        }
         if self.verify && self.dump_every == 0 {
             return Err(UsageError("--verify checks dumped frames: it needs --dump-every 1 or more".into()));
         }
@@ -237,7 +271,13 @@ impl Args {
 
     /// The consumer's queue family.
     pub fn queue_kind(&self) -> QueueKind {
-        self.queue.unwrap_or(if self.offscreen() { QueueKind::Transfer } else { QueueKind::Graphics })
+        let drawing = !self.offscreen() || self.consume == ConsumeKind::Draw;
+        self.queue.unwrap_or(if drawing { QueueKind::Graphics } else { QueueKind::Transfer })
+    }
+
+    /// The size of the headless consumer's target: `--target-size` when drawing, else the frame's.
+    pub fn target_or(&self, size: Size) -> Size {
+        self.target_size.filter(|_| self.consume == ConsumeKind::Draw).unwrap_or(size)
     }
 
     /// What a run is made of, in the domain's terms.

@@ -104,12 +104,14 @@ pub fn run(args: &Args) -> Result<Summary> {
     let size = args.size_or(Size { width: 1920, height: 1080 });
     // Bad input first, so nothing is written when it is refused.
     setup::check_size(&gpu, size)?;
+    setup::check_size(&gpu, args.target_or(size))?;
     let dumping = args.dump_every > 0;
     let created = if dumping { prepare_out_dir(&args.out)? } else { false };
 
     let scene = Scene { kind: args.scene, width: size.width, height: size.height, cost: args.cost };
     let director = Arc::new(Director::new(scene));
-    let extent = ash::vk::Extent2D { width: size.width, height: size.height };
+    let target = args.target_or(size);
+    let extent = ash::vk::Extent2D { width: target.width, height: target.height };
     let readback = match dumping {
         true => {
             let sink = png_sink(&args.out, args.verify);
@@ -117,8 +119,12 @@ pub fn run(args: &Args) -> Result<Summary> {
         }
         false => None,
     };
-    let mut offscreen =
-        Offscreen::new(device.clone(), extent, (args.dump_every, args.consume_copies), readback)?;
+    let mut offscreen = Offscreen::new(
+        device.clone(),
+        extent,
+        (args.consume, args.dump_every, args.consume_copies),
+        readback,
+    )?;
     eprintln!("vkcuda: {}; {}", device.info, gpu.why);
 
     let progress = progress_bar(args.frame_count());
@@ -148,6 +154,10 @@ pub(crate) fn run_session(
     (caught, progress): (&AtomicUsize, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
     let mut session = Session::start(gpu, &args.spec(), director, size, args.timeline_base)?;
+    if let Err(e) = offscreen.bind(&session.interop.shared.images) {
+        let _ = session.stop(offscreen, false);
+        return Err(e);
+    }
     let outcome = consume(&mut session, offscreen, span, caught, progress);
     let producer = session.producer;
     let stopped = session.stop(offscreen, outcome.is_ok());

@@ -6,7 +6,8 @@
 //!    [`clock`], [`stats`], [`footprint`], [`diagram`];
 //! 2. the running interop: [`producer`] (CUDA, CPU, staging threads),
 //!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
-//!    does with a frame), [`sink`] (PNG output), [`setup`] and [`session`];
+//!    does with a frame), [`sink`] (PNG output), [`setup`] and [`session`],
+//!    [`display`] (is there a window system to open a window on);
 //! 3. [`cli`]: the command line, converted into the domain types;
 //! 4. the modes: [`headless`], [`viewer`], [`bench`](mod@bench).
 
@@ -16,6 +17,7 @@ pub mod clock;
 pub mod consumer;
 pub mod diagram;
 pub mod director;
+pub mod display;
 pub mod footprint;
 pub mod headless;
 pub mod kernels;

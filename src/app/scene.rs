@@ -146,12 +146,15 @@ pub fn render_cpu(scene: &Scene, args: &FrameArgs, out: &mut [u8], threads: usiz
 /// How far a frame is from its reference.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct Diff {
-    /// Pixels with any channel different.
+    /// Pixels with any channel different (drawn frames: more than
+    /// [`Diff::DRAWN_LEVELS`] different).
     pub differing: u64,
-    /// Pixels in all.
+    /// Pixels in all (drawn frames: those compared).
     pub pixels: u64,
     /// The largest difference of one channel.
     pub max: u8,
+    /// Whether this compares a drawn (filtered, letterboxed) frame.
+    pub drawn: bool,
 }
 
 impl Diff {
@@ -172,9 +175,34 @@ impl Diff {
         d
     }
 
-    /// The project's tolerance: at most 1 LSB per channel, at least 99.9% of pixels exact.
+    /// How far a drawn pixel may be from the reference and still count as equal.
+    pub const DRAWN_LEVELS: u8 = 4;
+
+    /// Compares a drawn RGBA8 frame with its reference (RGB, `None`: not compared).
+    pub fn drawn(got: &[u8], want: &[Option<[f64; 3]>]) -> Self {
+        let mut d = Diff { drawn: true, ..Diff::default() };
+        for (a, b) in got.chunks_exact(4).zip(want) {
+            let Some(b) = b else { continue };
+            let m = (0..3).map(|c| (f64::from(a[c]) - b[c]).abs()).fold(0.0, f64::max).round();
+            let m = m.min(255.0) as u8;
+            d.pixels += 1;
+            d.differing += u64::from(m > Self::DRAWN_LEVELS);
+            d.max = d.max.max(m);
+        }
+        if got.len() / 4 != want.len() {
+            (d.differing, d.max) = (d.pixels.max(1), 255);
+        }
+        d
+    }
+
+    /// The project's tolerance: at most 1 LSB per channel and at least 99.9% of
+    /// pixels exact; for a drawn frame (filtered by the GPU's sampler), at least
+    /// 99.9% of pixels within [`Diff::DRAWN_LEVELS`] and none beyond 16.
     pub fn within_tolerance(&self) -> bool {
-        self.max <= 1 && self.differing * 1000 <= self.pixels
+        match self.drawn {
+            false => self.max <= 1 && self.differing * 1000 <= self.pixels,
+            true => self.max <= 16 && self.differing * 1000 <= self.pixels,
+        }
     }
 }
 
@@ -230,7 +258,7 @@ mod tests {
     fn diff_counts_and_tolerates() {
         let want = vec![10u8; 4000 * 4];
         let mut got = want.clone();
-        assert_eq!(Diff::between(&got, &want), Diff { differing: 0, pixels: 4000, max: 0 });
+        assert_eq!(Diff::between(&got, &want), Diff { differing: 0, pixels: 4000, max: 0, drawn: false });
         got[0] = 11;
         got[4] = 9;
         got[8] = 9; // three pixels, 1 LSB: within 0.1% of 4000

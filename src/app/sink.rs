@@ -11,6 +11,7 @@ use std::thread::JoinHandle;
 
 use anyhow::{anyhow, Context, Result};
 
+use crate::app::present::draw::drawn_reference;
 use crate::app::scene::{render_cpu, Diff, FrameArgs, Scene};
 
 /// One frame to write.
@@ -23,6 +24,9 @@ pub struct FrameJob {
     pub scene: Scene,
     /// RGBA8 pixels, rows of width × 4 bytes.
     pub pixels: Vec<u8>,
+    /// `None`: the frame as rendered; `Some(size)`: drawn by the viewer's draw
+    /// pass into a target of that size (letterboxed, filtered).
+    pub target: Option<(u32, u32)>,
 }
 
 /// What the pool did.
@@ -101,9 +105,12 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
         };
         let diff = verify.then(|| {
             let s = &job.scene;
-            let mut want = vec![0u8; job.pixels.len()];
+            let mut want = vec![0u8; (s.width * s.height * 4) as usize];
             render_cpu(s, &FrameArgs::new(s, job.tick), &mut want, 1);
-            Diff::between(&job.pixels, &want)
+            match job.target {
+                None => Diff::between(&job.pixels, &want),
+                Some(t) => Diff::drawn(&job.pixels, &drawn_reference(&want, (s.width, s.height), t)),
+            }
         });
         let written = write_png(dir, &job);
         let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
@@ -134,7 +141,8 @@ pub fn write_png(dir: &Path, job: &FrameJob) -> Result<()> {
     let result = (|| -> Result<()> {
         let file = File::create(&tmp)?;
         let mut w = BufWriter::new(file);
-        let mut enc = png::Encoder::new(&mut w, job.scene.width, job.scene.height);
+        let (width, height) = job.target.unwrap_or((job.scene.width, job.scene.height));
+        let mut enc = png::Encoder::new(&mut w, width, height);
         enc.set_color(png::ColorType::Rgba);
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::Fast);
@@ -169,7 +177,7 @@ mod tests {
             if frame == 3 {
                 pixels[10] ^= 0x40; // one wrong pixel, far off
             }
-            sink.send(FrameJob { frame, tick: frame as u32, scene, pixels }).unwrap();
+            sink.send(FrameJob { frame, tick: frame as u32, scene, pixels, target: None }).unwrap();
         }
         let r = sink.finish();
         assert_eq!((r.written, r.verified, r.mismatched), (5, 5, 1));
@@ -187,10 +195,41 @@ mod tests {
     }
 
     #[test]
+    fn drawn_frames_are_verified_against_the_letterboxed_reference() {
+        let dir = std::env::temp_dir().join(format!("vkcuda-sink-drawn-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let scene = Scene { kind: SceneKind::Gradient, width: 40, height: 30, cost: 1 };
+        let target = (64, 64);
+        let sink = PngSink::new(&dir, 2, true);
+        for frame in 0..3u64 {
+            let mut frame_px = vec![0u8; 40 * 30 * 4];
+            render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut frame_px, 1);
+            let want = drawn_reference(&frame_px, (40, 30), target);
+            // What a GPU draws: the reference rounded, 2 levels off, anything at the edges.
+            let mut pixels: Vec<u8> = want
+                .iter()
+                .flat_map(|p| {
+                    let [r, g, b] = p.unwrap_or([7.0; 3]).map(|c| (c.round() as u8).saturating_add(2));
+                    [r, g, b, 255]
+                })
+                .collect();
+            if frame == 1 {
+                // A band of 64 × 2 pixels 40 levels off: more than 0.1% of the picture.
+                pixels[32 * 64 * 4..34 * 64 * 4].iter_mut().step_by(4).for_each(|r| *r = r.wrapping_add(40));
+            }
+            sink.send(FrameJob { frame, tick: frame as u32, scene, pixels, target: Some(target) }).unwrap();
+        }
+        let r = sink.finish();
+        assert_eq!((r.written, r.verified, r.mismatched), (3, 3, 1), "{:?}", r.worst);
+        assert_eq!(r.worst.map(|(f, d)| (f, d.drawn)), Some((1, true)));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_failed_write_leaves_no_file() {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-missing-{}", std::process::id()));
         let scene = Scene { kind: SceneKind::Gradient, width: 4, height: 4, cost: 1 };
-        let job = FrameJob { frame: 0, tick: 0, scene, pixels: vec![0; 64] };
+        let job = FrameJob { frame: 0, tick: 0, scene, pixels: vec![0; 64], target: None };
         assert!(write_png(&dir, &job).is_err());
         assert!(!dir.exists());
     }

@@ -13,39 +13,42 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 use winit::application::ApplicationHandler;
 use winit::dpi::LogicalSize;
 use winit::event::{ElementState, KeyEvent, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, NamedKey};
-use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle};
+use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle, RawDisplayHandle};
 use winit::window::{Window, WindowId};
 
 use crate::app::cli::{Args, SizeArg};
 use crate::app::clock::CpuMeter;
 use crate::app::consumer::{Completed, ExtraSync};
 use crate::app::director::Director;
+use crate::app::display;
 use crate::app::headless::{png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
 use crate::app::present::readback::Readback;
 use crate::app::present::swapchain::SwapchainState;
-use crate::app::present::window::Presenter;
+use crate::app::present::window::{Acquired, Presenter};
+use crate::app::present::x11;
 use crate::app::producer::Report;
 use crate::app::scene::Scene;
 use crate::app::session::{warmup_frames, Session, Stopped};
 use crate::app::setup::{self, Gpu};
 use crate::app::sink::SinkReport;
 use crate::app::stats::{median, micros, Samples};
-use crate::types::QueueKind;
+use crate::app::UsageError;
 use crate::types::Size;
-use crate::vk::device::Queue;
+use crate::types::{PresentPath, QueueKind};
+use crate::vk::device::{list_gpus, Queue};
 use crate::vk::instance::Instance;
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
 pub fn run(args: &Args) -> Result<Summary> {
-    let event_loop = EventLoop::new()
-        .context("cannot open a window (no DISPLAY or WAYLAND_DISPLAY?): run with --headless instead")?;
+    display::check()?;
+    let event_loop = new_event_loop()?;
     let mut app = App { args: args.clone(), viewer: None, outcome: None, caught: watch_signals()? };
     event_loop.run_app(&mut app).context("window event loop")?;
     app.outcome.unwrap_or_else(|| Err(anyhow!("the window closed before the viewer started")))
@@ -154,31 +157,15 @@ impl Viewer {
             .with_title("vkcuda")
             .with_inner_size(LogicalSize::new(1280.0, 720.0));
         let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
-        let display = window.display_handle()?.as_raw();
-        let handle = window.window_handle()?.as_raw();
-        let required =
-            ash_window::enumerate_required_extensions(display).context("Vulkan cannot present here")?;
-        // SAFETY: ash-window returns pointers to static NUL-terminated extension names.
-        let extensions: Vec<&CStr> = required.iter().map(|p| unsafe { CStr::from_ptr(*p) }).collect();
-        let instance = Instance::new(args.validate, &extensions)?;
-        // SAFETY: the window outlives the surface (the presenter destroys it first).
-        let surface =
-            unsafe { ash_window::create_surface(&instance.entry, &instance.raw, display, handle, None) }
-                .context("creating the window's Vulkan surface")?;
-        let surface_fn = ash::khr::surface::Instance::new(&instance.entry, &instance.raw);
-        let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
-        let gpu = match setup::open_gpu(&args.spec(), instance.clone(), queue) {
-            Ok(g) => g,
-            Err(e) => {
-                // SAFETY: nothing uses the surface yet.
-                unsafe { surface_fn.destroy_surface(surface, None) };
-                return Err(e);
-            }
+        let (gpu, mut presenter) = match args.present {
+            PresentPath::Vulkan => open_vulkan(&window, args)?,
+            PresentPath::Cpu => open_cpu(&window, args, "asked for with --present cpu")?,
+            PresentPath::Auto => match open_vulkan(&window, args) {
+                Ok(v) => v,
+                Err(e) if e.chain().any(|c| c.downcast_ref::<UsageError>().is_some()) => return Err(e),
+                Err(e) => open_cpu(&window, args, &format!("{e:#}"))?,
+            },
         };
-        eprintln!("vkcuda: {}; {}", gpu.device.info, gpu.why);
-        let in_flight = args.in_flight();
-        let mut presenter =
-            Presenter::new(gpu.device.clone(), surface_fn, surface, in_flight, args.present_mode)?;
         let window_px = window.inner_size();
         presenter
             .recreate(vk::Extent2D { width: window_px.width.max(1), height: window_px.height.max(1) })?;
@@ -236,17 +223,15 @@ impl Viewer {
         if let Some(c) = run.pace(&mut self.presenter)? {
             record(&mut self.completed, c);
         }
-        let (state, acquired) = self.presenter.acquire(slot)?;
-        if acquired == vk::Semaphore::null() {
+        let Acquired::Ready { state, wait, signal } = self.presenter.acquire(slot)? else {
             self.stale = true;
             return Ok(true);
-        }
-        let waits = [vk::SemaphoreSubmitInfo::default()
-            .semaphore(acquired)
-            .stage_mask(vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)];
-        let signals = [vk::SemaphoreSubmitInfo::default()
-            .semaphore(self.presenter.present_semaphore()?)
-            .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
+        };
+        let at = |s: vk::Semaphore, stage| vk::SemaphoreSubmitInfo::default().semaphore(s).stage_mask(stage);
+        let waits: Vec<_> =
+            wait.map(|s| at(s, vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)).into_iter().collect();
+        let signals: Vec<_> =
+            signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
         let extra = ExtraSync { wait: &waits, signal: &signals };
         if let Some(c) = run.submit(&mut self.presenter, extra)? {
             record(&mut self.completed, c);
@@ -374,7 +359,7 @@ impl Viewer {
                 median(&self.completed.iter().skip(skip).map(|(_, c)| c.gpu_time).collect::<Vec<_>>());
             let render = run.map(|r| r.control.render_time());
             format!(
-                "vkcuda — {} {}x{} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {} | {} | {} producer | sync {}",
+                "vkcuda — {} {}x{} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {}{} | {} | {} producer | sync {}",
                 spec.scene.kind,
                 spec.scene.width,
                 spec.scene.height,
@@ -384,6 +369,10 @@ impl Viewer {
                 if run.is_some_and(|r| r.producer == "cuda") { "CUDA" } else { "CPU" },
                 micros(render),
                 micros(vulkan),
+                match self.presenter.through_cpu() {
+                    true => format!(" + readback | CPU present {}", micros(Some(self.presenter.put_time()))),
+                    false => String::new(),
+                },
                 self.presenter.mode(),
                 run.map_or("?", |r| r.producer),
                 self.args.sync,
@@ -419,6 +408,76 @@ impl Viewer {
         let report = std::mem::take(&mut self.report);
         Ok(summarize(consumed, report, self.sink.clone(), (producer, size), &validation, caught))
     }
+}
+
+/// winit's event loop. winit panics when a window system library it loads at
+/// run time is missing; [`display::check`] names those first, and a panic
+/// that still happens becomes an error here, not a crash.
+fn new_event_loop() -> Result<EventLoop<()>> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let made = std::panic::catch_unwind(EventLoop::new);
+    std::panic::set_hook(hook);
+    match made {
+        Ok(made) => made.context("cannot open a window: run with --headless instead"),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "winit panicked".into());
+            Err(UsageError(format!("cannot open a window: {why}; or run with --headless")).into())
+        }
+    }
+}
+
+/// The Vulkan-present path: an instance with the window system's surface
+/// extensions, the window's surface, a device whose graphics queue can present to it.
+fn open_vulkan(window: &Arc<Window>, args: &Args) -> Result<(Gpu, Presenter)> {
+    let display = window.display_handle()?.as_raw();
+    let handle = window.window_handle()?.as_raw();
+    let required =
+        ash_window::enumerate_required_extensions(display).context("Vulkan cannot present here")?;
+    // SAFETY: ash-window returns pointers to static NUL-terminated extension names.
+    let extensions: Vec<&CStr> = required.iter().map(|p| unsafe { CStr::from_ptr(*p) }).collect();
+    let instance = Instance::new(args.validate, &extensions)?;
+    if matches!(display, RawDisplayHandle::Xlib(_) | RawDisplayHandle::Xcb(_)) {
+        if let Some(why) = x11::nvidia_cannot_present() {
+            // Asking NVIDIA's driver about this server's surface would crash the process.
+            if list_gpus(&instance)?.iter().any(|g| g.driver.starts_with("NVIDIA")) {
+                bail!("NVIDIA's Vulkan cannot present to this window: {why}");
+            }
+        }
+    }
+    // SAFETY: the window outlives the surface (the presenter destroys it first).
+    let surface =
+        unsafe { ash_window::create_surface(&instance.entry, &instance.raw, display, handle, None) }
+            .context("creating the window's Vulkan surface")?;
+    let surface_fn = ash::khr::surface::Instance::new(&instance.entry, &instance.raw);
+    let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
+    let gpu = match setup::open_gpu(&args.spec(), instance.clone(), queue) {
+        Ok(g) => g,
+        Err(e) => {
+            // SAFETY: nothing uses the surface yet.
+            unsafe { surface_fn.destroy_surface(surface, None) };
+            return Err(e);
+        }
+    };
+    let presenter =
+        Presenter::new(gpu.device.clone(), surface_fn, surface, args.in_flight(), args.present_mode)?;
+    eprintln!("vkcuda: {}; {}; presenting through a Vulkan swapchain", gpu.device.info, gpu.why);
+    Ok((gpu, presenter))
+}
+
+/// The CPU-present path: no surface; the draw pass into an offscreen image
+/// that softbuffer puts in the window.
+fn open_cpu(window: &Arc<Window>, args: &Args, why: &str) -> Result<(Gpu, Presenter)> {
+    let instance = Instance::new(args.validate, &[])?;
+    let queue = Queue { kind: QueueKind::Graphics, present: None };
+    let gpu = setup::open_gpu(&args.spec(), instance, queue)?;
+    let presenter = Presenter::new_cpu(gpu.device.clone(), window.clone(), args.in_flight())?;
+    eprintln!("vkcuda: {}; {}; presenting through the CPU (softbuffer): {why}", gpu.device.info, gpu.why);
+    Ok((gpu, presenter))
 }
 
 /// Keeps a consumed frame, numbered in consumption order (frame numbers

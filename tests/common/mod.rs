@@ -5,6 +5,7 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
+use vkcuda::app::present::draw::drawn_reference;
 use vkcuda::app::scene::{render_cpu, Diff, FrameArgs, Scene};
 
 /// What a test body returns: `Err` says what went wrong.
@@ -60,6 +61,12 @@ pub fn no_nvidia() -> Option<String> {
 
 /// Decodes every PNG in `dir` and compares it with the CPU reference.
 pub fn check_pngs(dir: &Path, scene: Scene, expected: &[u64]) -> Outcome {
+    check_pngs_drawn(dir, scene, None, expected)
+}
+
+/// [`check_pngs`] for frames drawn by the draw pass into a `target`-sized
+/// image (letterboxed, filtered), or as rendered when `target` is `None`.
+pub fn check_pngs_drawn(dir: &Path, scene: Scene, target: Option<(u32, u32)>, expected: &[u64]) -> Outcome {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
@@ -77,12 +84,15 @@ pub fn check_pngs(dir: &Path, scene: Scene, expected: &[u64]) -> Outcome {
             .map_err(|e| format!("{name}: {e}"))?;
         let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
         let info = reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
-        if (info.width, info.height) != (scene.width, scene.height) {
+        if (info.width, info.height) != target.unwrap_or((scene.width, scene.height)) {
             return Err(format!("{name} is {}x{}", info.width, info.height));
         }
-        let mut reference = vec![0u8; buf.len()];
+        let mut reference = vec![0u8; (scene.width * scene.height * 4) as usize];
         render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut reference, 2);
-        let d = Diff::between(&buf, &reference);
+        let d = match target {
+            None => Diff::between(&buf, &reference),
+            Some(t) => Diff::drawn(&buf, &drawn_reference(&reference, (scene.width, scene.height), t)),
+        };
         if !d.within_tolerance() {
             return Err(format!("{name}: {} pixels differ, max {}", d.differing, d.max));
         }

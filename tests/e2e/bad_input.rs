@@ -140,6 +140,10 @@ pub fn register(tests: &mut Tests) {
         (vec!["--out", "/proc/vkcuda-cannot-exist"], "cannot create"),
         (vec!["--sync", "shared", "--timeline-base", "18446744073709551610"], "overflow"),
         (vec!["--unknown-option"], "unexpected argument"),
+        (vec!["--consume", "paint"], "paint"),
+        (vec!["--consume", "draw", "--queue", "transfer"], "graphics queue"),
+        (vec!["--target-size", "64x64"], "--target-size is the size"),
+        (vec!["--consume", "draw", "--target-size", "100000x10"], "exceeds the device's limit"),
     ];
     for (args, needle) in bad {
         let name = format!("bad_input_{}", args.join("_").replace(['/', '-'], ""));

@@ -38,7 +38,11 @@ pub fn headless(producer: &str, sync: &str, buffers: &str, kind: SceneKind, extr
         return Err(format!("validation messages on stderr:\n{stderr}"));
     }
     let scene = Scene { kind, width: w, height: h, cost: 48 };
-    check_pngs(&out, scene, &(0..frames).collect::<Vec<_>>())?;
+    // `--consume draw --target-size WxH`: the frames were drawn into that size.
+    let target = extra.iter().position(|a| *a == "--target-size").and_then(|i| extra.get(i + 1));
+    let target =
+        target.and_then(|t| t.split_once('x')).and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
+    check_pngs_drawn(&out, scene, target, &(0..frames).collect::<Vec<_>>())?;
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
 }
@@ -231,6 +235,19 @@ pub fn register(tests: &mut Tests) {
                 Box::new(move || pass(hunt("cpu", sync, buffers, &[]))),
             ));
         }
+    }
+    // The viewer's draw pass, headless: a window-sized target (wider and taller than the frame).
+    const DRAW: [&str; 4] = ["--consume", "draw", "--target-size", "200x150"];
+    for (sync, buffers) in [("split", "2"), ("shared", "1")] {
+        tests.push((
+            format!("draw_consumer_{sync}_{buffers}_matches_letterboxed_reference"),
+            Box::new(move || pass(headless("cpu", sync, buffers, SceneKind::Julia, &DRAW))),
+        ));
+        tests.push(gated(
+            &format!("cuda_draw_consumer_{sync}_{buffers}_matches_letterboxed_reference"),
+            no_nvidia,
+            move || headless("cuda", sync, buffers, SceneKind::Julia, &DRAW),
+        ));
     }
     tests.push(gated("cuda_staging_baseline_matches_reference", no_nvidia, || {
         headless("staging", "split", "2", SceneKind::Julia, &[])

@@ -4,6 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
+use vkcuda::app::present::draw::drawn_reference;
 use vkcuda::app::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
 
 use crate::common::*;
@@ -159,48 +160,6 @@ pub fn parse_xwd(data: &[u8]) -> Result<Capture, String> {
     Ok(Capture { width, height, rgb })
 }
 
-/// What the window should show: the frame letterboxed into the window and
-/// sampled bilinearly (clamp to edge), as the present pass draws it.
-pub fn expected_window(frame: &[u8], fw: u32, fh: u32, ww: u32, wh: u32) -> Vec<Option<[f64; 3]>> {
-    use ash::vk::Extent2D;
-    let r = vkcuda::app::present::draw::letterbox(
-        Extent2D { width: ww, height: wh },
-        Extent2D { width: fw, height: fh },
-    );
-    let (x0, y0, rw, rh) =
-        (r.offset.x as f64, r.offset.y as f64, r.extent.width as f64, r.extent.height as f64);
-    let texel = |x: i64, y: i64, c: usize| {
-        let (x, y) = (x.clamp(0, fw as i64 - 1) as usize, y.clamp(0, fh as i64 - 1) as usize);
-        f64::from(frame[(y * fw as usize + x) * 4 + c])
-    };
-    let mut out = Vec::with_capacity((ww * wh) as usize);
-    for py in 0..wh {
-        for px in 0..ww {
-            let (fx, fy) = (f64::from(px) + 0.5 - x0, f64::from(py) + 0.5 - y0);
-            if fx < 0.0 || fy < 0.0 || fx > rw || fy > rh {
-                out.push(Some([0.0; 3])); // the letterbox bars
-                continue;
-            }
-            // Skip the rectangle's edge pixels: coverage there is the rasterizer's call.
-            if fx < 1.0 || fy < 1.0 || fx > rw - 1.0 || fy > rh - 1.0 {
-                out.push(None);
-                continue;
-            }
-            let (u, v) = (fx / rw * f64::from(fw) - 0.5, fy / rh * f64::from(fh) - 0.5);
-            let (ix, iy) = (u.floor() as i64, v.floor() as i64);
-            let (ax, ay) = (u - u.floor(), v - v.floor());
-            let mut p = [0.0; 3];
-            for (c, v) in p.iter_mut().enumerate() {
-                let top = texel(ix, iy, c) * (1.0 - ax) + texel(ix + 1, iy, c) * ax;
-                let bottom = texel(ix, iy + 1, c) * (1.0 - ax) + texel(ix + 1, iy + 1, c) * ax;
-                *v = top * (1.0 - ay) + bottom * ay;
-            }
-            out.push(Some(p));
-        }
-    }
-    out
-}
-
 /// Parses "… julia 320x180 tick 57 cost 48 …" out of the window title (F1 stats).
 pub fn title_spec(title: &str) -> Result<Scene, String> {
     let words: Vec<&str> = title.split_whitespace().collect();
@@ -230,7 +189,7 @@ pub fn title_tick(title: &str) -> Result<u32, String> {
 pub fn compare_window(cap: &Capture, scene: &Scene, tick: u32) -> (f64, f64) {
     let mut frame = vec![0u8; (scene.width * scene.height * 4) as usize];
     render_cpu(scene, &FrameArgs::new(scene, tick), &mut frame, 2);
-    let want = expected_window(&frame, scene.width, scene.height, cap.width, cap.height);
+    let want = drawn_reference(&frame, (scene.width, scene.height), (cap.width, cap.height));
     if let Some(path) = std::env::var_os("VKCUDA_EXPECTED") {
         let bytes: Vec<u8> =
             want.iter().flat_map(|p| p.unwrap_or([255.0, 0.0, 255.0]).map(|c| c.round() as u8)).collect();
@@ -252,25 +211,29 @@ pub fn compare_window(cap: &Capture, scene: &Scene, tick: u32) -> (f64, f64) {
 }
 
 /// The viewer in a real X window on whatever Vulkan device is there (lavapipe in CI).
-pub fn window_test() -> Outcome {
+pub fn window_test(mode: &[&str]) -> Outcome {
     let x = Xvfb::start()?;
-    let out = tmp("window");
+    let out = tmp(&format!("window{}", mode.join("")));
     let child = {
         let out = out.to_str().ok_or("path")?;
-        x.viewer(&[
-            "--producer",
-            "cpu",
-            "--validate",
-            "--verify",
-            "--size",
-            "320x180",
-            "--scene",
-            "gradient",
-            "--cost",
-            "48",
-            "--out",
-            out,
-        ])?
+        x.viewer(
+            &[
+                mode,
+                &[
+                    "--validate",
+                    "--verify",
+                    "--size",
+                    "320x180",
+                    "--scene",
+                    "gradient",
+                    "--cost",
+                    "48",
+                    "--out",
+                    out,
+                ],
+            ]
+            .concat(),
+        )?
     };
     let result = (|| -> Outcome {
         let id = x.window_id()?;
@@ -329,10 +292,13 @@ pub fn window_test() -> Outcome {
         }
         // V cycles the present mode (shown in the title): the swapchain is recreated while
         // frames flow, and a frame after that is presented.
-        let mode =
+        // (On the CPU-present path the title says "cpu" there, and V changes nothing.)
+        let present_mode =
             |t: &str| ["fifo", "mailbox", "immediate"].into_iter().find(|m| t.contains(&format!("| {m} |")));
-        let before = mode(&title).ok_or(format!("no present mode in '{title}'"))?;
-        x.press_until(&id, "v", |t| mode(t).is_some_and(|m| m != before))?;
+        if !title.contains("| cpu |") {
+            let before = present_mode(&title).ok_or(format!("no present mode in '{title}'"))?;
+            x.press_until(&id, "v", |t| present_mode(t).is_some_and(|m| m != before))?;
+        }
         x.cmd("xdotool", &["key", "Escape"])?;
         Ok(())
     })();
@@ -347,8 +313,19 @@ pub fn window_test() -> Outcome {
     if o.status.code() != Some(0) || !stdout.contains("validation: 0 errors, 0 warnings") || !saved {
         return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
     }
+    said_path(mode, &stderr)?;
     let _ = std::fs::remove_dir_all(&out);
     Ok(())
+}
+
+/// With `--present cpu` the viewer must say, once, that it presents through the CPU.
+fn said_path(mode: &[&str], stderr: &str) -> Outcome {
+    let cpu = mode.windows(2).any(|w| w == ["--present", "cpu"]);
+    let said = stderr.matches("presenting through the CPU (softbuffer)").count();
+    match (cpu, said) {
+        (true, 1) | (false, _) => Ok(()),
+        (true, n) => Err(format!("'presenting through the CPU' said {n} times:\n{stderr}")),
+    }
 }
 
 /// The one PNG the viewer saved shows `scene` at `tick`.
@@ -385,19 +362,12 @@ pub fn check_pngs_any(dir: &Path, scene: Scene, tick: u32) -> Outcome {
 /// The viewer for 1500 frames under validation while the window is resized
 /// (swapchain recreated each time, at least 3 times) and then ends by
 /// itself: exit 0, 1500 frames, 0 validation messages including teardown.
-pub fn window_1000_frames() -> Outcome {
+pub fn window_1000_frames(mode: &[&str]) -> Outcome {
     let x = Xvfb::start()?;
-    let mut child = x.viewer(&[
-        "--producer",
-        "cpu",
-        "--validate",
-        "--size",
-        "160x90",
-        "--frames",
-        "1500",
-        "--present-mode",
-        "immediate",
-    ])?;
+    let mut child = x.viewer(
+        &[mode, &["--validate", "--size", "160x90", "--frames", "1500", "--present-mode", "immediate"]]
+            .concat(),
+    )?;
     let mut resized = 0;
     let result = (|| -> Outcome {
         let id = x.window_id()?;
@@ -417,12 +387,13 @@ pub fn window_1000_frames() -> Outcome {
         }
     })();
     let o = wait_bounded(child, 120)?;
+    said_path(mode, &text(&o).1)?;
     ended_cleanly(&o, result, &["vkcuda: 1500 frames", "validation: 0 errors, 0 warnings"])
 }
 
-pub fn window_follow_test() -> Outcome {
+pub fn window_follow_test(mode: &[&str]) -> Outcome {
     let x = Xvfb::start()?;
-    let mut child = x.viewer(&["--producer", "cpu", "--validate", "--size", "window", "--buffers", "3"])?;
+    let mut child = x.viewer(&[mode, &["--validate", "--size", "window", "--buffers", "3"]].concat())?;
     let result = (|| -> Outcome {
         let id = x.window_id()?;
         // F1 shows the size in the title.
@@ -444,13 +415,130 @@ pub fn window_follow_test() -> Outcome {
         let _ = child.kill();
     }
     let o = wait_bounded(child, 30)?;
+    said_path(mode, &text(&o).1)?;
     ended_cleanly(&o, result, &["validation: 0 errors, 0 warnings", "240x320"])
 }
 
-/// Registers this area's tests.
-pub fn register(tests: &mut Tests) {
-    tests.push(gated("window_resize_pause_switch_matches_reference", no_x_tools, window_test));
+/// SIGINT while frames flow: a graceful stop, exit 130, the summary, no validation message.
+pub fn window_sigint_test(mode: &[&str]) -> Outcome {
+    let x = Xvfb::start()?;
+    let child = x.viewer(&[mode, &["--validate", "--size", "200x120"]].concat())?;
+    let result = (|| -> Outcome {
+        let id = x.window_id()?;
+        // Frames flow once F1's stats show a frame rate.
+        x.press_until(&id, "F1", |t| t.contains(" fps"))?;
+        let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
+        killed.map_err(|e| e.to_string())?.success().then_some(()).ok_or("kill -INT failed".into())
+    })();
+    let o = wait_bounded(child, 30)?;
+    let (stdout, stderr) = text(&o);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    let stopped =
+        stdout.contains("interrupted by signal 2") && stdout.contains("validation: 0 errors, 0 warnings");
+    if o.status.code() != Some(130) || !stopped {
+        return Err(format!("exit {:?}, expected 130\n{stdout}{stderr}", o.status.code()));
+    }
+    said_path(mode, &stderr)
+}
 
-    tests.push(gated("window_1000_frames_with_resizes_validated", no_x_tools, window_1000_frames));
-    tests.push(gated("window_size_follows_the_window", no_x_tools, window_follow_test));
+/// The viewer without a usable display: exit 2, one clear line naming what
+/// is missing, nothing written.
+fn no_window(env: &[(&str, &str)], unset: &[&str], needle: &str) -> Outcome {
+    let out = tmp("no-window");
+    let mut cmd = Command::new(bin());
+    cmd.args(["--producer", "cpu", "--out", out.to_str().ok_or("path")?]);
+    unset.iter().for_each(|k| {
+        cmd.env_remove(k);
+    });
+    let o = cmd.envs(env.iter().copied()).output().map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    let lines = stderr.lines().filter(|l| l.starts_with("vkcuda: error:")).count();
+    if o.status.code() != Some(2) || !stderr.contains(needle) || lines != 1 || stderr.contains("panicked") {
+        return Err(format!(
+            "exit {:?}, expected 2 and one line with '{needle}'\n{stdout}{stderr}",
+            o.status.code()
+        ));
+    }
+    if out.exists() {
+        return Err(format!("{} was created", out.display()));
+    }
+    Ok(())
+}
+
+/// A window system library hidden behind a broken stub of the same name
+/// (`LD_LIBRARY_PATH`): the viewer names it and its package instead of panicking.
+fn missing_library(lib: &str, package: &str) -> Outcome {
+    let x = Xvfb::start()?;
+    let stubs = tmp(&format!("stub-{lib}"));
+    std::fs::create_dir_all(&stubs).map_err(|e| e.to_string())?;
+    std::fs::write(stubs.join(lib), b"not a library").map_err(|e| e.to_string())?;
+    let path = stubs.to_str().ok_or("path")?;
+    let result = no_window(
+        &[("DISPLAY", &x.display), ("LD_LIBRARY_PATH", path)],
+        &["WAYLAND_DISPLAY"],
+        &format!("{lib} cannot be loaded (Debian/Ubuntu: apt install {package})"),
+    );
+    let _ = std::fs::remove_dir_all(&stubs);
+    result
+}
+
+/// Registers this area's tests: each viewer test with the CPU producer on
+/// whatever Vulkan device is there (lavapipe in CI: Vulkan presents), again
+/// with `--present cpu`, and with the CUDA producer where an NVIDIA GPU is (on
+/// Xvfb, which NVIDIA's Vulkan cannot present to: `auto` takes the CPU path).
+pub fn register(tests: &mut Tests) {
+    type Test = fn(&[&str]) -> Outcome;
+    let kinds: [(&str, Test); 4] = [
+        ("window_resize_pause_switch_matches_reference", window_test),
+        ("window_1000_frames_with_resizes_validated", window_1000_frames),
+        ("window_size_follows_the_window", window_follow_test),
+        ("window_sigint_stops_cleanly", window_sigint_test),
+    ];
+    for (name, test) in kinds {
+        tests.push(gated(name, no_x_tools, move || test(&["--producer", "cpu"])));
+        tests.push(gated(&format!("cpu_present_{name}"), no_x_tools, move || {
+            test(&["--producer", "cpu", "--present", "cpu"])
+        }));
+        tests.push(gated(
+            &format!("cuda_{name}"),
+            || no_nvidia().or_else(no_x_tools),
+            move || test(&["--producer", "cuda"]),
+        ));
+    }
+    tests.push((
+        "no_display_is_a_clear_error".into(),
+        Box::new(|| {
+            pass(no_window(
+                &[],
+                &["DISPLAY", "WAYLAND_DISPLAY"],
+                "neither WAYLAND_DISPLAY nor DISPLAY is set",
+            ))
+        }),
+    ));
+    tests.push((
+        "dead_display_names_its_socket".into(),
+        Box::new(|| {
+            pass(no_window(
+                &[("DISPLAY", ":219")],
+                &["WAYLAND_DISPLAY"],
+                "no server socket at /tmp/.X11-unix/X219",
+            ))
+        }),
+    ));
+    tests.push((
+        "dead_wayland_display_names_its_socket".into(),
+        Box::new(|| {
+            let env = [("WAYLAND_DISPLAY", "vkcuda-none"), ("XDG_RUNTIME_DIR", "/tmp")];
+            pass(no_window(&env, &["DISPLAY"], "no server socket at /tmp/vkcuda-none"))
+        }),
+    ));
+    for (lib, package) in [
+        ("libxkbcommon-x11.so.0", "libxkbcommon-x11-0"),
+        ("libX11-xcb.so.1", "libx11-xcb1"),
+        ("libXcursor.so.1", "libxcursor1"),
+    ] {
+        tests.push(gated(&format!("missing_{lib}_is_named"), no_x_tools, move || {
+            missing_library(lib, package)
+        }));
+    }
 }

@@ -28,7 +28,7 @@ use crate::app::sink::SinkReport;
 use crate::app::stats::median_f64;
 use crate::app::UsageError;
 use crate::sync::SyncScheme;
-use crate::types::{ProducerKind, Size};
+use crate::types::{ConsumeKind, ProducerKind, QueueKind, Size};
 use crate::vk::device::Queue;
 use crate::vk::instance::Instance;
 
@@ -147,6 +147,10 @@ fn run_variant(
         row.skipped = Some("no CUDA device".into());
         return Ok(row);
     }
+    if matches!(variant, Variant::Draw { .. }) && args.queue_kind() != QueueKind::Graphics {
+        row.skipped = Some("the draw pass needs a graphics queue (--queues graphics)".into());
+        return Ok(row);
+    }
     let span = Span {
         warmup_frames: 5,
         warmup_time: Duration::from_secs_f64(bench.warmup),
@@ -194,7 +198,8 @@ fn measure(
     let size = Size { width: scene.width, height: scene.height };
     let director = Arc::new(Director::new(scene));
     let extent = ash::vk::Extent2D { width: size.width, height: size.height };
-    let mut offscreen = Offscreen::new(gpu.device.clone(), extent, (0, args.consume_copies), None)?;
+    let mode = (args.consume, 0, args.consume_copies);
+    let mut offscreen = Offscreen::new(gpu.device.clone(), extent, mode, None)?;
     let hidden = ProgressBar::hidden();
     let (consumed, report, producer) =
         run_session(gpu, &args, (&director, size), &mut offscreen, span, (caught, &hidden))
@@ -258,11 +263,17 @@ fn balance(gpu: &Gpu, args: &Args, size: Size, caught: &AtomicUsize) -> Result<B
 
 /// Sets the run options that make `args` run `variant`.
 fn apply(variant: Variant, args: &mut Args) {
+    args.consume = ConsumeKind::Copy;
     match variant {
         Variant::Interop { sync, buffers } => {
             args.sync = sync;
             args.buffers = buffers;
             args.producer = ProducerKind::Cuda;
+        }
+        Variant::Draw { buffers } => {
+            (args.sync, args.buffers) = (SyncScheme::Split, buffers);
+            args.producer = ProducerKind::Cuda;
+            args.consume = ConsumeKind::Draw;
         }
         Variant::Staging | Variant::Cpu => {
             // Host-signalled frames: two staging buffers, one timeline per signaller.

@@ -26,6 +26,12 @@ pub enum Variant {
     Staging,
     /// The CPU renders into the staging buffer (for reference).
     Cpu,
+    /// The interop (split, `buffers` images) consumed by the viewer's draw
+    /// pass into a target of the same size, on a graphics queue.
+    Draw {
+        /// Shared images.
+        buffers: u32,
+    },
 }
 
 impl Variant {
@@ -48,6 +54,9 @@ impl Variant {
             ),
             Variant::Staging => "baseline without sharing: CUDA renders to device memory, cuMemcpyDtoH to pinned host memory, memcpy into a Vulkan staging buffer, upload, consume".into(),
             Variant::Cpu => "CPU threads render into the staging buffer; Vulkan uploads and consumes (reference)".into(),
+            Variant::Draw { buffers } => format!(
+                "interop, {buffers} shared images, consumed by the viewer's draw pass (sampled into a same-size target) on a graphics queue"
+            ),
         }
     }
 }
@@ -60,15 +69,16 @@ impl std::str::FromStr for Variant {
             "cpu" => return Ok(Variant::Cpu),
             _ => {}
         }
-        let bad = || format!("unknown variant '{s}': use split-N, shared-N (N in 1..=8), staging or cpu");
+        let bad =
+            || format!("unknown variant '{s}': use split-N, shared-N, draw-N (N in 1..=8), staging or cpu");
         let (scheme, n) = s.split_once('-').ok_or_else(bad)?;
-        let sync = match scheme {
-            "split" => SyncScheme::Split,
-            "shared" => SyncScheme::Shared,
-            _ => return Err(bad()),
-        };
         let buffers = n.parse::<u32>().ok().filter(|n| (1..=8).contains(n)).ok_or_else(bad)?;
-        Ok(Variant::Interop { sync, buffers })
+        match scheme {
+            "split" => Ok(Variant::Interop { sync: SyncScheme::Split, buffers }),
+            "shared" => Ok(Variant::Interop { sync: SyncScheme::Shared, buffers }),
+            "draw" => Ok(Variant::Draw { buffers }),
+            _ => Err(bad()),
+        }
     }
 }
 
@@ -78,6 +88,7 @@ impl fmt::Display for Variant {
             Variant::Interop { sync, buffers } => write!(f, "{sync}-{buffers}"),
             Variant::Staging => f.write_str("staging"),
             Variant::Cpu => f.write_str("cpu"),
+            Variant::Draw { buffers } => write!(f, "draw-{buffers}"),
         }
     }
 }

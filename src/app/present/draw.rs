@@ -264,6 +264,45 @@ pub fn letterbox(window: vk::Extent2D, frame: vk::Extent2D) -> vk::Rect2D {
     }
 }
 
+/// What the draw pass should produce: the `fw`×`fh` RGBA8 frame letterboxed
+/// into a `tw`×`th` target and sampled bilinearly (clamp to edge), in RGB.
+/// `None` marks the letterbox rectangle's edge pixels, whose coverage is the
+/// rasterizer's call; the bars are black.
+pub fn drawn_reference(frame: &[u8], (fw, fh): (u32, u32), (tw, th): (u32, u32)) -> Vec<Option<[f64; 3]>> {
+    let r = letterbox(vk::Extent2D { width: tw, height: th }, vk::Extent2D { width: fw, height: fh });
+    let (x0, y0) = (f64::from(r.offset.x), f64::from(r.offset.y));
+    let (rw, rh) = (f64::from(r.extent.width), f64::from(r.extent.height));
+    let texel = |x: i64, y: i64, c: usize| {
+        let (x, y) = (x.clamp(0, i64::from(fw) - 1) as usize, y.clamp(0, i64::from(fh) - 1) as usize);
+        f64::from(frame[(y * fw as usize + x) * 4 + c])
+    };
+    let mut out = Vec::with_capacity((tw * th) as usize);
+    for py in 0..th {
+        for px in 0..tw {
+            let (fx, fy) = (f64::from(px) + 0.5 - x0, f64::from(py) + 0.5 - y0);
+            if fx < 0.0 || fy < 0.0 || fx > rw || fy > rh {
+                out.push(Some([0.0; 3]));
+                continue;
+            }
+            if fx < 1.0 || fy < 1.0 || fx > rw - 1.0 || fy > rh - 1.0 {
+                out.push(None);
+                continue;
+            }
+            let (u, v) = (fx / rw * f64::from(fw) - 0.5, fy / rh * f64::from(fh) - 0.5);
+            let (ix, iy) = (u.floor() as i64, v.floor() as i64);
+            let (ax, ay) = (u - u.floor(), v - v.floor());
+            let mut p = [0.0; 3];
+            for (c, v) in p.iter_mut().enumerate() {
+                let top = texel(ix, iy, c) * (1.0 - ax) + texel(ix + 1, iy, c) * ax;
+                let bottom = texel(ix, iy + 1, c) * (1.0 - ax) + texel(ix + 1, iy + 1, c) * ax;
+                *v = top * (1.0 - ay) + bottom * ay;
+            }
+            out.push(Some(p));
+        }
+    }
+    out
+}
+
 impl Drop for DrawPass {
     fn drop(&mut self) {
         self.release_views();

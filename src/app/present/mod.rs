@@ -3,8 +3,10 @@
 //! back; the window draws it ([`draw`]) into a swapchain image ([`swapchain`])
 //! and presents it ([`window`]).
 
+pub mod cpu;
 pub mod draw;
 pub mod offscreen;
 pub mod readback;
 pub mod swapchain;
 pub mod window;
+pub mod x11;

@@ -23,6 +23,8 @@ pub struct Readback {
     /// Per slot: the frame whose pixels its buffer will hold once consumed.
     pending: Vec<Option<u64>>,
     sink: Option<PngSink>,
+    /// Whether the frames read back were drawn by the draw pass (see [`FrameJob::target`]).
+    pub drawn: bool,
 }
 
 impl Readback {
@@ -36,7 +38,8 @@ impl Readback {
     ) -> Result<Self> {
         let usage = vk::BufferUsageFlags::TRANSFER_DST;
         let buffers = Buffer::frames(&device, "readback", slots, extent, usage, MemoryLocation::GpuToCpu)?;
-        Ok(Self { device, director, extent, buffers, pending: vec![None; slots], sink: Some(sink) })
+        let pending = vec![None; slots];
+        Ok(Self { device, director, extent, buffers, pending, sink: Some(sink), drawn: false })
     }
 
     /// Records a copy of `image` (in `GENERAL`, readable by transfers) into
@@ -77,7 +80,8 @@ impl Readback {
             self.director.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;
         let sink = self.sink.as_ref().ok_or_else(|| anyhow!("the PNG writer has finished"))?;
         let pixels = self.buffers[slot].mapped()?.to_vec();
-        sink.send(FrameJob { frame, tick: spec.tick, scene: spec.scene, pixels })
+        let target = self.drawn.then_some((self.extent.width, self.extent.height));
+        sink.send(FrameJob { frame, tick: spec.tick, scene: spec.scene, pixels, target })
     }
 
     /// Writes what is queued and reports (call once every frame is consumed).

@@ -1,12 +1,15 @@
 //! The windowed consumer: the draw pass ([`super::draw`]) into an acquired
-//! swapchain image ([`super::swapchain`]), then the present; the timelines
-//! are as in every mode (`app::consumer`).
+//! swapchain image ([`super::swapchain`]), then the present; or, where the
+//! Vulkan device cannot present to the window, into an offscreen image that
+//! the CPU puts in the window ([`super::cpu`]). The timelines are as in every
+//! mode (`app::consumer`).
 
 use std::sync::Arc;
 
 use anyhow::Result;
 use ash::vk;
 
+use super::cpu::CpuOutput;
 use super::draw::DrawPass;
 use super::readback::Readback;
 use super::swapchain::{Swapchain, SwapchainState};
@@ -15,20 +18,45 @@ use crate::types::PresentMode;
 use crate::vk::device::Device;
 use crate::vk::frame::COLOR;
 use crate::vk::shared_image::SharedImage;
+use crate::vk::SHARED_FORMAT;
 
-/// The swapchain, the draw pass, and the snapshot ("S") readback.
+/// Where the drawn frame goes.
+enum Output {
+    /// A swapchain of the window's Vulkan surface.
+    Vulkan(Box<Swapchain>),
+    /// An offscreen image, read back and put in the window by the CPU.
+    Cpu(Box<CpuOutput>),
+}
+
+/// What a frame's submission waits for and signals for the window.
+pub enum Acquired {
+    /// The swapchain no longer fits the window: recreate it, skip the frame.
+    Stale,
+    /// Go on (with `state`); wait for `wait` at colour output, signal `signal`
+    /// for the present (both `None` on the CPU path).
+    Ready {
+        /// Whether to recreate after this frame.
+        state: SwapchainState,
+        /// The acquire semaphore.
+        wait: Option<vk::Semaphore>,
+        /// The present's semaphore.
+        signal: Option<vk::Semaphore>,
+    },
+}
+
+/// The output, the draw pass, and the snapshot ("S") readback.
 pub struct Presenter {
     device: Arc<Device>,
-    // Field order is drop order: the pass before the swapchain (and its surface).
+    // Field order is drop order: the pass before the output (and its surface).
     draw: DrawPass,
-    swapchain: Swapchain,
+    output: Output,
     /// When set, the next frame is also read back and written as PNG.
     pub snapshot: Option<Readback>,
     snapshot_next: bool,
 }
 
 impl Presenter {
-    /// Creates the pipeline; the swapchain follows with [`Presenter::recreate`].
+    /// Presents through a swapchain of `surface`; it follows with [`Presenter::recreate`].
     pub fn new(
         device: Arc<Device>,
         surface_fn: ash::khr::surface::Instance,
@@ -38,7 +66,33 @@ impl Presenter {
     ) -> Result<Self> {
         let swapchain = Swapchain::new(device.clone(), surface_fn, surface, slots, mode)?;
         let draw = DrawPass::new(device.clone(), swapchain.format)?;
-        Ok(Self { device, draw, swapchain, snapshot: None, snapshot_next: false })
+        Ok(Self {
+            device,
+            draw,
+            output: Output::Vulkan(Box::new(swapchain)),
+            snapshot: None,
+            snapshot_next: false,
+        })
+    }
+
+    /// Presents through the CPU into `window`; the target follows with [`Presenter::recreate`].
+    pub fn new_cpu(device: Arc<Device>, window: Arc<winit::window::Window>, slots: usize) -> Result<Self> {
+        let cpu = Box::new(CpuOutput::new(device.clone(), window, slots)?);
+        let draw = DrawPass::new(device.clone(), SHARED_FORMAT)?;
+        Ok(Self { device, draw, output: Output::Cpu(cpu), snapshot: None, snapshot_next: false })
+    }
+
+    /// Whether frames reach the window through the CPU.
+    pub fn through_cpu(&self) -> bool {
+        matches!(self.output, Output::Cpu(_))
+    }
+
+    /// The CPU path's time from a consumed frame's buffer into the window (zero for a swapchain).
+    pub fn put_time(&self) -> std::time::Duration {
+        match &self.output {
+            Output::Vulkan(_) => std::time::Duration::ZERO,
+            Output::Cpu(c) => c.put_time,
+        }
     }
 
     /// Points the draw pass at `images` (after the interop is (re)built).
@@ -48,27 +102,39 @@ impl Presenter {
 
     /// The window's drawable size now; zero when minimized.
     pub fn surface_extent(&self, window: vk::Extent2D) -> Result<vk::Extent2D> {
-        self.swapchain.surface_extent(window)
+        match &self.output {
+            Output::Vulkan(s) => s.surface_extent(window),
+            Output::Cpu(_) => Ok(window),
+        }
     }
 
-    /// (Re)creates the swapchain; see [`Swapchain::recreate`].
+    /// (Re)creates the swapchain or the CPU path's target for the window's size (queue idle).
     pub fn recreate(&mut self, window: vk::Extent2D) -> Result<()> {
-        self.swapchain.recreate(window)
+        match &mut self.output {
+            Output::Vulkan(s) => s.recreate(window),
+            Output::Cpu(c) => c.recreate(window),
+        }
     }
 
-    /// Acquires the next swapchain image; see [`Swapchain::acquire`].
-    pub fn acquire(&mut self, slot: usize) -> Result<(SwapchainState, vk::Semaphore)> {
-        self.swapchain.acquire(slot)
+    /// Acquires the next swapchain image with slot `slot`'s semaphore (nothing to acquire on the CPU path).
+    pub fn acquire(&mut self, slot: usize) -> Result<Acquired> {
+        let Output::Vulkan(s) = &mut self.output else {
+            return Ok(Acquired::Ready { state: SwapchainState::Ok, wait: None, signal: None });
+        };
+        let (state, acquired) = s.acquire(slot)?;
+        if acquired == vk::Semaphore::null() {
+            return Ok(Acquired::Stale);
+        }
+        Ok(Acquired::Ready { state, wait: Some(acquired), signal: Some(s.present_semaphore()?) })
     }
 
-    /// The semaphore the current frame's submission signals for the present.
-    pub fn present_semaphore(&self) -> Result<vk::Semaphore> {
-        self.swapchain.present_semaphore()
-    }
-
-    /// Presents the current image once the frame's submission is done.
+    /// Presents the current image once the frame's submission is done (the
+    /// CPU path puts a frame in the window when it is consumed instead).
     pub fn present(&mut self) -> Result<SwapchainState> {
-        self.swapchain.present()
+        match &mut self.output {
+            Output::Vulkan(s) => s.present(),
+            Output::Cpu(_) => Ok(SwapchainState::Ok),
+        }
     }
 
     /// Asks for the next frame to be read back and written as PNG.
@@ -78,17 +144,26 @@ impl Presenter {
 
     /// Switches to the next supported present mode; see [`Swapchain::cycle_mode`].
     pub fn cycle_mode(&mut self) -> &'static str {
-        self.swapchain.cycle_mode()
+        match &mut self.output {
+            Output::Vulkan(s) => s.cycle_mode(),
+            Output::Cpu(_) => "cpu",
+        }
     }
 
-    /// The present mode in use.
+    /// The present mode in use ("cpu" on the CPU path).
     pub fn mode(&self) -> &'static str {
-        self.swapchain.mode()
+        match &self.output {
+            Output::Vulkan(s) => s.mode(),
+            Output::Cpu(_) => "cpu",
+        }
     }
 
-    /// The swapchain's size.
+    /// The drawn image's size: the swapchain's or the CPU path's target.
     pub fn extent(&self) -> vk::Extent2D {
-        self.swapchain.extent()
+        match &self.output {
+            Output::Vulkan(s) => s.extent(),
+            Output::Cpu(c) => c.extent(),
+        }
     }
 }
 
@@ -102,34 +177,12 @@ impl Consume for Presenter {
     }
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: &SharedImage) -> Result<()> {
-        let (target, view) = self.swapchain.target()?;
-        let color_out = vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT;
-        // The acquire semaphore is waited on at COLOR_ATTACHMENT_OUTPUT: chain the layout change to it.
-        let to_color = [vk::ImageMemoryBarrier2::default()
-            .src_stage_mask(color_out)
-            .dst_stage_mask(color_out)
-            .dst_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
-            .old_layout(vk::ImageLayout::UNDEFINED)
-            .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-            .image(target)
-            .subresource_range(COLOR)];
-        let to_present = [vk::ImageMemoryBarrier2::default()
-            .src_stage_mask(color_out)
-            .src_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
-            .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-            .new_layout(vk::ImageLayout::PRESENT_SRC_KHR)
-            .image(target)
-            .subresource_range(COLOR)];
-        let dev = &self.device.raw;
-        // SAFETY: recording; the swapchain image was acquired.
-        unsafe {
-            dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&to_color))
-        };
-        self.draw.record(cmd, image, view, self.swapchain.extent())?;
-        // SAFETY: as above.
-        unsafe {
-            dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&to_present))
-        };
+        match &mut self.output {
+            Output::Vulkan(swapchain) => {
+                record_to_swapchain(&self.device, cmd, &self.draw, swapchain, image)?
+            }
+            Output::Cpu(cpu) => cpu.record(cmd, (slot, frame), &self.draw, image)?,
+        }
         if std::mem::take(&mut self.snapshot_next) {
             if let Some(r) = self.snapshot.as_mut() {
                 r.record(cmd, slot, frame, image.image);
@@ -139,8 +192,50 @@ impl Consume for Presenter {
     }
 
     fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
+        if let Output::Cpu(cpu) = &mut self.output {
+            cpu.completed(slot, frame)?;
+        }
         self.snapshot.as_mut().map_or(Ok(()), |r| r.completed(slot, frame))
     }
+}
+
+/// The draw pass into the acquired swapchain image, with its layout changes.
+fn record_to_swapchain(
+    device: &Device,
+    cmd: vk::CommandBuffer,
+    draw: &DrawPass,
+    swapchain: &Swapchain,
+    image: &SharedImage,
+) -> Result<()> {
+    let (target, view) = swapchain.target()?;
+    let color_out = vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT;
+    // The acquire semaphore is waited on at COLOR_ATTACHMENT_OUTPUT: chain the layout change to it.
+    let to_color = [vk::ImageMemoryBarrier2::default()
+        .src_stage_mask(color_out)
+        .dst_stage_mask(color_out)
+        .dst_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
+        .old_layout(vk::ImageLayout::UNDEFINED)
+        .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+        .image(target)
+        .subresource_range(COLOR)];
+    let to_present = [vk::ImageMemoryBarrier2::default()
+        .src_stage_mask(color_out)
+        .src_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
+        .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+        .new_layout(vk::ImageLayout::PRESENT_SRC_KHR)
+        .image(target)
+        .subresource_range(COLOR)];
+    let dev = &device.raw;
+    // SAFETY: recording; the swapchain image was acquired.
+    unsafe {
+        dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&to_color))
+    };
+    draw.record(cmd, image, view, swapchain.extent())?;
+    // SAFETY: as above.
+    unsafe {
+        dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&to_present))
+    };
+    Ok(())
 }
 
 impl Drop for Presenter {
