@@ -15,7 +15,7 @@ cd "$(dirname "$0")/.."
 source scripts/deps.sh
 need_cargo
 need_packages libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
-    xvfb xdotool x11-apps libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6
+    xvfb xdotool x11-apps libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6 weston
 cargo fmt --check
 cargo clippy --release --all-targets -- -D warnings
 cargo build --release --examples

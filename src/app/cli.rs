@@ -175,9 +175,14 @@ pub struct Args {
     /// How the viewer's frames reach the window.
     #[arg(long, value_enum, default_value_t = PresentPath::Auto)]
     pub present: PresentPath,
-    /// Present mode of the viewer (falls back to fifo if unsupported).
-    #[arg(long, value_enum, default_value_t = PresentMode::Fifo)]
-    pub present_mode: PresentMode,
+    /// Present mode of the viewer (falls back to fifo if unsupported). Default:
+    /// fifo; on Wayland mailbox, since there a fifo present waits for the
+    /// compositor's frame callback, which never comes while the window is hidden.
+    #[arg(long, value_enum)]
+    pub present_mode: Option<PresentMode>,
+    /// Open the viewer's window fullscreen (on its monitor, without borders).
+    #[arg(long)]
+    pub fullscreen: bool,
     /// Queue family the consumer submits to. Default: transfer headless (copy
     /// engines run beside CUDA's SMs: no GPU context switch per frame; see the
     /// README's bench results), graphics in a window.

@@ -21,7 +21,7 @@ use winit::event::{ElementState, KeyEvent, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, NamedKey};
 use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle, RawDisplayHandle};
-use winit::window::{Window, WindowId};
+use winit::window::{Fullscreen, Window, WindowId};
 
 use crate::app::cli::{Args, SizeArg};
 use crate::app::clock::CpuMeter;
@@ -41,7 +41,7 @@ use crate::app::sink::SinkReport;
 use crate::app::stats::{median, micros, Samples};
 use crate::app::UsageError;
 use crate::types::Size;
-use crate::types::{PresentPath, QueueKind};
+use crate::types::{PresentMode, PresentPath, QueueKind};
 use crate::vk::device::{list_gpus, Queue};
 use crate::vk::instance::Instance;
 
@@ -155,7 +155,8 @@ impl Viewer {
     fn new(event_loop: &ActiveEventLoop, args: &Args) -> Result<Self> {
         let attributes = Window::default_attributes()
             .with_title("vkcuda")
-            .with_inner_size(LogicalSize::new(1280.0, 720.0));
+            .with_inner_size(LogicalSize::new(1280.0, 720.0))
+            .with_fullscreen(args.fullscreen.then_some(Fullscreen::Borderless(None)));
         let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
         let (gpu, mut presenter) = match args.present {
             PresentPath::Vulkan => open_vulkan(&window, args)?,
@@ -463,8 +464,11 @@ fn open_vulkan(window: &Arc<Window>, args: &Args) -> Result<(Gpu, Presenter)> {
             return Err(e);
         }
     };
-    let presenter =
-        Presenter::new(gpu.device.clone(), surface_fn, surface, args.in_flight(), args.present_mode)?;
+    // On Wayland a fifo present blocks until the compositor's frame callback, which never
+    // comes while the window is hidden (Mesa 22 under weston: forever): mailbox by default.
+    let wayland = matches!(display, RawDisplayHandle::Wayland(_));
+    let mode = args.present_mode.unwrap_or(if wayland { PresentMode::Mailbox } else { PresentMode::Fifo });
+    let presenter = Presenter::new(gpu.device.clone(), surface_fn, surface, args.in_flight(), mode)?;
     eprintln!("vkcuda: {}; {}; presenting through a Vulkan swapchain", gpu.device.info, gpu.why);
     Ok((gpu, presenter))
 }

@@ -16,6 +16,7 @@ mod bad_input;
 mod bench;
 mod headless;
 mod signals;
+mod wayland;
 mod window;
 
 use common::{Tests, Verdict};
@@ -26,6 +27,7 @@ fn main() {
     headless::register(&mut tests);
     signals::register(&mut tests);
     window::register(&mut tests);
+    wayland::register(&mut tests);
     bench::register(&mut tests);
     bad_input::register(&mut tests);
 

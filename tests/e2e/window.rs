@@ -121,9 +121,9 @@ pub fn no_x_tools() -> Option<String> {
 
 /// A window capture as RGB rows.
 pub struct Capture {
-    width: u32,
-    height: u32,
-    rgb: Vec<[u8; 3]>,
+    pub width: u32,
+    pub height: u32,
+    pub rgb: Vec<[u8; 3]>,
 }
 
 /// Parses an XWD file (ZPixmap, 24/32 bits per pixel, as xwd writes for a TrueColor window).
