@@ -14,8 +14,9 @@ use gpu_allocator::MemoryLocation;
 use winit::window::Window;
 
 use super::draw::DrawPass;
+use super::readback::copy_to_host;
 use crate::vk::device::Device;
-use crate::vk::frame::{buffer_barrier, copy_layers, image_barrier, COLOR};
+use crate::vk::frame::{image_barrier, COLOR};
 use crate::vk::memory::{Buffer, Image};
 use crate::vk::shared_image::SharedImage;
 use crate::vk::SHARED_FORMAT;
@@ -123,20 +124,7 @@ impl CpuOutput {
         );
         pass.record(cmd, image, view, self.extent)?;
         barrier(image_barrier(target, COLOR_W, COPY_R).old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL));
-        let buffer = &self.buffers[slot];
-        let extent = vk::Extent3D { width: self.extent.width, height: self.extent.height, depth: 1 };
-        let region = [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
-        let to_host = [buffer_barrier(
-            buffer.raw,
-            (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
-            (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
-        )];
-        // SAFETY: recording; the buffer holds the target's pixels and the host reads it only
-        // once this frame is consumed.
-        unsafe {
-            dev.cmd_copy_image_to_buffer(cmd, target, vk::ImageLayout::GENERAL, buffer.raw, &region);
-            dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&to_host));
-        }
+        copy_to_host(dev, cmd, target, &self.buffers[slot], self.extent);
         self.pending[slot] = Some(frame);
         Ok(())
     }

@@ -45,28 +45,7 @@ impl Readback {
     /// Records a copy of `image` (in `GENERAL`, readable by transfers) into
     /// slot `slot`'s buffer, made visible to the host.
     pub fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: vk::Image) {
-        let buffer = &self.buffers[slot];
-        let extent = vk::Extent3D { width: self.extent.width, height: self.extent.height, depth: 1 };
-        let region = [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
-        let to_host = [buffer_barrier(
-            buffer.raw,
-            (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
-            (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
-        )];
-        // SAFETY: recording; the buffer holds width × height × 4 bytes and the host does not
-        // read it until this frame is consumed.
-        unsafe {
-            self.device.raw.cmd_copy_image_to_buffer(
-                cmd,
-                image,
-                vk::ImageLayout::GENERAL,
-                buffer.raw,
-                &region,
-            );
-            self.device
-                .raw
-                .cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&to_host));
-        }
+        copy_to_host(&self.device.raw, cmd, image, &self.buffers[slot], self.extent);
         self.pending[slot] = Some(frame);
     }
 
@@ -87,5 +66,29 @@ impl Readback {
     /// Writes what is queued and reports (call once every frame is consumed).
     pub fn finish(&mut self) -> SinkReport {
         self.sink.take().map(PngSink::finish).unwrap_or_default()
+    }
+}
+
+/// Records a copy of the whole `extent`-sized `image` (in `GENERAL`) into
+/// `buffer`, made visible to the host once the submission completes.
+pub fn copy_to_host(
+    dev: &ash::Device,
+    cmd: vk::CommandBuffer,
+    image: vk::Image,
+    buffer: &Buffer,
+    extent: vk::Extent2D,
+) {
+    let extent = vk::Extent3D { width: extent.width, height: extent.height, depth: 1 };
+    let region = [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
+    let to_host = [buffer_barrier(
+        buffer.raw,
+        (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
+        (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
+    )];
+    // SAFETY: recording; the buffer holds width × height × 4 bytes, and the host reads it only
+    // once the frame is consumed.
+    unsafe {
+        dev.cmd_copy_image_to_buffer(cmd, image, vk::ImageLayout::GENERAL, buffer.raw, &region);
+        dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&to_host));
     }
 }
