@@ -118,6 +118,16 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
     }
     if (args.headless && args.dump_every > 0) || s.sink.written > 0 {
         println!("  PNG files written: {} in {}", s.sink.written, args.out.display());
+        if s.sink.written > 0 {
+            let (verify, encode, write) = s.sink.stages.medians();
+            let verify = if args.verify { format!("verify {}, ", micros(verify)) } else { String::new() };
+            println!(
+                "  PNG writer, median per frame in one of its {} threads: {verify}encode {}, write {}",
+                s.sink.workers,
+                micros(encode),
+                micros(write)
+            );
+        }
     }
     let worst = s
         .sink

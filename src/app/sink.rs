@@ -3,16 +3,18 @@
 //! written to a temporary name and renamed, so `--out` never holds a partial PNG.
 
 use std::fs::File;
-use std::io::{BufWriter, Write};
+use std::io::Write;
 use std::path::{Path, PathBuf};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
 use crate::app::present::draw::drawn_reference;
 use crate::app::scene::{render_cpu, Diff, FrameArgs, Scene};
+use crate::app::stats::median;
 
 /// One frame to write.
 pub struct FrameJob {
@@ -42,6 +44,37 @@ pub struct SinkReport {
     pub worst: Option<(u64, Diff)>,
     /// First error a worker hit, if any.
     pub error: Option<String>,
+    /// Per frame, where a worker's time went (up to [`STAGE_SAMPLES`] frames).
+    pub stages: Stages,
+    /// Worker threads.
+    pub workers: usize,
+}
+
+/// The most frames whose stage times are kept.
+pub const STAGE_SAMPLES: usize = 100_000;
+
+/// A PNG worker's time per frame, by stage.
+#[derive(Debug, Default, Clone)]
+pub struct Stages {
+    /// Rendering the CPU reference and comparing (with `--verify`).
+    pub verify: Vec<Duration>,
+    /// PNG encoding, into memory.
+    pub encode: Vec<Duration>,
+    /// Writing the file: create, write, `fdatasync`, rename.
+    pub write: Vec<Duration>,
+}
+
+impl Stages {
+    fn push(list: &mut Vec<Duration>, d: Duration) {
+        if list.len() < STAGE_SAMPLES {
+            list.push(d);
+        }
+    }
+
+    /// The medians: (verify, encode, write).
+    pub fn medians(&self) -> (Option<Duration>, Option<Duration>, Option<Duration>) {
+        (median(&self.verify), median(&self.encode), median(&self.write))
+    }
 }
 
 /// The file name of frame `frame`.
@@ -62,7 +95,7 @@ impl PngSink {
         let workers = workers.max(1);
         let (tx, rx) = sync_channel::<FrameJob>(2 * workers);
         let rx = Arc::new(Mutex::new(rx));
-        let report = Arc::new(Mutex::new(SinkReport::default()));
+        let report = Arc::new(Mutex::new(SinkReport { workers, ..SinkReport::default() }));
         let handles = (0..workers)
             .map(|_| {
                 let (rx, report, dir) = (rx.clone(), report.clone(), dir.to_path_buf());
@@ -103,6 +136,7 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
             Ok(job) => job,
             Err(_) => return, // queue closed and empty
         };
+        let started = Instant::now();
         let diff = verify.then(|| {
             let s = &job.scene;
             let mut want = vec![0u8; (s.width * s.height * 4) as usize];
@@ -112,8 +146,16 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
                 Some(t) => Diff::drawn(&job.pixels, &drawn_reference(&want, (s.width, s.height), t)),
             }
         });
-        let written = write_png(dir, &job);
+        let verified = started.elapsed();
+        let timed = write_png_timed(dir, &job);
         let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
+        if diff.is_some() {
+            Stages::push(&mut r.stages.verify, verified);
+        }
+        let written = timed.map(|(encode, write)| {
+            Stages::push(&mut r.stages.encode, encode);
+            Stages::push(&mut r.stages.write, write);
+        });
         match written {
             Ok(()) => r.written += 1,
             Err(e) => {
@@ -135,29 +177,40 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
 
 /// Encodes `job` as PNG into `dir` atomically: a temporary file, then a rename.
 pub fn write_png(dir: &Path, job: &FrameJob) -> Result<()> {
+    write_png_timed(dir, job).map(|_| ())
+}
+
+/// [`write_png`], returning how long encoding and writing took.
+fn write_png_timed(dir: &Path, job: &FrameJob) -> Result<(Duration, Duration)> {
     let name = frame_file_name(job.frame);
     let final_path = dir.join(&name);
     let tmp: PathBuf = dir.join(format!(".{name}.tmp"));
-    let result = (|| -> Result<()> {
-        let file = File::create(&tmp)?;
-        let mut w = BufWriter::new(file);
+    let started = Instant::now();
+    let mut png_bytes = Vec::with_capacity(job.pixels.len() / 2);
+    let encoded = (|| -> Result<()> {
         let (width, height) = job.target.unwrap_or((job.scene.width, job.scene.height));
-        let mut enc = png::Encoder::new(&mut w, width, height);
+        let mut enc = png::Encoder::new(&mut png_bytes, width, height);
         enc.set_color(png::ColorType::Rgba);
         enc.set_depth(png::BitDepth::Eight);
         enc.set_compression(png::Compression::Fast);
         let mut writer = enc.write_header()?;
         writer.write_image_data(&job.pixels)?;
         writer.finish()?;
-        w.flush()?;
-        w.into_inner().map_err(|e| e.into_error())?.sync_data()?;
-        std::fs::rename(&tmp, &final_path)?;
         Ok(())
     })();
+    let encode = started.elapsed();
+    let result = encoded.and_then(|()| {
+        let mut file = File::create(&tmp)?;
+        file.write_all(&png_bytes)?;
+        file.sync_data()?;
+        std::fs::rename(&tmp, &final_path)?;
+        Ok(())
+    });
     if result.is_err() {
         let _ = std::fs::remove_file(&tmp);
     }
-    result.with_context(|| format!("writing {}", final_path.display()))
+    result.with_context(|| format!("writing {}", final_path.display()))?;
+    Ok((encode, started.elapsed() - encode))
 }
 
 #[cfg(test)]
@@ -181,6 +234,9 @@ mod tests {
         }
         let r = sink.finish();
         assert_eq!((r.written, r.verified, r.mismatched), (5, 5, 1));
+        let counts = (r.stages.verify.len(), r.stages.encode.len(), r.stages.write.len());
+        assert_eq!(counts, (5, 5, 5), "a time per stage and frame");
+        assert!(r.stages.medians().1.is_some_and(|d| d > Duration::ZERO));
         assert_eq!(r.worst.map(|(f, d)| (f, d.max)), Some((3, 0x40)));
         let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();

@@ -295,6 +295,10 @@ impl Viewer {
             self.sink.mismatched += s.mismatched;
             self.sink.worst = self.sink.worst.or(s.worst);
             self.sink.error = self.sink.error.take().or(s.error);
+            self.sink.workers = s.workers;
+            self.sink.stages.verify.extend(s.stages.verify);
+            self.sink.stages.encode.extend(s.stages.encode);
+            self.sink.stages.write.extend(s.stages.write);
         }
     }
 

@@ -28,6 +28,7 @@ pub fn headless(producer: &str, sync: &str, buffers: &str, kind: SceneKind, extr
         "verify: 24 frames compared, 0 mismatches",
         "validation: 0 errors, 0 warnings",
         "PNG files written: 24",
+        "PNG writer, median per frame in one of its",
     ] {
         if !stdout.contains(needle) {
             return Err(format!("summary lacks '{needle}':\n{stdout}"));
