@@ -25,7 +25,7 @@ use crate::app::clock::Anchor;
 use crate::interop::{SharedFrames, VulkanFrame};
 use crate::vk::bounded_wait;
 use crate::vk::device::Device;
-use crate::vk::frame::{buffer_barrier, copy_layers, image_barrier};
+use crate::vk::frame::{buffer_barrier, copy_layers, image_barrier, record_image_barrier};
 use crate::vk::memory::Buffer;
 use crate::vk::shared_image::SharedImage;
 
@@ -203,17 +203,17 @@ impl FrameLoop {
         // Reset from the host (a transfer-only queue cannot reset queries).
         // SAFETY: the slot's queries were read back by retire; no pending command uses them.
         unsafe { dev.reset_query_pool(self.queries, q, 2) };
-        barrier(dev, cmd, frame.acquire);
+        record_image_barrier(dev, cmd, frame.acquire);
         if let Some(staging) = &self.staging {
             // CPU producer: upload, then make it visible to the consumer.
             record_upload(dev, cmd, &staging[frame.index], image, usage.0);
-            barrier(dev, cmd, image_barrier(frame.image, upload, usage));
+            record_image_barrier(dev, cmd, image_barrier(frame.image, upload, usage));
         }
         // Measure from here: the image is acquired, so the wait for "rendered" is over.
         // SAFETY: recording.
         unsafe { dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::ALL_COMMANDS, self.queries, q) };
         consumer.record(cmd, slot_index, g, image)?;
-        barrier(dev, cmd, frame.release);
+        record_image_barrier(dev, cmd, frame.release);
         // SAFETY: recording.
         unsafe {
             dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::BOTTOM_OF_PIPE, self.queries, q + 1)
@@ -362,13 +362,6 @@ impl Drop for FrameLoop {
             self.device.raw.destroy_query_pool(self.queries, None);
         }
     }
-}
-
-/// Records one image barrier.
-fn barrier(dev: &ash::Device, cmd: vk::CommandBuffer, b: vk::ImageMemoryBarrier2<'static>) {
-    let b = [b];
-    // SAFETY: recording; the barrier names a live image.
-    unsafe { dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b)) };
 }
 
 /// Records the upload of a host producer's frame from `staging` into `image`;

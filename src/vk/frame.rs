@@ -24,6 +24,13 @@ pub fn image_barrier(
         .subresource_range(COLOR)
 }
 
+/// Records one image barrier into `cmd`.
+pub fn record_image_barrier(dev: &ash::Device, cmd: vk::CommandBuffer, barrier: vk::ImageMemoryBarrier2<'_>) {
+    let b = [barrier];
+    // SAFETY: `cmd` is recording; the barrier names a live image of `dev`.
+    unsafe { dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b)) };
+}
+
 /// A barrier on a whole buffer.
 pub fn buffer_barrier(
     buffer: vk::Buffer,

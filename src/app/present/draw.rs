@@ -8,7 +8,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
 use crate::vk::device::Device;
-use crate::vk::frame::COLOR;
+use crate::vk::frame::{image_barrier, record_image_barrier, COLOR};
+use crate::vk::memory::Image;
 use crate::vk::shared_image::SharedImage;
 use crate::vk::SHARED_FORMAT;
 
@@ -245,6 +246,75 @@ impl DrawPass {
             dev.cmd_end_rendering(cmd);
         }
         Ok(())
+    }
+}
+
+const COLOR_W: (vk::PipelineStageFlags2, vk::AccessFlags2) =
+    (vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags2::COLOR_ATTACHMENT_WRITE);
+const COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
+    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+
+/// An offscreen image the draw pass renders into: the headless
+/// `--consume draw` target and the CPU-present path's window-sized image.
+pub struct DrawTarget {
+    device: Arc<Device>,
+    // Field order is drop order: the view (Drop) before the image.
+    view: vk::ImageView,
+    image: Image,
+    /// Its size.
+    pub extent: vk::Extent2D,
+}
+
+impl DrawTarget {
+    /// An `extent`-sized RGBA8 image that can be drawn into and copied from.
+    pub fn new(device: Arc<Device>, name: &str, extent: vk::Extent2D) -> Result<Self> {
+        let usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC;
+        let image = Image::new(device.clone(), name, SHARED_FORMAT, extent, usage)?;
+        let info = vk::ImageViewCreateInfo::default()
+            .image(image.raw)
+            .view_type(vk::ImageViewType::TYPE_2D)
+            .format(SHARED_FORMAT)
+            .subresource_range(COLOR);
+        // SAFETY: a live image; destroyed in Drop.
+        let view = unsafe { device.raw.create_image_view(&info, None) }?;
+        Ok(Self { device, view, image, extent })
+    }
+
+    /// The image.
+    pub fn raw(&self) -> vk::Image {
+        self.image.raw
+    }
+
+    /// Records `pass` drawing `image` into the target; with `then_copy`, leaves
+    /// the target in `GENERAL`, ready to be copied from.
+    pub fn record(
+        &self,
+        cmd: vk::CommandBuffer,
+        pass: &DrawPass,
+        image: &SharedImage,
+        then_copy: bool,
+    ) -> Result<()> {
+        let dev = &self.device.raw;
+        // The previous frame's draw and copy out of the target come first; its contents may go.
+        let last = (COLOR_W.0 | COPY_R.0, COLOR_W.1 | COPY_R.1);
+        let to_color = image_barrier(self.image.raw, last, COLOR_W)
+            .old_layout(vk::ImageLayout::UNDEFINED)
+            .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
+        record_image_barrier(dev, cmd, to_color);
+        pass.record(cmd, image, self.view, self.extent)?;
+        if then_copy {
+            let to_copy = image_barrier(self.image.raw, COLOR_W, COPY_R)
+                .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
+            record_image_barrier(dev, cmd, to_copy);
+        }
+        Ok(())
+    }
+}
+
+impl Drop for DrawTarget {
+    fn drop(&mut self) {
+        // SAFETY: the owner waited for the queue; the view is ours.
+        unsafe { self.device.raw.destroy_image_view(self.view, None) };
     }
 }
 

@@ -10,32 +10,30 @@ use std::sync::Arc;
 use anyhow::Result;
 use ash::vk;
 
-use super::draw::DrawPass;
+use super::draw::{DrawPass, DrawTarget};
 use super::readback::Readback;
 use crate::app::consumer::Consume;
 use crate::app::sink::SinkReport;
 use crate::types::ConsumeKind;
 use crate::vk::device::Device;
-use crate::vk::frame::{copy_layers, image_barrier, COLOR};
+use crate::vk::frame::{copy_layers, image_barrier, record_image_barrier};
 use crate::vk::memory::Image;
 use crate::vk::shared_image::SharedImage;
 use crate::vk::SHARED_FORMAT;
 
-/// What the consumer does with each frame.
+/// What the consumer does with each frame, and its target.
 enum Mode {
-    /// `copies` full-image copies into the target.
-    Copy { copies: u32 },
-    /// The draw pass into the target, through `view`.
-    Draw { pass: Box<DrawPass>, view: vk::ImageView },
+    /// `copies` full-image copies into `target`.
+    Copy { copies: u32, target: Image },
+    /// The draw pass into `target`.
+    Draw { pass: Box<DrawPass>, target: DrawTarget },
 }
 
 /// The offscreen target and, when dumping, the readback.
 pub struct Offscreen {
     device: Arc<Device>,
     extent: vk::Extent2D,
-    // Field order is drop order: the pass and view (Drop) before the target image.
     mode: Mode,
-    target: Image,
     dump_every: u64,
     readback: Option<Readback>,
 }
@@ -50,17 +48,6 @@ const COPY_W: (vk::PipelineStageFlags2, vk::AccessFlags2) =
     (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
 const COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
     (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
-const COLOR_W: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags2::COLOR_ATTACHMENT_WRITE);
-/// The last uses of the draw target in a frame: the pass's writes, the readback's reads.
-const COLOR_W_COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
-    vk::PipelineStageFlags2::from_raw(
-        vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT.as_raw() | vk::PipelineStageFlags2::COPY.as_raw(),
-    ),
-    vk::AccessFlags2::from_raw(
-        vk::AccessFlags2::COLOR_ATTACHMENT_WRITE.as_raw() | vk::AccessFlags2::TRANSFER_READ.as_raw(),
-    ),
-);
 
 impl Offscreen {
     /// A target of `extent` that each frame is copied into `copies` times
@@ -72,42 +59,27 @@ impl Offscreen {
         (kind, dump_every, copies): (ConsumeKind, u64, u32),
         mut readback: Option<Readback>,
     ) -> Result<Self> {
-        let usage = match kind {
-            ConsumeKind::Copy => vk::ImageUsageFlags::TRANSFER_DST,
-            ConsumeKind::Draw => vk::ImageUsageFlags::COLOR_ATTACHMENT,
-        } | vk::ImageUsageFlags::TRANSFER_SRC;
-        let target = Image::new(device.clone(), "offscreen target", SHARED_FORMAT, extent, usage)?;
         let mode = match kind {
             ConsumeKind::Copy => {
+                let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
+                let target = Image::new(device.clone(), "offscreen target", SHARED_FORMAT, extent, usage)?;
                 device.run_once("preparing the offscreen target", |cmd| {
                     let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
-                    let b = [image_barrier(target.raw, none, COPY_W).old_layout(vk::ImageLayout::UNDEFINED)];
-                    // SAFETY: recording; the image is live and unused.
-                    unsafe {
-                        device.raw.cmd_pipeline_barrier2(
-                            cmd,
-                            &vk::DependencyInfo::default().image_memory_barriers(&b),
-                        )
-                    };
+                    let b = image_barrier(target.raw, none, COPY_W).old_layout(vk::ImageLayout::UNDEFINED);
+                    record_image_barrier(&device.raw, cmd, b);
                 })?;
-                Mode::Copy { copies: copies.max(1) }
+                Mode::Copy { copies: copies.max(1), target }
             }
             ConsumeKind::Draw => {
                 let pass = Box::new(DrawPass::new(device.clone(), SHARED_FORMAT)?);
-                let info = vk::ImageViewCreateInfo::default()
-                    .image(target.raw)
-                    .view_type(vk::ImageViewType::TYPE_2D)
-                    .format(SHARED_FORMAT)
-                    .subresource_range(COLOR);
-                // SAFETY: a live image; destroyed in Drop.
-                let view = unsafe { device.raw.create_image_view(&info, None) }?;
+                let target = DrawTarget::new(device.clone(), "offscreen draw target", extent)?;
                 if let Some(r) = readback.as_mut() {
                     r.drawn = true;
                 }
-                Mode::Draw { pass, view }
+                Mode::Draw { pass, target }
             }
         };
-        Ok(Self { device, extent, mode, target, dump_every, readback })
+        Ok(Self { device, extent, mode, dump_every, readback })
     }
 
     /// Points the draw pass at a new session's shared images (nothing to do for copies).
@@ -123,11 +95,11 @@ impl Offscreen {
         self.readback.as_mut().map(Readback::finish).unwrap_or_default()
     }
 
-    fn record_copies(&self, cmd: vk::CommandBuffer, image: &SharedImage, copies: u32) {
+    fn record_copies(&self, cmd: vk::CommandBuffer, image: &SharedImage, (copies, target): (u32, &Image)) {
         let dev = &self.device.raw;
         let extent = vk::Extent3D { width: self.extent.width, height: self.extent.height, depth: 1 };
         // The previous frame's copies into and out of the target must finish first.
-        let b = [image_barrier(self.target.raw, COPY_RW, COPY_W)];
+        let b = [image_barrier(target.raw, COPY_RW, COPY_W)];
         let region = [vk::ImageCopy::default()
             .src_subresource(copy_layers())
             .dst_subresource(copy_layers())
@@ -140,7 +112,7 @@ impl Offscreen {
                     cmd,
                     image.image,
                     vk::ImageLayout::GENERAL,
-                    self.target.raw,
+                    target.raw,
                     vk::ImageLayout::GENERAL,
                     &region,
                 );
@@ -160,38 +132,22 @@ impl Consume for Offscreen {
     }
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: &SharedImage) -> Result<()> {
-        let dev = &self.device.raw;
         let dump = self.readback.is_some() && frame % self.dump_every == 0;
-        let barrier = |b: vk::ImageMemoryBarrier2<'_>| {
-            let b = [b];
-            // SAFETY: recording; the target is live.
-            unsafe {
-                dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b))
-            };
+        let target = match &self.mode {
+            Mode::Copy { copies, target } => {
+                self.record_copies(cmd, image, (*copies, target));
+                if dump {
+                    record_image_barrier(&self.device.raw, cmd, image_barrier(target.raw, COPY_W, COPY_R));
+                }
+                target.raw
+            }
+            Mode::Draw { pass, target } => {
+                target.record(cmd, pass, image, dump)?;
+                target.raw()
+            }
         };
-        match &self.mode {
-            Mode::Copy { copies } => {
-                self.record_copies(cmd, image, *copies);
-                if dump {
-                    barrier(image_barrier(self.target.raw, COPY_W, COPY_R));
-                }
-            }
-            Mode::Draw { pass, view } => {
-                // Every frame redraws the whole target: its old contents may go (UNDEFINED).
-                let to_color = image_barrier(self.target.raw, COLOR_W_COPY_R, COLOR_W)
-                    .old_layout(vk::ImageLayout::UNDEFINED)
-                    .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
-                barrier(to_color);
-                pass.record(cmd, image, *view, self.extent)?;
-                if dump {
-                    let to_copy = image_barrier(self.target.raw, COLOR_W, COPY_R)
-                        .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
-                    barrier(to_copy);
-                }
-            }
-        }
         if let Some(readback) = self.readback.as_mut().filter(|_| dump) {
-            readback.record(cmd, slot, frame, self.target.raw);
+            readback.record(cmd, slot, frame, target);
         }
         Ok(())
     }
@@ -202,14 +158,5 @@ impl Consume for Offscreen {
 
     fn standalone(&self) -> bool {
         true
-    }
-}
-
-impl Drop for Offscreen {
-    fn drop(&mut self) {
-        if let Mode::Draw { view, .. } = self.mode {
-            // SAFETY: the session waited for the queue before the consumer is dropped.
-            unsafe { self.device.raw.destroy_image_view(view, None) };
-        }
     }
 }

@@ -16,7 +16,7 @@ use super::swapchain::{Swapchain, SwapchainState};
 use crate::app::consumer::Consume;
 use crate::types::PresentMode;
 use crate::vk::device::Device;
-use crate::vk::frame::COLOR;
+use crate::vk::frame::{record_image_barrier, COLOR};
 use crate::vk::shared_image::SharedImage;
 use crate::vk::SHARED_FORMAT;
 
@@ -210,31 +210,24 @@ fn record_to_swapchain(
     let (target, view) = swapchain.target()?;
     let color_out = vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT;
     // The acquire semaphore is waited on at COLOR_ATTACHMENT_OUTPUT: chain the layout change to it.
-    let to_color = [vk::ImageMemoryBarrier2::default()
+    let to_color = vk::ImageMemoryBarrier2::default()
         .src_stage_mask(color_out)
         .dst_stage_mask(color_out)
         .dst_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
         .old_layout(vk::ImageLayout::UNDEFINED)
         .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
         .image(target)
-        .subresource_range(COLOR)];
-    let to_present = [vk::ImageMemoryBarrier2::default()
+        .subresource_range(COLOR);
+    let to_present = vk::ImageMemoryBarrier2::default()
         .src_stage_mask(color_out)
         .src_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
         .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
         .new_layout(vk::ImageLayout::PRESENT_SRC_KHR)
         .image(target)
-        .subresource_range(COLOR)];
-    let dev = &device.raw;
-    // SAFETY: recording; the swapchain image was acquired.
-    unsafe {
-        dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&to_color))
-    };
+        .subresource_range(COLOR);
+    record_image_barrier(&device.raw, cmd, to_color);
     draw.record(cmd, image, view, swapchain.extent())?;
-    // SAFETY: as above.
-    unsafe {
-        dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&to_present))
-    };
+    record_image_barrier(&device.raw, cmd, to_present);
     Ok(())
 }
 
