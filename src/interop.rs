@@ -59,8 +59,7 @@ impl Requirements {
         v12: &mut vk::PhysicalDeviceVulkan12Features<'_>,
         v13: &mut vk::PhysicalDeviceVulkan13Features<'_>,
     ) {
-        v12.timeline_semaphore = vk::TRUE;
-        v13.synchronization2 = vk::TRUE;
+        crate::vk::enable_required_features(v12, v13);
     }
 }
 

@@ -147,7 +147,7 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
             }
         });
         let verified = started.elapsed();
-        let timed = write_png_timed(dir, &job);
+        let timed = write_png(dir, &job);
         let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
         if diff.is_some() {
             Stages::push(&mut r.stages.verify, verified);
@@ -175,13 +175,9 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
     }
 }
 
-/// Encodes `job` as PNG into `dir` atomically: a temporary file, then a rename.
-pub fn write_png(dir: &Path, job: &FrameJob) -> Result<()> {
-    write_png_timed(dir, job).map(|_| ())
-}
-
-/// [`write_png`], returning how long encoding and writing took.
-fn write_png_timed(dir: &Path, job: &FrameJob) -> Result<(Duration, Duration)> {
+/// Encodes `job` as PNG into `dir` atomically (a temporary file, then a
+/// rename); returns how long encoding and writing took.
+pub fn write_png(dir: &Path, job: &FrameJob) -> Result<(Duration, Duration)> {
     let name = frame_file_name(job.frame);
     let final_path = dir.join(&name);
     let tmp: PathBuf = dir.join(format!(".{name}.tmp"));

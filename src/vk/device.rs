@@ -12,7 +12,7 @@ use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
 use super::instance::{Instance, ValidationCounts};
 use crate::platform;
-pub use crate::types::QueueKind;
+use crate::types::QueueKind;
 
 /// A 16-byte device UUID, as Vulkan (`deviceUUID`) and CUDA (`cuDeviceGetUuid_v2`) report it.
 pub type Uuid = [u8; 16];
@@ -216,11 +216,12 @@ impl Device {
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
-        // Host query reset: a transfer-only queue may write timestamps but not reset queries.
-        let mut v12 =
-            vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true).host_query_reset(true);
-        let mut v13 =
-            vk::PhysicalDeviceVulkan13Features::default().synchronization2(true).dynamic_rendering(true);
+        // What the core needs (timeline semaphores, synchronization2), and for vkcuda's own
+        // frames: host query reset (a transfer-only queue may write timestamps but not reset
+        // queries) and dynamic rendering (the draw pass).
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().host_query_reset(true);
+        let mut v13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(true);
+        super::enable_required_features(&mut v12, &mut v13);
         let create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
             .enabled_extension_names(&extensions)
@@ -235,15 +236,7 @@ impl Device {
         let semaphore_export = export_semaphores.then(|| platform::SemaphoreExport::new(&instance.raw, &raw));
         let calibrated =
             calibrates.then(|| ash::ext::calibrated_timestamps::Device::new(&instance.raw, &raw));
-        let allocator = Allocator::new(&AllocatorCreateDesc {
-            instance: instance.raw.clone(),
-            device: raw.clone(),
-            physical_device: info.physical,
-            debug_settings: Default::default(),
-            buffer_device_address: false,
-            allocation_sizes: Default::default(),
-        })
-        .context("creating the memory allocator")?;
+        let allocator = allocator(&instance.raw, &raw, info.physical)?;
         Ok(Arc::new(Self {
             instance: instance.raw.clone(),
             owner: Some(instance),
@@ -254,7 +247,7 @@ impl Device {
             memory_export,
             semaphore_export,
             calibrated,
-            allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            allocator,
             queue_ops: Mutex::new(()),
         }))
     }
@@ -280,15 +273,7 @@ impl Device {
         let info = gpu_info(instance, index, physical)?;
         // SAFETY: the integrator created the device with this queue.
         let queue = unsafe { device.get_device_queue(queue_family, queue_index) };
-        let allocator = Allocator::new(&AllocatorCreateDesc {
-            instance: instance.clone(),
-            device: device.clone(),
-            physical_device: physical,
-            debug_settings: Default::default(),
-            buffer_device_address: false,
-            allocation_sizes: Default::default(),
-        })
-        .context("creating the memory allocator")?;
+        let allocator = allocator(instance, device, physical)?;
         Ok(Arc::new(Self {
             instance: instance.clone(),
             owner: None,
@@ -299,7 +284,7 @@ impl Device {
             memory_export: Some(platform::MemoryExport::new(instance, device)),
             semaphore_export: Some(platform::SemaphoreExport::new(instance, device)),
             calibrated: None,
-            allocator: ManuallyDrop::new(Mutex::new(allocator)),
+            allocator,
             queue_ops: Mutex::new(()),
         }))
     }
@@ -410,6 +395,24 @@ impl Device {
     pub fn timestamp_period(&self) -> Duration {
         Duration::from_secs_f64(f64::from(self.info.timestamp_period) * 1e-9)
     }
+}
+
+/// The allocator for everything but the exportable images.
+fn allocator(
+    instance: &ash::Instance,
+    device: &ash::Device,
+    physical: vk::PhysicalDevice,
+) -> Result<ManuallyDrop<Mutex<Allocator>>> {
+    let allocator = Allocator::new(&AllocatorCreateDesc {
+        instance: instance.clone(),
+        device: device.clone(),
+        physical_device: physical,
+        debug_settings: Default::default(),
+        buffer_device_address: false,
+        allocation_sizes: Default::default(),
+    })
+    .context("creating the memory allocator")?;
+    Ok(ManuallyDrop::new(Mutex::new(allocator)))
 }
 
 impl Drop for Device {

@@ -20,6 +20,16 @@ pub const WAIT_TIMEOUT: Duration = Duration::from_secs(10);
 /// The format of the shared images: what CUDA's `surf2Dwrite(uchar4)` writes.
 pub const SHARED_FORMAT: ash::vk::Format = ash::vk::Format::R8G8B8A8_UNORM;
 
+/// Turns on the device features the interop needs: timeline semaphores and
+/// synchronization2 (both core in Vulkan 1.3).
+pub fn enable_required_features(
+    v12: &mut ash::vk::PhysicalDeviceVulkan12Features<'_>,
+    v13: &mut ash::vk::PhysicalDeviceVulkan13Features<'_>,
+) {
+    v12.timeline_semaphore = ash::vk::TRUE;
+    v13.synchronization2 = ash::vk::TRUE;
+}
+
 /// How often a long wait checks whether it was cancelled.
 const SLICE: Duration = Duration::from_millis(50);
 
