@@ -111,6 +111,29 @@ pub fn ended_cleanly(o: &Output, result: Outcome, needles: &[&str]) -> Outcome {
     Ok(())
 }
 
+/// Sends `kill -SIGNAL` to the process `pid`.
+pub fn send_signal(pid: u32, signal: &str) -> Outcome {
+    let killed = Command::new("kill").args([&format!("-{signal}"), &pid.to_string()]).status();
+    match killed.map_err(|e| e.to_string())?.success() {
+        true => Ok(()),
+        false => Err(format!("kill -{signal} {pid} failed")),
+    }
+}
+
+/// A run stopped by signal `number` while `result` (what the test did
+/// meanwhile) went well: exit 128 + number, the summary says so, and no
+/// validation message. Returns its stdout and stderr.
+pub fn ended_by_signal(o: &Output, result: Outcome, number: i32) -> Result<(String, String), String> {
+    let (stdout, stderr) = text(o);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    let stopped = stdout.contains(&format!("interrupted by signal {number}"))
+        && stdout.contains("validation: 0 errors, 0 warnings");
+    if o.status.code() != Some(128 + number) || !stopped {
+        return Err(format!("exit {:?}, expected {}\n{stdout}{stderr}", o.status.code(), 128 + number));
+    }
+    Ok((stdout, stderr))
+}
+
 /// Waits for `child` at most `secs` seconds (then kills it) and collects its output.
 pub fn wait_bounded(mut child: std::process::Child, secs: u64) -> Result<Output, String> {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);

@@ -154,7 +154,7 @@ pub fn bench_interrupt() -> Outcome {
         .spawn()
         .map_err(|e| e.to_string())?;
     std::thread::sleep(std::time::Duration::from_millis(2500));
-    Command::new("kill").args(["-INT", &child.id().to_string()]).status().map_err(|e| e.to_string())?;
+    send_signal(child.id(), "INT")?;
     let o = child.wait_with_output().map_err(|e| e.to_string())?;
     let (stdout, stderr) = text(&o);
     let left: Vec<_> = std::fs::read_dir(&dir).map_err(|e| e.to_string())?.collect();

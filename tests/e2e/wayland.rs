@@ -158,18 +158,10 @@ fn matches_then_sigint(mode: &[&str], frame: (u32, u32), output: (u32, u32)) -> 
             }
             std::thread::sleep(Duration::from_millis(200));
         }
-        let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
-        killed.map_err(|e| e.to_string())?.success().then_some(()).ok_or("kill -INT failed".into())
+        send_signal(child.id(), "INT")
     })();
     let o = wait_bounded(child, 30)?;
-    let (stdout, stderr) = text(&o);
-    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
-    let stopped =
-        stdout.contains("interrupted by signal 2") && stdout.contains("validation: 0 errors, 0 warnings");
-    if o.status.code() != Some(130) || !stopped {
-        return Err(format!("exit {:?}, expected 130\n{stdout}{stderr}", o.status.code()));
-    }
-    Ok(())
+    ended_by_signal(&o, result, 2).map(|_| ())
 }
 
 /// Why the CPU-present path cannot be checked on this weston, if it cannot:

@@ -427,17 +427,10 @@ pub fn window_sigint_test(mode: &[&str]) -> Outcome {
         let id = x.window_id()?;
         // Frames flow once F1's stats show a frame rate.
         x.press_until(&id, "F1", |t| t.contains(" fps"))?;
-        let killed = Command::new("kill").args(["-INT", &child.id().to_string()]).status();
-        killed.map_err(|e| e.to_string())?.success().then_some(()).ok_or("kill -INT failed".into())
+        send_signal(child.id(), "INT")
     })();
     let o = wait_bounded(child, 30)?;
-    let (stdout, stderr) = text(&o);
-    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
-    let stopped =
-        stdout.contains("interrupted by signal 2") && stdout.contains("validation: 0 errors, 0 warnings");
-    if o.status.code() != Some(130) || !stopped {
-        return Err(format!("exit {:?}, expected 130\n{stdout}{stderr}", o.status.code()));
-    }
+    let (_, stderr) = ended_by_signal(&o, result, 2)?;
     said_path(mode, &stderr)
 }
 
