@@ -50,6 +50,39 @@ pub struct SinkReport {
     pub workers: usize,
 }
 
+impl SinkReport {
+    /// Counts a compared frame, keeping the worst.
+    fn compared(&mut self, frame: u64, d: Diff) {
+        self.verified += 1;
+        if !d.within_tolerance() {
+            self.mismatched += 1;
+        }
+        self.keep_worst(Some((frame, d)));
+    }
+
+    fn keep_worst(&mut self, other: Option<(u64, Diff)>) {
+        let worse = |(_, d): &(u64, Diff), (_, w): &(u64, Diff)| (d.max, d.differing) > (w.max, w.differing);
+        if let Some(o) = other {
+            if self.worst.as_ref().is_none_or(|w| worse(&o, w)) {
+                self.worst = Some(o);
+            }
+        }
+    }
+
+    /// Adds what another pool did (the viewer starts one per interop build).
+    pub fn merge(&mut self, other: SinkReport) {
+        self.written += other.written;
+        self.verified += other.verified;
+        self.mismatched += other.mismatched;
+        self.keep_worst(other.worst);
+        self.error = self.error.take().or(other.error);
+        self.workers = other.workers;
+        self.stages.verify.extend(other.stages.verify);
+        self.stages.encode.extend(other.stages.encode);
+        self.stages.write.extend(other.stages.write);
+    }
+}
+
 /// The most frames whose stage times are kept.
 pub const STAGE_SAMPLES: usize = 100_000;
 
@@ -163,14 +196,7 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
             }
         }
         if let Some(d) = diff {
-            r.verified += 1;
-            if !d.within_tolerance() {
-                r.mismatched += 1;
-            }
-            let worse = r.worst.is_none_or(|(_, w)| (d.max, d.differing) > (w.max, w.differing));
-            if worse {
-                r.worst = Some((job.frame, d));
-            }
+            r.compared(job.frame, d);
         }
     }
 }

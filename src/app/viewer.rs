@@ -1,11 +1,15 @@
-//! The interactive viewer: a winit window whose swapchain shows the shared
-//! images. Same producer, plan, shared images and frame loop as `--headless`;
-//! only the consumer differs ([`Presenter`] instead of the offscreen copy).
+//! The interactive viewer: a winit window that shows the shared images,
+//! through a Vulkan swapchain or, where the device cannot present to the
+//! window, the CPU-present path. Same producer, plan, shared images and frame
+//! loop as `--headless`; only the consumer differs ([`Presenter`] instead of
+//! the offscreen copy).
 //!
-//! One frame: pace the slot (its fence) → acquire a swapchain image → make
-//! sure the producer has submitted the frame's "rendered" signal (so the
-//! present never waits on a signal not yet submitted) → submit (waits:
-//! acquire + "rendered"; signals: present semaphore + "released") → present.
+//! One frame: pace the slot (its fence) → acquire a swapchain image (nothing
+//! to acquire on the CPU path) → make sure the producer has submitted the
+//! frame's "rendered" signal (so the present never waits on a signal not yet
+//! submitted) → submit (waits: acquire + "rendered"; signals: present
+//! semaphore + "released") → present (the CPU path puts the frame in the
+//! window once it is consumed).
 
 use std::collections::VecDeque;
 use std::ffi::CStr;
@@ -40,8 +44,7 @@ use crate::app::setup::{self, Gpu};
 use crate::app::sink::SinkReport;
 use crate::app::stats::{median, micros, Samples};
 use crate::app::UsageError;
-use crate::types::Size;
-use crate::types::{PresentMode, PresentPath, QueueKind};
+use crate::types::{PresentMode, PresentPath, QueueKind, Size};
 use crate::vk::device::{list_gpus, Queue};
 use crate::vk::instance::Instance;
 
@@ -289,16 +292,7 @@ impl Viewer {
 
     fn finish_snapshots(&mut self) {
         if let Some(mut r) = self.presenter.snapshot.take() {
-            let s = r.finish();
-            self.sink.written += s.written;
-            self.sink.verified += s.verified;
-            self.sink.mismatched += s.mismatched;
-            self.sink.worst = self.sink.worst.or(s.worst);
-            self.sink.error = self.sink.error.take().or(s.error);
-            self.sink.workers = s.workers;
-            self.sink.stages.verify.extend(s.stages.verify);
-            self.sink.stages.encode.extend(s.stages.encode);
-            self.sink.stages.write.extend(s.stages.write);
+            self.sink.merge(r.finish());
         }
     }
 
