@@ -210,6 +210,18 @@ impl CudaFrames {
         Ok(self.images[step.image].surface())
     }
 
+    /// The surface object of shared image `i` (for hand-overs other than the
+    /// plan's, such as the patterns `vkcuda bench` compares with).
+    pub fn surface(&self, i: usize) -> sys::CUsurfObject {
+        self.images[i].surface()
+    }
+
+    /// The imported timeline `t` (index into the plan's timeline names), for
+    /// waits and signals other than the plan's.
+    pub fn timeline(&self, t: usize) -> &ExternalSemaphore {
+        &self.semaphores[t]
+    }
+
     /// Enqueues on `stream`, after the frame's kernels, frame `g`'s signal ("rendered").
     pub fn end(&self, g: u64, stream: &dyn Stream) -> Result<()> {
         let s = self.plan.producer(g).signal;

@@ -9,7 +9,7 @@ use vkcuda::app::cli::BenchArgs;
 use vkcuda::app::cli::{Args, Command};
 use vkcuda::app::footprint::change;
 use vkcuda::app::headless::{self, Summary};
-use vkcuda::app::stats::micros;
+use vkcuda::app::stats::{median, micros};
 use vkcuda::app::UsageError;
 
 /// Exit codes (documented in the README).
@@ -87,6 +87,15 @@ fn failure(e: &anyhow::Error) -> ExitCode {
 }
 
 fn report(args: &Args, s: &Summary) -> ExitCode {
+    if let Some(path) = &args.json {
+        let json = headless::summary_json(args, s);
+        let written = serde_json::to_string_pretty(&json)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| vkcuda::app::outfile::write_atomically(path, text.as_bytes()));
+        if let Err(e) = written {
+            return failure(&e);
+        }
+    }
     println!(
         "vkcuda: {} frames, {:.1} fps ({} {}, {} producer, sync {}, {} buffers)",
         s.frames, s.fps, args.scene, s.size, s.producer, args.sync, args.buffers
@@ -122,10 +131,12 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
             let (verify, encode, write) = s.sink.stages.medians();
             let verify = if args.verify { format!("verify {}, ", micros(verify)) } else { String::new() };
             println!(
-                "  PNG writer, median per frame in one of its {} threads: {verify}encode {}, write {}",
+                "  PNG writer, median per frame in one of its {} threads: {verify}encode {}, write {}; \
+                 readback copy on the consumer thread {}",
                 s.sink.workers,
                 micros(encode),
-                micros(write)
+                micros(write),
+                micros(median(&s.sink.stages.readback))
             );
         }
     }

@@ -87,10 +87,16 @@ pub fn cuda_memory_desc(handle: &Handle, size: u64) -> sys::CUDA_EXTERNAL_MEMORY
     }
 }
 
-/// CUDA's description of the timeline semaphore behind `handle`.
-pub fn cuda_semaphore_desc(handle: &Handle) -> sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+/// CUDA's description of the semaphore behind `handle`: a timeline, or (for
+/// the binary-semaphore hand-over the bench compares with) a binary one,
+/// `CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD` (Windows: `OPAQUE_WIN32`).
+pub fn cuda_semaphore_desc(handle: &Handle, timeline: bool) -> sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
+    use sys::CUexternalSemaphoreHandleType as T;
     sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC {
-        type_: sys::CUexternalSemaphoreHandleType::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+        type_: match timeline {
+            true => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_TIMELINE_SEMAPHORE_FD,
+            false => T::CU_EXTERNAL_SEMAPHORE_HANDLE_TYPE_OPAQUE_FD,
+        },
         handle: sys::CUDA_EXTERNAL_SEMAPHORE_HANDLE_DESC_st__bindgen_ty_1 { fd: handle.as_raw_fd() },
         flags: 0,
         reserved: [0; 16],

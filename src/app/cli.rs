@@ -10,7 +10,9 @@ use crate::app::scene::SceneKind;
 use crate::app::setup::RunSpec;
 use crate::app::UsageError;
 use crate::sync::SyncScheme;
-use crate::types::{ConsumeKind, CudaSched, PresentMode, PresentPath, ProducerKind, QueueKind, Size};
+use crate::types::{
+    ConsumeKind, CudaSched, Handover, PresentMode, PresentPath, ProducerKind, QueueKind, Size,
+};
 
 /// Gives a domain type its command-line values and their help (clap's
 /// `ValueEnum`, written here so that clap stays in the CLI).
@@ -72,6 +74,16 @@ value_enum!(PresentMode {
     Fifo = "fifo": "Vsync; always supported",
     Mailbox = "mailbox": "Vsync without blocking: the newest frame replaces a queued one",
     Immediate = "immediate": "No vsync; may tear",
+});
+
+value_enum!(Handover {
+    Vkcuda = "vkcuda": "vkcuda's pattern: one timeline per signaller, --buffers images, the GPUs wait",
+    CpuGated = "cpu-gated": "NVIDIA ovrtx's vulkan-interop example: one timeline only CUDA signals, \
+        the CPU polls a CUDA event before swapping 2 images, one Vulkan frame in flight",
+    HostWait = "host-wait": "cuda-samples simpleVulkan: one timeline (even: Vulkan may read, odd: \
+        CUDA may write), the CPU blocks in vkWaitSemaphores every frame, 1 image",
+    Binary = "binary": "cuda-samples vulkanImageCUDA: two exported binary semaphores, 1 image, \
+        no queue-family ownership transfer (the spec wants one)",
 });
 
 value_enum!(SceneKind {
@@ -165,6 +177,14 @@ pub struct Args {
     /// $XDG_CACHE_HOME/vkcuda, else ~/.cache/vkcuda.
     #[arg(long)]
     pub ptx_cache: Option<PathBuf>,
+    /// How CUDA hands frames to Vulkan (headless): vkcuda's pattern, or one of
+    /// the public patterns `vkcuda bench` compares it with (each with its own
+    /// image count; they need the CUDA producer).
+    #[arg(long, value_enum, default_value_t = Handover::Vkcuda)]
+    pub handover: Handover,
+    /// Write the run's summary (fps, timings, PNG writer stages) as JSON to this file (headless).
+    #[arg(long)]
+    pub json: Option<PathBuf>,
     /// What the headless consumer does with each frame.
     #[arg(long, value_enum, default_value_t = ConsumeKind::Copy)]
     pub consume: ConsumeKind,
@@ -202,6 +222,16 @@ pub struct Args {
     /// Create the producer's CUDA stream with the device's highest priority.
     #[arg(long, hide = true)]
     pub high_priority_stream: bool,
+    /// Hand-over experiment: each side first waits on the host (`vkWaitSemaphores`)
+    /// until the value it would wait for on the GPU is reached, so no GPU
+    /// queue or stream ever waits on a value that is not yet signalled.
+    #[arg(long, hide = true)]
+    pub host_waits: bool,
+    /// Hand-over experiment: the CUDA producer leaves waiting for "released" to
+    /// the GPU alone (the stream's wait), without its default host wait first;
+    /// the driver then spins the producer thread inside the next CUDA call.
+    #[arg(long, hide = true)]
+    pub gpu_waits_only: bool,
     /// Test only: the CUDA producer launches a kernel that traps at this frame.
     #[arg(long, hide = true)]
     pub fault_at: Option<u64>,
@@ -242,6 +272,23 @@ impl Args {
             return Err(UsageError(
                 "--consume draw runs the draw pass on a graphics queue: drop --queue".into(),
             ));
+        }
+        if self.handover != Handover::Vkcuda {
+            if !self.headless {
+                return Err(UsageError(format!(
+                    "--handover {} is for --headless runs (and `vkcuda bench` variants)",
+                    self.handover.name()
+                )));
+            }
+            if !matches!(self.producer, ProducerKind::Auto | ProducerKind::Cuda) {
+                return Err(UsageError(format!(
+                    "--handover {} is a CUDA pattern: drop --producer",
+                    self.handover.name()
+                )));
+            }
+        }
+        if self.json.is_some() && !self.headless {
+            return Err(UsageError("--json writes a headless run's summary: add --headless".into()));
         }
         if self.verify && self.dump_every == 0 {
             return Err(UsageError("--verify checks dumped frames: it needs --dump-every 1 or more".into()));
@@ -297,6 +344,9 @@ impl Args {
             ptx_cache: self.ptx_cache.clone(),
             cuda_sched: self.cuda_sched,
             high_priority_stream: self.high_priority_stream,
+            host_waits: self.host_waits,
+            producer_host_waits: self.host_waits || !self.gpu_waits_only,
+            handover: self.handover,
             fault_at: self.fault_at,
         }
     }
@@ -359,7 +409,10 @@ mod tests {
 #[derive(clap::Args, Debug, Clone)]
 pub struct BenchArgs {
     /// Variants, comma-separated: split-N and shared-N (interop with N shared
-    /// images, 1..=8), staging (CUDA → host → Vulkan upload), cpu.
+    /// images, 1..=8), draw-N, staging (CUDA → host → Vulkan upload), cpu,
+    /// and the public patterns vkcuda is compared with: cpu-gated (NVIDIA
+    /// ovrtx), host-wait (cuda-samples simpleVulkan), binary (cuda-samples
+    /// vulkanImageCUDA).
     #[arg(
         long,
         value_delimiter = ',',
@@ -394,6 +447,10 @@ pub struct BenchArgs {
     /// Draw fps per variant as an SVG chart into this file (`.svg`).
     #[arg(long)]
     pub chart: Option<PathBuf>,
+    /// Write the headline table (vkcuda's default beside each peer pattern and
+    /// the staging path, with the ratio to the best peer) as Markdown to this file.
+    #[arg(long)]
+    pub markdown: Option<PathBuf>,
 }
 
 fn seconds(s: &str) -> Result<f64, String> {

@@ -88,6 +88,26 @@ pub struct ExtraSync<'a> {
     pub signal: &'a [vk::SemaphoreSubmitInfo<'a>],
 }
 
+/// One consumer frame's commands and semaphores, for [`FrameLoop::submit_raw`].
+pub struct Submission<'a> {
+    /// The frame (its slot is `frame mod slots`).
+    pub frame: u64,
+    /// The image it consumes.
+    pub image: &'a SharedImage,
+    /// The barrier before the consumer's commands (acquire from `EXTERNAL`), if any.
+    pub acquire: Option<vk::ImageMemoryBarrier2<'static>>,
+    /// The barrier after them (release to `EXTERNAL`), if any.
+    pub release: Option<vk::ImageMemoryBarrier2<'static>>,
+    /// A host producer's staging buffer to upload into the image first.
+    pub upload: Option<&'a Buffer>,
+    /// Waited on before the frame's commands.
+    pub wait: &'a [vk::SemaphoreSubmitInfo<'a>],
+    /// Signalled when they finish.
+    pub signal: &'a [vk::SemaphoreSubmitInfo<'a>],
+    /// The semaphore (name, value) that marks the frame consumed, named in errors.
+    pub marks: (&'static str, u64),
+}
+
 /// A consumed frame's Vulkan GPU time (between its two timestamps).
 #[derive(Clone, Copy, Debug)]
 pub struct Completed {
@@ -106,6 +126,8 @@ struct Slot {
     /// Signalled with the slot's submission, at the same moment as its "released" value.
     fence: vk::Fence,
     frame: Option<u64>,
+    /// The semaphore (name, value) the frame's end signals, for errors.
+    marks: (&'static str, u64),
 }
 
 /// The consumer's frame loop: command-buffer slots, timestamp queries, and
@@ -158,6 +180,7 @@ impl FrameLoop {
                 cmd: vk::CommandBuffer::null(),
                 fence: vk::Fence::null(),
                 frame: None,
+                marks: ("", 0),
             });
             let cmd = cmd.context("vkAllocateCommandBuffers")?[0];
             // SAFETY: default create info; destroyed in Drop.
@@ -170,7 +193,7 @@ impl FrameLoop {
         Ok(this)
     }
 
-    /// Records and submits consumer frame `g`.
+    /// Records and submits consumer frame `g` as the frame plan says.
     pub fn submit(
         &mut self,
         g: u64,
@@ -179,16 +202,44 @@ impl FrameLoop {
         extra: ExtraSync<'_>,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Option<Completed>> {
-        let slot_index = (g % self.slots.len() as u64) as usize;
-        // 1. Pace: the slot's last frame must be consumed before we reuse its buffers.
-        let done = self.retire(slot_index, shared, consumer, cancelled)?;
-        let family = self.device.queue_family;
         let upload = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
         let usage = consumer.image_use();
         // A host producer's frame is uploaded first: the acquire is for the upload.
         let first = if self.staging.is_some() { upload } else { usage };
-        let frame: VulkanFrame = shared.vulkan_frame(g, family, first, usage);
-        let image = &shared.images[frame.index];
+        let frame: VulkanFrame = shared.vulkan_frame(g, self.device.queue_family, first, usage);
+        let staging = self.staging.clone();
+        let waits: Vec<_> = frame.wait.into_iter().chain(extra.wait.iter().copied()).collect();
+        let signals: Vec<_> = std::iter::once(frame.signal).chain(extra.signal.iter().copied()).collect();
+        let point = shared.plan.consumed(g);
+        let submission = Submission {
+            frame: g,
+            image: &shared.images[frame.index],
+            acquire: Some(frame.acquire),
+            release: Some(frame.release),
+            upload: staging.as_ref().map(|s| &s[frame.index]),
+            wait: &waits,
+            signal: &signals,
+            marks: (shared.timelines[point.timeline].name, point.value),
+        };
+        self.submit_raw(submission, consumer, cancelled)
+    }
+
+    /// Records and submits one consumer frame with the barriers and
+    /// semaphores the caller chose: the frame plan's ([`FrameLoop::submit`]),
+    /// or another hand-over's (the patterns `vkcuda bench` compares with).
+    pub fn submit_raw(
+        &mut self,
+        s: Submission<'_>,
+        consumer: &mut dyn Consume,
+        cancelled: &dyn Fn() -> bool,
+    ) -> Result<Option<Completed>> {
+        let g = s.frame;
+        let slot_index = (g % self.slots.len() as u64) as usize;
+        // 1. Pace: the slot's last frame must be consumed before we reuse its buffers.
+        let done = self.retire(slot_index, consumer, cancelled)?;
+        let upload = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
+        let usage = consumer.image_use();
+        let image = s.image;
         let slot = &mut self.slots[slot_index];
         let dev = &self.device.raw;
         let cmd = slot.cmd;
@@ -203,17 +254,21 @@ impl FrameLoop {
         // Reset from the host (a transfer-only queue cannot reset queries).
         // SAFETY: the slot's queries were read back by retire; no pending command uses them.
         unsafe { dev.reset_query_pool(self.queries, q, 2) };
-        record_image_barrier(dev, cmd, frame.acquire);
-        if let Some(staging) = &self.staging {
-            // CPU producer: upload, then make it visible to the consumer.
-            record_upload(dev, cmd, &staging[frame.index], image, usage.0);
-            record_image_barrier(dev, cmd, image_barrier(frame.image, upload, usage));
+        if let Some(acquire) = s.acquire {
+            record_image_barrier(dev, cmd, acquire);
+        }
+        if let Some(staging) = s.upload {
+            // Host producer: upload, then make it visible to the consumer.
+            record_upload(dev, cmd, staging, image, usage.0);
+            record_image_barrier(dev, cmd, image_barrier(image.image, upload, usage));
         }
         // Measure from here: the image is acquired, so the wait for "rendered" is over.
         // SAFETY: recording.
         unsafe { dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::ALL_COMMANDS, self.queries, q) };
         consumer.record(cmd, slot_index, g, image)?;
-        record_image_barrier(dev, cmd, frame.release);
+        if let Some(release) = s.release {
+            record_image_barrier(dev, cmd, release);
+        }
         // SAFETY: recording.
         unsafe {
             dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::BOTTOM_OF_PIPE, self.queries, q + 1)
@@ -222,13 +277,11 @@ impl FrameLoop {
         unsafe { dev.end_command_buffer(cmd) }?;
 
         // 3. Submit: the GPU waits for "rendered"; "released" is signalled when all commands finish.
-        let waits: Vec<_> = frame.wait.into_iter().chain(extra.wait.iter().copied()).collect();
-        let signals: Vec<_> = std::iter::once(frame.signal).chain(extra.signal.iter().copied()).collect();
         let cmds = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
         let submit = [vk::SubmitInfo2::default()
-            .wait_semaphore_infos(&waits)
+            .wait_semaphore_infos(s.wait)
             .command_buffer_infos(&cmds)
-            .signal_semaphore_infos(&signals)];
+            .signal_semaphore_infos(s.signal)];
         let fence = self.slots[slot_index].fence;
         let submitted = self.device.queue_op(|| {
             // SAFETY: only this thread submits to the queue; everything referenced is live.
@@ -236,6 +289,7 @@ impl FrameLoop {
         });
         submitted.with_context(|| format!("vkQueueSubmit2 (frame {g})"))?;
         self.slots[slot_index].frame = Some(g);
+        self.slots[slot_index].marks = s.marks;
         Ok(done)
     }
 
@@ -246,11 +300,10 @@ impl FrameLoop {
     pub fn pace(
         &mut self,
         g: u64,
-        shared: &SharedFrames,
         consumer: &mut dyn Consume,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Option<Completed>> {
-        self.retire((g % self.slots.len() as u64) as usize, shared, consumer, cancelled)
+        self.retire((g % self.slots.len() as u64) as usize, consumer, cancelled)
     }
 
     /// The device the loop submits to.
@@ -266,17 +319,15 @@ impl FrameLoop {
     /// Waits for every submitted frame, oldest first, and retires it.
     pub fn drain(
         &mut self,
-        shared: &SharedFrames,
         consumer: &mut dyn Consume,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Vec<Completed>> {
-        self.drain_each(shared, consumer, cancelled, &mut |_| Ok(()))
+        self.drain_each(consumer, cancelled, &mut |_| Ok(()))
     }
 
     /// [`FrameLoop::drain`], calling `before(frame)` before waiting for each frame.
     pub fn drain_each(
         &mut self,
-        shared: &SharedFrames,
         consumer: &mut dyn Consume,
         cancelled: &dyn Fn() -> bool,
         before: &mut dyn FnMut(u64) -> Result<()>,
@@ -287,7 +338,7 @@ impl FrameLoop {
         let mut out = Vec::new();
         for (frame, i) in order {
             before(frame)?;
-            out.extend(self.retire(i, shared, consumer, cancelled)?);
+            out.extend(self.retire(i, consumer, cancelled)?);
         }
         Ok(out)
     }
@@ -300,7 +351,6 @@ impl FrameLoop {
     fn retire(
         &mut self,
         slot: usize,
-        shared: &SharedFrames,
         consumer: &mut dyn Consume,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Option<Completed>> {
@@ -311,13 +361,8 @@ impl FrameLoop {
         // fence: the validation layer cannot see CUDA's signals, so it never retires a
         // submission whose "rendered" wait CUDA satisfied, but it always trusts a fence.
         let fence = [self.slots[slot].fence];
-        let point = shared.plan.consumed(frame);
-        let what = || {
-            format!(
-                "consumer frame {frame} (timeline '{}' value {})",
-                shared.timelines[point.timeline].name, point.value
-            )
-        };
+        let (name, value) = self.slots[slot].marks;
+        let what = || format!("consumer frame {frame} (semaphore '{name}' value {value})");
         let dev = &self.device.raw;
         bounded_wait(&what, cancelled, |slice| {
             // SAFETY: the fence was submitted with this slot's last frame.

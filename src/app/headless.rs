@@ -4,26 +4,28 @@
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::Result;
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app::cli::Args;
-use crate::app::clock::CpuMeter;
 use crate::app::consumer::{Completed, ExtraSync};
 use crate::app::director::Director;
 use crate::app::footprint::{self, Footprint};
+pub use crate::app::measure::{Consumed, Span, SpanClock};
+use crate::app::outfile;
+use crate::app::peers;
 use crate::app::present::offscreen::Offscreen;
 use crate::app::present::readback::Readback;
 use crate::app::producer::Report;
 use crate::app::scene::Scene;
-use crate::app::session::{warmup_frames, Session};
+use crate::app::session::Session;
 use crate::app::setup::{self, Gpu};
 use crate::app::sink::{PngSink, SinkReport};
 use crate::app::stats::{median, Samples};
 use crate::app::UsageError;
-use crate::types::Size;
+use crate::types::{Handover, Size};
 use crate::vk::device::Queue;
 use crate::vk::instance::{Instance, ValidationCounts};
 
@@ -97,6 +99,9 @@ pub fn watch_signals() -> Result<Arc<AtomicUsize>> {
 
 /// Runs `--headless`.
 pub fn run(args: &Args) -> Result<Summary> {
+    if let Some(p) = &args.json {
+        outfile::check_output(p, None)?;
+    }
     let caught = watch_signals()?;
     let instance = Instance::new(args.validate, &[])?;
     let gpu = setup::open_gpu(&args.spec(), instance, Queue { kind: args.queue_kind(), present: None })?;
@@ -115,7 +120,9 @@ pub fn run(args: &Args) -> Result<Summary> {
     let readback = match dumping {
         true => {
             let sink = png_sink(&args.out, args.verify);
-            Some(Readback::new(device.clone(), director.clone(), extent, args.in_flight(), sink)?)
+            // One buffer per consumer frame slot (a peer pattern may keep up to 4 in flight).
+            let slots = args.in_flight().max(peers::MAX_IN_FLIGHT);
+            Some(Readback::new(device.clone(), director.clone(), extent, slots, sink)?)
         }
         false => None,
     };
@@ -153,6 +160,17 @@ pub(crate) fn run_session(
     span: Span,
     (caught, progress): (&AtomicUsize, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
+    if args.handover != Handover::Vkcuda {
+        let spec = args.spec();
+        return peers::run(
+            gpu,
+            &spec,
+            args.timeline_base,
+            (director, size),
+            offscreen,
+            (span, caught, progress),
+        );
+    }
     let mut session = Session::start(gpu, &args.spec(), director, size, args.timeline_base)?;
     if let Err(e) = offscreen.bind(&session.interop.shared.images) {
         let _ = session.stop(offscreen, false);
@@ -174,42 +192,6 @@ pub(crate) fn run_session(
     }
 }
 
-/// Where a consumer loop's warm-up ends, and how long its steady part may last.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Span {
-    /// Warm-up lasts at least this many frames...
-    pub warmup_frames: u64,
-    /// ...and at least this long.
-    pub warmup_time: Duration,
-    /// Stop this long after warm-up (besides the frame count), if set.
-    pub steady_time: Option<Duration>,
-}
-
-impl Span {
-    /// A run of `total` frames with the usual warm-up.
-    pub fn frames(total: u64) -> Self {
-        Self { warmup_frames: warmup_frames(total), warmup_time: Duration::ZERO, steady_time: None }
-    }
-}
-
-/// What a consumer loop measured.
-pub(crate) struct Consumed {
-    /// Frames consumed by the loop (warm-up and measured ones).
-    pub frames: u64,
-    /// Frames consumed in all: the loop's, and those its stop consumed after.
-    pub total: u64,
-    /// Wall clock over the frames after warm-up.
-    pub steady: Duration,
-    /// Frames after warm-up.
-    pub steady_frames: u64,
-    /// The consumed frames (a bounded, uniform sample), in order.
-    pub completed: Samples<Completed>,
-    /// CPU time of the consumer thread per frame after warm-up.
-    pub cpu_per_frame: Option<Duration>,
-    /// Memory after warm-up, half-way (if the run got there) and at the end of the loop.
-    pub footprint: Option<[Option<Footprint>; 3]>,
-}
-
 /// Consumes frames until the count is reached, `span`'s steady time is up,
 /// or a signal arrives (then the session's stop releases whatever the
 /// producer made beyond).
@@ -220,27 +202,22 @@ pub(crate) fn consume(
     caught: &AtomicUsize,
     progress: &ProgressBar,
 ) -> Result<Consumed> {
-    let started = Instant::now();
-    let mut steady: Option<(u64, Instant)> = None;
-    let mut meter = CpuMeter::default();
+    let mut clock = SpanClock::new(span);
     let mut completed = Samples::default();
     let (mut footprint, mut half_way) = (None, None);
     while session.next < session.control.limit() && caught.load(Ordering::Relaxed) == 0 {
         let g = session.next;
-        if g == session.control.limit() / 2 && steady.is_some() {
+        if g == session.control.limit() / 2 && clock.steady() {
             half_way = Some(footprint::now(session.cuda.as_ref()));
         }
-        if steady.is_none() && g >= span.warmup_frames && started.elapsed() >= span.warmup_time {
-            footprint = Some(footprint::now(session.cuda.as_ref()));
-            steady = Some((g, Instant::now()));
-            session.control.set_steady_from(g);
-        }
-        if let (Some((_, since)), Some(limit)) = (steady, span.steady_time) {
-            if since.elapsed() >= limit {
-                break;
+        match clock.before(g) {
+            None => break,
+            Some(true) => {
+                footprint = Some(footprint::now(session.cuda.as_ref()));
+                session.control.set_steady_from(g);
             }
+            Some(false) => {}
         }
-        meter.frame(g, steady.is_some());
         if let Some(c) = session.submit(offscreen, ExtraSync::default())? {
             completed.push(c.frame, c);
         }
@@ -250,19 +227,9 @@ pub(crate) fn consume(
     }
     // The last frames count towards the time too: wait until they are consumed.
     session.drain(offscreen)?.into_iter().for_each(|c| completed.push(c.frame, c));
-    let frames = session.next;
-    let (first, since) = steady.unwrap_or((frames, Instant::now()));
     let footprint =
         footprint.map(|start| [Some(start), half_way, Some(footprint::now(session.cuda.as_ref()))]);
-    Ok(Consumed {
-        footprint,
-        frames,
-        total: frames,
-        steady: since.elapsed(),
-        steady_frames: frames - first,
-        completed,
-        cpu_per_frame: meter.per_frame(frames),
-    })
+    Ok(clock.finish(session.next, completed, footprint))
 }
 
 fn progress_bar(frames: u64) -> ProgressBar {
@@ -271,6 +238,45 @@ fn progress_bar(frames: u64) -> ProgressBar {
         bar.set_style(style);
     }
     bar
+}
+
+/// The run's summary as JSON (`--json`): what the printed summary says,
+/// with every time in µs and the PNG writer's median per stage.
+pub fn summary_json(args: &Args, s: &Summary) -> serde_json::Value {
+    let us = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e6);
+    let (verify, encode, write) = s.sink.stages.medians();
+    serde_json::json!({
+        "frames": s.frames,
+        "fps": s.fps,
+        "size": s.size.to_string(),
+        "scene": args.scene.to_string(),
+        "producer": s.producer,
+        "handover": args.handover.name(),
+        "sync": args.sync.to_string(),
+        "buffers": args.buffers,
+        "queue": args.queue_kind().to_string(),
+        "median_us": {
+            "render": us(s.producer_median),
+            "vulkan": us(s.vulkan_median),
+            "rendered_to_consumed": us(s.latency_median),
+        },
+        "cpu_us_per_frame": { "producer_thread": us(s.producer_cpu), "consumer_thread": us(s.consumer_cpu) },
+        "png": {
+            "written": s.sink.written,
+            "verified": s.sink.verified,
+            "mismatched": s.sink.mismatched,
+            "workers": s.sink.workers,
+            "readback_memory": s.sink.readback_memory,
+            "median_us_per_frame": {
+                "readback_copy": us(median(&s.sink.stages.readback)),
+                "verify": us(verify),
+                "encode": us(encode),
+                "write": us(write),
+            },
+        },
+        "validation": { "errors": s.validation.errors, "warnings": s.validation.warnings },
+        "interrupted_by_signal": s.interrupted,
+    })
 }
 
 pub(crate) fn summarize(

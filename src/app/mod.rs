@@ -3,10 +3,12 @@
 //!
 //! Floors, bottom to top (an import only points down or sideways):
 //! 1. content and measurement: [`scene`] and its [`kernels`], [`director`],
-//!    [`clock`], [`stats`], [`footprint`], [`diagram`];
+//!    [`clock`], [`stats`], [`footprint`], [`diagram`], [`outfile`];
 //! 2. the running interop: [`producer`] (CUDA, CPU, staging threads),
 //!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
 //!    does with a frame), [`sink`] (PNG output), [`setup`] and [`session`],
+//!    [`peers`] (the hand-over patterns vkcuda is compared with), [`measure`]
+//!    (a consumer loop's span and clock),
 //!    [`display`] (is there a window system to open a window on);
 //! 3. [`cli`]: the command line, converted into the domain types;
 //! 4. the modes: [`headless`], [`viewer`], [`bench`](mod@bench).
@@ -22,6 +24,9 @@ pub mod footprint;
 pub mod headless;
 pub mod kernels;
 pub mod logger;
+pub mod measure;
+pub mod outfile;
+pub mod peers;
 pub mod present;
 pub mod producer;
 pub mod scene;

@@ -44,6 +44,8 @@ pub struct Session {
     pub producer: &'static str,
     /// The CUDA device the producer uses, if any.
     pub cuda: Option<CudaDevice>,
+    /// Wait on the host for "rendered" before each submission (`--host-waits`).
+    host_waits: bool,
 }
 
 /// What a stopped session leaves.
@@ -72,7 +74,19 @@ impl Session {
         let name = producer.name();
         let handle = producer.spawn(Job { plan, director: director.clone(), control: control.clone() })?;
         let cuda = gpu.cuda.clone().filter(|_| name != "cpu");
-        Ok(Self { plan, interop, frames, control, handle: Some(handle), next: 0, size, producer: name, cuda })
+        let host_waits = spec.host_waits;
+        Ok(Self {
+            plan,
+            interop,
+            frames,
+            control,
+            handle: Some(handle),
+            next: 0,
+            size,
+            producer: name,
+            cuda,
+            host_waits,
+        })
     }
 
     /// Whether a side failed (a wait should give up).
@@ -83,7 +97,7 @@ impl Session {
     /// Waits until the slot of the next frame is free; see [`FrameLoop::pace`].
     pub fn pace(&mut self, consumer: &mut dyn Consume) -> Result<Option<Completed>> {
         let control = self.control.clone();
-        self.frames.pace(self.next, &self.interop.shared, consumer, &|| control.failed())
+        self.frames.pace(self.next, consumer, &|| control.failed())
     }
 
     /// Waits (bounded) until the producer has submitted frame `g`: for CUDA,
@@ -124,6 +138,11 @@ impl Session {
         if !extra.signal.is_empty() || self.interop.staging.is_some() {
             self.wait_produced(g)?;
         }
+        if let Some(w) = self.plan.consumer(g).wait.filter(|_| self.host_waits) {
+            // The hand-over experiment: the queue's wait below is then already satisfied.
+            self.wait_produced(g)?;
+            self.interop.shared.timelines[w.timeline].wait(w.value, &|| control.failed())?;
+        }
         let done = self.frames.submit(g, &self.interop.shared, consumer, extra, &|| control.failed())?;
         self.next += 1;
         Ok(done)
@@ -132,7 +151,7 @@ impl Session {
     /// Waits for every submitted frame; see [`FrameLoop::drain`].
     pub fn drain(&mut self, consumer: &mut dyn Consume) -> Result<Vec<Completed>> {
         let control = self.control.clone();
-        self.frames.drain(&self.interop.shared, consumer, &|| control.failed())
+        self.frames.drain(consumer, &|| control.failed())
     }
 
     /// Ends the session after the frames consumed so far.
@@ -217,7 +236,7 @@ impl Session {
             Some(w) => shared.timelines[w.timeline].raise_to(w.value),
             None => Ok(()),
         };
-        if let Err(e) = self.frames.drain_each(&shared, consumer, &|| false, &mut stand_in) {
+        if let Err(e) = self.frames.drain_each(consumer, &|| false, &mut stand_in) {
             log::error!("while aborting: {e:#}");
         }
         let end = self.plan.past_end(self.control.produced().max(self.next));

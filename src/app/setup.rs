@@ -18,6 +18,7 @@ use crate::app::UsageError;
 use crate::cuda::{self, CudaDevice};
 use crate::interop::SharedFrames;
 use crate::sync::{FramePlan, SyncScheme};
+use crate::types::Handover;
 use crate::types::{CudaSched, ProducerKind, Size};
 use crate::vk::device::{format_uuid, list_gpus, Device, GpuInfo, Queue};
 use crate::vk::instance::Instance;
@@ -45,6 +46,13 @@ pub struct RunSpec {
     pub cuda_sched: CudaSched,
     /// Create the CUDA stream with the highest priority.
     pub high_priority_stream: bool,
+    /// Each side waits on the host before it submits (a hand-over experiment).
+    pub host_waits: bool,
+    /// The CUDA producer waits on the host for "released" before it enqueues a
+    /// frame (default; `--gpu-waits-only` turns it off).
+    pub producer_host_waits: bool,
+    /// The hand-over: vkcuda's (a [`crate::app::session::Session`]) or a peer pattern's.
+    pub handover: Handover,
     /// Test only: the CUDA producer traps at this frame.
     pub fault_at: Option<u64>,
 }
@@ -209,6 +217,7 @@ pub fn build(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(
             let ctx = cuda::context(c, args.cuda_sched)?;
             let mut p = CudaProducer::new(ctx, &shared, &cache, args.high_priority_stream)?;
             p.fault_at = args.fault_at;
+            p.host_waits = args.producer_host_waits.then(|| shared.clone());
             (None, Producer::Cuda(Box::new(p)))
         }
         (ProducerKind::Staging, Some(c)) => {

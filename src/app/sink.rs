@@ -48,6 +48,8 @@ pub struct SinkReport {
     pub stages: Stages,
     /// Worker threads.
     pub workers: usize,
+    /// The readback buffers' memory properties.
+    pub readback_memory: String,
 }
 
 impl SinkReport {
@@ -80,6 +82,10 @@ impl SinkReport {
         self.stages.verify.extend(other.stages.verify);
         self.stages.encode.extend(other.stages.encode);
         self.stages.write.extend(other.stages.write);
+        self.stages.readback.extend(other.stages.readback);
+        if self.readback_memory.is_empty() {
+            self.readback_memory = other.readback_memory;
+        }
     }
 }
 
@@ -95,6 +101,8 @@ pub struct Stages {
     pub encode: Vec<Duration>,
     /// Writing the file: create, write, `fdatasync`, rename.
     pub write: Vec<Duration>,
+    /// The consumer thread's copy out of the mapped readback buffer.
+    pub readback: Vec<Duration>,
 }
 
 impl Stages {

@@ -98,7 +98,8 @@ impl Drop for ExternalImage {
     }
 }
 
-/// A Vulkan timeline semaphore imported into CUDA.
+/// A Vulkan semaphore imported into CUDA: a timeline (the frame plan's), or
+/// a binary semaphore (only the bench's `binary` peer pattern uses one).
 pub struct ExternalSemaphore {
     ctx: Context,
     raw: sys::CUexternalSemaphore,
@@ -112,8 +113,17 @@ unsafe impl Send for ExternalSemaphore {}
 impl ExternalSemaphore {
     /// Imports an exported timeline semaphore (see [`crate::platform`]).
     pub fn import(ctx: Context, handle: Handle, name: &'static str) -> Result<Self> {
+        Self::import_as(ctx, handle, name, true)
+    }
+
+    /// Imports an exported binary semaphore: its waits and signals ignore the value.
+    pub fn import_binary(ctx: Context, handle: Handle, name: &'static str) -> Result<Self> {
+        Self::import_as(ctx, handle, name, false)
+    }
+
+    fn import_as(ctx: Context, handle: Handle, name: &'static str, timeline: bool) -> Result<Self> {
         ctx.bind()?;
-        let desc = platform::cuda_semaphore_desc(&handle);
+        let desc = platform::cuda_semaphore_desc(&handle, timeline);
         let mut raw = std::ptr::null_mut();
         // SAFETY: `desc` is fully initialised; `raw` is an out-pointer.
         check(unsafe { sys::cuImportExternalSemaphore(&mut raw, &desc) }, "cuImportExternalSemaphore")?;

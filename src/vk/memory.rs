@@ -109,6 +109,11 @@ impl Buffer {
             .ok_or_else(|| anyhow!("buffer is not host-visible"))
     }
 
+    /// The memory's properties (e.g. whether host reads are cached).
+    pub fn memory_properties(&self) -> vk::MemoryPropertyFlags {
+        self.allocation.as_ref().map_or(vk::MemoryPropertyFlags::empty(), |a| a.memory_properties())
+    }
+
     /// A raw pointer to the mapped bytes, for a producer thread to write through.
     pub fn mapped_ptr(&self) -> Result<*mut u8> {
         self.allocation

@@ -250,6 +250,35 @@ pub fn register(tests: &mut Tests) {
             move || headless("cuda", sync, buffers, SceneKind::Julia, &DRAW),
         ));
     }
+    // The public hand-over patterns `vkcuda bench` compares with: verified and
+    // validated like vkcuda's own. host-wait (one timeline both APIs signal)
+    // draws VUID-VkSubmitInfo2-semaphore-03882 from layer 1.4.309 (the
+    // README's table says so), so its validation is checked there.
+    for h in ["cpu-gated", "binary"] {
+        tests.push(gated(&format!("cuda_handover_{h}_matches_reference"), no_nvidia, move || {
+            headless("cuda", "split", "2", SceneKind::Julia, &["--handover", h])
+        }));
+    }
+    tests.push(gated("cuda_handover_host_wait_matches_reference", no_nvidia, peer_host_wait));
+    tests.push((
+        "handover_peer_without_cuda_is_a_clear_error".into(),
+        Box::new(|| {
+            if no_nvidia().is_none() {
+                return Verdict::Skip("an NVIDIA GPU is present".into());
+            }
+            let out = tmp("peer-no-cuda");
+            let o = run(&["--headless", "--handover", "binary", "--frames", "2", "--size", "32x32", "--out"]
+                .into_iter()
+                .chain([out.to_str().unwrap_or("x")])
+                .collect::<Vec<_>>());
+            let (_, stderr) = text(&o);
+            let ok = o.status.code() == Some(2)
+                && stderr.contains("--handover binary is a CUDA pattern")
+                && !stderr.contains("panicked")
+                && !out.exists();
+            pass(if ok { Ok(()) } else { Err(format!("exit {:?}: {stderr}", o.status.code())) })
+        }),
+    ));
     tests.push(gated("cuda_staging_baseline_matches_reference", no_nvidia, || {
         headless("staging", "split", "2", SceneKind::Julia, &[])
     }));
@@ -346,4 +375,47 @@ pub fn register(tests: &mut Tests) {
             Ok(())
         })()
     }));
+}
+
+/// The host-wait pattern: every frame verified; under the validation layer
+/// the only message allowed is the one the pattern itself draws from 1.4.309.
+fn peer_host_wait() -> Outcome {
+    let out = tmp("peer-host-wait");
+    let o = run(&[
+        "--headless",
+        "--handover",
+        "host-wait",
+        "--scene",
+        "julia",
+        "--cost",
+        "48",
+        "--size",
+        "320x200",
+        "--frames",
+        "240",
+        "--dump-every",
+        "10",
+        "--verify",
+        "--validate",
+        "--out",
+        out.to_str().ok_or("path")?,
+    ]);
+    let (stdout, stderr) = text(&o);
+    if !stdout.contains("verify: 24 frames compared, 0 mismatches") {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    let other = stderr
+        .lines()
+        .filter(|l| l.contains("validation error") || l.contains("validation warning"))
+        .find(|l| {
+            !(l.contains("VUID-VkSubmitInfo2-semaphore-03882")
+                || l.contains("smaller than the current value"))
+        });
+    if let Some(line) = other {
+        return Err(format!("an unexpected validation message: {line}"));
+    }
+    let scene = Scene { kind: SceneKind::Julia, width: 320, height: 200, cost: 48 };
+    check_pngs(&out, scene, &(0..240).step_by(10).collect::<Vec<_>>())?;
+    let _ = std::fs::remove_dir_all(&out);
+    Ok(())
 }

@@ -100,6 +100,20 @@ pub fn svg(report: &Report) -> String {
         }
         y += 2.0 * GAP;
     }
+    // The legend: every variant in one line, as in the table and docs (circles: only bars are rects).
+    for (v, what) in &report.variants {
+        let name = v.to_string();
+        let _ = writeln!(
+            body,
+            r#"<circle cx="16" cy="{}" r="6" fill="{}"/><text x="28" y="{}" font-size="11">{}: {}</text>"#,
+            y + 6.0,
+            color(&name),
+            y + 10.0,
+            escape(&name),
+            escape(what)
+        );
+        y += 16.0;
+    }
     let title = format!(
         "vkcuda bench: {} ({}), {}, median of {} repeats",
         report.device, report.driver, report.date, report.repeats

@@ -5,7 +5,6 @@
 //! reports the median over repeats of each measure.
 
 use std::fmt;
-use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -16,17 +15,17 @@ use indicatif::ProgressBar;
 pub mod chart;
 pub mod report;
 
-pub use report::{table, utc_date, Load, Report, Row, Variant};
+pub use report::{headline, table, utc_date, Load, Report, Row, Variant};
 
 use crate::app::cli::{Args, BenchArgs};
 use crate::app::director::Director;
 use crate::app::headless::{run_session, summarize, watch_signals, Span, Summary};
+use crate::app::outfile::{check_output, write_atomically};
 use crate::app::present::offscreen::Offscreen;
 use crate::app::scene::{Scene, SceneKind};
 use crate::app::setup::{self, Gpu};
 use crate::app::sink::SinkReport;
 use crate::app::stats::median_f64;
-use crate::app::UsageError;
 use crate::sync::SyncScheme;
 use crate::types::{ConsumeKind, ProducerKind, QueueKind, Size};
 use crate::vk::device::Queue;
@@ -34,7 +33,7 @@ use crate::vk::instance::Instance;
 
 /// Runs `vkcuda bench`.
 pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
-    for (path, ext) in [(&bench.json, None), (&bench.chart, Some("svg"))] {
+    for (path, ext) in [(&bench.json, None), (&bench.chart, Some("svg")), (&bench.markdown, None)] {
         if let Some(p) = path {
             check_output(p, ext)?;
         }
@@ -97,6 +96,9 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
     if let Some(p) = &bench.chart {
         write_atomically(p, chart::svg(&report).as_bytes())?;
     }
+    if let Some(p) = &bench.markdown {
+        write_atomically(p, headline(&report).as_bytes())?;
+    }
     Ok(report)
 }
 
@@ -141,6 +143,7 @@ fn run_variant(
         producer_cpu_us: None,
         consumer_cpu_us: None,
         latency_us: None,
+        busiest_thread_core: None,
         fps_repeats: Vec::new(),
     };
     if variant.needs_cuda() && gpu.cuda.is_none() {
@@ -175,6 +178,8 @@ fn run_variant(
     row.producer_cpu_us = med(&|s| s.producer_cpu);
     row.consumer_cpu_us = med(&|s| s.consumer_cpu);
     row.latency_us = med(&|s| s.latency_median);
+    let busiest = row.producer_cpu_us.unwrap_or(0.0).max(row.consumer_cpu_us.unwrap_or(0.0));
+    row.busiest_thread_core = row.us_per_frame.filter(|_| busiest > 0.0).map(|us| busiest / us);
     Ok(row)
 }
 
@@ -275,6 +280,10 @@ fn apply(variant: Variant, args: &mut Args) {
             args.producer = ProducerKind::Cuda;
             args.consume = ConsumeKind::Draw;
         }
+        Variant::Peer(h) => {
+            args.handover = h;
+            args.producer = ProducerKind::Cuda;
+        }
         Variant::Staging | Variant::Cpu => {
             // Host-signalled frames: two staging buffers, one timeline per signaller.
             args.sync = SyncScheme::Split;
@@ -293,49 +302,78 @@ fn progress_line(row: &Row) -> String {
     }
 }
 
-/// Refuses an output path that cannot be written, before anything runs.
-fn check_output(path: &Path, ext: Option<&str>) -> Result<(), UsageError> {
-    let bad = |why: String| UsageError(format!("{}: {why}", path.display()));
-    if let Some(ext) = ext {
-        if path.extension().and_then(|e| e.to_str()) != Some(ext) {
-            return Err(bad(format!("the chart is written as SVG: name it *.{ext}")));
-        }
-    }
-    if path.is_dir() {
-        return Err(bad("is a folder".into()));
-    }
-    let dir = path.parent().filter(|d| !d.as_os_str().is_empty()).unwrap_or(Path::new("."));
-    let probe = dir.join(format!(".vkcuda-probe-{}", std::process::id()));
-    std::fs::write(&probe, b"probe").map_err(|e| bad(format!("cannot write into {}: {e}", dir.display())))?;
-    let _ = std::fs::remove_file(&probe);
-    Ok(())
-}
-
-/// Writes `bytes` to a temporary file beside `path`, then renames it: never a partial file.
-pub fn write_atomically(path: &Path, bytes: &[u8]) -> Result<()> {
-    let mut tmp = path.as_os_str().to_owned();
-    tmp.push(format!(".tmp{}", std::process::id()));
-    let tmp = PathBuf::from(tmp);
-    std::fs::write(&tmp, bytes)
-        .and_then(|()| std::fs::rename(&tmp, path))
-        .inspect_err(|_| {
-            let _ = std::fs::remove_file(&tmp);
-        })
-        .with_context(|| format!("writing {}", path.display()))
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
 
     #[test]
     fn variants_parse_and_print() {
-        for s in ["split-1", "split-3", "shared-2", "split-8", "staging", "cpu"] {
+        for s in [
+            "split-1",
+            "split-3",
+            "shared-2",
+            "split-8",
+            "staging",
+            "cpu",
+            "cpu-gated",
+            "host-wait",
+            "binary",
+        ] {
             assert_eq!(s.parse::<Variant>().unwrap().to_string(), s);
         }
         for bad in ["split", "split-0", "split-9", "shared-x", "both-2", ""] {
             assert!(bad.parse::<Variant>().is_err(), "{bad} accepted");
         }
+    }
+
+    #[test]
+    fn headline_compares_with_the_best_peer() {
+        let row = |variant: &str, fps: f64, cpu: (Option<f64>, f64)| Row {
+            variant: variant.parse().unwrap(),
+            queue: QueueKind::Transfer,
+            size: "1920x1080".into(),
+            load: Load::Cheap,
+            scene: "gradient".into(),
+            cost: 1,
+            copies: 1,
+            skipped: None,
+            fps: Some(fps),
+            us_per_frame: Some(1e6 / fps),
+            render_us: None,
+            vulkan_us: None,
+            producer_cpu_us: cpu.0,
+            consumer_cpu_us: Some(cpu.1),
+            latency_us: None,
+            busiest_thread_core: Some(0.25),
+            fps_repeats: vec![fps],
+        };
+        let rows = vec![
+            row("binary", 2000.0, (None, 50.0)),
+            row("split-2", 5000.0, (Some(30.0), 20.0)),
+            row("split-3", 9000.0, (Some(30.0), 20.0)),
+            row("cpu-gated", 1000.0, (None, 40.0)),
+            row("staging", 500.0, (Some(900.0), 100.0)),
+        ];
+        let report = Report {
+            device: "d".into(),
+            driver: "v".into(),
+            cuda: None,
+            date: "2026-11-24".into(),
+            version: "0".into(),
+            repeats: 1,
+            seconds: 1.0,
+            rows,
+            variants: Vec::new(),
+            validation: None,
+        };
+        let md = headline(&report);
+        let lines: Vec<&str> = md.lines().skip(2).collect();
+        // vkcuda's default first, the peers, staging last; split-3 is not the default: left out.
+        assert_eq!(lines.len(), 4, "{md}");
+        assert!(lines[0].contains("**vkcuda** (split-2) | 5000 | 200.0 | 50.0 | 25 | 2.50×"), "{md}");
+        assert!(lines[1].contains("binary | 2000 | 500.0 | 50.0 | 25 | 1.00×"), "{md}");
+        assert!(lines[2].contains("cpu-gated | 1000 |") && lines[2].ends_with("0.50× |"), "{md}");
+        assert!(lines[3].contains("staging | 500 |") && lines[3].contains("| 1000.0 |"), "{md}");
     }
 
     #[test]

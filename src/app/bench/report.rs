@@ -8,7 +8,7 @@ use std::fmt;
 use serde::Serialize;
 
 use crate::sync::SyncScheme;
-use crate::types::QueueKind;
+use crate::types::{Handover, QueueKind};
 use crate::vk::instance::ValidationCounts;
 
 /// One way of getting CUDA's frames to Vulkan.
@@ -32,6 +32,8 @@ pub enum Variant {
         /// Shared images.
         buffers: u32,
     },
+    /// A public hand-over pattern, reproduced on the same images, kernels and consume step.
+    Peer(Handover),
 }
 
 impl Variant {
@@ -57,7 +59,16 @@ impl Variant {
             Variant::Draw { buffers } => format!(
                 "interop, {buffers} shared images, consumed by the viewer's draw pass (sampled into a same-size target) on a graphics queue"
             ),
+            Variant::Peer(Handover::CpuGated) => "NVIDIA ovrtx vulkan-interop: one timeline only CUDA signals; the CPU polls a CUDA event (cuEventQuery) before swapping 2 images; a fence keeps 1 Vulkan frame in flight".into(),
+            Variant::Peer(Handover::HostWait) => "cuda-samples simpleVulkan: one timeline, even values for Vulkan, odd for CUDA; the CPU blocks in vkWaitSemaphores every frame; 1 image (the sample has no queue-family transfer; here it keeps ours)".into(),
+            Variant::Peer(Handover::Binary) => "cuda-samples vulkanImageCUDA: two exported binary semaphores, 1 image; no queue-family ownership transfer, which the spec requires for memory CUDA writes".into(),
+            Variant::Peer(Handover::Vkcuda) => Variant::Interop { sync: SyncScheme::Split, buffers: 2 }.describe(),
         }
+    }
+
+    /// Whether this is one of the public patterns vkcuda is compared with.
+    pub fn is_peer(self) -> bool {
+        matches!(self, Variant::Peer(h) if h != Handover::Vkcuda)
     }
 }
 
@@ -67,10 +78,17 @@ impl std::str::FromStr for Variant {
         match s {
             "staging" => return Ok(Variant::Staging),
             "cpu" => return Ok(Variant::Cpu),
+            "cpu-gated" => return Ok(Variant::Peer(Handover::CpuGated)),
+            "host-wait" => return Ok(Variant::Peer(Handover::HostWait)),
+            "binary" => return Ok(Variant::Peer(Handover::Binary)),
             _ => {}
         }
-        let bad =
-            || format!("unknown variant '{s}': use split-N, shared-N, draw-N (N in 1..=8), staging or cpu");
+        let bad = || {
+            format!(
+                "unknown variant '{s}': use split-N, shared-N, draw-N (N in 1..=8), staging, cpu, \
+                 or a peer pattern: cpu-gated, host-wait, binary"
+            )
+        };
         let (scheme, n) = s.split_once('-').ok_or_else(bad)?;
         let buffers = n.parse::<u32>().ok().filter(|n| (1..=8).contains(n)).ok_or_else(bad)?;
         match scheme {
@@ -89,6 +107,7 @@ impl fmt::Display for Variant {
             Variant::Staging => f.write_str("staging"),
             Variant::Cpu => f.write_str("cpu"),
             Variant::Draw { buffers } => write!(f, "draw-{buffers}"),
+            Variant::Peer(h) => f.write_str(h.name()),
         }
     }
 }
@@ -150,6 +169,10 @@ pub struct Row {
     pub consumer_cpu_us: Option<f64>,
     /// Median time from "rendered" to "consumed", µs.
     pub latency_us: Option<f64>,
+    /// The busiest thread's CPU time as a share of its wall time at this
+    /// frame rate (1.0: one core always busy). The peer patterns drive both
+    /// APIs from one thread: theirs is in `consumer_cpu_us`.
+    pub busiest_thread_core: Option<f64>,
     /// Frames per second of each repeat.
     pub fps_repeats: Vec<f64>,
 }
@@ -195,7 +218,7 @@ pub fn table(report: &Report) -> String {
         report.seconds
     );
     out += &format!(
-        "{:<9} {:<9} {:>9} {:<16} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+        "{:<9} {:<9} {:>9} {:<16} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}\n",
         "queue",
         "variant",
         "size",
@@ -206,7 +229,8 @@ pub fn table(report: &Report) -> String {
         "vulkan µs",
         "prod CPU",
         "cons CPU",
-        "latency"
+        "latency",
+        "core%"
     );
     for r in &report.rows {
         let load = match r.load {
@@ -224,7 +248,7 @@ pub fn table(report: &Report) -> String {
             continue;
         }
         out += &format!(
-            "{:<9} {:<9} {:>9} {:<16} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9}\n",
+            "{:<9} {:<9} {:>9} {:<16} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}\n",
             r.queue,
             r.variant.to_string(),
             r.size,
@@ -236,7 +260,73 @@ pub fn table(report: &Report) -> String {
             cell(r.producer_cpu_us, 1),
             cell(r.consumer_cpu_us, 1),
             cell(r.latency_us, 1),
+            cell(r.busiest_thread_core.map(|c| c * 100.0), 0),
         );
+    }
+    out
+}
+
+/// vkcuda's default hand-over in the headline: `--sync split --buffers 2`.
+pub const DEFAULT_VARIANT: Variant = Variant::Interop { sync: SyncScheme::Split, buffers: 2 };
+
+/// The headline, as Markdown: per queue, size and load, vkcuda's default
+/// ([`DEFAULT_VARIANT`]) beside each peer pattern and the staging path,
+/// with fps, CPU time per frame (all threads) and the busiest thread's share
+/// of a core, and each one's frame rate as a multiple of the best peer's.
+pub fn headline(report: &Report) -> String {
+    let mut out = String::from(
+        "| queue | size | load | hand-over | fps | µs/frame | CPU µs/frame (all threads) | busiest thread, % of a core | × best peer |\n\
+         |---|---|---|---|---:|---:|---:|---:|---:|\n",
+    );
+    let shown = |v: Variant| v == DEFAULT_VARIANT || v.is_peer() || v == Variant::Staging;
+    let mut groups: Vec<(QueueKind, &str, Load)> = Vec::new();
+    for r in report.rows.iter().filter(|r| shown(r.variant)) {
+        let key = (r.queue, r.size.as_str(), r.load);
+        if !groups.contains(&key) {
+            groups.push(key);
+        }
+    }
+    let order = |v: Variant| match v {
+        v if v == DEFAULT_VARIANT => 0,
+        Variant::Staging => 2,
+        _ => 1,
+    };
+    for key in groups {
+        let mut rows: Vec<&Row> = report
+            .rows
+            .iter()
+            .filter(|r| shown(r.variant) && (r.queue, r.size.as_str(), r.load) == key)
+            .collect();
+        rows.sort_by_key(|r| order(r.variant));
+        let best_peer = rows
+            .iter()
+            .filter(|r| r.variant.is_peer())
+            .filter_map(|r| r.fps)
+            .fold(None, |m: Option<f64>, f| Some(m.map_or(f, |m| m.max(f))));
+        for r in rows {
+            let name = match r.variant {
+                v if v == DEFAULT_VARIANT => format!("**vkcuda** ({v})"),
+                v => v.to_string(),
+            };
+            let cpu = match (r.producer_cpu_us, r.consumer_cpu_us) {
+                (None, None) => None,
+                (p, c) => Some(p.unwrap_or(0.0) + c.unwrap_or(0.0)),
+            };
+            let ratio = match (r.fps, best_peer) {
+                (Some(f), Some(b)) if b > 0.0 => format!("{:.2}×", f / b),
+                _ => "–".into(),
+            };
+            let fps = r.skipped.as_ref().map_or_else(|| cell(r.fps, 0), |why| format!("skipped: {why}"));
+            out += &format!(
+                "| {} | {} | {} | {name} | {fps} | {} | {} | {} | {ratio} |\n",
+                r.queue,
+                r.size,
+                r.load,
+                cell(r.us_per_frame, 1),
+                cell(cpu, 1),
+                cell(r.busiest_thread_core.map(|c| c * 100.0), 0),
+            );
+        }
     }
     out
 }

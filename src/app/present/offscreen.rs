@@ -36,6 +36,8 @@ pub struct Offscreen {
     mode: Mode,
     dump_every: u64,
     readback: Option<Readback>,
+    /// The last frame read back (a hand-over that consumes a frame twice dumps it once).
+    last_dump: Option<u64>,
 }
 
 const COPY_RW: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
@@ -79,7 +81,7 @@ impl Offscreen {
                 Mode::Draw { pass, target }
             }
         };
-        Ok(Self { device, extent, mode, dump_every, readback })
+        Ok(Self { device, extent, mode, dump_every, readback, last_dump: None })
     }
 
     /// Points the draw pass at a new session's shared images (nothing to do for copies).
@@ -132,7 +134,10 @@ impl Consume for Offscreen {
     }
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: &SharedImage) -> Result<()> {
-        let dump = self.readback.is_some() && frame % self.dump_every == 0;
+        let dump = self.readback.is_some() && frame % self.dump_every == 0 && self.last_dump != Some(frame);
+        if dump {
+            self.last_dump = Some(frame);
+        }
         let target = match &self.mode {
             Mode::Copy { copies, target } => {
                 self.record_copies(cmd, image, (*copies, target));

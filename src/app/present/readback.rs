@@ -3,13 +3,14 @@
 //! what the frame showed. Used by the headless dump and the viewer's "S".
 
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
 use crate::app::director::Director;
-use crate::app::sink::{FrameJob, PngSink, SinkReport};
+use crate::app::sink::{FrameJob, PngSink, SinkReport, STAGE_SAMPLES};
 use crate::vk::device::Device;
 use crate::vk::frame::{buffer_barrier, copy_layers};
 use crate::vk::memory::Buffer;
@@ -25,6 +26,8 @@ pub struct Readback {
     sink: Option<PngSink>,
     /// Whether the frames read back were drawn by the draw pass (see [`FrameJob::target`]).
     pub drawn: bool,
+    /// Per frame, the host's copy out of the mapped buffer (on the consumer's thread).
+    copies: Vec<Duration>,
 }
 
 impl Readback {
@@ -38,8 +41,29 @@ impl Readback {
     ) -> Result<Self> {
         let usage = vk::BufferUsageFlags::TRANSFER_DST;
         let buffers = Buffer::frames(&device, "readback", slots, extent, usage, MemoryLocation::GpuToCpu)?;
+        if let Some(b) = buffers.first() {
+            let props = b.memory_properties();
+            if !props.contains(vk::MemoryPropertyFlags::HOST_CACHED) {
+                // Reads from uncached memory are several times slower: say so.
+                log::warn!("readback memory is not host-cached ({props:?}): dumping frames is slower");
+            }
+        }
         let pending = vec![None; slots];
-        Ok(Self { device, director, extent, buffers, pending, sink: Some(sink), drawn: false })
+        Ok(Self {
+            device,
+            director,
+            extent,
+            buffers,
+            pending,
+            sink: Some(sink),
+            drawn: false,
+            copies: Vec::new(),
+        })
+    }
+
+    /// The readback memory's properties (reported in the summary).
+    pub fn memory_properties(&self) -> vk::MemoryPropertyFlags {
+        self.buffers.first().map_or(vk::MemoryPropertyFlags::empty(), Buffer::memory_properties)
     }
 
     /// Records a copy of `image` (in `GENERAL`, readable by transfers) into
@@ -58,14 +82,23 @@ impl Readback {
         let spec =
             self.director.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;
         let sink = self.sink.as_ref().ok_or_else(|| anyhow!("the PNG writer has finished"))?;
+        let started = Instant::now();
+        // The one host copy: the buffer is reused by the slot's next frame while a
+        // worker encodes this one.
         let pixels = self.buffers[slot].mapped()?.to_vec();
+        if self.copies.len() < STAGE_SAMPLES {
+            self.copies.push(started.elapsed());
+        }
         let target = self.drawn.then_some((self.extent.width, self.extent.height));
         sink.send(FrameJob { frame, tick: spec.tick, scene: spec.scene, pixels, target })
     }
 
     /// Writes what is queued and reports (call once every frame is consumed).
     pub fn finish(&mut self) -> SinkReport {
-        self.sink.take().map(PngSink::finish).unwrap_or_default()
+        let mut report = self.sink.take().map(PngSink::finish).unwrap_or_default();
+        report.stages.readback = std::mem::take(&mut self.copies);
+        report.readback_memory = format!("{:?}", self.memory_properties());
+        report
     }
 }
 

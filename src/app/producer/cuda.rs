@@ -33,6 +33,13 @@ pub struct CudaProducer {
     ctx: Arc<CudaContext>,
     /// Test only: launch a trapping kernel at this frame.
     pub fault_at: Option<u64>,
+    /// Wait on the host (`vkWaitSemaphores`, which sleeps) for "released"
+    /// before enqueuing a frame that reuses an image. Without it the stream's
+    /// wait is enqueued on a value not yet reached, and the driver then spins
+    /// this thread inside the next CUDA call until the value is reached: one
+    /// core always busy (H100: 100 % of a core at every frame rate; with the
+    /// host wait 12–34 %, docs/results-h100.md). The stream still waits too.
+    pub host_waits: Option<Arc<SharedFrames>>,
 }
 
 impl CudaProducer {
@@ -57,41 +64,50 @@ impl CudaProducer {
             }
         }
         .context("cuStreamCreate")?;
-        Ok(Self { frames, kernels, stream, ctx, fault_at: None })
+        Ok(Self { frames, kernels, stream, ctx, fault_at: None, host_waits: None })
     }
 
     /// The producer thread's loop.
     pub fn run(self, job: &Job) -> Result<Report> {
         self.ctx.bind_to_thread()?;
-        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
-        let mut events: Vec<(CudaEvent, CudaEvent)> = Vec::new();
-        for _ in 0..EVENT_RING {
-            events.push((self.ctx.new_event(timing)?, self.ctx.new_event(timing)?));
-        }
+        let timer = KernelTimer::new(&self.ctx, &self.stream)?;
         let mut report = Report::default();
         let mut meter = CpuMeter::default();
-        let anchor = EventAnchor::new(&self.ctx, &self.stream)?;
         let result = (|| -> Result<()> {
             let mut g = 0;
             while g < job.control.limit() {
                 meter.frame(g, job.control.steady(g));
+                if let (Some(shared), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) {
+                    let control = &job.control;
+                    // A faulted stream never lets the consumer release: give up at once.
+                    let stream_failed = || {
+                        !matches!(
+                            self.stream_status(),
+                            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_NOT_READY
+                        )
+                    };
+                    let waited =
+                        shared.timelines[w.timeline].wait(w.value, &|| control.failed() || stream_failed());
+                    if let Err(e) = waited {
+                        // The stream's error is the cause, when there is one.
+                        self.stream
+                            .synchronize()
+                            .context("cuStreamSynchronize (a kernel fault shows here)")?;
+                        return Err(e);
+                    }
+                }
                 // GPU-side wait: the consumer released this image (frame g - N).
                 let surface = self.frames.begin(g, &*self.stream)?;
-                let (start, end) = &events[g as usize % EVENT_RING];
-                if g as usize >= EVENT_RING {
-                    // The pair's previous frame finished long ago; read its times before reuse.
-                    let t = anchor.resolve(start, end)?;
+                if let Some(t) = timer.start(g, &self.stream, &mut report)? {
                     job.control.set_render_time(t.render);
-                    report.timings.push(g - EVENT_RING as u64, t);
                 }
-                start.record(&self.stream)?;
                 let spec = job.director.begin(g);
                 let args = FrameArgs::new(&spec.scene, spec.tick);
                 self.kernels.launch(&self.stream, &spec.scene, &args, Target::Surface(surface))?;
                 if self.fault_at == Some(g) {
                     self.kernels.launch_fault(&self.stream)?;
                 }
-                end.record(&self.stream)?;
+                timer.end(g, &self.stream)?;
                 self.frames.end(g, &*self.stream)?;
                 report.frames += 1;
                 g += 1;
@@ -102,12 +118,70 @@ impl CudaProducer {
         })();
         report.cpu_per_frame = meter.per_frame(report.frames);
         result?;
+        timer.finish(&mut report)?;
+        Ok(report)
+    }
+}
+
+impl CudaProducer {
+    /// `cuStreamQuery`: done, not ready, or the error a fault left on the stream.
+    fn stream_status(&self) -> sys::CUresult {
+        // SAFETY: a live stream of the context bound to this thread.
+        unsafe { sys::cuStreamQuery(self.stream.cu_stream()) }
+    }
+}
+
+/// CUDA events around each frame's kernels, resolved [`EVENT_RING`] frames
+/// late so reading one never stalls the thread that enqueues.
+pub(crate) struct KernelTimer {
+    events: Vec<(CudaEvent, CudaEvent)>,
+    anchor: EventAnchor,
+}
+
+impl KernelTimer {
+    /// A ring of event pairs; `stream` must be idle (the anchor is recorded on it).
+    pub(crate) fn new(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<Self> {
+        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let mut events = Vec::new();
+        for _ in 0..EVENT_RING {
+            events.push((ctx.new_event(timing)?, ctx.new_event(timing)?));
+        }
+        Ok(Self { events, anchor: EventAnchor::new(ctx, stream)? })
+    }
+
+    /// Records frame `g`'s start; first resolves the frame that used the pair
+    /// before (into `report`) and returns its timing.
+    pub(crate) fn start(
+        &self,
+        g: u64,
+        stream: &CudaStream,
+        report: &mut Report,
+    ) -> Result<Option<FrameTiming>> {
+        let (start, end) = &self.events[g as usize % EVENT_RING];
+        let mut old = None;
+        if g as usize >= EVENT_RING {
+            // The pair's previous frame finished long ago; read its times before reuse.
+            let t = self.anchor.resolve(start, end)?;
+            report.timings.push(g - EVENT_RING as u64, t);
+            old = Some(t);
+        }
+        start.record(stream)?;
+        Ok(old)
+    }
+
+    /// Records frame `g`'s end (after its kernels).
+    pub(crate) fn end(&self, g: u64, stream: &CudaStream) -> Result<()> {
+        Ok(self.events[g as usize % EVENT_RING].1.record(stream)?)
+    }
+
+    /// Resolves the frames still in the ring, once the stream is idle.
+    pub(crate) fn finish(&self, report: &mut Report) -> Result<()> {
         let first = report.frames.saturating_sub(EVENT_RING as u64);
         for g in first..report.frames {
-            let (start, end) = &events[g as usize % EVENT_RING];
-            report.timings.push(g, anchor.resolve(start, end)?);
+            let (start, end) = &self.events[g as usize % EVENT_RING];
+            report.timings.push(g, self.anchor.resolve(start, end)?);
         }
-        Ok(report)
+        Ok(())
     }
 }
 
