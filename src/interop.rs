@@ -146,22 +146,40 @@ impl SharedFrames {
     pub fn vulkan_frame(&self, g: u64, queue_family: u32, first: Use, last: Use) -> VulkanFrame {
         let step = self.plan.consumer(g);
         let image = &self.images[step.image];
-        let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
+        let (acquire, release) = self.ownership_transfer(step.image, queue_family, first, last);
         VulkanFrame {
             index: step.image,
             image: image.image,
             extent: image.extent,
-            // Acquire: the source scope is CUDA's, outside Vulkan: only the destination counts.
-            acquire: image_barrier(image.image, none, first)
-                .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-                .dst_queue_family_index(queue_family),
-            // Release: the destination scope is CUDA's; the semaphore signal orders the rest.
-            release: image_barrier(image.image, last, none)
-                .src_queue_family_index(queue_family)
-                .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL),
+            acquire,
+            release,
             wait: step.wait.map(|p| self.submit_info(p)),
             signal: self.submit_info(step.signal),
         }
+    }
+
+    /// The queue-family ownership transfer of image `i` from
+    /// `VK_QUEUE_FAMILY_EXTERNAL` to `queue_family` before a use that begins
+    /// with `first`, and back after one that ends with `last` (what
+    /// [`SharedFrames::vulkan_frame`] returns, for any image and hand-over).
+    pub fn ownership_transfer(
+        &self,
+        i: usize,
+        queue_family: u32,
+        first: Use,
+        last: Use,
+    ) -> (vk::ImageMemoryBarrier2<'static>, vk::ImageMemoryBarrier2<'static>) {
+        let image = self.images[i].image;
+        let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
+        // Acquire: the source scope is CUDA's, outside Vulkan: only the destination counts.
+        let acquire = image_barrier(image, none, first)
+            .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+            .dst_queue_family_index(queue_family);
+        // Release: the destination scope is CUDA's; the semaphore signal orders the rest.
+        let release = image_barrier(image, last, none)
+            .src_queue_family_index(queue_family)
+            .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL);
+        (acquire, release)
     }
 }
 

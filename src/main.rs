@@ -9,7 +9,7 @@ use vkcuda::app::cli::BenchArgs;
 use vkcuda::app::cli::{Args, Command};
 use vkcuda::app::footprint::change;
 use vkcuda::app::headless::{self, Summary};
-use vkcuda::app::stats::{median, micros};
+use vkcuda::app::stats::micros;
 use vkcuda::app::UsageError;
 
 /// Exit codes (documented in the README).
@@ -128,15 +128,16 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
     if (args.headless && args.dump_every > 0) || s.sink.written > 0 {
         println!("  PNG files written: {} in {}", s.sink.written, args.out.display());
         if s.sink.written > 0 {
-            let (verify, encode, write) = s.sink.stages.medians();
-            let verify = if args.verify { format!("verify {}, ", micros(verify)) } else { String::new() };
+            let stages = s.sink.stages.medians();
+            let verify =
+                if args.verify { format!("verify {}, ", micros(stages.verify)) } else { String::new() };
             println!(
                 "  PNG writer, median per frame in one of its {} threads: {verify}encode {}, write {}; \
                  readback copy on the consumer thread {}",
                 s.sink.workers,
-                micros(encode),
-                micros(write),
-                micros(median(&s.sink.stages.readback))
+                micros(stages.encode),
+                micros(stages.write),
+                micros(stages.readback)
             );
         }
     }

@@ -244,7 +244,7 @@ fn progress_bar(frames: u64) -> ProgressBar {
 /// with every time in µs and the PNG writer's median per stage.
 pub fn summary_json(args: &Args, s: &Summary) -> serde_json::Value {
     let us = |d: Option<Duration>| d.map(|d| d.as_secs_f64() * 1e6);
-    let (verify, encode, write) = s.sink.stages.medians();
+    let stages = s.sink.stages.medians();
     serde_json::json!({
         "frames": s.frames,
         "fps": s.fps,
@@ -268,10 +268,10 @@ pub fn summary_json(args: &Args, s: &Summary) -> serde_json::Value {
             "workers": s.sink.workers,
             "readback_memory": s.sink.readback_memory,
             "median_us_per_frame": {
-                "readback_copy": us(median(&s.sink.stages.readback)),
-                "verify": us(verify),
-                "encode": us(encode),
-                "write": us(write),
+                "readback_copy": us(stages.readback),
+                "verify": us(stages.verify),
+                "encode": us(stages.encode),
+                "write": us(stages.write),
             },
         },
         "validation": { "errors": s.validation.errors, "warnings": s.validation.warnings },

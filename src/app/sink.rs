@@ -112,10 +112,28 @@ impl Stages {
         }
     }
 
-    /// The medians: (verify, encode, write).
-    pub fn medians(&self) -> (Option<Duration>, Option<Duration>, Option<Duration>) {
-        (median(&self.verify), median(&self.encode), median(&self.write))
+    /// The median of each stage.
+    pub fn medians(&self) -> StageMedians {
+        StageMedians {
+            readback: median(&self.readback),
+            verify: median(&self.verify),
+            encode: median(&self.encode),
+            write: median(&self.write),
+        }
     }
+}
+
+/// The median time per frame of each stage of [`Stages`].
+#[derive(Clone, Copy, Debug)]
+pub struct StageMedians {
+    /// The consumer thread's copy out of the readback buffer.
+    pub readback: Option<Duration>,
+    /// Reference and comparison.
+    pub verify: Option<Duration>,
+    /// PNG encoding.
+    pub encode: Option<Duration>,
+    /// Writing the file.
+    pub write: Option<Duration>,
 }
 
 /// The file name of frame `frame`.
@@ -266,7 +284,7 @@ mod tests {
         assert_eq!((r.written, r.verified, r.mismatched), (5, 5, 1));
         let counts = (r.stages.verify.len(), r.stages.encode.len(), r.stages.write.len());
         assert_eq!(counts, (5, 5, 5), "a time per stage and frame");
-        assert!(r.stages.medians().1.is_some_and(|d| d > Duration::ZERO));
+        assert!(r.stages.medians().encode.is_some_and(|d| d > Duration::ZERO));
         assert_eq!(r.worst.map(|(f, d)| (f, d.max)), Some((3, 0x40)));
         let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();

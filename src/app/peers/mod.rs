@@ -38,9 +38,9 @@ use crate::interop::{CudaFrames, SharedFrames};
 use crate::sync::{FramePlan, SyncScheme, TimelinePoint};
 use crate::types::{Handover, Size};
 use crate::vk::binary::BinarySemaphore;
+use crate::vk::bounded_wait;
 use crate::vk::device::Device;
-use crate::vk::frame::{image_barrier, record_image_barrier};
-use crate::vk::WAIT_TIMEOUT;
+use crate::vk::frame::record_image_barrier;
 
 /// Runs `args.handover` (not vkcuda's) at `size` into `offscreen` for
 /// `span`, timelines starting at `base`: what a [`crate::app::session::Session`]
@@ -172,7 +172,7 @@ impl Rig {
             }
             // vulkanImageCUDA's image belongs to its graphics queue from the start and
             // is never transferred again: take it from EXTERNAL once.
-            let (acquire, _) = qfot(&shared, 0, device.queue_family, COPY_READ);
+            let (acquire, _) = shared.ownership_transfer(0, device.queue_family, COPY_READ, COPY_READ);
             device.run_once("taking the image for the binary pattern", |cmd| {
                 record_image_barrier(&device.raw, cmd, acquire);
             })?;
@@ -234,7 +234,9 @@ impl Rig {
         signal: &[vk::SemaphoreSubmitInfo<'_>],
         marks: (&'static str, u64),
     ) -> Result<Option<Completed>> {
-        let (acquire, release) = qfot(&self.shared, image, self.device.queue_family, consumer.image_use());
+        let usage = consumer.image_use();
+        let (acquire, release) =
+            self.shared.ownership_transfer(image, self.device.queue_family, usage, usage);
         let submission = Submission {
             frame,
             image: &self.shared.images[image],
@@ -274,35 +276,19 @@ impl Rig {
 const COPY_READ: (vk::PipelineStageFlags2, vk::AccessFlags2) =
     (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 
-/// The acquire from and release to `EXTERNAL` of image `i` around a use `usage`.
-fn qfot(
-    shared: &SharedFrames,
-    i: usize,
-    family: u32,
-    usage: (vk::PipelineStageFlags2, vk::AccessFlags2),
-) -> (vk::ImageMemoryBarrier2<'static>, vk::ImageMemoryBarrier2<'static>) {
-    let image = shared.images[i].image;
-    let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
-    let acquire = image_barrier(image, none, usage)
-        .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-        .dst_queue_family_index(family);
-    let release = image_barrier(image, usage, none)
-        .src_queue_family_index(family)
-        .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL);
-    (acquire, release)
-}
-
-/// `cuStreamSynchronize` that gives up after [`WAIT_TIMEOUT`] (a stream
-/// waiting on a semaphore nobody signals would otherwise hang the run).
+/// `cuStreamSynchronize` that gives up after [`crate::vk::WAIT_TIMEOUT`] (a
+/// stream waiting on a semaphore nobody signals would otherwise hang the run).
 fn sync_bounded(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<()> {
     let event: CudaEvent = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
     event.record(stream)?;
-    let until = Instant::now() + WAIT_TIMEOUT;
-    while !event.try_is_complete()? {
-        if Instant::now() > until {
-            return Err(anyhow!("the CUDA stream did not finish within {WAIT_TIMEOUT:?}"));
+    bounded_wait(&|| "the CUDA stream to finish".into(), &|| false, |slice| {
+        let until = Instant::now() + slice;
+        while Instant::now() < until {
+            if event.try_is_complete()? {
+                return Ok(true);
+            }
+            std::thread::sleep(Duration::from_micros(100));
         }
-        std::thread::sleep(Duration::from_micros(100));
-    }
-    Ok(())
+        Ok(false)
+    })
 }
