@@ -133,11 +133,13 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
                 if args.verify { format!("verify {}, ", micros(stages.verify)) } else { String::new() };
             println!(
                 "  PNG writer, median per frame in one of its {} threads: {verify}encode {}, write {}; \
-                 readback copy on the consumer thread {}",
+                 consumer thread: hand-off {}, waiting for a free buffer {} (no host copy; {} readback buffers)",
                 s.sink.workers,
                 micros(stages.encode),
                 micros(stages.write),
-                micros(stages.readback)
+                micros(stages.handoff),
+                micros(stages.buffer_wait),
+                s.sink.readback_buffers
             );
         }
     }

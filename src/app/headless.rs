@@ -267,8 +267,10 @@ pub fn summary_json(args: &Args, s: &Summary) -> serde_json::Value {
             "mismatched": s.sink.mismatched,
             "workers": s.sink.workers,
             "readback_memory": s.sink.readback_memory,
+            "readback_buffers": s.sink.readback_buffers,
             "median_us_per_frame": {
-                "readback_copy": us(stages.readback),
+                "handoff": us(stages.handoff),
+                "buffer_wait": us(stages.buffer_wait),
                 "verify": us(stages.verify),
                 "encode": us(stages.encode),
                 "write": us(stages.write),

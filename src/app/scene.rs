@@ -129,18 +129,24 @@ pub fn render_cpu(scene: &Scene, args: &FrameArgs, out: &mut [u8], threads: usiz
     let row = scene.width as usize * 4;
     assert_eq!(out.len(), row * scene.height as usize, "render_cpu: wrong buffer size");
     let rows_per = (scene.height as usize).div_ceil(threads.max(1)).max(1);
-    // rayon's pool: its threads live as long as the process, so a frame spawns none. (Spawning
-    // `threads` threads per frame cost ~6x the frame rate at small sizes, and that churn made
-    // validation layer 1.3.239 stall and report UNASSIGNED-VkSemaphore/VkFence-state-timeout;
-    // see examples/host_wait_race.rs --spawn.)
-    out.par_chunks_mut(rows_per * row).enumerate().for_each(|(chunk_index, chunk)| {
+    let fill = |chunk_index: usize, chunk: &mut [u8]| {
         for (i, line) in chunk.chunks_exact_mut(row).enumerate() {
             let y = (chunk_index * rows_per + i) as u32;
             for (x, px) in line.chunks_exact_mut(4).enumerate() {
                 px.copy_from_slice(&pixel(scene, args, x as u32, y));
             }
         }
-    });
+    };
+    if threads <= 1 {
+        // On the caller's thread (a PNG worker): going through rayon would
+        // park this thread while one of rayon's does the same work.
+        return fill(0, out);
+    }
+    // rayon's pool: its threads live as long as the process, so a frame spawns none. (Spawning
+    // `threads` threads per frame cost ~6x the frame rate at small sizes, and that churn made
+    // validation layer 1.3.239 stall and report UNASSIGNED-VkSemaphore/VkFence-state-timeout;
+    // see examples/host_wait_race.rs --spawn.)
+    out.par_chunks_mut(rows_per * row).enumerate().for_each(|(chunk_index, chunk)| fill(chunk_index, chunk));
 }
 
 /// How far a frame is from its reference.
@@ -161,11 +167,16 @@ impl Diff {
     /// Compares two RGBA8 frames of equal size.
     pub fn between(got: &[u8], want: &[u8]) -> Self {
         let mut d = Diff { pixels: (want.len() / 4) as u64, ..Diff::default() };
-        for (a, b) in got.chunks_exact(4).zip(want.chunks_exact(4)) {
-            let m = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).max().unwrap_or(0);
-            if m > 0 {
-                d.differing += 1;
-                d.max = d.max.max(m);
+        // Runs of equal bytes (nearly all of a good frame) are skipped at memcmp
+        // speed; only runs that differ are compared pixel by pixel.
+        const RUN: usize = 4096;
+        for (got, want) in got.chunks(RUN).zip(want.chunks(RUN)).filter(|(a, b)| a != b) {
+            for (a, b) in got.chunks_exact(4).zip(want.chunks_exact(4)) {
+                let m = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).max().unwrap_or(0);
+                if m > 0 {
+                    d.differing += 1;
+                    d.max = d.max.max(m);
+                }
             }
         }
         if got.len() != want.len() {
@@ -272,5 +283,11 @@ mod tests {
         assert_eq!((d.differing, d.max), (1, 2));
         assert!(!d.within_tolerance());
         assert!(!Diff::between(&want[4..], &want).within_tolerance());
+        // Differences in several runs of the equal-run skip, the last pixel included.
+        let mut spread = want.clone();
+        for (i, delta) in [(0, 1u8), (4099, 3), (9000, 7), (4000 * 4 - 1, 5)] {
+            spread[i] = spread[i].wrapping_add(delta);
+        }
+        assert_eq!(Diff::between(&spread, &want), Diff { differing: 4, pixels: 4000, max: 7, drawn: false });
     }
 }

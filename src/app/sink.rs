@@ -1,11 +1,11 @@
-//! The PNG writer pool: worker threads behind a bounded queue encode frames
+//! The PNG writer pool: worker threads behind a queue encode frames
 //! (and, with `--verify`, compare them with the CPU reference). Each file is
 //! written to a temporary name and renamed, so `--out` never holds a partial PNG.
 
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
-use std::sync::mpsc::{sync_channel, Receiver, SyncSender};
+use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -24,11 +24,24 @@ pub struct FrameJob {
     pub tick: u32,
     /// The scene it shows (the viewer can switch scenes).
     pub scene: Scene,
-    /// RGBA8 pixels, rows of width × 4 bytes.
-    pub pixels: Vec<u8>,
+    /// RGBA8 pixels, rows of width × 4 bytes: a `Vec`, or a readback buffer
+    /// lent as is (given back when the job is dropped).
+    pub pixels: Box<dyn AsRef<[u8]> + Send>,
     /// `None`: the frame as rendered; `Some(size)`: drawn by the viewer's draw
     /// pass into a target of that size (letterboxed, filtered).
     pub target: Option<(u32, u32)>,
+}
+
+impl FrameJob {
+    /// The pixels.
+    pub fn pixels(&self) -> &[u8] {
+        (*self.pixels).as_ref()
+    }
+
+    /// The picture's size: the scene's, or the draw target's.
+    pub fn size(&self) -> (u32, u32) {
+        self.target.unwrap_or((self.scene.width, self.scene.height))
+    }
 }
 
 /// What the pool did.
@@ -50,6 +63,8 @@ pub struct SinkReport {
     pub workers: usize,
     /// The readback buffers' memory properties.
     pub readback_memory: String,
+    /// Readback buffers made (frame slots plus those lent to workers).
+    pub readback_buffers: usize,
 }
 
 impl SinkReport {
@@ -82,7 +97,9 @@ impl SinkReport {
         self.stages.verify.extend(other.stages.verify);
         self.stages.encode.extend(other.stages.encode);
         self.stages.write.extend(other.stages.write);
-        self.stages.readback.extend(other.stages.readback);
+        self.stages.handoff.extend(other.stages.handoff);
+        self.stages.buffer_wait.extend(other.stages.buffer_wait);
+        self.readback_buffers = self.readback_buffers.max(other.readback_buffers);
         if self.readback_memory.is_empty() {
             self.readback_memory = other.readback_memory;
         }
@@ -101,8 +118,12 @@ pub struct Stages {
     pub encode: Vec<Duration>,
     /// Writing the file: create, write, `fdatasync`, rename.
     pub write: Vec<Duration>,
-    /// The consumer thread's copy out of the mapped readback buffer.
-    pub readback: Vec<Duration>,
+    /// The consumer thread's hand-off of a read-back frame to the workers:
+    /// taking a free buffer, queueing it once filled (no host copy).
+    pub handoff: Vec<Duration>,
+    /// The consumer thread's wait for a worker to give a buffer back (the
+    /// back-pressure when the workers fall behind).
+    pub buffer_wait: Vec<Duration>,
 }
 
 impl Stages {
@@ -115,7 +136,8 @@ impl Stages {
     /// The median of each stage.
     pub fn medians(&self) -> StageMedians {
         StageMedians {
-            readback: median(&self.readback),
+            handoff: median(&self.handoff),
+            buffer_wait: median(&self.buffer_wait),
             verify: median(&self.verify),
             encode: median(&self.encode),
             write: median(&self.write),
@@ -126,8 +148,10 @@ impl Stages {
 /// The median time per frame of each stage of [`Stages`].
 #[derive(Clone, Copy, Debug)]
 pub struct StageMedians {
-    /// The consumer thread's copy out of the readback buffer.
-    pub readback: Option<Duration>,
+    /// The consumer thread's hand-off to the workers.
+    pub handoff: Option<Duration>,
+    /// The consumer thread's wait for a free readback buffer.
+    pub buffer_wait: Option<Duration>,
     /// Reference and comparison.
     pub verify: Option<Duration>,
     /// PNG encoding.
@@ -143,7 +167,7 @@ pub fn frame_file_name(frame: u64) -> String {
 
 /// The writer pool.
 pub struct PngSink {
-    tx: Option<SyncSender<FrameJob>>,
+    tx: Option<Sender<FrameJob>>,
     workers: Vec<JoinHandle<()>>,
     report: Arc<Mutex<SinkReport>>,
 }
@@ -152,7 +176,9 @@ impl PngSink {
     /// `workers` threads writing into `dir` (which must exist); `verify` compares with the reference.
     pub fn new(dir: &Path, workers: usize, verify: bool) -> Self {
         let workers = workers.max(1);
-        let (tx, rx) = sync_channel::<FrameJob>(2 * workers);
+        // Not bounded here: the jobs hold the readback pool's buffers, and the
+        // pool is (see `Readback`), so the consumer waits there, once.
+        let (tx, rx) = channel::<FrameJob>();
         let rx = Arc::new(Mutex::new(rx));
         let report = Arc::new(Mutex::new(SinkReport { workers, ..SinkReport::default() }));
         let handles = (0..workers)
@@ -164,9 +190,19 @@ impl PngSink {
         Self { tx: Some(tx), workers: handles, report }
     }
 
-    /// Queues a frame; blocks while the queue is full (back-pressure on the consumer).
+    /// Worker threads.
+    pub fn workers(&self) -> usize {
+        self.workers.len()
+    }
+
+    /// The first error a worker hit, if any.
+    pub fn error(&self) -> Option<String> {
+        self.lock().error.clone()
+    }
+
+    /// Queues a frame (never blocks).
     pub fn send(&self, job: FrameJob) -> Result<()> {
-        if let Some(e) = self.lock().error.clone() {
+        if let Some(e) = self.error() {
             return Err(anyhow!(e));
         }
         let tx = self.tx.as_ref().ok_or_else(|| anyhow!("PNG writer already finished"))?;
@@ -190,6 +226,9 @@ impl PngSink {
 }
 
 fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path, verify: bool) {
+    // The reference frame, kept between frames: a fresh 8 MB (1080p) buffer
+    // per frame costs its page faults every time.
+    let mut want = Vec::new();
     loop {
         let job = match rx.lock().unwrap_or_else(|p| p.into_inner()).recv() {
             Ok(job) => job,
@@ -198,15 +237,17 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
         let started = Instant::now();
         let diff = verify.then(|| {
             let s = &job.scene;
-            let mut want = vec![0u8; (s.width * s.height * 4) as usize];
+            want.resize((s.width * s.height * 4) as usize, 0);
             render_cpu(s, &FrameArgs::new(s, job.tick), &mut want, 1);
             match job.target {
-                None => Diff::between(&job.pixels, &want),
-                Some(t) => Diff::drawn(&job.pixels, &drawn_reference(&want, (s.width, s.height), t)),
+                None => Diff::between(job.pixels(), &want),
+                Some(t) => Diff::drawn(job.pixels(), &drawn_reference(&want, (s.width, s.height), t)),
             }
         });
         let verified = started.elapsed();
         let timed = write_png(dir, &job);
+        let frame = job.frame;
+        drop(job); // gives a lent readback buffer back before taking the lock
         let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
         if diff.is_some() {
             Stages::push(&mut r.stages.verify, verified);
@@ -222,9 +263,30 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
             }
         }
         if let Some(d) = diff {
-            r.compared(job.frame, d);
+            r.compared(frame, d);
         }
     }
+}
+
+/// The row filter the dump uses, for every row: instead of `Compression::Fast`'s
+/// adaptive choice (all five tried per row), Paeth gave files as small or
+/// smaller and encoded 1.7–2.3× faster on both scenes
+/// (examples/png_encode.rs; docs/results-h100.md).
+pub const PNG_FILTER: png::Filter = png::Filter::Paeth;
+
+/// Encodes RGBA8 `pixels` of `(width, height)` as PNG in memory: fdeflate
+/// (`Compression::Fast`), every row with `filter`.
+pub fn encode_png(pixels: &[u8], (width, height): (u32, u32), filter: png::Filter) -> Result<Vec<u8>> {
+    let mut png_bytes = Vec::with_capacity(pixels.len() / 2);
+    let mut enc = png::Encoder::new(&mut png_bytes, width, height);
+    enc.set_color(png::ColorType::Rgba);
+    enc.set_depth(png::BitDepth::Eight);
+    enc.set_compression(png::Compression::Fast);
+    enc.set_filter(filter);
+    let mut writer = enc.write_header()?;
+    writer.write_image_data(pixels)?;
+    writer.finish()?;
+    Ok(png_bytes)
 }
 
 /// Encodes `job` as PNG into `dir` atomically (a temporary file, then a
@@ -234,20 +296,9 @@ pub fn write_png(dir: &Path, job: &FrameJob) -> Result<(Duration, Duration)> {
     let final_path = dir.join(&name);
     let tmp: PathBuf = dir.join(format!(".{name}.tmp"));
     let started = Instant::now();
-    let mut png_bytes = Vec::with_capacity(job.pixels.len() / 2);
-    let encoded = (|| -> Result<()> {
-        let (width, height) = job.target.unwrap_or((job.scene.width, job.scene.height));
-        let mut enc = png::Encoder::new(&mut png_bytes, width, height);
-        enc.set_color(png::ColorType::Rgba);
-        enc.set_depth(png::BitDepth::Eight);
-        enc.set_compression(png::Compression::Fast);
-        let mut writer = enc.write_header()?;
-        writer.write_image_data(&job.pixels)?;
-        writer.finish()?;
-        Ok(())
-    })();
+    let encoded = encode_png(job.pixels(), job.size(), PNG_FILTER);
     let encode = started.elapsed();
-    let result = encoded.and_then(|()| {
+    let result = encoded.and_then(|png_bytes| {
         let mut file = File::create(&tmp)?;
         file.write_all(&png_bytes)?;
         file.sync_data()?;
@@ -278,7 +329,8 @@ mod tests {
             if frame == 3 {
                 pixels[10] ^= 0x40; // one wrong pixel, far off
             }
-            sink.send(FrameJob { frame, tick: frame as u32, scene, pixels, target: None }).unwrap();
+            sink.send(FrameJob { frame, tick: frame as u32, scene, pixels: Box::new(pixels), target: None })
+                .unwrap();
         }
         let r = sink.finish();
         assert_eq!((r.written, r.verified, r.mismatched), (5, 5, 1));
@@ -321,7 +373,14 @@ mod tests {
                 // A band of 64 × 2 pixels 40 levels off: more than 0.1% of the picture.
                 pixels[32 * 64 * 4..34 * 64 * 4].iter_mut().step_by(4).for_each(|r| *r = r.wrapping_add(40));
             }
-            sink.send(FrameJob { frame, tick: frame as u32, scene, pixels, target: Some(target) }).unwrap();
+            sink.send(FrameJob {
+                frame,
+                tick: frame as u32,
+                scene,
+                pixels: Box::new(pixels),
+                target: Some(target),
+            })
+            .unwrap();
         }
         let r = sink.finish();
         assert_eq!((r.written, r.verified, r.mismatched), (3, 3, 1), "{:?}", r.worst);
@@ -333,7 +392,7 @@ mod tests {
     fn a_failed_write_leaves_no_file() {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-missing-{}", std::process::id()));
         let scene = Scene { kind: SceneKind::Gradient, width: 4, height: 4, cost: 1 };
-        let job = FrameJob { frame: 0, tick: 0, scene, pixels: vec![0; 64], target: None };
+        let job = FrameJob { frame: 0, tick: 0, scene, pixels: Box::new(vec![0u8; 64]), target: None };
         assert!(write_png(&dir, &job).is_err());
         assert!(!dir.exists());
     }

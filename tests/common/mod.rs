@@ -160,7 +160,6 @@ pub fn pass(r: Outcome) -> Verdict {
     r.map_or_else(Verdict::Fail, |()| Verdict::Pass)
 }
 
-/// SIGINT mid-run: exit 130, a summary, and every PNG in --out decodes.
 /// Waits (up to `secs` seconds) until `dir` holds at least `n` finished PNGs.
 pub fn wait_for_pngs(dir: &Path, n: usize, secs: u64) -> Outcome {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);

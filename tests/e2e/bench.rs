@@ -140,12 +140,14 @@ pub fn bench_usage_error(args: &[&str], needle: &str) -> Outcome {
     Ok(())
 }
 
-/// SIGINT during a bench: exit 130 and no JSON (never a partial one).
+/// SIGINT during a bench, once its first row is measured (stderr says
+/// "[1/N]"): exit 130 and no JSON (never a partial one).
 pub fn bench_interrupt() -> Outcome {
+    use std::io::{BufRead, BufReader};
     let dir = tmp("bench-sigint");
     std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
     let json = dir.join("b.json");
-    let child = Command::new(bin())
+    let mut child = Command::new(bin())
         .args(["bench", "--variants", "cpu", "--sizes", "64x64", "--seconds", "1", "--repeats", "20"])
         .arg("--json")
         .arg(&json)
@@ -153,10 +155,37 @@ pub fn bench_interrupt() -> Outcome {
         .stderr(std::process::Stdio::piped())
         .spawn()
         .map_err(|e| e.to_string())?;
-    std::thread::sleep(std::time::Duration::from_millis(2500));
+    // stderr line by line on a thread, so the test can wait for the state "a row is done".
+    let err = child.stderr.take().ok_or("no stderr")?;
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        for line in BufReader::new(err).lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut stderr = String::new();
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(60);
+    loop {
+        let left = deadline.saturating_duration_since(std::time::Instant::now());
+        match rx.recv_timeout(left) {
+            Ok(line) => {
+                let first_row = line.starts_with("[1/");
+                stderr += &(line + "\n");
+                if first_row {
+                    break;
+                }
+            }
+            Err(_) => {
+                let o = wait_bounded(child, 1)?;
+                return Err(format!("no '[1/' progress line within 60 s\n{}{stderr}", text(&o).0));
+            }
+        }
+    }
     send_signal(child.id(), "INT")?;
-    let o = child.wait_with_output().map_err(|e| e.to_string())?;
-    let (stdout, stderr) = text(&o);
+    let o = wait_bounded(child, 60)?;
+    let _ = reader.join();
+    stderr.extend(rx.try_iter().map(|l| l + "\n"));
+    let stdout = text(&o).0;
     let left: Vec<_> = std::fs::read_dir(&dir).map_err(|e| e.to_string())?.collect();
     if o.status.code() != Some(130) || !left.is_empty() || !stderr.contains("interrupted by signal 2") {
         return Err(format!("exit {:?}, {} files left\n{stdout}{stderr}", o.status.code(), left.len()));

@@ -34,6 +34,7 @@ pub fn headless(producer: &str, sync: &str, buffers: &str, kind: SceneKind, extr
             return Err(format!("summary lacks '{needle}':\n{stdout}"));
         }
     }
+    readback_pool_is_bounded(&stdout, 4)?;
     // Counted messages only: the layer's reports of its own timeline bug are listed apart.
     if stderr.contains("validation error") || stderr.contains("validation warning") {
         return Err(format!("validation messages on stderr:\n{stderr}"));
@@ -45,6 +46,23 @@ pub fn headless(producer: &str, sync: &str, buffers: &str, kind: SceneKind, extr
         target.and_then(|t| t.split_once('x')).and_then(|(a, b)| Some((a.parse().ok()?, b.parse().ok()?)));
     check_pngs_drawn(&out, scene, target, &(0..frames).collect::<Vec<_>>())?;
     let _ = std::fs::remove_dir_all(&out);
+    Ok(())
+}
+
+/// The summary says the workers read the readback buffers in place, and the
+/// pool stayed within its bound: one buffer per frame slot (`slots`) plus two
+/// per PNG worker.
+pub fn readback_pool_is_bounded(stdout: &str, slots: usize) -> Outcome {
+    let number_after = |key: &str| {
+        let at = stdout.find(key)? + key.len();
+        stdout[at..].split(|c: char| !c.is_ascii_digit()).next()?.parse::<usize>().ok()
+    };
+    let workers = number_after("in one of its ").ok_or_else(|| format!("no worker count:\n{stdout}"))?;
+    let buffers =
+        number_after("(no host copy; ").ok_or_else(|| format!("no readback buffer count:\n{stdout}"))?;
+    if !(slots..=slots + 2 * workers).contains(&buffers) {
+        return Err(format!("{buffers} readback buffers for {slots} slots and {workers} workers:\n{stdout}"));
+    }
     Ok(())
 }
 

@@ -152,7 +152,7 @@ impl Consume for Offscreen {
             }
         };
         if let Some(readback) = self.readback.as_mut().filter(|_| dump) {
-            readback.record(cmd, slot, frame, target);
+            readback.record(cmd, slot, frame, target)?;
         }
         Ok(())
     }

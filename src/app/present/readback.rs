@@ -1,8 +1,14 @@
-//! Copies chosen frames into host-visible buffers (one per frame slot) and,
-//! once a frame is consumed, hands its pixels to the PNG pool together with
-//! what the frame showed. Used by the headless dump and the viewer's "S".
+//! Copies chosen frames into host-visible buffers and, once a frame is
+//! consumed, lends its buffer to the PNG pool together with what the frame
+//! showed. Used by the headless dump and the viewer's "S".
+//!
+//! No host copy: a PNG worker reads the mapped buffer itself and gives it
+//! back when done. The buffers are a pool shared with the workers, grown on
+//! demand up to a bound; when every buffer is out, recording the next
+//! readback waits for a worker to return one (the back-pressure that keeps
+//! a slow disk from holding an unbounded number of frames).
 
-use std::sync::Arc;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
@@ -15,23 +21,85 @@ use crate::vk::device::Device;
 use crate::vk::frame::{buffer_barrier, copy_layers};
 use crate::vk::memory::Buffer;
 
-/// Readback buffers, the frames they hold, and the PNG pool.
+/// Readback buffers nobody holds, and a signal for each one given back.
+#[derive(Default)]
+struct Pool {
+    free: Mutex<Vec<Buffer>>,
+    returned: Condvar,
+}
+
+impl Pool {
+    fn free(&self) -> MutexGuard<'_, Vec<Buffer>> {
+        self.free.lock().unwrap_or_else(|p| p.into_inner())
+    }
+}
+
+/// A readback buffer lent out: to a frame slot while the GPU fills it, then
+/// to a PNG worker. Dropping it gives it back to the pool (a worker that
+/// fails or panics gives it back too).
+struct Lent {
+    buffer: Option<Buffer>,
+    pool: Arc<Pool>,
+}
+
+impl Lent {
+    fn buffer(&self) -> Option<&Buffer> {
+        self.buffer.as_ref()
+    }
+}
+
+impl AsRef<[u8]> for Lent {
+    /// The frame's pixels, read where the GPU wrote them. Every pool buffer
+    /// was checked to be mapped when it was made, so the empty fallback is
+    /// unreachable (and would fail the encoder's length check, not pass).
+    fn as_ref(&self) -> &[u8] {
+        self.buffer.as_ref().and_then(|b| b.mapped().ok()).unwrap_or(&[])
+    }
+}
+
+impl Drop for Lent {
+    fn drop(&mut self) {
+        if let Some(b) = self.buffer.take() {
+            self.pool.free().push(b);
+            self.pool.returned.notify_one();
+        }
+    }
+}
+
+/// A frame being read back into a lent buffer.
+struct Pending {
+    frame: u64,
+    lent: Lent,
+    /// The consumer's time to get the buffer: working, and waiting for one.
+    working: Duration,
+    waited: Duration,
+}
+
+/// The readback pool, the frames its buffers hold, and the PNG writer.
 pub struct Readback {
     device: Arc<Device>,
     director: Arc<Director>,
     extent: vk::Extent2D,
-    buffers: Vec<Buffer>,
-    /// Per slot: the frame whose pixels its buffer will hold once consumed.
-    pending: Vec<Option<u64>>,
+    pool: Arc<Pool>,
+    /// Buffers made so far, and the most there may be.
+    made: usize,
+    bound: usize,
+    /// Per frame slot: the frame its buffer will hold once consumed.
+    pending: Vec<Option<Pending>>,
     sink: Option<PngSink>,
     /// Whether the frames read back were drawn by the draw pass (see [`FrameJob::target`]).
     pub drawn: bool,
-    /// Per frame, the host's copy out of the mapped buffer (on the consumer's thread).
-    copies: Vec<Duration>,
+    /// Per frame, the consumer thread's time to hand a frame over, and its
+    /// time waiting for a worker to give a buffer back.
+    handoffs: Vec<Duration>,
+    waits: Vec<Duration>,
+    properties: vk::MemoryPropertyFlags,
 }
 
 impl Readback {
-    /// One `extent`-sized buffer per frame slot.
+    /// Readback of `extent`-sized frames for a consumer with `slots` frame
+    /// slots: one buffer per slot up front, up to two per PNG worker more as
+    /// the workers fall behind (each worker holds one, one more waits queued).
     pub fn new(
         device: Arc<Device>,
         director: Arc<Director>,
@@ -39,65 +107,127 @@ impl Readback {
         slots: usize,
         sink: PngSink,
     ) -> Result<Self> {
-        let usage = vk::BufferUsageFlags::TRANSFER_DST;
-        let buffers = Buffer::frames(&device, "readback", slots, extent, usage, MemoryLocation::GpuToCpu)?;
-        if let Some(b) = buffers.first() {
-            let props = b.memory_properties();
-            if !props.contains(vk::MemoryPropertyFlags::HOST_CACHED) {
-                // Reads from uncached memory are several times slower: say so.
-                log::warn!("readback memory is not host-cached ({props:?}): dumping frames is slower");
-            }
-        }
-        let pending = vec![None; slots];
-        Ok(Self {
+        let bound = slots + 2 * sink.workers();
+        let mut this = Self {
             device,
             director,
             extent,
-            buffers,
-            pending,
+            pool: Arc::default(),
+            made: 0,
+            bound,
+            pending: (0..slots).map(|_| None).collect(),
             sink: Some(sink),
             drawn: false,
-            copies: Vec::new(),
-        })
+            handoffs: Vec::new(),
+            waits: Vec::new(),
+            properties: vk::MemoryPropertyFlags::empty(),
+        };
+        for _ in 0..slots {
+            let b = this.make()?;
+            this.pool.free().push(b);
+        }
+        if !this.properties.contains(vk::MemoryPropertyFlags::HOST_CACHED) {
+            // Reads from uncached memory are several times slower: say so.
+            log::warn!(
+                "readback memory is not host-cached ({:?}): dumping frames is slower",
+                this.properties
+            );
+        }
+        Ok(this)
+    }
+
+    /// One more pool buffer (mapped: the workers read it in place).
+    fn make(&mut self) -> Result<Buffer> {
+        let usage = vk::BufferUsageFlags::TRANSFER_DST;
+        let name = format!("readback {}", self.made);
+        let bytes = u64::from(self.extent.width) * u64::from(self.extent.height) * 4;
+        let buffer = Buffer::new(self.device.clone(), &name, bytes, usage, MemoryLocation::GpuToCpu)?;
+        buffer.mapped()?;
+        self.properties = buffer.memory_properties();
+        self.made += 1;
+        Ok(buffer)
+    }
+
+    /// A free buffer: one given back, a new one while under the bound, or
+    /// else the next one a worker gives back; and how long it waited for that.
+    fn lend(&mut self) -> Result<(Lent, Duration)> {
+        let mut waited = Duration::ZERO;
+        let mut free = self.pool.free();
+        loop {
+            if let Some(b) = free.pop() {
+                return Ok((Lent { buffer: Some(b), pool: self.pool.clone() }, waited));
+            }
+            if self.made < self.bound {
+                drop(free);
+                let b = self.make()?;
+                return Ok((Lent { buffer: Some(b), pool: self.pool.clone() }, waited));
+            }
+            if let Some(e) = self.sink.as_ref().and_then(PngSink::error) {
+                return Err(anyhow!(e));
+            }
+            // Every buffer outside `pending` is with a worker or queued for
+            // one, and each worker gives its buffer back when done with it.
+            let started = Instant::now();
+            free = self.pool.returned.wait(free).unwrap_or_else(|p| p.into_inner());
+            waited += started.elapsed();
+        }
     }
 
     /// The readback memory's properties (reported in the summary).
     pub fn memory_properties(&self) -> vk::MemoryPropertyFlags {
-        self.buffers.first().map_or(vk::MemoryPropertyFlags::empty(), Buffer::memory_properties)
+        self.properties
     }
 
-    /// Records a copy of `image` (in `GENERAL`, readable by transfers) into
-    /// slot `slot`'s buffer, made visible to the host.
-    pub fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: vk::Image) {
-        copy_to_host(&self.device.raw, cmd, image, &self.buffers[slot], self.extent);
-        self.pending[slot] = Some(frame);
+    /// Records a copy of `image` (in `GENERAL`, readable by transfers) into a
+    /// free buffer for slot `slot`'s frame `frame`, made visible to the host.
+    pub fn record(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        slot: usize,
+        frame: u64,
+        image: vk::Image,
+    ) -> Result<()> {
+        // A frame of this slot that was never consumed (a stop, a window
+        // rebuild) is done with the GPU by now: its buffer goes back first.
+        self.pending[slot] = None;
+        let started = Instant::now();
+        let (lent, waited) = self.lend()?;
+        if let Some(buffer) = lent.buffer() {
+            copy_to_host(&self.device.raw, cmd, image, buffer, self.extent);
+        }
+        let working = started.elapsed().saturating_sub(waited);
+        self.pending[slot] = Some(Pending { frame, lent, working, waited });
+        Ok(())
     }
 
-    /// Frame `frame` in slot `slot` is consumed: send its pixels if it was read back.
+    /// Frame `frame` in slot `slot` is consumed: lend its buffer to a PNG
+    /// worker if it was read back.
     pub fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
-        if self.pending[slot] != Some(frame) {
+        if self.pending[slot].as_ref().is_none_or(|p| p.frame != frame) {
             return Ok(());
         }
-        self.pending[slot] = None;
+        let Some(Pending { lent, working, waited, .. }) = self.pending[slot].take() else { return Ok(()) };
         let spec =
             self.director.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;
         let sink = self.sink.as_ref().ok_or_else(|| anyhow!("the PNG writer has finished"))?;
         let started = Instant::now();
-        // The one host copy: the buffer is reused by the slot's next frame while a
-        // worker encodes this one.
-        let pixels = self.buffers[slot].mapped()?.to_vec();
-        if self.copies.len() < STAGE_SAMPLES {
-            self.copies.push(started.elapsed());
-        }
         let target = self.drawn.then_some((self.extent.width, self.extent.height));
-        sink.send(FrameJob { frame, tick: spec.tick, scene: spec.scene, pixels, target })
+        let job = FrameJob { frame, tick: spec.tick, scene: spec.scene, pixels: Box::new(lent), target };
+        sink.send(job)?;
+        if self.handoffs.len() < STAGE_SAMPLES {
+            self.handoffs.push(working + started.elapsed());
+            self.waits.push(waited);
+        }
+        Ok(())
     }
 
     /// Writes what is queued and reports (call once every frame is consumed).
     pub fn finish(&mut self) -> SinkReport {
         let mut report = self.sink.take().map(PngSink::finish).unwrap_or_default();
-        report.stages.readback = std::mem::take(&mut self.copies);
+        report.stages.handoff = std::mem::take(&mut self.handoffs);
+        report.stages.buffer_wait = std::mem::take(&mut self.waits);
         report.readback_memory = format!("{:?}", self.memory_properties());
+        report.readback_buffers = self.made;
         report
     }
 }

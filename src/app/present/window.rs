@@ -185,7 +185,7 @@ impl Consume for Presenter {
         }
         if std::mem::take(&mut self.snapshot_next) {
             if let Some(r) = self.snapshot.as_mut() {
-                r.record(cmd, slot, frame, image.image);
+                r.record(cmd, slot, frame, image.image)?;
             }
         }
         Ok(())
