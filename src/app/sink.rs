@@ -57,7 +57,7 @@ pub struct SinkReport {
     pub worst: Option<(u64, Diff)>,
     /// First error a worker hit, if any.
     pub error: Option<String>,
-    /// Per frame, where a worker's time went (up to [`STAGE_SAMPLES`] frames).
+    /// Per frame, where the time went: the workers' stages and the consumer's hand-off.
     pub stages: Stages,
     /// Worker threads.
     pub workers: usize,
@@ -94,11 +94,7 @@ impl SinkReport {
         self.keep_worst(other.worst);
         self.error = self.error.take().or(other.error);
         self.workers = other.workers;
-        self.stages.verify.extend(other.stages.verify);
-        self.stages.encode.extend(other.stages.encode);
-        self.stages.write.extend(other.stages.write);
-        self.stages.handoff.extend(other.stages.handoff);
-        self.stages.buffer_wait.extend(other.stages.buffer_wait);
+        self.stages.extend(other.stages);
         self.readback_buffers = self.readback_buffers.max(other.readback_buffers);
         if self.readback_memory.is_empty() {
             self.readback_memory = other.readback_memory;
@@ -109,55 +105,69 @@ impl SinkReport {
 /// The most frames whose stage times are kept.
 pub const STAGE_SAMPLES: usize = 100_000;
 
-/// A PNG worker's time per frame, by stage.
-#[derive(Debug, Default, Clone)]
-pub struct Stages {
-    /// Rendering the CPU reference and comparing (with `--verify`).
-    pub verify: Vec<Duration>,
-    /// PNG encoding, into memory.
-    pub encode: Vec<Duration>,
-    /// Writing the file: create, write, `fdatasync`, rename.
-    pub write: Vec<Duration>,
+/// Where a frame's time went, by stage: per frame (`Stages`, up to
+/// [`STAGE_SAMPLES`] frames each), or their medians ([`StageMedians`]).
+#[derive(Debug, Default, Clone, Copy)]
+pub struct Stages<T = Vec<Duration>> {
+    /// A PNG worker rendering the CPU reference and comparing (with `--verify`).
+    pub verify: T,
+    /// A PNG worker encoding, into memory.
+    pub encode: T,
+    /// A PNG worker writing the file: create, write, `fdatasync`, rename.
+    pub write: T,
     /// The consumer thread's hand-off of a read-back frame to the workers:
     /// taking a free buffer, queueing it once filled (no host copy).
-    pub handoff: Vec<Duration>,
+    pub handoff: T,
     /// The consumer thread's wait for a worker to give a buffer back (the
     /// back-pressure when the workers fall behind).
-    pub buffer_wait: Vec<Duration>,
+    pub buffer_wait: T,
+}
+
+/// The median time per frame of each stage.
+pub type StageMedians = Stages<Option<Duration>>;
+
+impl<T> Stages<T> {
+    /// `f` of every stage.
+    fn map<U>(&self, mut f: impl FnMut(&T) -> U) -> Stages<U> {
+        Stages {
+            verify: f(&self.verify),
+            encode: f(&self.encode),
+            write: f(&self.write),
+            handoff: f(&self.handoff),
+            buffer_wait: f(&self.buffer_wait),
+        }
+    }
+
+    /// Every stage, in field order.
+    fn each_mut(&mut self) -> [&mut T; 5] {
+        [&mut self.verify, &mut self.encode, &mut self.write, &mut self.handoff, &mut self.buffer_wait]
+    }
+
+    /// Every stage, in field order.
+    fn into_each(self) -> [T; 5] {
+        [self.verify, self.encode, self.write, self.handoff, self.buffer_wait]
+    }
 }
 
 impl Stages {
-    fn push(list: &mut Vec<Duration>, d: Duration) {
+    /// Keeps `d` in `list` while it holds fewer than [`STAGE_SAMPLES`].
+    pub fn push(list: &mut Vec<Duration>, d: Duration) {
         if list.len() < STAGE_SAMPLES {
             list.push(d);
         }
     }
 
-    /// The median of each stage.
-    pub fn medians(&self) -> StageMedians {
-        StageMedians {
-            handoff: median(&self.handoff),
-            buffer_wait: median(&self.buffer_wait),
-            verify: median(&self.verify),
-            encode: median(&self.encode),
-            write: median(&self.write),
+    /// Adds another's samples, stage by stage.
+    pub fn extend(&mut self, other: Stages) {
+        for (mine, theirs) in self.each_mut().into_iter().zip(other.into_each()) {
+            mine.extend(theirs);
         }
     }
-}
 
-/// The median time per frame of each stage of [`Stages`].
-#[derive(Clone, Copy, Debug)]
-pub struct StageMedians {
-    /// The consumer thread's hand-off to the workers.
-    pub handoff: Option<Duration>,
-    /// The consumer thread's wait for a free readback buffer.
-    pub buffer_wait: Option<Duration>,
-    /// Reference and comparison.
-    pub verify: Option<Duration>,
-    /// PNG encoding.
-    pub encode: Option<Duration>,
-    /// Writing the file.
-    pub write: Option<Duration>,
+    /// The median of each stage.
+    pub fn medians(&self) -> StageMedians {
+        self.map(|list| median(list))
+    }
 }
 
 /// The file name of frame `frame`.
@@ -386,6 +396,34 @@ mod tests {
         assert_eq!((r.written, r.verified, r.mismatched), (3, 3, 1), "{:?}", r.worst);
         assert_eq!(r.worst.map(|(f, d)| (f, d.drawn)), Some((1, true)));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn merged_reports_keep_each_stage_apart() {
+        let ms = |v: &[u64]| v.iter().map(|&m| Duration::from_millis(m)).collect::<Vec<_>>();
+        // Stage i of report r holds r·10 + i ms, so a swapped or lost stage shows.
+        let report = |r: u64| SinkReport {
+            stages: Stages {
+                verify: ms(&[r * 10]),
+                encode: ms(&[r * 10 + 1]),
+                write: ms(&[r * 10 + 2]),
+                handoff: ms(&[r * 10 + 3]),
+                buffer_wait: ms(&[r * 10 + 4]),
+            },
+            ..SinkReport::default()
+        };
+        let mut merged = report(1);
+        merged.merge(report(2));
+        let s = &merged.stages;
+        let all = [&s.verify, &s.encode, &s.write, &s.handoff, &s.buffer_wait];
+        for (i, list) in all.into_iter().enumerate() {
+            assert_eq!(*list, ms(&[10 + i as u64, 20 + i as u64]), "stage {i}");
+        }
+        let m = merged.stages.medians();
+        let medians = [m.verify, m.encode, m.write, m.handoff, m.buffer_wait];
+        // The mean of the middle two: 15 ms + i.
+        let want: Vec<_> = (0..5).map(|i| Some(Duration::from_micros(15_000 + 1_000 * i))).collect();
+        assert_eq!(medians.to_vec(), want);
     }
 
     #[test]

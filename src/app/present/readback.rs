@@ -16,7 +16,7 @@ use ash::vk;
 use gpu_allocator::MemoryLocation;
 
 use crate::app::director::Director;
-use crate::app::sink::{FrameJob, PngSink, SinkReport, STAGE_SAMPLES};
+use crate::app::sink::{FrameJob, PngSink, SinkReport, Stages};
 use crate::vk::device::Device;
 use crate::vk::frame::{buffer_barrier, copy_layers};
 use crate::vk::memory::Buffer;
@@ -90,9 +90,9 @@ pub struct Readback {
     /// Whether the frames read back were drawn by the draw pass (see [`FrameJob::target`]).
     pub drawn: bool,
     /// Per frame, the consumer thread's time to hand a frame over, and its
-    /// time waiting for a worker to give a buffer back.
-    handoffs: Vec<Duration>,
-    waits: Vec<Duration>,
+    /// time waiting for a worker to give a buffer back (the other stages are
+    /// the workers').
+    stages: Stages,
     properties: vk::MemoryPropertyFlags,
 }
 
@@ -118,8 +118,7 @@ impl Readback {
             pending: (0..slots).map(|_| None).collect(),
             sink: Some(sink),
             drawn: false,
-            handoffs: Vec::new(),
-            waits: Vec::new(),
+            stages: Stages::default(),
             properties: vk::MemoryPropertyFlags::empty(),
         };
         for _ in 0..slots {
@@ -153,14 +152,13 @@ impl Readback {
     fn lend(&mut self) -> Result<(Lent, Duration)> {
         let mut waited = Duration::ZERO;
         let mut free = self.pool.free();
-        loop {
+        let buffer = loop {
             if let Some(b) = free.pop() {
-                return Ok((Lent { buffer: Some(b), pool: self.pool.clone() }, waited));
+                break b;
             }
             if self.made < self.bound {
                 drop(free);
-                let b = self.make()?;
-                return Ok((Lent { buffer: Some(b), pool: self.pool.clone() }, waited));
+                break self.make()?;
             }
             if let Some(e) = self.sink.as_ref().and_then(PngSink::error) {
                 return Err(anyhow!(e));
@@ -170,7 +168,8 @@ impl Readback {
             let started = Instant::now();
             free = self.pool.returned.wait(free).unwrap_or_else(|p| p.into_inner());
             waited += started.elapsed();
-        }
+        };
+        Ok((Lent { buffer: Some(buffer), pool: self.pool.clone() }, waited))
     }
 
     /// The readback memory's properties (reported in the summary).
@@ -203,10 +202,10 @@ impl Readback {
     /// Frame `frame` in slot `slot` is consumed: lend its buffer to a PNG
     /// worker if it was read back.
     pub fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
-        if self.pending[slot].as_ref().is_none_or(|p| p.frame != frame) {
+        let Some(Pending { lent, working, waited, .. }) = self.pending[slot].take_if(|p| p.frame == frame)
+        else {
             return Ok(());
-        }
-        let Some(Pending { lent, working, waited, .. }) = self.pending[slot].take() else { return Ok(()) };
+        };
         let spec =
             self.director.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;
         let sink = self.sink.as_ref().ok_or_else(|| anyhow!("the PNG writer has finished"))?;
@@ -214,18 +213,15 @@ impl Readback {
         let target = self.drawn.then_some((self.extent.width, self.extent.height));
         let job = FrameJob { frame, tick: spec.tick, scene: spec.scene, pixels: Box::new(lent), target };
         sink.send(job)?;
-        if self.handoffs.len() < STAGE_SAMPLES {
-            self.handoffs.push(working + started.elapsed());
-            self.waits.push(waited);
-        }
+        Stages::push(&mut self.stages.handoff, working + started.elapsed());
+        Stages::push(&mut self.stages.buffer_wait, waited);
         Ok(())
     }
 
     /// Writes what is queued and reports (call once every frame is consumed).
     pub fn finish(&mut self) -> SinkReport {
         let mut report = self.sink.take().map(PngSink::finish).unwrap_or_default();
-        report.stages.handoff = std::mem::take(&mut self.handoffs);
-        report.stages.buffer_wait = std::mem::take(&mut self.waits);
+        report.stages.extend(std::mem::take(&mut self.stages));
         report.readback_memory = format!("{:?}", self.memory_properties());
         report.readback_buffers = self.made;
         report
