@@ -6,6 +6,8 @@
 //!     cargo run --release --no-default-features --example minimal [-- --validate]
 //! (needs an NVIDIA GPU, its driver (CUDA 13) and NVRTC; exits 1 and says so otherwise).
 
+use std::sync::Arc;
+
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
@@ -84,12 +86,13 @@ fn with_device(
     // 3. vkcuda wraps your device; 4. the plan and the shared frames on it.
     let device = Device::adopt(&instance.raw, physical, raw, family, 0)?;
     let plan = FramePlan::new(SyncScheme::Split, IMAGES, 0, FRAMES).map_err(|e| anyhow!(e))?;
-    let shared = SharedFrames::new(&device, plan, vk::Extent2D { width: W, height: H }, true)?;
+    let shared = Arc::new(SharedFrames::new(&device, plan, vk::Extent2D { width: W, height: H }, true)?);
     // 5. Your CUDA context, stream and kernel; the shared frames imported into the context.
     let ctx = CudaContext::new(ordinal)?;
     let stream = ctx.new_stream()?;
     let fill = ctx.load_module(cudarc::nvrtc::compile_ptx(KERNEL)?)?.load_function("fill")?;
-    let cuda = CudaFrames::import(ctx.clone(), &shared)?;
+    // The imports keep the stream: dropping them waits (bounded) until it is idle.
+    let cuda = CudaFrames::import(ctx.clone(), &shared, stream.clone())?;
     // Your Vulkan objects: per image a command buffer, a fence and a readback buffer.
     let pool_info = vk::CommandPoolCreateInfo::default()
         .queue_family_index(family)
@@ -113,22 +116,26 @@ fn with_device(
     };
     let checked = std::thread::scope(|s| {
         // 6. CUDA on its own thread (a call after a GPU wait may block it): begin (the wait,
-        //    the surface) → your kernel → end (the signal). The thread drops the imports once
-        //    its stream is idle, before the Vulkan objects they came from.
+        //    the surface) → your kernel → end (the signal). Dropping the imports waits until
+        //    the stream is idle; they keep the Vulkan objects they came from alive.
         let producer = s.spawn(move || -> Result<()> {
             ctx.bind_to_thread()?;
             for g in 0..FRAMES {
-                let surface = cuda.begin(g, &*stream)?;
+                let surface = cuda.begin(g)?;
                 let mut launch = stream.launch_builder(&fill);
                 let (w, h, frame) = (W as i32, H as i32, g as u32);
                 launch.arg(&surface).arg(&w).arg(&h).arg(&frame);
                 // SAFETY: the arguments match `fill`; the surface covers W × H texels.
                 unsafe { launch.launch(cfg) }?;
-                cuda.end(g, &*stream)?;
+                cuda.end(g)?;
             }
-            stream.synchronize().context("the CUDA stream (a kernel fault shows here)")
+            cuda.synchronize()
         });
-        // 7. Vulkan's side, in your command buffers and submissions.
+        // 7. Vulkan's side, in your command buffers and submissions. A wrong frame does not
+        //    stop the loop: every frame is still consumed, so every wait either side enqueued
+        //    is met by its own signaller, in order (a host signal may not jump a timeline past
+        //    values the GPU will still signal: docs/sync.md, "Stopping after a failure").
+        let mut first_wrong = None;
         let consumed = (|| -> Result<u64> {
             let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
             for g in 0..FRAMES + IMAGES as u64 {
@@ -141,8 +148,8 @@ fn with_device(
                     // SAFETY: as above.
                     unsafe { raw.reset_fences(&fences[slot..=slot]) }?;
                     let want: Vec<u8> = (0..W * H).flat_map(|i| expected(i % W, i / W, f as u32)).collect();
-                    if readback[slot].mapped()?[..want.len()] != want[..] {
-                        bail!("frame {f} differs from the CPU twin");
+                    if readback[slot].mapped()? != want.as_slice() {
+                        first_wrong.get_or_insert(f);
                     }
                 }
                 if g >= FRAMES {
@@ -182,14 +189,14 @@ fn with_device(
             }
             Ok(FRAMES)
         })();
-        if consumed.is_err() {
-            // Let a CUDA wait for "released" end, so the thread can be joined.
-            shared.timelines.iter().for_each(|t| drop(t.raise_to(plan.past_end(FRAMES))));
-        }
         producer.join().map_err(|_| anyhow!("the CUDA thread panicked"))??;
-        consumed
+        match first_wrong {
+            Some(f) => bail!("frame {f} differs from the CPU twin"),
+            None => consumed,
+        }
     });
-    // 8. Teardown: CUDA let go first (its thread ended), then your queue idles, then Vulkan.
+    // 8. Teardown: CUDA let go first (its thread ended), then your queue idles, then Vulkan
+    //    (`shared`, dropped last, waits for the queue itself too).
     // SAFETY: only this thread uses the queue; nothing uses the pool or fences afterwards.
     unsafe {
         raw.queue_wait_idle(device.queue)?;

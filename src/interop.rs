@@ -17,18 +17,19 @@
 use std::ffi::CStr;
 use std::sync::Arc;
 
-use anyhow::{Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use ash::vk;
 use cudarc::driver::sys;
 
 use crate::cuda::external::{ExternalImage, ExternalSemaphore};
-use crate::cuda::{Context, Stream};
+use crate::cuda::{settle, Context, SharedStream, Stream, StreamState};
 use crate::platform;
 use crate::sync::{FramePlan, TimelinePoint};
 use crate::vk::device::Device;
 use crate::vk::frame::{image_barrier, prepare_shared_images};
 use crate::vk::shared_image::SharedImage;
 use crate::vk::timeline::Timeline;
+use crate::vk::WAIT_TIMEOUT;
 
 /// What the integrator's instance and device must have for vkcuda.
 #[derive(Clone, Debug)]
@@ -70,9 +71,11 @@ pub type Use = (vk::PipelineStageFlags2, vk::AccessFlags2);
 ///
 /// Ownership and ordering: the images stay in `GENERAL` and belong to
 /// `VK_QUEUE_FAMILY_EXTERNAL` between Vulkan uses (every Vulkan frame
-/// acquires and releases them; see [`SharedFrames::vulkan_frame`]). Drop the
-/// [`CudaFrames`] imported from them first, once their stream is idle, and
-/// these only once no queue uses them.
+/// acquires and releases them; see [`SharedFrames::vulkan_frame`]). The
+/// [`CudaFrames`] imported from them keep them alive, so they go last; their
+/// `Drop` waits (bounded) until the device's queue is idle
+/// ([`Device::wait_idle`]) and leaks rather than destroys what a batch that
+/// never finishes still uses.
 pub struct SharedFrames {
     /// The frame/value plan: the one source of truth for who waits for what.
     pub plan: FramePlan,
@@ -80,6 +83,7 @@ pub struct SharedFrames {
     pub images: Vec<SharedImage>,
     /// The timelines, indexed as in the plan.
     pub timelines: Vec<Timeline>,
+    device: Arc<Device>,
 }
 
 /// Frame `g` on the Vulkan side: record `acquire` before your first use of
@@ -130,7 +134,7 @@ impl SharedFrames {
             .iter()
             .map(|name| Timeline::new(device.clone(), name, plan.initial_value(), export_timelines))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { plan, images, timelines })
+        Ok(Self { plan, images, timelines, device: device.clone() })
     }
 
     /// The semaphore and value of a plan point, for a `VkSubmitInfo2`.
@@ -185,45 +189,53 @@ impl SharedFrames {
 
 /// The shared frames as CUDA sees them: surfaces to write and imported timelines.
 ///
-/// Ownership and ordering: drop this before the [`SharedFrames`] it came
-/// from, after the streams that used it are synchronised.
+/// Teardown holds by construction: it keeps the [`SharedFrames`] it came
+/// from (an `Arc`), so the Vulkan images and timelines outlive their
+/// imports, and the stream its waits and signals go to, so its `Drop` first
+/// waits (bounded, [`crate::vk::WAIT_TIMEOUT`]) until that stream is idle:
+/// no import is destroyed while enqueued work may still use it. A stream
+/// that stays busy past the bound (a wait nobody will ever signal) gets its
+/// imports leaked, with an error logged: a leak, never undefined behaviour.
 pub struct CudaFrames {
-    // Field order is drop order: surfaces and semaphores before nothing else of ours.
     images: Vec<ExternalImage>,
     semaphores: Vec<ExternalSemaphore>,
-    plan: FramePlan,
+    ctx: Context,
+    stream: SharedStream,
+    shared: Arc<SharedFrames>,
 }
 
 impl CudaFrames {
-    /// Imports every image and timeline of `frames` (made exportable) into `ctx`.
-    pub fn import(ctx: impl Into<Context>, frames: &SharedFrames) -> Result<Self> {
+    /// Imports every image and timeline of `frames` (made exportable) into
+    /// `ctx`, for use on `stream` (cudarc's `Arc<CudaStream>`, or a
+    /// [`crate::cuda::RawStream`]): the stream [`CudaFrames::begin`] and
+    /// [`CudaFrames::end`] enqueue on, and the one dropping this waits for.
+    pub fn import(ctx: impl Into<Context>, frames: &Arc<SharedFrames>, stream: SharedStream) -> Result<Self> {
         let ctx = ctx.into();
-        let mut images = Vec::new();
+        let mut this =
+            Self { images: Vec::new(), semaphores: Vec::new(), ctx, stream, shared: frames.clone() };
         for (i, img) in frames.images.iter().enumerate() {
             let (w, h) = (img.extent.width, img.extent.height);
-            let ext = ExternalImage::import(ctx.clone(), img.export()?, img.allocation_size, w, h)
+            let ext = ExternalImage::import(this.ctx.clone(), img.export()?, img.allocation_size, w, h)
                 .with_context(|| format!("importing shared image {i} into CUDA"))?;
-            images.push(ext);
+            this.images.push(ext);
         }
-        let mut semaphores = Vec::new();
         for t in &frames.timelines {
-            let sem = ExternalSemaphore::import(ctx.clone(), t.export()?, t.name)
+            let sem = ExternalSemaphore::import(this.ctx.clone(), t.export()?, t.name)
                 .with_context(|| format!("importing timeline '{}' into CUDA", t.name))?;
-            semaphores.push(sem);
+            this.semaphores.push(sem);
         }
-        Ok(Self { images, semaphores, plan: frames.plan })
+        Ok(this)
     }
 
-    /// Enqueues on `stream` (cudarc's, or a [`crate::cuda::RawStream`]) frame
-    /// `g`'s wait (the image is free again) and
+    /// Enqueues on the stream frame `g`'s wait (the image is free again) and
     /// returns the surface object the frame's kernels write (`surf2Dwrite`).
     ///
     /// The call returns at once, but a later CUDA call on this stream may
     /// block its thread until the wait is over: drive CUDA from its own thread.
-    pub fn begin(&self, g: u64, stream: &dyn Stream) -> Result<sys::CUsurfObject> {
-        let step = self.plan.producer(g);
+    pub fn begin(&self, g: u64) -> Result<sys::CUsurfObject> {
+        let step = self.shared.plan.producer(g);
         if let Some(w) = step.wait {
-            self.semaphores[w.timeline].wait(stream, w.value)?;
+            self.semaphores[w.timeline].wait(&*self.stream, w.value)?;
         }
         Ok(self.images[step.image].surface())
     }
@@ -235,14 +247,65 @@ impl CudaFrames {
     }
 
     /// The imported timeline `t` (index into the plan's timeline names), for
-    /// waits and signals other than the plan's.
+    /// waits and signals other than the plan's, on this frames' stream.
     pub fn timeline(&self, t: usize) -> &ExternalSemaphore {
         &self.semaphores[t]
     }
 
-    /// Enqueues on `stream`, after the frame's kernels, frame `g`'s signal ("rendered").
-    pub fn end(&self, g: u64, stream: &dyn Stream) -> Result<()> {
-        let s = self.plan.producer(g).signal;
-        self.semaphores[s.timeline].signal(stream, s.value)
+    /// The stream this enqueues on (and waits for before it is dropped).
+    pub fn stream(&self) -> &dyn Stream {
+        &*self.stream
+    }
+
+    /// Enqueues on the stream, after the frame's kernels, frame `g`'s signal ("rendered").
+    pub fn end(&self, g: u64) -> Result<()> {
+        let s = self.shared.plan.producer(g).signal;
+        self.semaphores[s.timeline].signal(&*self.stream, s.value)
+    }
+
+    /// Waits until the stream has finished everything enqueued, for at most
+    /// [`WAIT_TIMEOUT`]: the stream's error if it failed (a kernel fault shows
+    /// here), or an error naming the wait if it is still busy (a wait on a
+    /// value nobody signals). Dropping this waits the same way.
+    pub fn synchronize(&self) -> Result<()> {
+        match settle(&self.ctx, &*self.stream, WAIT_TIMEOUT) {
+            StreamState::Idle => Ok(()),
+            StreamState::Failed(e) => crate::cuda::check(e, "the CUDA stream (a kernel fault shows here)"),
+            StreamState::Busy => {
+                bail!("timed out after {WAIT_TIMEOUT:?} waiting for the CUDA stream to finish")
+            }
+        }
+    }
+}
+
+impl Drop for CudaFrames {
+    fn drop(&mut self) {
+        // A failed context runs nothing more: destroying is safe then (and fails quietly).
+        if settle(&self.ctx, &*self.stream, WAIT_TIMEOUT) != StreamState::Busy {
+            return;
+        }
+        log::error!(
+            "the CUDA stream was still busy {WAIT_TIMEOUT:?} after the last frame: leaking its {} image and \
+             {} semaphore imports rather than destroying them in use",
+            self.images.len(),
+            self.semaphores.len()
+        );
+        std::mem::forget(std::mem::take(&mut self.images));
+        std::mem::forget(std::mem::take(&mut self.semaphores));
+    }
+}
+
+impl Drop for SharedFrames {
+    fn drop(&mut self) {
+        // Destroying an image or semaphore a pending batch uses is undefined: wait first (bounded).
+        if let Err(e) = self.device.wait_idle() {
+            log::error!(
+                "{e:#}: leaking {} shared images and {} timelines rather than destroying them in use",
+                self.images.len(),
+                self.timelines.len()
+            );
+            std::mem::forget(std::mem::take(&mut self.images));
+            std::mem::forget(std::mem::take(&mut self.timelines));
+        }
     }
 }

@@ -6,6 +6,7 @@ use clap::builder::PossibleValue;
 use clap::{Parser, ValueEnum};
 
 use crate::app::bench::report::{Load, Variant};
+use crate::app::inject::{At, Inject};
 use crate::app::scene::SceneKind;
 use crate::app::setup::RunSpec;
 use crate::app::UsageError;
@@ -232,9 +233,10 @@ pub struct Args {
     /// the driver then spins the producer thread inside the next CUDA call.
     #[arg(long, hide = true)]
     pub gpu_waits_only: bool,
-    /// Test only: the CUDA producer launches a kernel that traps at this frame.
+    /// Test only: fail the run at a frame, FAULT@FRAME (repeatable): cuda-fault,
+    /// producer-panic, consumer-error, png-write, mismatch, sigint, sigterm.
     #[arg(long, hide = true)]
-    pub fault_at: Option<u64>,
+    pub inject: Vec<At>,
     /// Test only: the value every timeline starts at (e.g. 9223372036854775000 to
     /// prove nothing assumes small values).
     #[arg(long, default_value_t = 0, hide = true)]
@@ -347,7 +349,7 @@ impl Args {
             host_waits: self.host_waits,
             producer_host_waits: self.host_waits || !self.gpu_waits_only,
             handover: self.handover,
-            fault_at: self.fault_at,
+            inject: Inject(self.inject.clone()),
         }
     }
 }

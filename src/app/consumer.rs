@@ -18,7 +18,7 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
 use ash::vk;
 
 use crate::app::clock::Anchor;
@@ -135,8 +135,9 @@ struct Slot {
 ///
 /// Ownership and ordering: only the consumer thread submits to the queue.
 /// Frame `g` is submitted after frame `g - 1`; a slot is reused only once its
-/// fence (signalled with the frame's "released" value) is seen. Drain (or
-/// [`FrameLoop::forget`] after the queue is idle) before dropping it.
+/// fence (signalled with the frame's "released" value) is seen. Its `Drop`
+/// waits (bounded) until the queue is idle before it destroys the command
+/// buffers, and leaks them if a batch never finishes.
 pub struct FrameLoop {
     device: Arc<Device>,
     slots: Vec<Slot>,
@@ -145,6 +146,8 @@ pub struct FrameLoop {
     staging: Option<Arc<Vec<Buffer>>>,
     /// The timestamp clock on the host's axis, when the device can calibrate.
     anchor: Option<Anchor>,
+    /// Test only: fail while recording this frame, once.
+    pub fail_recording_at: Option<u64>,
 }
 
 impl FrameLoop {
@@ -164,7 +167,7 @@ impl FrameLoop {
             host_ns,
             ns_per_tick: f64::from(device.info.timestamp_period),
         });
-        let mut this = Self { device, slots: Vec::new(), queries, staging, anchor };
+        let mut this = Self { device, slots: Vec::new(), queries, staging, anchor, fail_recording_at: None };
         for _ in 0..frames_in_flight {
             let pool_info = vk::CommandPoolCreateInfo::default()
                 .queue_family_index(this.device.queue_family)
@@ -265,6 +268,9 @@ impl FrameLoop {
         // Measure from here: the image is acquired, so the wait for "rendered" is over.
         // SAFETY: recording.
         unsafe { dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::ALL_COMMANDS, self.queries, q) };
+        if self.fail_recording_at.take_if(|f| *f == g).is_some() {
+            bail!("injected consumer failure while recording frame {g}");
+        }
         consumer.record(cmd, slot_index, g, image)?;
         if let Some(release) = s.release {
             record_image_barrier(dev, cmd, release);
@@ -398,7 +404,12 @@ impl FrameLoop {
 
 impl Drop for FrameLoop {
     fn drop(&mut self) {
-        // SAFETY: teardown waited for the queue; the pools and queries are ours.
+        // A pending batch still uses its command buffer, fence and queries: wait first (bounded).
+        if let Err(e) = self.device.wait_idle() {
+            log::error!("{e:#}: leaking the consumer's command buffers rather than destroying them in use");
+            return;
+        }
+        // SAFETY: the queue is idle; the pools and queries are ours.
         unsafe {
             for s in &self.slots {
                 self.device.raw.destroy_command_pool(s.pool, None);

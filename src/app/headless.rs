@@ -13,6 +13,7 @@ use crate::app::cli::Args;
 use crate::app::consumer::{Completed, ExtraSync};
 use crate::app::director::Director;
 use crate::app::footprint::{self, Footprint};
+use crate::app::inject::Inject;
 pub use crate::app::measure::{Consumed, Span, SpanClock};
 use crate::app::outfile;
 use crate::app::peers;
@@ -21,11 +22,12 @@ use crate::app::present::readback::Readback;
 use crate::app::producer::Report;
 use crate::app::scene::Scene;
 use crate::app::session::Session;
-use crate::app::setup::{self, Gpu};
+use crate::app::setup::{self, Gpu, MemoryNeed};
 use crate::app::sink::{PngSink, SinkReport};
 use crate::app::stats::{median, Samples};
 use crate::app::UsageError;
-use crate::types::{Handover, Size};
+use crate::types::{Handover, ProducerKind, Size};
+use crate::vk::cancelled;
 use crate::vk::device::Queue;
 use crate::vk::instance::{Instance, ValidationCounts};
 
@@ -61,10 +63,38 @@ pub struct Summary {
     pub interrupted: Option<i32>,
 }
 
-/// A PNG pool writing into `dir`, one worker per spare core (at most 16).
+/// A PNG pool writing into `dir`, [`png_workers`] threads.
 pub fn png_sink(dir: &Path, verify: bool) -> PngSink {
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, 16);
-    PngSink::new(dir, workers, verify)
+    PngSink::new(dir, png_workers(), verify, Inject::default())
+}
+
+/// PNG worker threads: one per spare core, at most 16.
+pub fn png_workers() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, 16)
+}
+
+/// The frame and target sizes as the user gave them, for messages.
+fn size_words(args: &Args, size: Size) -> String {
+    match args.target_or(size) {
+        t if t == size => format!("--size {size}"),
+        t => format!("--size {size} with --target-size {t}"),
+    }
+}
+
+/// What a headless run allocates for its frames: the shared images, the
+/// consumer's target, a host producer's staging buffers, and (dumping) up
+/// to `readbacks` readback buffers of the target's size.
+fn memory_need(args: &Args, gpu: &Gpu, size: Size, readbacks: usize) -> MemoryNeed {
+    let target = args.target_or(size);
+    let images = args.buffers as u64;
+    let mut need = MemoryNeed::images(images, size) + MemoryNeed::images(1, target);
+    if gpu.cuda.is_none() || args.producer == ProducerKind::Staging {
+        need = need + MemoryNeed::buffers(images, size);
+    }
+    if args.dump_every > 0 {
+        need = need + MemoryNeed::buffers(readbacks as u64, target);
+    }
+    need
 }
 
 /// Makes sure `dir` exists and is writable, before any frame is rendered.
@@ -111,6 +141,10 @@ pub fn run(args: &Args) -> Result<Summary> {
     setup::check_size(&gpu, size)?;
     setup::check_size(&gpu, args.target_or(size))?;
     let dumping = args.dump_every > 0;
+    let workers = png_workers();
+    // One buffer per consumer frame slot (a peer pattern may keep up to 4 in flight).
+    let slots = args.in_flight().max(peers::MAX_IN_FLIGHT);
+    setup::check_memory(&gpu, memory_need(args, &gpu, size, slots + 2 * workers), &size_words(args, size))?;
     let created = if dumping { prepare_out_dir(&args.out)? } else { false };
 
     let scene = Scene { kind: args.scene, width: size.width, height: size.height, cost: args.cost };
@@ -119,10 +153,9 @@ pub fn run(args: &Args) -> Result<Summary> {
     let extent = ash::vk::Extent2D { width: target.width, height: target.height };
     let readback = match dumping {
         true => {
-            let sink = png_sink(&args.out, args.verify);
-            // One buffer per consumer frame slot (a peer pattern may keep up to 4 in flight).
-            let slots = args.in_flight().max(peers::MAX_IN_FLIGHT);
-            Some(Readback::new(device.clone(), director.clone(), extent, slots, sink)?)
+            let sink = PngSink::new(&args.out, workers, args.verify, Inject(args.inject.clone()));
+            let made = Readback::new(device.clone(), director.clone(), extent, slots, sink);
+            Some(made.map_err(|e| setup::out_of_memory(e, &size_words(args, size)))?)
         }
         false => None,
     };
@@ -185,7 +218,11 @@ pub(crate) fn run_session(
             consumed.total = stopped.consumed.max(consumed.frames);
             Ok((consumed, stopped.report, producer))
         }
-        // The producer's error is the cause; the consumer only gave up waiting for it.
+        // The side that did not merely give up waiting for the other is the cause.
+        (Err(consumer), Err(e)) if cancelled(&e) && !cancelled(&consumer) => Err(consumer),
+        (Err(consumer), Err(e)) if cancelled(&consumer) => {
+            Err(e.context(format!("the {producer} producer failed")))
+        }
         (Err(consumer), Err(e)) => Err(e.context(format!("the {producer} producer failed ({consumer:#})"))),
         (Ok(_), Err(e)) => Err(e.context(format!("the {producer} producer failed"))),
         (Err(consumer), Ok(_)) => Err(consumer),

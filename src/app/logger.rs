@@ -26,4 +26,14 @@ pub fn init() {
     if log::set_logger(&LOGGER).is_ok() {
         log::set_max_level(LevelFilter::Info);
     }
+    // A worker thread's panic is reported once, as the error its join returns
+    // (the run's one error line); the default hook would print a second
+    // message with a source path. Panics on the main thread keep a line.
+    std::panic::set_hook(Box::new(|info| {
+        let thread = std::thread::current();
+        match thread.name() {
+            Some("main") | None => eprintln!("vkcuda: internal error: {info}"),
+            Some(name) => log::debug!("thread '{name}' {info}"),
+        }
+    }));
 }

@@ -22,6 +22,7 @@ pub mod director;
 pub mod display;
 pub mod footprint;
 pub mod headless;
+pub mod inject;
 pub mod kernels;
 pub mod logger;
 pub mod measure;

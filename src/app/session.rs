@@ -11,6 +11,7 @@ use anyhow::{anyhow, Result};
 
 use crate::app::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop};
 use crate::app::director::Director;
+use crate::app::inject::{Fault, Inject};
 use crate::app::producer::{Control, Job, Report};
 use crate::app::setup::{self, Gpu, Interop, RunSpec};
 use crate::app::UsageError;
@@ -46,6 +47,8 @@ pub struct Session {
     pub cuda: Option<CudaDevice>,
     /// Wait on the host for "rendered" before each submission (`--host-waits`).
     host_waits: bool,
+    /// Test only: the faults to inject (signals, as frames are submitted).
+    inject: Inject,
 }
 
 /// What a stopped session leaves.
@@ -69,10 +72,13 @@ impl Session {
         let total = spec.frames;
         let plan = FramePlan::new(spec.sync, spec.buffers, base, total).map_err(UsageError)?;
         let (interop, producer) = setup::build(gpu, spec, plan, size)?;
-        let frames = FrameLoop::new(gpu.device.clone(), spec.in_flight, interop.staging.clone())?;
+        let mut frames = FrameLoop::new(gpu.device.clone(), spec.in_flight, interop.staging.clone())?;
+        frames.fail_recording_at = spec.inject.first(Fault::ConsumerError);
         let control = Control::new(total);
         let name = producer.name();
-        let handle = producer.spawn(Job { plan, director: director.clone(), control: control.clone() })?;
+        let job =
+            Job { plan, director: director.clone(), control: control.clone(), inject: spec.inject.clone() };
+        let handle = producer.spawn(job)?;
         let cuda = gpu.cuda.clone().filter(|_| name != "cpu");
         let host_waits = spec.host_waits;
         Ok(Self {
@@ -86,6 +92,7 @@ impl Session {
             producer: name,
             cuda,
             host_waits,
+            inject: spec.inject.clone(),
         })
     }
 
@@ -135,6 +142,10 @@ impl Session {
     pub fn submit(&mut self, consumer: &mut dyn Consume, extra: ExtraSync<'_>) -> Result<Option<Completed>> {
         let control = self.control.clone();
         let g = self.next;
+        if let Some(signal) = self.inject.signal(g) {
+            // SAFETY: raise(3) only delivers a signal to this process; the handlers are signal-hook's.
+            unsafe { libc::raise(signal) };
+        }
         if !extra.signal.is_empty() || self.interop.staging.is_some() {
             self.wait_produced(g)?;
         }
@@ -158,9 +169,9 @@ impl Session {
     ///
     /// `healthy`: consume every submitted frame; the frames the producer made
     /// beyond the stop are consumed too, on the GPU, by the consumer if it is
-    /// standalone, else by [`Discard`]; join the producer. Otherwise (the
-    /// consumer failed) raise every timeline past its end so nothing waits
-    /// any more, join, and forget the submitted frames once the queue is idle.
+    /// standalone, else by [`Discard`]; join the producer. Otherwise (a side
+    /// failed) [`Session::abort`]. Either way the producer thread has ended
+    /// and the queue is idle when this returns, on every path.
     pub fn stop(mut self, consumer: &mut dyn Consume, healthy: bool) -> Result<Stopped> {
         self.control.stop_at(self.next);
         let handle = self.handle.take().ok_or_else(|| anyhow!("producer already joined"))?;
@@ -172,19 +183,16 @@ impl Session {
             }),
             false => Err(anyhow!("the consumer failed")),
         };
-        if drained.is_err() {
-            self.abort(consumer);
-        }
-        let report = handle.join().map_err(|_| anyhow!("the producer thread panicked"))?;
-        let unhealthy = drained.is_err() || report.is_err();
-        if unhealthy {
-            // Unblock any consumer frame still waiting for a frame that will never be rendered.
-            self.abort(consumer);
+        let report = match &drained {
+            Ok(_) => join(handle),
+            Err(_) => self.abort(handle),
+        };
+        if report.is_err() {
+            // A producer that failed after the consumer's last frame leaves nothing
+            // pending; one that failed before it is covered here too.
+            self.stand_in();
         }
         let idle = self.frames.device().wait_idle();
-        if unhealthy {
-            self.frames.forget();
-        }
         let report = report?;
         let drained = match healthy {
             true => drained?,
@@ -210,7 +218,8 @@ impl Session {
     ) -> Result<Vec<Completed>> {
         let mut done = Vec::new();
         let control = self.control.clone();
-        follow_producer(&control, producer, self.next, |_| {
+        let ended = || producer.is_finished() || control.failed();
+        follow_producer(&control, self.next, ended, |_| {
             done.extend(self.submit(consumer, ExtraSync::default())?);
             Ok(())
         })?;
@@ -218,48 +227,97 @@ impl Session {
         Ok(done)
     }
 
-    /// Unblocks both sides after a failure, so no GPU or CPU wait is left
-    /// hanging, in an order the spec allows (a host signal must stay below
-    /// every value a pending Vulkan batch will signal on that timeline):
-    /// 1. stand in for the producer: for each submitted consumer frame, oldest
-    ///    first, raise its "rendered" wait point from the host and wait until
-    ///    the frame is consumed;
-    /// 2. with nothing left on the queue, raise every timeline past the last
-    ///    value the session could signal, so a producer still waiting stops.
+    /// Ends a failed session validly: every wait, on the GPU and the host,
+    /// is met by the party that owns the timeline, in rising order, and no
+    /// host signal ever jumps past a value a submitted batch or the stream
+    /// will still signal (docs/sync.md, "Stopping after a failure"):
     ///
-    /// A producer that is still alive may later signal a value the host
-    /// already set; after a failure that no longer matters.
-    fn abort(&mut self, consumer: &mut dyn Consume) {
+    /// 1. the producer is told to stop; until its thread has ended, every
+    ///    frame it submitted that the consumer has not is consumed on the GPU
+    ///    by [`Discard`], so each of its stream's waits on "released" has a
+    ///    batch that signals it, and its stream drains (the producer's
+    ///    imports wait for that before they go);
+    /// 2. the thread is joined (a panic becomes an error);
+    /// 3. [`Session::stand_in`] for frames it never made.
+    ///
+    /// Returns the producer's result.
+    fn abort(&mut self, producer: JoinHandle<Result<Report>>) -> Result<Report> {
         self.control.fail();
+        let control = self.control.clone();
         let shared = self.interop.shared.clone();
-        let mut stand_in = |frame: u64| match shared.plan.consumer(frame).wait {
+        let ended = || producer.is_finished();
+        let released = follow_producer(&control, self.next, ended, |g| {
+            self.frames.submit(g, &shared, &mut Discard, ExtraSync::default(), &ended)?;
+            self.next = g + 1;
+            Ok(())
+        });
+        if let Err(e) = released {
+            log::error!("while releasing the producer's frames: {e:#}");
+        }
+        let report = join(producer);
+        self.stand_in();
+        report
+    }
+
+    /// With the producer's thread ended (so nothing but the host and this
+    /// queue signals a timeline any more), meets the waits of the consumer
+    /// frames still pending, oldest first: raise the frame's "rendered" wait
+    /// point from the host, then wait until the frame is consumed. Each host
+    /// signal stays below the values the pending batches signal (with
+    /// `--sync shared` the next batch's "released" is above its "rendered"),
+    /// as `vkSignalSemaphore` requires (VUID-VkSemaphoreSignalInfo-value-03259).
+    fn stand_in(&mut self) {
+        let shared = self.interop.shared.clone();
+        let mut raise = |frame: u64| match shared.plan.consumer(frame).wait {
             Some(w) => shared.timelines[w.timeline].raise_to(w.value),
             None => Ok(()),
         };
-        if let Err(e) = self.frames.drain_each(consumer, &|| false, &mut stand_in) {
-            log::error!("while aborting: {e:#}");
+        if let Err(e) = self.frames.drain_each(&mut Discard, &|| false, &mut raise) {
+            log::error!("while standing in for the producer: {e:#}");
         }
-        let end = self.plan.past_end(self.control.produced().max(self.next));
-        for t in shared.timelines.iter() {
-            if let Err(e) = t.raise_to(end) {
-                log::error!("while aborting: {e:#}");
+        self.frames.forget();
+    }
+}
+
+impl Drop for Session {
+    /// A session dropped without [`Session::stop`] (an early return) aborts:
+    /// the producer thread and the queue end before the objects they use.
+    fn drop(&mut self) {
+        if let Some(producer) = self.handle.take() {
+            if let Err(e) = self.abort(producer) {
+                log::debug!("producer of a dropped session: {e:#}");
+            }
+            if let Err(e) = self.frames.device().wait_idle() {
+                log::error!("{e:#}");
             }
         }
     }
 }
 
+/// Joins the producer thread: its result, or an error if it panicked.
+fn join(producer: JoinHandle<Result<Report>>) -> Result<Report> {
+    producer.join().unwrap_or_else(|panic| {
+        let why = panic
+            .downcast_ref::<String>()
+            .map(String::as_str)
+            .or_else(|| panic.downcast_ref::<&str>().copied())
+            .unwrap_or("no message");
+        Err(anyhow!("the producer thread panicked: {why}"))
+    })
+}
+
 /// Calls `take(f)` for every frame `f` from `from` on, in order, as the
-/// producer submits it, until the producer thread ends or a side fails.
+/// producer submits it, until `ended()` (read before the count: a producer
+/// that has ended has published all its frames).
 fn follow_producer(
     control: &Control,
-    producer: &JoinHandle<Result<Report>>,
     from: u64,
+    ended: impl Fn() -> bool,
     mut take: impl FnMut(u64) -> Result<()>,
 ) -> Result<()> {
     let mut f = from;
     loop {
-        // Read before `produced`: a thread that has ended has published all its frames.
-        let ended = producer.is_finished() || control.failed();
+        let ended = ended();
         if f < control.produced() {
             take(f)?;
             f += 1;

@@ -9,11 +9,12 @@ use anyhow::{anyhow, bail, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
+use crate::app::inject::Inject;
 use crate::app::kernels::{self, SceneKernels};
 use crate::app::producer::cpu::CpuProducer;
 use crate::app::producer::cuda::CudaProducer;
 use crate::app::producer::staging::StagingProducer;
-use crate::app::producer::{Job, Report};
+use crate::app::producer::{Control, Job, Report};
 use crate::app::UsageError;
 use crate::cuda::{self, CudaDevice};
 use crate::interop::SharedFrames;
@@ -53,8 +54,8 @@ pub struct RunSpec {
     pub producer_host_waits: bool,
     /// The hand-over: vkcuda's (a [`crate::app::session::Session`]) or a peer pattern's.
     pub handover: Handover,
-    /// Test only: the CUDA producer traps at this frame.
-    pub fault_at: Option<u64>,
+    /// Test only: the faults to inject.
+    pub inject: Inject,
 }
 
 /// The chosen device and producer.
@@ -170,6 +171,8 @@ impl Producer {
     pub fn spawn(self, job: Job) -> Result<std::thread::JoinHandle<Result<Report>>> {
         let thread = std::thread::Builder::new().name(format!("{} producer", self.name()));
         Ok(thread.spawn(move || {
+            // A panic unwinds past the check below: the guard marks the run failed then.
+            let _guard = FailOnPanic(job.control.clone());
             let result = match self {
                 Producer::Cuda(p) => p.run(&job),
                 Producer::Cpu(p) => p.run(&job),
@@ -183,6 +186,17 @@ impl Producer {
     }
 }
 
+/// Marks the run failed if its thread unwinds (the consumer then stops waiting at once).
+struct FailOnPanic(Arc<Control>);
+
+impl Drop for FailOnPanic {
+    fn drop(&mut self) {
+        if std::thread::panicking() {
+            self.0.fail();
+        }
+    }
+}
+
 /// Refuses a size the device cannot make images of (a usage error: exit 2).
 pub fn check_size(gpu: &Gpu, size: Size) -> Result<(), UsageError> {
     let max = gpu.device.info.max_image_dimension;
@@ -192,9 +206,105 @@ pub fn check_size(gpu: &Gpu, size: Size) -> Result<(), UsageError> {
     Ok(())
 }
 
+/// The memory a run's frames take: device-local (shared images, the
+/// consumer's target) and host-visible (staging, readback buffers), in bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MemoryNeed {
+    /// Device-local bytes.
+    pub device: u64,
+    /// Host-visible bytes.
+    pub host: u64,
+}
+
+impl MemoryNeed {
+    /// `count` RGBA8 frames of `size` in device-local memory. Tiled images
+    /// are padded (NVIDIA: 1080p needs 8,847,360 bytes, not 8,294,400), so
+    /// each is counted with 1/8 more and 64 KiB of alignment.
+    pub fn images(count: u64, size: Size) -> Self {
+        let bytes = frame_bytes(size);
+        Self { device: count * (bytes + bytes / 8 + (64 << 10)), host: 0 }
+    }
+
+    /// `count` host-visible buffers of one RGBA8 frame of `size` each.
+    pub fn buffers(count: u64, size: Size) -> Self {
+        Self { device: 0, host: count * frame_bytes(size) }
+    }
+}
+
+impl std::ops::Add for MemoryNeed {
+    type Output = Self;
+    fn add(self, o: Self) -> Self {
+        Self { device: self.device + o.device, host: self.host + o.host }
+    }
+}
+
+/// An RGBA8 frame's bytes.
+fn frame_bytes(size: Size) -> u64 {
+    u64::from(size.width) * u64::from(size.height) * 4
+}
+
+/// Refuses a run whose frames cannot fit the device's memory heaps (a usage
+/// error: exit 2), before anything is allocated or written. `what` names the
+/// sizes in the message.
+pub fn check_memory(gpu: &Gpu, need: MemoryNeed, what: &str) -> Result<(), UsageError> {
+    check_heaps(&gpu.device.memory_heaps(), need, what)
+}
+
+/// [`check_memory`] against heaps given as (size, device-local, host-visible).
+pub fn check_heaps(heaps: &[(u64, bool, bool)], need: MemoryNeed, what: &str) -> Result<(), UsageError> {
+    let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
+    let largest = |pick: fn(&(u64, bool, bool)) -> bool| {
+        heaps.iter().enumerate().filter(|(_, h)| pick(h)).max_by_key(|(_, h)| h.0).map(|(i, h)| (i, h.0))
+    };
+    let device = largest(|h| h.1).or_else(|| largest(|_| true));
+    let host = largest(|h| h.2).or(device);
+    let refuse = |kind: &str, bytes: u64, heap: u64| {
+        UsageError(format!(
+            "{what} needs about {:.2} GiB of {kind} memory; the device's largest such heap holds {:.2} GiB: \
+             use a smaller size or fewer --buffers",
+            gib(bytes),
+            gib(heap)
+        ))
+    };
+    let (Some((di, dsize)), Some((hi, hsize))) = (device, host) else { return Ok(()) };
+    if di == hi && need.device + need.host > dsize {
+        return Err(refuse("GPU", need.device + need.host, dsize));
+    }
+    if need.device > dsize {
+        return Err(refuse("GPU", need.device, dsize));
+    }
+    if need.host > hsize {
+        return Err(refuse("host-visible", need.host, hsize));
+    }
+    Ok(())
+}
+
+/// Turns an allocation that failed for want of memory into a usage error
+/// (exit 2) that says so; other errors pass unchanged.
+pub fn out_of_memory(e: anyhow::Error, what: &str) -> anyhow::Error {
+    let oom = e.chain().any(|c| {
+        matches!(
+            c.downcast_ref::<vk::Result>(),
+            Some(&vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | &vk::Result::ERROR_OUT_OF_HOST_MEMORY)
+        ) || matches!(
+            c.downcast_ref::<gpu_allocator::AllocationError>(),
+            Some(gpu_allocator::AllocationError::OutOfMemory)
+        )
+    });
+    match oom {
+        true => UsageError(format!("{what} does not fit in the device's memory ({e:#}): use a smaller size"))
+            .into(),
+        false => e,
+    }
+}
+
 /// Checks the size against the device and builds the interop objects.
 pub fn build(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
     check_size(gpu, size)?;
+    build_checked(gpu, args, plan, size).map_err(|e| out_of_memory(e, &format!("--size {size}")))
+}
+
+fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
     let device = &gpu.device;
     let extent = vk::Extent2D { width: size.width, height: size.height };
     // Images exportable whenever the device can: the CPU path then runs the very same images.
@@ -216,7 +326,6 @@ pub fn build(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(
         (ProducerKind::Auto | ProducerKind::Cuda, Some(c)) => {
             let ctx = cuda::context(c, args.cuda_sched)?;
             let mut p = CudaProducer::new(ctx, &shared, &cache, args.high_priority_stream)?;
-            p.fault_at = args.fault_at;
             p.host_waits = args.producer_host_waits.then(|| shared.clone());
             (None, Producer::Cuda(Box::new(p)))
         }

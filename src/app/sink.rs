@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
+use crate::app::inject::{Fault, Inject};
 use crate::app::present::draw::drawn_reference;
 use crate::app::scene::{render_cpu, Diff, FrameArgs, Scene};
 use crate::app::stats::median;
@@ -184,7 +185,7 @@ pub struct PngSink {
 
 impl PngSink {
     /// `workers` threads writing into `dir` (which must exist); `verify` compares with the reference.
-    pub fn new(dir: &Path, workers: usize, verify: bool) -> Self {
+    pub fn new(dir: &Path, workers: usize, verify: bool, inject: Inject) -> Self {
         let workers = workers.max(1);
         // Not bounded here: the jobs hold the readback pool's buffers, and the
         // pool is (see `Readback`), so the consumer waits there, once.
@@ -193,8 +194,9 @@ impl PngSink {
         let report = Arc::new(Mutex::new(SinkReport { workers, ..SinkReport::default() }));
         let handles = (0..workers)
             .map(|_| {
-                let (rx, report, dir) = (rx.clone(), report.clone(), dir.to_path_buf());
-                std::thread::spawn(move || worker(&rx, &report, &dir, verify))
+                let (rx, report, dir, inject) =
+                    (rx.clone(), report.clone(), dir.to_path_buf(), inject.clone());
+                std::thread::spawn(move || worker(&rx, &report, &dir, verify, &inject))
             })
             .collect();
         Self { tx: Some(tx), workers: handles, report }
@@ -213,7 +215,7 @@ impl PngSink {
     /// Queues a frame (never blocks).
     pub fn send(&self, job: FrameJob) -> Result<()> {
         if let Some(e) = self.error() {
-            return Err(anyhow!(e));
+            return Err(anyhow!("PNG writer: {e}"));
         }
         let tx = self.tx.as_ref().ok_or_else(|| anyhow!("PNG writer already finished"))?;
         tx.send(job).map_err(|_| anyhow!("the PNG writer threads have stopped"))
@@ -235,7 +237,13 @@ impl PngSink {
     }
 }
 
-fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path, verify: bool) {
+fn worker(
+    rx: &Mutex<Receiver<FrameJob>>,
+    report: &Mutex<SinkReport>,
+    dir: &Path,
+    verify: bool,
+    inject: &Inject,
+) {
     // The reference frame, kept between frames: a fresh 8 MB (1080p) buffer
     // per frame costs its page faults every time.
     let mut want = Vec::new();
@@ -249,13 +257,19 @@ fn worker(rx: &Mutex<Receiver<FrameJob>>, report: &Mutex<SinkReport>, dir: &Path
             let s = &job.scene;
             want.resize((s.width * s.height * 4) as usize, 0);
             render_cpu(s, &FrameArgs::new(s, job.tick), &mut want, 1);
+            if inject.at(Fault::Mismatch, job.frame) {
+                want.iter_mut().for_each(|b| *b = !*b);
+            }
             match job.target {
                 None => Diff::between(job.pixels(), &want),
                 Some(t) => Diff::drawn(job.pixels(), &drawn_reference(&want, (s.width, s.height), t)),
             }
         });
         let verified = started.elapsed();
-        let timed = write_png(dir, &job);
+        let injected = inject.png_write(job.frame);
+        let injected =
+            injected.with_context(|| format!("writing {}", dir.join(frame_file_name(job.frame)).display()));
+        let timed = injected.and_then(|()| write_png(dir, &job));
         let frame = job.frame;
         drop(job); // gives a lent readback buffer back before taking the lock
         let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
@@ -332,7 +346,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let scene = Scene { kind: SceneKind::Gradient, width: 40, height: 30, cost: 1 };
-        let sink = PngSink::new(&dir, 2, true);
+        let sink = PngSink::new(&dir, 2, true, Inject::default());
         for frame in 0..5u64 {
             let mut pixels = vec![0u8; 40 * 30 * 4];
             render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut pixels, 1);
@@ -366,7 +380,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let scene = Scene { kind: SceneKind::Gradient, width: 40, height: 30, cost: 1 };
         let target = (64, 64);
-        let sink = PngSink::new(&dir, 2, true);
+        let sink = PngSink::new(&dir, 2, true, Inject::default());
         for frame in 0..3u64 {
             let mut frame_px = vec![0u8; 40 * 30 * 4];
             render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut frame_px, 1);

@@ -56,6 +56,55 @@ impl Stream for CudaStream {
     }
 }
 
+impl<S: Stream + ?Sized> Stream for Arc<S> {
+    fn raw(&self) -> sys::CUstream {
+        (**self).raw()
+    }
+}
+
+/// A stream the imports keep, to wait for its last use of them before they
+/// are destroyed (see [`crate::interop::CudaFrames`]).
+pub type SharedStream = Arc<dyn Stream + Send + Sync>;
+
+/// How a stream's enqueued work stands.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StreamState {
+    /// Everything enqueued has finished.
+    Idle,
+    /// Work is still running or waiting.
+    Busy,
+    /// The stream's context has failed with this error (a kernel fault is
+    /// sticky): nothing enqueued will run any more.
+    Failed(sys::CUresult),
+}
+
+/// `cuStreamQuery` on `stream`, with `ctx` current.
+pub fn stream_state(ctx: &Context, stream: &dyn Stream) -> StreamState {
+    if ctx.bind().is_err() {
+        return StreamState::Failed(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT);
+    }
+    // SAFETY: a live stream of `ctx` (the `Stream` contract).
+    match unsafe { sys::cuStreamQuery(stream.raw()) } {
+        sys::CUresult::CUDA_SUCCESS => StreamState::Idle,
+        sys::CUresult::CUDA_ERROR_NOT_READY => StreamState::Busy,
+        e => StreamState::Failed(e),
+    }
+}
+
+/// Polls `stream` until it is not busy or `timeout` has passed, sleeping
+/// between polls (a host thread that waits must not spin).
+pub fn settle(ctx: &Context, stream: &dyn Stream, timeout: std::time::Duration) -> StreamState {
+    let deadline = std::time::Instant::now() + timeout;
+    loop {
+        match stream_state(ctx, stream) {
+            StreamState::Busy if std::time::Instant::now() < deadline => {
+                std::thread::sleep(std::time::Duration::from_micros(200));
+            }
+            state => return state,
+        }
+    }
+}
+
 /// A raw `CUstream` of the context the imports live in.
 #[derive(Clone, Copy, Debug)]
 pub struct RawStream(sys::CUstream);
@@ -70,6 +119,12 @@ impl RawStream {
         Self(stream)
     }
 }
+
+// SAFETY: a CUDA stream may be used from any thread that makes its context
+// current; `RawStream::new`'s caller promised the handle stays live.
+unsafe impl Send for RawStream {}
+// SAFETY: as above; the handle itself is never mutated.
+unsafe impl Sync for RawStream {}
 
 impl Stream for RawStream {
     fn raw(&self) -> sys::CUstream {

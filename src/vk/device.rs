@@ -371,10 +371,38 @@ impl Device {
         result
     }
 
-    /// Waits until the queue is idle, bounded: used at teardown.
+    /// Waits until everything submitted to the queue so far has finished, for
+    /// at most [`super::WAIT_TIMEOUT`] (teardown waits here before it destroys
+    /// what the queue may use). `vkQueueWaitIdle` cannot be bounded: this
+    /// submits no batch but a fence, which signals once all earlier
+    /// submissions to the queue have completed, and waits for that. A lost
+    /// device counts as idle (nothing on it runs any more).
     pub fn wait_idle(&self) -> Result<()> {
-        // SAFETY: only called when no other thread submits to the queue.
-        unsafe { self.raw.queue_wait_idle(self.queue) }.context("vkQueueWaitIdle")
+        // SAFETY: default create info; destroyed below, or leaked if still pending.
+        let fence = unsafe { self.raw.create_fence(&vk::FenceCreateInfo::default(), None) }
+            .context("vkCreateFence")?;
+        let submitted = self.queue_op(|| {
+            // SAFETY: submissions to the queue are serialized by `queue_op`; no batch, only the fence.
+            unsafe { self.raw.queue_submit2(self.queue, &[], fence) }
+        });
+        let waited = submitted.and_then(|()| {
+            // SAFETY: the fence was just submitted.
+            unsafe { self.raw.wait_for_fences(&[fence], true, super::WAIT_TIMEOUT.as_nanos() as u64) }
+        });
+        match waited {
+            Err(vk::Result::TIMEOUT) => {
+                // Still pending: destroying the fence now would be invalid.
+                bail!("timed out after {:?} waiting for the queue to finish its work", super::WAIT_TIMEOUT)
+            }
+            other => {
+                // SAFETY: the fence was never submitted, or has signalled.
+                unsafe { self.raw.destroy_fence(fence, None) };
+                match other {
+                    Ok(()) | Err(vk::Result::ERROR_DEVICE_LOST) => Ok(()),
+                    Err(e) => Err(e).context("waiting for the queue to finish its work"),
+                }
+            }
+        }
     }
 
     /// The device's timestamp clock and the host's `CLOCK_MONOTONIC` (in
@@ -391,7 +419,24 @@ impl Device {
         Some((stamps[0], stamps[1]))
     }
 
-    /// Nanoseconds per timestamp tick.
+    /// The memory heaps: (size in bytes, device-local, has a host-visible memory type).
+    pub fn memory_heaps(&self) -> Vec<(u64, bool, bool)> {
+        // SAFETY: plain query on a live physical device.
+        let props = unsafe { self.instance.get_physical_device_memory_properties(self.info.physical) };
+        let types = &props.memory_types[..props.memory_type_count as usize];
+        (0..props.memory_heap_count as usize)
+            .map(|i| {
+                let heap = props.memory_heaps[i];
+                let host = types.iter().any(|t| {
+                    t.heap_index as usize == i
+                        && t.property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE)
+                });
+                (heap.size, heap.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL), host)
+            })
+            .collect()
+    }
+
+    /// Nanoseconds per timestamp tick, as a duration.
     pub fn timestamp_period(&self) -> Duration {
         Duration::from_secs_f64(f64::from(self.info.timestamp_period) * 1e-9)
     }

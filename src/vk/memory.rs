@@ -98,15 +98,22 @@ impl Buffer {
             .collect()
     }
 
-    /// The mapped bytes of a host-visible buffer.
+    /// The mapped bytes of a host-visible buffer: exactly the `size` bytes
+    /// asked for. The allocation may be larger (NVIDIA rounds a 1×1 RGBA8
+    /// readback up to 16 bytes; lavapipe gives exactly what was asked), so its
+    /// length is never a frame's byte count.
     ///
     /// The caller makes sure the GPU does not write them meanwhile (the frame
     /// plan and the timelines say when).
     pub fn mapped(&self) -> Result<&[u8]> {
-        self.allocation
+        let slice = self
+            .allocation
             .as_ref()
             .and_then(|a| a.mapped_slice())
-            .ok_or_else(|| anyhow!("buffer is not host-visible"))
+            .ok_or_else(|| anyhow!("buffer is not host-visible"))?;
+        slice.get(..self.size as usize).ok_or_else(|| {
+            anyhow!("mapped allocation of {} bytes is smaller than the buffer's {}", slice.len(), self.size)
+        })
     }
 
     /// The memory's properties (e.g. whether host reads are cached).

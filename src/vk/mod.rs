@@ -31,6 +31,24 @@ pub fn enable_required_features(
     v13.synchronization2 = ash::vk::TRUE;
 }
 
+/// A wait that gave up because the other side failed: the other side's
+/// error is the cause, this is only its consequence.
+#[derive(Debug)]
+pub struct Cancelled(pub String);
+
+impl std::fmt::Display for Cancelled {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "gave up waiting for {}: the other side failed", self.0)
+    }
+}
+
+impl std::error::Error for Cancelled {}
+
+/// Whether `e` only says a wait gave up because the other side failed.
+pub fn cancelled(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| c.is::<Cancelled>())
+}
+
 /// How often a long wait checks whether it was cancelled.
 const SLICE: Duration = Duration::from_millis(50);
 
@@ -49,7 +67,7 @@ pub fn bounded_wait(
             return Ok(());
         }
         if cancelled() {
-            bail!("gave up waiting for {}: the other side failed", what());
+            return Err(Cancelled(what()).into());
         }
         if Instant::now() >= deadline {
             bail!("timed out after {WAIT_TIMEOUT:?} waiting for {}", what());

@@ -127,7 +127,7 @@ pub struct Rig {
     frames: FrameLoop,
     /// `binary`: ("cudaDone", "vkDone").
     binary: Vec<BinarySemaphore>,
-    shared: SharedFrames,
+    shared: Arc<SharedFrames>,
     device: Arc<Device>,
     director: Arc<Director>,
     report: Report,
@@ -146,7 +146,7 @@ impl Rig {
         // One timeline ("frame"), starting at the run's base value.
         let plan = FramePlan::new(SyncScheme::Shared, images, base, spec.frames).map_err(UsageError)?;
         let extent = vk::Extent2D { width: size.width, height: size.height };
-        let shared = SharedFrames::new(&device, plan, extent, true)?;
+        let shared = Arc::new(SharedFrames::new(&device, plan, extent, true)?);
         // Command buffers in flight: ovrtx 1 (its fence), simpleVulkan 2, vulkanImageCUDA 4 (MAX_FRAMES).
         let in_flight = match kind {
             Handover::CpuGated => 1,
@@ -157,8 +157,8 @@ impl Rig {
         let ctx = crate::cuda::context(cuda_device, spec.cuda_sched)?;
         let cache = spec.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir);
         let kernels = SceneKernels::load(&ctx, &cache)?;
-        let cuda = CudaFrames::import(ctx.clone(), &shared)?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;
+        let cuda = CudaFrames::import(ctx.clone(), &shared, stream.clone())?;
         let timer = KernelTimer::new(&ctx, &stream)?;
         let mut binary = Vec::new();
         let mut binary_cuda = Vec::new();

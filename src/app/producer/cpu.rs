@@ -56,6 +56,7 @@ pub(crate) fn host_loop(
     let mut g = 0;
     while g < job.control.limit() {
         meter.frame(g, job.control.steady(g));
+        job.inject.producer_panic(g);
         let step = job.plan.producer(g);
         if let Some(w) = step.wait {
             timelines[w.timeline].wait(w.value, &failed)?;

@@ -11,6 +11,7 @@ use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
 use super::{FrameTiming, Job, Report};
 use crate::app::clock::{now_ns, CpuMeter};
+use crate::app::inject::Fault;
 use crate::app::kernels::{SceneKernels, Target};
 use crate::app::scene::FrameArgs;
 use crate::interop::{CudaFrames, SharedFrames};
@@ -26,13 +27,12 @@ const EVENT_RING: usize = 16;
 /// and as it ends synchronises the stream and drops the imports, before the
 /// Vulkan images and timelines they came from.
 pub struct CudaProducer {
-    // Field order is drop order: CUDA objects before the context they live in.
+    /// The imports; their `Drop` waits until the stream is idle (on every
+    /// path out of [`CudaProducer::run`]: success, error or panic).
     frames: CudaFrames,
     kernels: SceneKernels,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
-    /// Test only: launch a trapping kernel at this frame.
-    pub fault_at: Option<u64>,
     /// Wait on the host (`vkWaitSemaphores`, which sleeps) for "released"
     /// before enqueuing a frame that reuses an image. Without it the stream's
     /// wait is enqueued on a value not yet reached, and the driver then spins
@@ -47,12 +47,12 @@ impl CudaProducer {
     /// [`CudaFrames`]) and loads the kernels.
     pub fn new(
         ctx: Arc<CudaContext>,
-        shared: &SharedFrames,
+        shared: &Arc<SharedFrames>,
         ptx_cache: &Path,
         high_priority: bool,
     ) -> Result<Self> {
         let kernels = SceneKernels::load(&ctx, ptx_cache)?;
-        let frames = CudaFrames::import(ctx.clone(), shared)?;
+        ctx.bind_to_thread()?;
         let stream = match high_priority {
             false => ctx.new_stream(),
             true => {
@@ -64,7 +64,8 @@ impl CudaProducer {
             }
         }
         .context("cuStreamCreate")?;
-        Ok(Self { frames, kernels, stream, ctx, fault_at: None, host_waits: None })
+        let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
+        Ok(Self { frames, kernels, stream, ctx, host_waits: None })
     }
 
     /// The producer thread's loop.
@@ -90,31 +91,29 @@ impl CudaProducer {
                         shared.timelines[w.timeline].wait(w.value, &|| control.failed() || stream_failed());
                     if let Err(e) = waited {
                         // The stream's error is the cause, when there is one.
-                        self.stream
-                            .synchronize()
-                            .context("cuStreamSynchronize (a kernel fault shows here)")?;
+                        self.frames.synchronize()?;
                         return Err(e);
                     }
                 }
+                job.inject.producer_panic(g);
                 // GPU-side wait: the consumer released this image (frame g - N).
-                let surface = self.frames.begin(g, &*self.stream)?;
+                let surface = self.frames.begin(g)?;
                 if let Some(t) = timer.start(g, &self.stream, &mut report)? {
                     job.control.set_render_time(t.render);
                 }
                 let spec = job.director.begin(g);
                 let args = FrameArgs::new(&spec.scene, spec.tick);
                 self.kernels.launch(&self.stream, &spec.scene, &args, Target::Surface(surface))?;
-                if self.fault_at == Some(g) {
+                if job.inject.at(Fault::CudaFault, g) {
                     self.kernels.launch_fault(&self.stream)?;
                 }
                 timer.end(g, &self.stream)?;
-                self.frames.end(g, &*self.stream)?;
+                self.frames.end(g)?;
                 report.frames += 1;
                 g += 1;
                 job.control.set_produced(g);
             }
-            self.stream.synchronize().context("cuStreamSynchronize (a kernel fault shows here)")?;
-            Ok(())
+            self.frames.synchronize()
         })();
         report.cpu_per_frame = meter.per_frame(report.frames);
         result?;

@@ -12,6 +12,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use crate::app::director::Director;
+use crate::app::inject::Inject;
 use crate::app::stats::Samples;
 use crate::sync::FramePlan;
 
@@ -99,6 +100,8 @@ pub struct Job {
     pub director: Arc<Director>,
     /// Frame count and failure flag, shared with the consumer.
     pub control: Arc<Control>,
+    /// Test only: the faults to inject.
+    pub inject: Inject,
 }
 
 /// One frame's timing on the producer's side.
