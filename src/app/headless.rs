@@ -138,8 +138,8 @@ pub fn run(args: &Args) -> Result<Summary> {
     let device = gpu.device.clone();
     let size = args.size_or(Size { width: 1920, height: 1080 });
     // Bad input first, so nothing is written when it is refused.
-    setup::check_size(&gpu, size)?;
-    setup::check_size(&gpu, args.target_or(size))?;
+    setup::check_size(&gpu, size, "--size")?;
+    setup::check_size(&gpu, args.target_or(size), "--target-size")?;
     let dumping = args.dump_every > 0;
     let workers = png_workers();
     // One buffer per consumer frame slot (a peer pattern may keep up to 4 in flight).

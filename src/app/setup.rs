@@ -197,11 +197,14 @@ impl Drop for FailOnPanic {
     }
 }
 
-/// Refuses a size the device cannot make images of (a usage error: exit 2).
-pub fn check_size(gpu: &Gpu, size: Size) -> Result<(), UsageError> {
+/// Refuses a size the device cannot make images of (a usage error: exit 2);
+/// `option` names where the size came from (`--size`, `--target-size`).
+pub fn check_size(gpu: &Gpu, size: Size, option: &str) -> Result<(), UsageError> {
     let max = gpu.device.info.max_image_dimension;
     if size.width > max || size.height > max {
-        return Err(UsageError(format!("--size {size} exceeds the device's limit of {max} pixels a side")));
+        return Err(UsageError(format!(
+            "{option} {size} exceeds the device's limit of {max} pixels a side (maxImageDimension2D)"
+        )));
     }
     Ok(())
 }
@@ -300,7 +303,7 @@ pub fn out_of_memory(e: anyhow::Error, what: &str) -> anyhow::Error {
 
 /// Checks the size against the device and builds the interop objects.
 pub fn build(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
-    check_size(gpu, size)?;
+    check_size(gpu, size, "--size")?;
     build_checked(gpu, args, plan, size).map_err(|e| out_of_memory(e, &format!("--size {size}")))
 }
 

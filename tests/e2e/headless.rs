@@ -173,8 +173,8 @@ pub fn cuda_fault() -> Outcome {
         "320x180",
         "--dump-every",
         "0",
-        "--fault-at",
-        "20",
+        "--inject",
+        "cuda-fault@20",
         "--validate",
     ]);
     let (stdout, stderr) = text(&o);

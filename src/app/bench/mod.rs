@@ -50,7 +50,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
         let args = &args;
         let gpu = setup::open_gpu(&args.spec(), instance.clone(), Queue { kind: *queue, present: None })?;
         for size in &bench.sizes {
-            setup::check_size(&gpu, *size)?;
+            setup::check_size(&gpu, *size, "--sizes")?;
         }
         eprintln!("vkcuda: {}, {queue:?} queue; {}", gpu.device.info, gpu.why);
         about.get_or_insert_with(|| {

@@ -1,0 +1,99 @@
+#!/usr/bin/env bash
+# Every failure stops validly: injects each fault (test-only `--inject
+# FAULT@FRAME`) at many frames, in every configuration that can race (1 and 2
+# images, both sync schemes, copy and draw consumers), with SIGINT or SIGTERM
+# arriving during a third of them, and checks each run: the documented exit
+# code, one error line, no validation message, no partial file, no hang.
+# Prints one line per fault x configuration and "fault-matrix: N passed, N failed".
+#
+#   PRODUCER   cpu (lavapipe, CI) or cuda (NVIDIA)      default cpu
+#   FRAMES     the frames a fault is injected at: 0..FRAMES-1   default 30
+#   SPREAD     set: each fault takes the next FRAMES frames (fault i: i*FRAMES ..), so a
+#              configuration sees FRAMES x faults different frames in fewer runs
+#   FAULTS     default: png-write consumer-error producer-panic mismatch (+ cuda-fault for cuda)
+#   JOBS       runs in parallel                         default: nproc
+#   VKCUDA_BIN the binary                               default target/release/vkcuda
+#   VERBOSE    print every run's line as it ends (default: only failures)
+set -uo pipefail
+cd "$(dirname "$0")/.."
+BIN=${VKCUDA_BIN:-target/release/vkcuda}
+PRODUCER=${PRODUCER:-cpu}
+FRAMES=${FRAMES:-30}
+JOBS=${JOBS:-$(nproc)}
+default_faults="png-write consumer-error producer-panic mismatch"
+[ "$PRODUCER" = cuda ] && default_faults="$default_faults cuda-fault"
+FAULTS=${FAULTS:-$default_faults}
+work=$(mktemp -d)
+trap 'rm -rf "$work"' EXIT
+
+# One run: prints "ok" or "FAIL <why>" with the run's key.
+one() {
+    local fault=$1 sync=$2 buffers=$3 consume=$4 k=$5 bin=$6 producer=$7 work=$8
+    local key="$fault@$k $sync-$buffers $consume" dir="$work/$fault-$sync-$buffers-$consume-$k"
+    local signal="" want
+    # A third of the runs also get a signal: SIGINT at the fault's frame, or SIGTERM one frame later.
+    case $((k % 3)) in 1) signal="--inject sigint@$k" ;; 2) signal="--inject sigterm@$((k + 1))" ;; esac
+    local extra=""
+    [ "$consume" = draw ] && extra="--consume draw --queue graphics --target-size 37x23"
+    timeout 120 "$bin" --headless --producer "$producer" --size 61x33 --frames 80 --dump-every 1 --verify \
+        --validate --sync "$sync" --buffers "$buffers" $extra --inject "$fault@$k" $signal \
+        --out "$dir/out" >"$dir.log" 2>&1
+    local rc=$?
+    local errors=$(grep -c '^vkcuda: error' "$dir.log")
+    local messages=$(grep -ci 'validation error\|validation warning' "$dir.log")
+    local partial=$(ls -A "$dir/out" 2>/dev/null | grep -cv '^frame_[0-9]*\.png$')
+    case $fault in
+        mismatch) want="3" ;;   # the run completes (or a signal stops it first: 130/143)
+        *) want="1" ;;
+    esac
+    # A signal that lands before the fault's frame stops the run gracefully first.
+    local ok=0
+    case "$rc" in
+        "$want") ok=1 ;;
+        130 | 143) [ -n "$signal" ] && ok=1 ;;
+    esac
+    # Exit 1 needs exactly one error line; 3 prints one too.
+    if [ "$rc" = 1 ] || [ "$rc" = 3 ]; then [ "$errors" = 1 ] || ok=0; fi
+    [ "$messages" = 0 ] && [ "$partial" = 0 ] || ok=0
+    if [ $ok = 1 ]; then
+        echo "ok $key rc=$rc"
+    else
+        echo "FAIL $key rc=$rc errors=$errors validation=$messages partial=$partial: $(grep -m2 -i 'error' "$dir.log" | cut -c1-300 | tr '\n' ' ')"
+    fi
+    rm -rf "$dir"
+}
+export -f one
+
+first=0
+for fault in $FAULTS; do
+    for sync in split shared; do
+        for buffers in 1 2; do
+            for consume in copy draw; do
+                for ((k = first; k < first + FRAMES; k++)); do
+                    mkdir -p "$work/$fault-$sync-$buffers-$consume-$k"
+                    echo "$fault $sync $buffers $consume $k"
+                done
+            done
+        done
+    done
+    [ -n "${SPREAD:-}" ] && first=$((first + FRAMES))
+done | xargs -P "$JOBS" -L 1 bash -c 'one "$@" '"$BIN $PRODUCER $work" _ | tee "$work/results" |
+    { [ -n "${VERBOSE:-}" ] && cat || grep '^FAIL'; }
+
+passed=0 failed=0
+for fault in $FAULTS; do
+    for sync in split shared; do
+        for buffers in 1 2; do
+            for consume in copy draw; do
+                n=$(grep -c "^ok $fault@.*$sync-$buffers $consume " "$work/results")
+                f=$(grep -c "^FAIL $fault@.*$sync-$buffers $consume " "$work/results")
+                codes=$(grep " $fault@.*$sync-$buffers $consume " "$work/results" | grep -o 'rc=[0-9]*' | sort | uniq -c | awk '{printf "%s×%s ", $1, $2}')
+                printf '%-15s %-6s %s images %-5s: %s ok, %s failed  (%s)\n' "$fault" "$sync" "$buffers" "$consume" "$n" "$f" "$codes"
+                passed=$((passed + n)) failed=$((failed + f))
+            done
+        done
+    done
+done
+grep '^FAIL' "$work/results" | head -n 20
+echo "fault-matrix: $passed passed, $failed failed"
+[ "$failed" = 0 ]
