@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # On an NVIDIA machine: builds nothing. Runs the end-to-end tests (CUDA ones
 # included, and vkcuda bench at small sizes), one verified, validated
-# headless run per scene × sync × buffers with the CUDA producer, the hunt for
+# headless run per scene × sync × buffers with the CUDA producer, the size
+# matrix (scripts/size-matrix.sh) and the fault matrix (scripts/fault-matrix.sh), the hunt for
 # timing-dependent hazards (3,000 validated frames of every configuration that
 # can race: the host-signalling staging producer and 1 image, on every queue),
 # and `vkcuda --validate bench` over every variant at 1080p and 4K, printing
@@ -46,6 +47,10 @@ for scene in gradient julia; do
         done
     done
 done
+echo "sizes: every size, copy and draw (odd targets), both schemes, every frame verified and decoded (scripts/size-matrix.sh)"
+VKCUDA_BIN=$BIN bash scripts/size-matrix.sh | grep -v '^ok ' || fail=1
+echo "faults: each fault at 6 frames (30 frames per configuration), 8 configurations, with signals (scripts/fault-matrix.sh)"
+VKCUDA_BIN=$BIN PRODUCER=cuda FRAMES=6 SPREAD=1 JOBS=14 bash scripts/fault-matrix.sh || fail=1
 echo "hunt: 3000 validated frames (every 100th verified) per producer × sync × buffers × queue, 640x360"
 for producer in staging cuda; do
     for sync in split shared; do

@@ -29,6 +29,8 @@ cargo tree --no-default-features -e normal --depth 1
 cargo publish --dry-run --allow-dirty --quiet
 echo "== unit and end-to-end tests: validation layer $(dpkg-query -W -f='${Version}' vulkan-validationlayers), Mesa $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
 cargo test --release
+echo "== every failure stops validly: each fault at 30 frames x 8 configurations, CPU producer (scripts/fault-matrix.sh)"
+bash scripts/fault-matrix.sh
 if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     e2e=$(cargo test --release --no-run --message-format=json 2>/dev/null |
         grep -o '"executable":"[^"]*/e2e-[^"]*"' | cut -d'"' -f4 | head -n1)
@@ -39,4 +41,5 @@ if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     # The layer's false report that examples/host_wait_race.rs reproduces: the fix must hold.
     bash scripts/debian13.sh run target/release/examples/host_wait_race --barrier --lock
     bash scripts/debian13.sh run "$e2e"
+    bash scripts/debian13.sh run bash scripts/fault-matrix.sh
 fi

@@ -20,16 +20,18 @@
 //! 3. Wrap your device and a queue: [`vk::device::Device::adopt`].
 //! 4. Choose a plan, [`sync::FramePlan::new`] (scheme, number of images), and
 //!    create the shared images and timelines: [`interop::SharedFrames::new`].
-//! 5. Import them into your CUDA context (cudarc's or a raw `CUcontext`):
-//!    [`interop::CudaFrames::import`].
-//! 6. Each frame `g`, on your CUDA stream: [`interop::CudaFrames::begin`]
+//! 5. Import them into your CUDA context (cudarc's or a raw `CUcontext`),
+//!    for your stream: [`interop::CudaFrames::import`].
+//! 6. Each frame `g`, on that stream: [`interop::CudaFrames::begin`]
 //!    (enqueues the wait, gives the surface), your kernel, then
 //!    [`interop::CudaFrames::end`] (enqueues the signal).
 //! 7. Each frame `g`, in your command buffer: the barriers of
 //!    [`interop::SharedFrames::vulkan_frame`] around your use of the image,
 //!    and its wait and signal in your `vkQueueSubmit2`.
-//! 8. Tear down: synchronise your stream, drop the [`interop::CudaFrames`],
-//!    wait for your queue, drop the [`interop::SharedFrames`].
+//! 8. Tear down: drop the [`interop::CudaFrames`] (it waits, bounded, until
+//!    its stream is idle; it keeps the [`interop::SharedFrames`] alive, whose
+//!    `Drop` waits for your queue). After a failure, meet every wait in
+//!    order before you stop (docs/sync.md, "Stopping after a failure").
 //!
 //! Where to read: [`sync`] (the protocol as one pure type, and why), then
 //! [`interop`], [`vk`] and [`cuda`]; [`platform`] is the one OS seam.

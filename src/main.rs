@@ -78,7 +78,7 @@ fn one_line(text: &str) -> String {
 
 /// Prints an error and maps it to its exit code.
 fn failure(e: &anyhow::Error) -> ExitCode {
-    eprintln!("vkcuda: error: {e:#}");
+    eprintln!("vkcuda: error: {}", vkcuda::app::for_people(&format!("{e:#}")));
     if let Some(Interrupted(sig)) = e.downcast_ref::<Interrupted>() {
         return ExitCode::from(128 + *sig as u8);
     }

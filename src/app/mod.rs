@@ -48,3 +48,59 @@ impl std::fmt::Display for UsageError {
 }
 
 impl std::error::Error for UsageError {}
+
+/// An error message as a person should read it: without the source
+/// locations some dependencies put in their errors (winit's X11 error reads
+/// "os error at <the cargo registry's folder>/winit-…/mod.rs:788: Failed to
+/// open connection to X server"), which say nothing to a user.
+pub fn for_people(message: &str) -> String {
+    let mut out = String::with_capacity(message.len());
+    let mut rest = message;
+    while let Some(at) = rest.find(" at ") {
+        let after = &rest[at + 4..];
+        // " at PATH.rs:LINE:" (and an optional ":COLUMN") up to the next ": ".
+        let located = after.split_once(": ").filter(|(loc, _)| {
+            let mut parts = loc.rsplit(':');
+            let digits =
+                |p: Option<&str>| p.is_some_and(|p| !p.is_empty() && p.bytes().all(|b| b.is_ascii_digit()));
+            let (last, prev) = (parts.next(), parts.next());
+            let rs = |p: Option<&str>| p.is_some_and(|p| p.ends_with(".rs"));
+            // PATH.rs:LINE, or PATH.rs:LINE:COLUMN.
+            digits(last) && (rs(prev) || (digits(prev) && rs(parts.next())))
+        });
+        match located {
+            Some((_, tail)) => {
+                out.push_str(&rest[..at]);
+                out.push_str(": ");
+                rest = tail;
+            }
+            None => {
+                out.push_str(&rest[..at + 4]);
+                rest = after;
+            }
+        }
+    }
+    out.push_str(rest);
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::for_people;
+
+    #[test]
+    fn source_locations_leave_messages() {
+        let winit =
+            "cannot open a window: os error at /root/.cargo/registry/src/index.crates.io-1949cf8c6b5b557f/\
+                     winit-0.30.13/src/platform_impl/linux/mod.rs:788: Failed to open connection to X server";
+        assert_eq!(
+            for_people(winit),
+            "cannot open a window: os error: Failed to open connection to X server"
+        );
+        let column = "failed at src/x.rs:12:5: boom";
+        assert_eq!(for_people(column), "failed: boom");
+        // Words that only look alike stay.
+        let plain = "waiting at frame 3: timed out at 10s: done at home.rs";
+        assert_eq!(for_people(plain), plain);
+    }
+}
