@@ -170,7 +170,7 @@ impl Session {
     /// `healthy`: consume every submitted frame; the frames the producer made
     /// beyond the stop are consumed too, on the GPU, by the consumer if it is
     /// standalone, else by [`Discard`]; join the producer. Otherwise (a side
-    /// failed) [`Session::abort`]. Either way the producer thread has ended
+    /// failed) it aborts (docs/sync.md, "Stopping after a failure"). Either way the producer thread has ended
     /// and the queue is idle when this returns, on every path.
     pub fn stop(mut self, consumer: &mut dyn Consume, healthy: bool) -> Result<Stopped> {
         self.control.stop_at(self.next);
