@@ -170,8 +170,9 @@ impl Session {
     /// `healthy`: consume every submitted frame; the frames the producer made
     /// beyond the stop are consumed too, on the GPU, by the consumer if it is
     /// standalone, else by [`Discard`]; join the producer. Otherwise (a side
-    /// failed) it aborts (docs/sync.md, "Stopping after a failure"). Either way the producer thread has ended
-    /// and the queue is idle when this returns, on every path.
+    /// failed) it aborts (docs/sync.md, "Stopping after a failure"). Either
+    /// way the producer thread has ended and the queue is idle when this
+    /// returns, on every path.
     pub fn stop(mut self, consumer: &mut dyn Consume, healthy: bool) -> Result<Stopped> {
         self.control.stop_at(self.next);
         let handle = self.handle.take().ok_or_else(|| anyhow!("producer already joined"))?;
@@ -183,15 +184,12 @@ impl Session {
             }),
             false => Err(anyhow!("the consumer failed")),
         };
+        // Drained: the consumer followed the producer to its end and every
+        // submitted frame is consumed, so nothing is left pending.
         let report = match &drained {
             Ok(_) => join(handle),
             Err(_) => self.abort(handle),
         };
-        if report.is_err() {
-            // A producer that failed after the consumer's last frame leaves nothing
-            // pending; one that failed before it is covered here too.
-            self.stand_in();
-        }
         let idle = self.frames.device().wait_idle();
         let report = report?;
         let drained = match healthy {

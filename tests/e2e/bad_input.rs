@@ -143,6 +143,64 @@ pub fn full_filesystem(dir: &Path, sync: &str, buffers: &str) -> Outcome {
     check_pngs(&out, scene, &frames)
 }
 
+/// The --out folder becomes read-only part-way through a validated dump
+/// (the tmpfs at `dir` remounted read-only once the first frames are
+/// there): exit 1, one error line naming it, no validation message, only
+/// whole frames left.
+pub fn read_only_part_way(dir: &Path) -> Outcome {
+    let out = dir.join("frames");
+    let child = Command::new(bin())
+        .args([
+            "--headless",
+            "--producer",
+            "cpu",
+            "--frames",
+            "100000",
+            "--size",
+            "64x48",
+            "--dump-every",
+            "1",
+        ])
+        .args(["--validate", "--buffers", "1", "--out"])
+        .arg(&out)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    // A state, not a time: frames are being written; then the remount (which is
+    // refused while a file is open for writing: try again until it takes).
+    let remounted = wait_for_pngs(&out, 3, 30).and_then(|()| {
+        for _ in 0..2000 {
+            let o = Command::new("mount").args(["-o", "remount,ro"]).arg(dir).output();
+            if o.as_ref().is_ok_and(|o| o.status.success()) {
+                return Ok(());
+            }
+        }
+        Err("the tmpfs could not be remounted read-only".into())
+    });
+    let o = wait_bounded(child, 60)?;
+    let _ = Command::new("mount").args(["-o", "remount,rw"]).arg(dir).status();
+    remounted?;
+    let (stdout, stderr) = text(&o);
+    let errors = stderr.lines().filter(|l| l.starts_with("vkcuda: error")).count();
+    if o.status.code() != Some(1)
+        || errors != 1
+        || !stderr.contains("Read-only file system")
+        || stderr.contains("validation error")
+        || stderr.contains("validation warning")
+        || stderr.contains("panicked")
+    {
+        return Err(format!("exit {:?}, {errors} error lines\n{stdout}{stderr}", o.status.code()));
+    }
+    for e in std::fs::read_dir(&out).map_err(|e| e.to_string())? {
+        let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
+        if !(name.starts_with("frame_") && name.ends_with(".png")) {
+            return Err(format!("partial or stray file {name} left in --out"));
+        }
+    }
+    Ok(())
+}
+
 /// Registers this area's tests.
 pub fn register(tests: &mut Tests) {
     // Bad input: exit code 2, one clear line, nothing written.
@@ -188,6 +246,15 @@ pub fn register(tests: &mut Tests) {
             with_tmpfs("ro", "size=1m,ro", |dir| {
                 usage_error(&["--out", &dir.join("f").to_string_lossy()], "read-only file system")
             })
+        }),
+    ));
+    tests.push((
+        "out_made_read_only_part_way_stops_validly_6_times".into(),
+        Box::new(|| {
+            (0..6)
+                .map(|_| with_tmpfs("ro-part-way", "size=64m", read_only_part_way))
+                .find(|v| !matches!(v, Verdict::Pass))
+                .unwrap_or(Verdict::Pass)
         }),
     ));
     // The stop after the disk fills is as valid as the steady state: both schemes,

@@ -456,7 +456,7 @@ fn no_window(env: &[(&str, &str)], unset: &[&str], needle: &str) -> Outcome {
     if out.exists() {
         return Err(format!("{} was created", out.display()));
     }
-    Ok(())
+    crate::bad_input::no_source_locations(&stderr)
 }
 
 /// A window system library hidden behind a broken stub of the same name
