@@ -270,7 +270,7 @@ impl CudaFrames {
     pub fn synchronize(&self) -> Result<()> {
         match settle(&self.ctx, &*self.stream, WAIT_TIMEOUT) {
             StreamState::Idle => Ok(()),
-            StreamState::Failed(e) => crate::cuda::check(e, "the CUDA stream (a kernel fault shows here)"),
+            StreamState::Failed(e) => crate::cuda::check(e, "a kernel or operation on the CUDA stream"),
             StreamState::Busy => {
                 bail!("timed out after {WAIT_TIMEOUT:?} waiting for the CUDA stream to finish")
             }
