@@ -18,6 +18,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("app::diagram", 1),
     ("app::logger", 1),
     ("app::outfile", 1),
+    ("app::inject", 1),
     ("app", 1),
     ("app::producer", 2),
     ("app::consumer", 2),

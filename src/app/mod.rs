@@ -3,7 +3,8 @@
 //!
 //! Floors, bottom to top (an import only points down or sideways):
 //! 1. content and measurement: [`scene`] and its [`kernels`], [`director`],
-//!    [`clock`], [`stats`], [`footprint`], [`diagram`], [`outfile`];
+//!    [`clock`], [`stats`], [`footprint`], [`diagram`], [`outfile`],
+//!    [`inject`] (test-only fault injection);
 //! 2. the running interop: [`producer`] (CUDA, CPU, staging threads),
 //!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
 //!    does with a frame), [`sink`] (PNG output), [`setup`] and [`session`],
