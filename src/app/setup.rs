@@ -344,3 +344,28 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
     };
     Ok((Interop { shared, staging }, producer))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const GIB: u64 = 1 << 30;
+
+    #[test]
+    fn memory_is_checked_per_heap_and_once_for_a_shared_heap() {
+        let frame = Size { width: 8192, height: 8192 }; // 256 MiB a frame
+        let need = MemoryNeed::images(3, frame) + MemoryNeed::buffers(10, frame);
+        assert!(need.device > 3 * 256 * (1 << 20) && need.host == 10 * 256 * (1 << 20));
+        // Discrete: an 80 GiB device heap, a 94 GiB host heap.
+        let discrete = [(80 * GIB, true, false), (94 * GIB, false, true)];
+        assert!(check_heaps(&discrete, need, "--size 8192x8192").is_ok());
+        let too_much = MemoryNeed::buffers(400, frame);
+        let e = check_heaps(&discrete, too_much, "--size 8192x8192").unwrap_err().0;
+        assert!(e.contains("100.00 GiB of host-visible memory") && e.contains("94.00 GiB"), "{e}");
+        // One heap for both (lavapipe, integrated GPUs): counted together.
+        let unified = [(3 * GIB, true, true)];
+        let e = check_heaps(&unified, need, "--size 8192x8192").unwrap_err().0;
+        assert!(e.starts_with("--size 8192x8192 needs about 3.") && e.contains("GPU memory"), "{e}");
+        assert!(check_heaps(&unified, MemoryNeed::buffers(4, frame), "x").is_ok());
+    }
+}
