@@ -3,7 +3,8 @@
 //! and timelines and hands out each frame's barriers, waits and signals.
 //! Every frame is read back and compared with the kernel's CPU twin.
 //!
-//!     cargo run --release --no-default-features --example minimal [-- --validate]
+//!     cargo run --release --no-default-features --features cudarc/cuda-13000,cudarc/nvrtc \
+//!         --example minimal [-- --validate]
 //! (needs an NVIDIA GPU, its driver (CUDA 13) and NVRTC; exits 1 and says so otherwise).
 
 use std::sync::Arc;

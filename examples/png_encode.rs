@@ -9,8 +9,17 @@
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-use vkcuda::app::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
-use vkcuda::app::sink::encode_png;
+// The dump's encoder and the CPU reference: the binary's own files (the
+// application is not a library).
+#[allow(dead_code)]
+#[path = "../src/app/encode.rs"]
+mod encode;
+#[allow(dead_code)]
+#[path = "../src/app/scene.rs"]
+mod scene;
+
+use encode::encode_png;
+use scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
 
 const ROUNDS: usize = 9;
 

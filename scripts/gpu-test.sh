@@ -10,7 +10,7 @@
 #   VKCUDA_BIN  the vkcuda binary      (default target/release/vkcuda)
 #   VKCUDA_E2E  the e2e test binary    (default: newest target/release/deps/e2e-*)
 #   VKCUDA_MINIMAL  examples/minimal, the integrator example on the core alone
-#                   (cargo build --release --no-default-features --example minimal)
+#                   (cargo build --release --no-default-features --features cudarc/cuda-13000,cudarc/nvrtc --example minimal)
 #   FRAMES      frames per run         (default 600)
 # The viewer's CUDA tests (e2e cuda_window_*, through the CPU-present path under
 # Xvfb) need Xvfb, xdotool and xwd: carry .xkit (scripts/gpu-xkit.sh) and

@@ -21,10 +21,14 @@ cargo clippy --release --all-targets -- -D warnings
 cargo build --release --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --quiet
 echo "== the interop core alone (--no-default-features), as an integrator depends on it"
-cargo clippy --release --no-default-features --lib --examples -- -D warnings
-cargo build --release --no-default-features --lib --example minimal
-RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --no-default-features --quiet
-cargo tree --no-default-features -e normal --depth 1
+# The core names no CUDA version: an engine picks one in its own cudarc dependency, as here.
+core=(--no-default-features --features cudarc/cuda-13000)
+cargo clippy --release "${core[@]}" --lib -- -D warnings
+# examples/minimal compiles its kernel with NVRTC: the engine's choice too.
+cargo clippy --release "${core[@]}" --features cudarc/nvrtc --examples -- -D warnings
+cargo build --release "${core[@]}" --features cudarc/nvrtc --lib --example minimal
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib "${core[@]}" --quiet
+cargo tree "${core[@]}" -e normal --depth 1
 # Packages the crate and builds the package alone (what crates.io would get).
 cargo publish --dry-run --allow-dirty --quiet
 echo "== unit and end-to-end tests: validation layer $(dpkg-query -W -f='${Version}' vulkan-validationlayers), Mesa $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"

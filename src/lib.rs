@@ -8,7 +8,8 @@
 //! # In your engine, step by step
 //!
 //! `cargo add vkcuda --no-default-features` gives this core only (ash,
-//! cudarc, gpu-allocator, anyhow, log). `examples/minimal.rs` does every step
+//! cudarc's driver API, gpu-allocator, anyhow, log); pick cudarc's CUDA
+//! version in your own dependency (e.g. `features = ["cuda-13000"]`). `examples/minimal.rs` does every step
 //! below with its own device, context, stream and kernel.
 //!
 //! 1. Before creating your instance and device, enable what
@@ -36,9 +37,9 @@
 //! Where to read: [`sync`] (the protocol as one pure type, and why), then
 //! [`interop`], [`vk`] and [`cuda`]; [`platform`] is the one OS seam.
 //!
-//! With the default `app` feature the crate also builds the `vkcuda`
-//! application (viewer, headless dump, bench) in `app`, which uses only the
-//! public API above.
+//! With the default `app` feature the package also builds the `vkcuda`
+//! binary (viewer, headless dump, bench): its own module tree, outside this
+//! library, so it can use only the public API above.
 
 #![deny(missing_docs)]
 
@@ -48,6 +49,3 @@ pub mod platform;
 pub mod sync;
 pub mod types;
 pub mod vk;
-
-#[cfg(feature = "app")]
-pub mod app;

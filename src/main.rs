@@ -4,13 +4,16 @@
 use std::process::ExitCode;
 
 use clap::Parser;
-use vkcuda::app::bench::Interrupted;
-use vkcuda::app::cli::BenchArgs;
-use vkcuda::app::cli::{Args, Command};
-use vkcuda::app::footprint::change;
-use vkcuda::app::headless::{self, Summary};
-use vkcuda::app::stats::micros;
-use vkcuda::app::UsageError;
+
+mod app;
+
+use crate::app::bench::Interrupted;
+use crate::app::cli::BenchArgs;
+use crate::app::cli::{Args, Command};
+use crate::app::footprint::change;
+use crate::app::headless::{self, Summary};
+use crate::app::stats::micros;
+use crate::app::UsageError;
 
 /// Exit codes (documented in the README).
 mod exit {
@@ -21,7 +24,7 @@ mod exit {
 }
 
 fn main() -> ExitCode {
-    vkcuda::app::logger::init();
+    app::logger::init();
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {
@@ -41,7 +44,7 @@ fn main() -> ExitCode {
     if let Some(Command::Bench(bench)) = &args.command {
         return run_bench(&args, bench);
     }
-    let outcome = if args.headless { headless::run(&args) } else { vkcuda::app::viewer::run(&args) };
+    let outcome = if args.headless { headless::run(&args) } else { app::viewer::run(&args) };
     match outcome {
         Ok(summary) => report(&args, &summary),
         Err(e) => failure(&e),
@@ -49,9 +52,9 @@ fn main() -> ExitCode {
 }
 
 fn run_bench(args: &Args, bench: &BenchArgs) -> ExitCode {
-    match vkcuda::app::bench::run(args, bench) {
+    match app::bench::run(args, bench) {
         Ok(report) => {
-            print!("{}", vkcuda::app::bench::table(&report));
+            print!("{}", app::bench::table(&report));
             if let Some(v) = report.validation {
                 println!("validation: {v}");
                 if !v.clean() {
@@ -78,7 +81,7 @@ fn one_line(text: &str) -> String {
 
 /// Prints an error and maps it to its exit code.
 fn failure(e: &anyhow::Error) -> ExitCode {
-    eprintln!("vkcuda: error: {}", vkcuda::app::for_people(&format!("{e:#}")));
+    eprintln!("vkcuda: error: {}", app::for_people(&format!("{e:#}")));
     if let Some(Interrupted(sig)) = e.downcast_ref::<Interrupted>() {
         return ExitCode::from(128 + *sig as u8);
     }
@@ -91,7 +94,7 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         let json = headless::summary_json(args, s);
         let written = serde_json::to_string_pretty(&json)
             .map_err(anyhow::Error::from)
-            .and_then(|text| vkcuda::app::outfile::write_atomically(path, text.as_bytes()));
+            .and_then(|text| app::outfile::write_atomically(path, text.as_bytes()));
         if let Err(e) = written {
             return failure(&e);
         }

@@ -1,6 +1,6 @@
-//! Domain types, at the bottom of the house: what a run is made of (image
-//! size, queue choice, producer, CUDA scheduling, present mode). No clap here:
-//! the CLI (`app::cli`) gives them their command-line names and help.
+//! Domain types of the core, at the bottom of the house: image size, queue
+//! choice, CUDA scheduling. No clap here: the application's CLI gives them
+//! their command-line names and help.
 
 use std::fmt;
 
@@ -57,31 +57,6 @@ impl fmt::Display for QueueKind {
     }
 }
 
-/// Who renders the frames.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ProducerKind {
-    /// CUDA when a CUDA device matches the Vulkan device by UUID, else the CPU.
-    Auto,
-    /// CUDA kernels write the shared images through `surf2Dwrite`.
-    Cuda,
-    /// CPU threads render the reference into staging buffers; Vulkan uploads them.
-    Cpu,
-    /// Baseline without sharing: CUDA renders into device memory and copies it
-    /// through the host into a staging buffer that Vulkan uploads.
-    Staging,
-}
-
-impl fmt::Display for ProducerKind {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
-            ProducerKind::Auto => "auto",
-            ProducerKind::Cuda => "cuda",
-            ProducerKind::Cpu => "cpu",
-            ProducerKind::Staging => "staging",
-        })
-    }
-}
-
 /// How a CUDA host thread waits for the GPU (the primary context's scheduling flag).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum CudaSched {
@@ -95,75 +70,13 @@ pub enum CudaSched {
     Blocking,
 }
 
-/// What the headless consumer does with a frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum ConsumeKind {
-    /// Copies the shared image into a target of the same size.
-    Copy,
-    /// Draws it with the viewer's draw pass, letterboxed into a target of any size.
-    Draw,
-}
-
-/// How CUDA hands frames to Vulkan: vkcuda's pattern, or one of the public
-/// patterns integrators copy today (`vkcuda bench` puts them side by side;
-/// each runs on the same images, kernels and consume step).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-pub enum Handover {
-    /// vkcuda: one timeline per signaller, N images, the GPUs wait, the CPU never does.
-    Vkcuda,
-    /// NVIDIA Omniverse ovrtx's vulkan-interop example: one timeline only CUDA
-    /// signals, the CPU polls a CUDA event before swapping 2 images, a fence
-    /// keeps one Vulkan frame in flight.
-    CpuGated,
-    /// cuda-samples simpleVulkan: one timeline, even values for Vulkan, odd
-    /// for CUDA; the CPU blocks in `vkWaitSemaphores` every frame; 1 image.
-    HostWait,
-    /// cuda-samples vulkanImageCUDA: two exported binary semaphores, 1 image,
-    /// no queue-family ownership transfer.
-    Binary,
-}
-
-impl Handover {
-    /// The short name (CLI value, bench variant).
-    pub fn name(self) -> &'static str {
-        match self {
-            Handover::Vkcuda => "vkcuda",
-            Handover::CpuGated => "cpu-gated",
-            Handover::HostWait => "host-wait",
-            Handover::Binary => "binary",
-        }
-    }
-}
-
-/// How the viewer's frames reach its window.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PresentPath {
-    /// Vulkan if the device can present to the window, else the CPU.
-    Auto,
-    /// A Vulkan swapchain of the window's surface.
-    Vulkan,
-    /// Drawn on the GPU, read back, put in the window by the CPU (softbuffer).
-    Cpu,
-}
-
-/// How a window presents.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum PresentMode {
-    /// Vsync; always supported.
-    Fifo,
-    /// Vsync without blocking: the newest frame replaces a queued one.
-    Mailbox,
-    /// No vsync; may tear.
-    Immediate,
-}
-
-impl PresentMode {
-    /// Vulkan's name for it.
-    pub fn raw(self) -> ash::vk::PresentModeKHR {
-        match self {
-            PresentMode::Fifo => ash::vk::PresentModeKHR::FIFO,
-            PresentMode::Mailbox => ash::vk::PresentModeKHR::MAILBOX,
-            PresentMode::Immediate => ash::vk::PresentModeKHR::IMMEDIATE,
-        }
+impl fmt::Display for CudaSched {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.pad(match self {
+            CudaSched::Auto => "auto",
+            CudaSched::Spin => "spin",
+            CudaSched::Yield => "yield",
+            CudaSched::Blocking => "blocking",
+        })
     }
 }

@@ -1,6 +1,8 @@
 //! The house's rules, checked on the source: the module import graph has no
-//! circle, the core never imports the application, and inside the
-//! application every import points to the same floor or one below.
+//! circle, and inside the application every import points to the same floor
+//! or one below. That the core never imports the application the compiler
+//! proves now (the application is the binary's own module tree); the test of
+//! it stays as a check of this reader.
 
 #![allow(clippy::unwrap_used)] // a test: a failed read is a failed test
 
@@ -19,6 +21,8 @@ const FLOORS: &[(&str, u8)] = &[
     ("app::logger", 1),
     ("app::outfile", 1),
     ("app::inject", 1),
+    ("app::encode", 1),
+    ("app::kinds", 1),
     ("app", 1),
     ("app::producer", 2),
     ("app::consumer", 2),
@@ -35,6 +39,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("app::headless", 4),
     ("app::viewer", 4),
     ("app::bench", 4),
+    ("app::main", 4),
 ];
 
 fn floor(module: &str) -> Option<u8> {
@@ -59,6 +64,10 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
 
 /// `src/app/producer/mod.rs` → `app::producer`; `src/lib.rs` → `` (the crate root).
 fn module_of(src: &Path, file: &Path) -> String {
+    // The binary's root is the application's top: `crate::app::…` there names the app.
+    if file == src.join("main.rs") {
+        return "app::main".into();
+    }
     let rel = file.strip_prefix(src).unwrap().with_extension("");
     let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
     let parts: Vec<&str> =

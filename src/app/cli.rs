@@ -2,18 +2,47 @@
 
 use std::path::PathBuf;
 
-use clap::builder::PossibleValue;
+use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
 use clap::{Parser, ValueEnum};
 
 use crate::app::bench::report::{Load, Variant};
 use crate::app::inject::{At, Inject};
+use crate::app::kinds::{ConsumeKind, Handover, PresentMode, PresentPath, ProducerKind};
 use crate::app::scene::SceneKind;
 use crate::app::setup::RunSpec;
 use crate::app::UsageError;
-use crate::sync::SyncScheme;
-use crate::types::{
-    ConsumeKind, CudaSched, Handover, PresentMode, PresentPath, ProducerKind, QueueKind, Size,
-};
+use vkcuda::sync::SyncScheme;
+use vkcuda::types::{CudaSched, QueueKind, Size};
+
+/// A core type's command-line values: clap's `ValueEnum` cannot be
+/// implemented here for the core's own enums, so it is implemented for this
+/// wrapper, and [`core_values`] unwraps what clap parsed.
+#[derive(Clone, Copy, Debug)]
+pub struct Core<T>(T);
+
+/// The value parser of a core enum `T` (see [`Core`]).
+fn core_values<T: Clone + Send + Sync + 'static>() -> impl TypedValueParser<Value = T>
+where
+    Core<T>: ValueEnum,
+{
+    EnumValueParser::<Core<T>>::new().map(|c| c.0)
+}
+
+/// [`value_enum`] for a core type: implemented on [`Core`].
+macro_rules! core_value_enum {
+    ($ty:ident { $($variant:ident = $name:literal: $help:literal),+ $(,)? }) => {
+        impl ValueEnum for Core<$ty> {
+            fn value_variants<'a>() -> &'a [Self] {
+                &[$(Core($ty::$variant)),+]
+            }
+            fn to_possible_value(&self) -> Option<PossibleValue> {
+                Some(match self.0 {
+                    $($ty::$variant => PossibleValue::new($name).help($help)),+
+                })
+            }
+        }
+    };
+}
 
 /// Gives a domain type its command-line values and their help (clap's
 /// `ValueEnum`, written here so that clap stays in the CLI).
@@ -40,19 +69,19 @@ value_enum!(ProducerKind {
         pinned host memory; the host copies it into a staging buffer; Vulkan uploads it",
 });
 
-value_enum!(CudaSched {
+core_value_enum!(CudaSched {
     Auto = "auto": "The driver decides (spins while there are fewer busy threads than cores)",
     Spin = "spin": "Spin: lowest wake-up latency, one core busy",
     Yield = "yield": "Spin but yield the core",
     Blocking = "blocking": "Sleep on an OS primitive until the GPU is done",
 });
 
-value_enum!(SyncScheme {
+core_value_enum!(SyncScheme {
     Split = "split": "One timeline per signaller: `rendered` (producer) and `released` (consumer)",
     Shared = "shared": "One timeline shared by both directions; serialises producer and consumer",
 });
 
-value_enum!(QueueKind {
+core_value_enum!(QueueKind {
     Graphics = "graphics": "Graphics and compute (what a presenter needs)",
     Compute = "compute": "Compute, preferably a family without graphics",
     Transfer = "transfer": "Transfer only (copy engines), if the device has such a family (headless default)",
@@ -146,7 +175,7 @@ pub struct Args {
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub buffers: u32,
     /// Synchronization scheme: one timeline per signaller, or one for both directions.
-    #[arg(long, value_enum, default_value_t = SyncScheme::Split)]
+    #[arg(long, value_parser = core_values::<SyncScheme>(), default_value_t = SyncScheme::Split)]
     pub sync: SyncScheme,
     /// The scene to draw.
     #[arg(long, value_enum, default_value_t = SceneKind::Gradient)]
@@ -207,7 +236,7 @@ pub struct Args {
     /// Queue family the consumer submits to. Default: transfer headless (copy
     /// engines run beside CUDA's SMs: no GPU context switch per frame; see the
     /// README's bench results), graphics in a window.
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = core_values::<QueueKind>())]
     pub queue: Option<QueueKind>,
     /// Consumer command buffers in flight (CPU frames ahead of the Vulkan GPU).
     /// Default: as many as shared images, at least 3 (fewer caps the pipeline's depth).
@@ -218,7 +247,7 @@ pub struct Args {
     #[arg(long, default_value_t = 1, hide = true, value_parser = clap::value_parser!(u32).range(1..=64))]
     pub consume_copies: u32,
     /// How CUDA's host thread waits for the GPU (`cuDevicePrimaryCtxSetFlags`).
-    #[arg(long, value_enum, default_value_t = CudaSched::Auto, hide = true)]
+    #[arg(long, value_parser = core_values::<CudaSched>(), default_value_t = CudaSched::Auto, hide = true)]
     pub cuda_sched: CudaSched,
     /// Create the producer's CUDA stream with the device's highest priority.
     #[arg(long, hide = true)]
@@ -295,8 +324,13 @@ impl Args {
         if self.verify && self.dump_every == 0 {
             return Err(UsageError("--verify checks dumped frames: it needs --dump-every 1 or more".into()));
         }
-        crate::sync::FramePlan::new(self.sync, self.buffers as usize, self.timeline_base, self.frame_count())
-            .map_err(UsageError)?;
+        vkcuda::sync::FramePlan::new(
+            self.sync,
+            self.buffers as usize,
+            self.timeline_base,
+            self.frame_count(),
+        )
+        .map_err(UsageError)?;
         Ok(())
     }
 
@@ -424,7 +458,7 @@ pub struct BenchArgs {
     /// Queue families the consumer runs on, comma-separated: compute (copies
     /// run on the SMs, time-sliced with CUDA), transfer (copy engines, beside
     /// CUDA's SMs), graphics.
-    #[arg(long, value_delimiter = ',', default_value = "compute,transfer")]
+    #[arg(long, value_delimiter = ',', default_value = "compute,transfer", value_parser = core_values::<QueueKind>())]
     pub queues: Vec<QueueKind>,
     /// Image sizes, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1280x720,1920x1080,3840x2160")]

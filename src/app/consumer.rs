@@ -22,12 +22,12 @@ use anyhow::{bail, Context, Result};
 use ash::vk;
 
 use crate::app::clock::Anchor;
-use crate::interop::{SharedFrames, VulkanFrame};
-use crate::vk::bounded_wait;
-use crate::vk::device::Device;
-use crate::vk::frame::{buffer_barrier, copy_layers, image_barrier, record_image_barrier};
-use crate::vk::memory::Buffer;
-use crate::vk::shared_image::SharedImage;
+use vkcuda::interop::{SharedFrames, VulkanFrame};
+use vkcuda::vk::bounded_wait;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::frame::{buffer_barrier, copy_layers, image_barrier, record_image_barrier};
+use vkcuda::vk::memory::Buffer;
+use vkcuda::vk::shared_image::SharedImage;
 
 /// What a consumer does with the ready image.
 pub trait Consume {

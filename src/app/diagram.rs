@@ -11,7 +11,7 @@
 
 use std::fmt::Write;
 
-use crate::sync::{FramePlan, Step, SyncScheme};
+use vkcuda::sync::{FramePlan, Step, SyncScheme};
 
 const COL: f64 = 120.0;
 const BOX_W: f64 = 112.0;
@@ -23,7 +23,7 @@ const LEFT: f64 = 96.0;
 pub fn schedule(plan: &FramePlan, frames: u64) -> (Vec<u64>, Vec<u64>) {
     let (mut prod, mut cons): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
     // Which step signals a point: (is_producer, frame), found among the steps scheduled so far.
-    let signaller = |plan: &FramePlan, wait: crate::sync::TimelinePoint, prod: &[u64], cons: &[u64]| {
+    let signaller = |plan: &FramePlan, wait: vkcuda::sync::TimelinePoint, prod: &[u64], cons: &[u64]| {
         let done = |side: &[u64], step: &dyn Fn(u64) -> Step| {
             (0..side.len() as u64)
                 .find(|&g| {
@@ -67,7 +67,7 @@ pub fn schedule(plan: &FramePlan, frames: u64) -> (Vec<u64>, Vec<u64>) {
 
 fn step_box(svg: &mut String, plan: &FramePlan, x: f64, y: f64, g: u64, step: Step, fill: &str) {
     let names = plan.timeline_names();
-    let point = |p: crate::sync::TimelinePoint, op: &str| format!("{} {op} {}", names[p.timeline], p.value);
+    let point = |p: vkcuda::sync::TimelinePoint, op: &str| format!("{} {op} {}", names[p.timeline], p.value);
     let wait = step.wait.map_or("no wait".to_string(), |w| format!("wait {}", point(w, "≥")));
     let _ = writeln!(
         svg,

@@ -1,7 +1,7 @@
 //! What a run occupies: the process's resident memory and the GPU memory in
 //! use, read after warm-up and at the end, so long runs show they are stable.
 
-use crate::cuda::CudaDevice;
+use vkcuda::cuda::CudaDevice;
 
 /// One reading.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

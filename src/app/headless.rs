@@ -14,6 +14,7 @@ use crate::app::consumer::{Completed, ExtraSync};
 use crate::app::director::Director;
 use crate::app::footprint::{self, Footprint};
 use crate::app::inject::Inject;
+use crate::app::kinds::{Handover, ProducerKind};
 pub use crate::app::measure::{Consumed, Span, SpanClock};
 use crate::app::outfile;
 use crate::app::peers;
@@ -26,10 +27,10 @@ use crate::app::setup::{self, Gpu, MemoryNeed};
 use crate::app::sink::{PngSink, SinkReport};
 use crate::app::stats::{median, Samples};
 use crate::app::UsageError;
-use crate::types::{Handover, ProducerKind, Size};
-use crate::vk::cancelled;
-use crate::vk::device::Queue;
-use crate::vk::instance::{Instance, ValidationCounts};
+use vkcuda::types::Size;
+use vkcuda::vk::cancelled;
+use vkcuda::vk::device::Queue;
+use vkcuda::vk::instance::ValidationCounts;
 
 /// What a run measured.
 #[derive(Debug)]
@@ -133,7 +134,7 @@ pub fn run(args: &Args) -> Result<Summary> {
         outfile::check_output(p, None)?;
     }
     let caught = watch_signals()?;
-    let instance = Instance::new(args.validate, &[])?;
+    let instance = setup::vulkan_instance(args.validate, &[])?;
     let gpu = setup::open_gpu(&args.spec(), instance, Queue { kind: args.queue_kind(), present: None })?;
     let device = gpu.device.clone();
     let size = args.size_or(Size { width: 1920, height: 1080 });

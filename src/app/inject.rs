@@ -10,7 +10,7 @@ use std::str::FromStr;
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Fault {
     /// The CUDA producer launches a kernel that traps (a sticky context error).
-    CudaFault,
+    KernelTrap,
     /// The producer thread panics before it makes the frame.
     ProducerPanic,
     /// The consumer fails while recording the frame (its batch is never submitted).
@@ -26,7 +26,7 @@ pub enum Fault {
 }
 
 const NAMES: [(Fault, &str); 7] = [
-    (Fault::CudaFault, "cuda-fault"),
+    (Fault::KernelTrap, "cuda-fault"),
     (Fault::ProducerPanic, "producer-panic"),
     (Fault::ConsumerError, "consumer-error"),
     (Fault::PngWrite, "png-write"),

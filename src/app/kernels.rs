@@ -81,10 +81,23 @@ pub struct SceneKernels {
     fault: CudaFunction,
 }
 
+/// Makes sure NVRTC (the run-time CUDA compiler) can be loaded.
+fn load_nvrtc() -> Result<()> {
+    // SAFETY: only tries to dlopen the library under its usual names.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        anyhow::bail!(
+            "libnvrtc.so (the CUDA run-time compiler) was not found: install the CUDA toolkit's NVRTC \
+             (e.g. apt install cuda-nvrtc-13-0) and add its folder to LD_LIBRARY_PATH \
+             (e.g. /usr/local/cuda/targets/x86_64-linux/lib), or run with --producer cpu"
+        );
+    }
+    Ok(())
+}
+
 impl SceneKernels {
     /// Compiles (or takes from `cache_dir`) and loads the kernels for `ctx`'s device.
     pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Self> {
-        crate::cuda::load_nvrtc()?;
+        load_nvrtc()?;
         let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
         let arch = format!("--gpu-architecture=sm_{major}{minor}");
         let (mut nv_major, mut nv_minor) = (0, 0);

@@ -3,8 +3,8 @@
 //!
 //! Floors, bottom to top (an import only points down or sideways):
 //! 1. content and measurement: [`scene`] and its [`kernels`], [`director`],
-//!    [`clock`], [`stats`], [`footprint`], [`diagram`], [`outfile`],
-//!    [`inject`] (test-only fault injection);
+//!    [`clock`], [`stats`], [`footprint`], [`diagram`], [`outfile`], [`encode`],
+//!    [`inject`] (test-only fault injection), [`kinds`] (the kinds of run);
 //! 2. the running interop: [`producer`] (CUDA, CPU, staging threads),
 //!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
 //!    does with a frame), [`sink`] (PNG output), [`setup`] and [`session`],
@@ -18,13 +18,16 @@ pub mod bench;
 pub mod cli;
 pub mod clock;
 pub mod consumer;
+#[cfg(test)]
 pub mod diagram;
 pub mod director;
 pub mod display;
+pub mod encode;
 pub mod footprint;
 pub mod headless;
 pub mod inject;
 pub mod kernels;
+pub mod kinds;
 pub mod logger;
 pub mod measure;
 pub mod outfile;

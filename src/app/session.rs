@@ -15,10 +15,10 @@ use crate::app::inject::{Fault, Inject};
 use crate::app::producer::{Control, Job, Report};
 use crate::app::setup::{self, Gpu, Interop, RunSpec};
 use crate::app::UsageError;
-use crate::cuda::CudaDevice;
-use crate::sync::FramePlan;
-use crate::types::Size;
-use crate::vk::bounded_wait;
+use vkcuda::cuda::CudaDevice;
+use vkcuda::sync::FramePlan;
+use vkcuda::types::Size;
+use vkcuda::vk::bounded_wait;
 
 /// A running interop.
 ///
@@ -94,11 +94,6 @@ impl Session {
             host_waits,
             inject: spec.inject.clone(),
         })
-    }
-
-    /// Whether a side failed (a wait should give up).
-    pub fn failed(&self) -> bool {
-        self.control.failed()
     }
 
     /// Waits until the slot of the next frame is free; see [`FrameLoop::pace`].

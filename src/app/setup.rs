@@ -11,20 +11,21 @@ use gpu_allocator::MemoryLocation;
 
 use crate::app::inject::Inject;
 use crate::app::kernels::{self, SceneKernels};
+use crate::app::kinds::Handover;
+use crate::app::kinds::ProducerKind;
 use crate::app::producer::cpu::CpuProducer;
 use crate::app::producer::cuda::CudaProducer;
 use crate::app::producer::staging::StagingProducer;
 use crate::app::producer::{Control, Job, Report};
 use crate::app::UsageError;
-use crate::cuda::{self, CudaDevice};
-use crate::interop::SharedFrames;
-use crate::sync::{FramePlan, SyncScheme};
-use crate::types::Handover;
-use crate::types::{CudaSched, ProducerKind, Size};
-use crate::vk::device::{format_uuid, list_gpus, Device, GpuInfo, Queue};
-use crate::vk::instance::Instance;
-use crate::vk::memory::Buffer;
-use crate::vk::shared_image::can_export;
+use vkcuda::cuda::{self, CudaDevice};
+use vkcuda::interop::SharedFrames;
+use vkcuda::sync::{FramePlan, SyncScheme};
+use vkcuda::types::{CudaSched, Size};
+use vkcuda::vk::device::{format_uuid, list_gpus, Device, GpuInfo, Queue};
+use vkcuda::vk::instance::Instance;
+use vkcuda::vk::memory::Buffer;
+use vkcuda::vk::shared_image::can_export;
 
 /// What a run is made of (the CLI fills it in from its arguments).
 #[derive(Clone, Debug)]
@@ -66,6 +67,14 @@ pub struct Gpu {
     pub cuda: Option<CudaDevice>,
     /// Why this producer was chosen (logged).
     pub why: String,
+}
+
+/// A Vulkan instance for the application: the loader `VKCUDA_LIBVULKAN`
+/// names (which also lets the tests check the error for a missing one), else
+/// the system's.
+pub fn vulkan_instance(validate: bool, extensions: &[&std::ffi::CStr]) -> Result<Arc<Instance>> {
+    let loader = std::env::var_os("VKCUDA_LIBVULKAN").map(PathBuf::from);
+    Instance::with_loader(loader.as_deref(), validate, extensions)
 }
 
 /// Opens Vulkan, finds CUDA if wanted, and picks the device and producer.

@@ -80,19 +80,9 @@ impl<T> Samples<T> {
         self.next
     }
 
-    /// The newest sample.
-    pub fn last(&self) -> Option<&T> {
-        self.items.last().map(|(_, v)| v)
-    }
-
     /// Number of samples kept.
     pub fn len(&self) -> usize {
         self.items.len()
-    }
-
-    /// Whether none is kept.
-    pub fn is_empty(&self) -> bool {
-        self.items.is_empty()
     }
 }
 
@@ -121,7 +111,6 @@ mod tests {
         }
         assert!(a.len() <= Samples::<u64>::CAP && a.len() > Samples::<u64>::CAP / 2);
         assert_eq!(a.get(0), Some(&0));
-        assert_eq!(a.last(), a.iter().last().map(|(_, v)| v));
         // Every frame a kept (the larger stride) that b saw is kept by b too.
         assert!(a.iter().filter(|(f, _)| *f < n - 1000).all(|(f, _)| b.get(*f) == Some(f)));
         assert!(a.iter().zip(a.iter().skip(1)).all(|(x, y)| x.0 < y.0));

@@ -33,6 +33,7 @@ use crate::app::consumer::{Completed, ExtraSync};
 use crate::app::director::Director;
 use crate::app::display;
 use crate::app::headless::{png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
+use crate::app::kinds::{PresentMode, PresentPath};
 use crate::app::present::readback::Readback;
 use crate::app::present::swapchain::SwapchainState;
 use crate::app::present::window::{Acquired, Presenter};
@@ -44,9 +45,8 @@ use crate::app::setup::{self, Gpu};
 use crate::app::sink::SinkReport;
 use crate::app::stats::{median, micros, Samples};
 use crate::app::UsageError;
-use crate::types::{PresentMode, PresentPath, QueueKind, Size};
-use crate::vk::device::{list_gpus, Queue};
-use crate::vk::instance::Instance;
+use vkcuda::types::{QueueKind, Size};
+use vkcuda::vk::device::{list_gpus, Queue};
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
 pub fn run(args: &Args) -> Result<Summary> {
@@ -439,7 +439,7 @@ fn open_vulkan(window: &Arc<Window>, args: &Args) -> Result<(Gpu, Presenter)> {
         ash_window::enumerate_required_extensions(display).context("Vulkan cannot present here")?;
     // SAFETY: ash-window returns pointers to static NUL-terminated extension names.
     let extensions: Vec<&CStr> = required.iter().map(|p| unsafe { CStr::from_ptr(*p) }).collect();
-    let instance = Instance::new(args.validate, &extensions)?;
+    let instance = setup::vulkan_instance(args.validate, &extensions)?;
     if matches!(display, RawDisplayHandle::Xlib(_) | RawDisplayHandle::Xcb(_)) {
         if let Some(why) = x11::nvidia_cannot_present() {
             // Asking NVIDIA's driver about this server's surface would crash the process.
@@ -474,7 +474,7 @@ fn open_vulkan(window: &Arc<Window>, args: &Args) -> Result<(Gpu, Presenter)> {
 /// The CPU-present path: no surface; the draw pass into an offscreen image
 /// that softbuffer puts in the window.
 fn open_cpu(window: &Arc<Window>, args: &Args, why: &str) -> Result<(Gpu, Presenter)> {
-    let instance = Instance::new(args.validate, &[])?;
+    let instance = setup::vulkan_instance(args.validate, &[])?;
     let queue = Queue { kind: QueueKind::Graphics, present: None };
     let gpu = setup::open_gpu(&args.spec(), instance, queue)?;
     let presenter = Presenter::new_cpu(gpu.device.clone(), window.clone(), args.in_flight())?;

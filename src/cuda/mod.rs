@@ -154,26 +154,10 @@ pub fn check(result: sys::CUresult, call: &str) -> Result<()> {
 pub fn load_driver() -> Result<()> {
     // SAFETY: only tries to dlopen the library under its usual names.
     if !unsafe { sys::is_culib_present() } {
-        bail!(
-            "libcuda.so (the NVIDIA driver's CUDA library) was not found: install the NVIDIA driver, \
-             or run with --producer cpu"
-        );
+        bail!("libcuda.so (the NVIDIA driver's CUDA library) was not found: install the NVIDIA driver");
     }
     // SAFETY: cuInit may be called any number of times.
     check(unsafe { sys::cuInit(0) }, "cuInit (is an NVIDIA GPU present and the driver loaded?)")
-}
-
-/// Makes sure NVRTC (the run-time CUDA compiler) can be loaded.
-pub fn load_nvrtc() -> Result<()> {
-    // SAFETY: only tries to dlopen the library under its usual names.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        bail!(
-            "libnvrtc.so (the CUDA run-time compiler) was not found: install the CUDA toolkit's NVRTC \
-             (e.g. apt install cuda-nvrtc-13-0) and add its folder to LD_LIBRARY_PATH \
-             (e.g. /usr/local/cuda/targets/x86_64-linux/lib), or run with --producer cpu"
-        );
-    }
-    Ok(())
 }
 
 /// A CUDA device and the UUID Vulkan reports for the same GPU.

@@ -67,19 +67,26 @@ impl Instance {
     /// Loads libvulkan and creates a Vulkan 1.3 instance; with `validate`,
     /// with the validation layer and synchronization validation on.
     pub fn new(validate: bool, extensions: &[&CStr]) -> Result<Arc<Self>> {
-        // `VKCUDA_LIBVULKAN` names a loader to use instead of the system's (and lets the
-        // tests check the error for a missing one).
-        let custom = std::env::var_os("VKCUDA_LIBVULKAN");
+        Self::with_loader(None, validate, extensions)
+    }
+
+    /// [`Instance::new`] with the Vulkan loader at `loader` instead of the
+    /// system's `libvulkan.so.1`.
+    pub fn with_loader(
+        loader: Option<&std::path::Path>,
+        validate: bool,
+        extensions: &[&CStr],
+    ) -> Result<Arc<Self>> {
         // SAFETY: loading libvulkan runs its initialisers; it is a Vulkan loader the user chose
         // (the system's by default).
         let entry = unsafe {
-            match &custom {
+            match loader {
                 Some(path) => ash::Entry::load_from(path),
                 None => ash::Entry::load(),
             }
         }
         .map_err(|e| {
-            let which = custom.as_ref().map_or("libvulkan.so.1".into(), |p| p.to_string_lossy().into_owned());
+            let which = loader.map_or("libvulkan.so.1".into(), |p| p.to_string_lossy().into_owned());
             anyhow::anyhow!(
                 "cannot load the Vulkan loader ({which}): {e}. Install it \
                  (Debian/Ubuntu: apt install libvulkan1 mesa-vulkan-drivers) or set LD_LIBRARY_PATH"

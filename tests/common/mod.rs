@@ -5,8 +5,13 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-use vkcuda::app::present::draw::drawn_reference;
-use vkcuda::app::scene::{render_cpu, Diff, FrameArgs, Scene};
+// The application's CPU reference, the same file the binary compiles (the
+// application is the binary's own module tree, not a library to import).
+#[allow(dead_code)]
+#[path = "../../src/app/scene.rs"]
+pub mod scene;
+
+use scene::{drawn_reference, render_cpu, Diff, FrameArgs, Scene};
 
 /// What a test body returns: `Err` says what went wrong.
 pub type Outcome = Result<(), String>;
@@ -73,7 +78,7 @@ pub fn check_pngs_drawn(dir: &Path, scene: Scene, target: Option<(u32, u32)>, ex
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
     names.sort();
-    let want: Vec<String> = expected.iter().map(|f| vkcuda::app::sink::frame_file_name(*f)).collect();
+    let want: Vec<String> = expected.iter().map(|f| format!("frame_{f:06}.png")).collect();
     if names != want {
         return Err(format!("files {names:?}, expected {want:?}"));
     }

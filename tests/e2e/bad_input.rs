@@ -3,7 +3,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use vkcuda::app::scene::{Scene, SceneKind};
+use crate::common::scene::{Scene, SceneKind};
 
 use crate::common::*;
 

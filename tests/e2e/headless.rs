@@ -4,7 +4,7 @@
 
 use std::process::Command;
 
-use vkcuda::app::scene::{Scene, SceneKind};
+use crate::common::scene::{Scene, SceneKind};
 
 use crate::common::*;
 

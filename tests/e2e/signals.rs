@@ -2,7 +2,7 @@
 
 use std::process::Command;
 
-use vkcuda::app::scene::{Scene, SceneKind};
+use crate::common::scene::{Scene, SceneKind};
 
 use crate::common::*;
 

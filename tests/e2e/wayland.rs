@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use vkcuda::app::scene::{Scene, SceneKind};
+use crate::common::scene::{Scene, SceneKind};
 
 use crate::common::*;
 use crate::window::{compare_window, Capture};

@@ -4,8 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use vkcuda::app::present::draw::drawn_reference;
-use vkcuda::app::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
+use crate::common::scene::{drawn_reference, render_cpu, Diff, FrameArgs, Scene, SceneKind};
 
 use crate::common::*;
 

@@ -6,7 +6,7 @@
 use std::fmt::Write;
 
 use super::report::{Load, Report};
-use crate::types::QueueKind;
+use vkcuda::types::QueueKind;
 
 const WIDTH: f64 = 900.0;
 const LABEL: f64 = 190.0;

@@ -20,16 +20,16 @@ pub use report::{headline, table, utc_date, Load, Report, Row, Variant};
 use crate::app::cli::{Args, BenchArgs};
 use crate::app::director::Director;
 use crate::app::headless::{run_session, summarize, watch_signals, Span, Summary};
+use crate::app::kinds::{ConsumeKind, ProducerKind};
 use crate::app::outfile::{check_output, write_atomically};
 use crate::app::present::offscreen::Offscreen;
 use crate::app::scene::{Scene, SceneKind};
 use crate::app::setup::{self, Gpu};
 use crate::app::sink::SinkReport;
 use crate::app::stats::median_f64;
-use crate::sync::SyncScheme;
-use crate::types::{ConsumeKind, ProducerKind, QueueKind, Size};
-use crate::vk::device::Queue;
-use crate::vk::instance::Instance;
+use vkcuda::sync::SyncScheme;
+use vkcuda::types::{QueueKind, Size};
+use vkcuda::vk::device::Queue;
 
 /// Runs `vkcuda bench`.
 pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
@@ -39,7 +39,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
         }
     }
     let caught = watch_signals()?;
-    let instance = Instance::new(args.validate, &[])?;
+    let instance = setup::vulkan_instance(args.validate, &[])?;
     let mut rows = Vec::new();
     let mut about = None;
     let total = bench.queues.len() * bench.sizes.len() * bench.loads.len() * bench.variants.len();
@@ -57,7 +57,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
             (
                 gpu.device.info.name.clone(),
                 gpu.device.info.driver.trim().to_string(),
-                gpu.cuda.as_ref().and_then(|_| crate::cuda::driver_version().ok()),
+                gpu.cuda.as_ref().and_then(|_| vkcuda::cuda::driver_version().ok()),
             )
         });
         for size in &bench.sizes {

@@ -7,9 +7,10 @@ use std::fmt;
 
 use serde::Serialize;
 
-use crate::sync::SyncScheme;
-use crate::types::{Handover, QueueKind};
-use crate::vk::instance::ValidationCounts;
+use crate::app::kinds::Handover;
+use vkcuda::sync::SyncScheme;
+use vkcuda::types::QueueKind;
+use vkcuda::vk::instance::ValidationCounts;
 
 /// One way of getting CUDA's frames to Vulkan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

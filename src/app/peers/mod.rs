@@ -25,6 +25,7 @@ use indicatif::ProgressBar;
 use crate::app::consumer::{Completed, Consume, FrameLoop, Submission};
 use crate::app::director::Director;
 use crate::app::kernels::{self, SceneKernels, Target};
+use crate::app::kinds::Handover;
 use crate::app::measure::{Consumed, Span, SpanClock};
 use crate::app::present::offscreen::Offscreen;
 use crate::app::producer::cuda::KernelTimer;
@@ -33,14 +34,14 @@ use crate::app::scene::FrameArgs;
 use crate::app::setup::{Gpu, RunSpec};
 use crate::app::stats::Samples;
 use crate::app::UsageError;
-use crate::cuda::external::ExternalSemaphore;
-use crate::interop::{CudaFrames, SharedFrames};
-use crate::sync::{FramePlan, SyncScheme, TimelinePoint};
-use crate::types::{Handover, Size};
-use crate::vk::binary::BinarySemaphore;
-use crate::vk::bounded_wait;
-use crate::vk::device::Device;
-use crate::vk::frame::record_image_barrier;
+use vkcuda::cuda::external::ExternalSemaphore;
+use vkcuda::interop::{CudaFrames, SharedFrames};
+use vkcuda::sync::{FramePlan, SyncScheme, TimelinePoint};
+use vkcuda::types::Size;
+use vkcuda::vk::binary::BinarySemaphore;
+use vkcuda::vk::bounded_wait;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::frame::record_image_barrier;
 
 /// Runs `args.handover` (not vkcuda's) at `size` into `offscreen` for
 /// `span`, timelines starting at `base`: what a [`crate::app::session::Session`]
@@ -154,7 +155,7 @@ impl Rig {
             _ => MAX_IN_FLIGHT,
         };
         let frames = FrameLoop::new(device.clone(), in_flight, None)?;
-        let ctx = crate::cuda::context(cuda_device, spec.cuda_sched)?;
+        let ctx = vkcuda::cuda::context(cuda_device, spec.cuda_sched)?;
         let cache = spec.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir);
         let kernels = SceneKernels::load(&ctx, &cache)?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;
@@ -276,7 +277,7 @@ impl Rig {
 const COPY_READ: (vk::PipelineStageFlags2, vk::AccessFlags2) =
     (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 
-/// `cuStreamSynchronize` that gives up after [`crate::vk::WAIT_TIMEOUT`] (a
+/// `cuStreamSynchronize` that gives up after [`vkcuda::vk::WAIT_TIMEOUT`] (a
 /// stream waiting on a semaphore nobody signals would otherwise hang the run).
 fn sync_bounded(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<()> {
     let event: CudaEvent = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;

@@ -15,9 +15,9 @@ use winit::window::Window;
 
 use super::draw::{DrawPass, DrawTarget};
 use super::readback::copy_to_host;
-use crate::vk::device::Device;
-use crate::vk::memory::Buffer;
-use crate::vk::shared_image::SharedImage;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::memory::Buffer;
+use vkcuda::vk::shared_image::SharedImage;
 
 /// The window-sized target, one readback buffer per frame slot, and the window's softbuffer surface.
 pub struct CpuOutput {

@@ -7,11 +7,12 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
-use crate::vk::device::Device;
-use crate::vk::frame::{image_barrier, record_image_barrier, COLOR};
-use crate::vk::memory::Image;
-use crate::vk::shared_image::SharedImage;
-use crate::vk::SHARED_FORMAT;
+use crate::app::scene::letterbox;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::frame::{image_barrier, record_image_barrier, COLOR};
+use vkcuda::vk::memory::Image;
+use vkcuda::vk::shared_image::SharedImage;
+use vkcuda::vk::SHARED_FORMAT;
 
 /// At most this many shared images (`--buffers` is 1..=3 in a window).
 const MAX_SHARED: usize = 3;
@@ -318,61 +319,6 @@ impl Drop for DrawTarget {
     }
 }
 
-/// The letterbox: the largest rectangle with the frame's aspect ratio,
-/// centred in the window, in whole pixels.
-pub fn letterbox(window: vk::Extent2D, frame: vk::Extent2D) -> vk::Rect2D {
-    let (ww, wh) = (f64::from(window.width), f64::from(window.height));
-    let (fw, fh) = (f64::from(frame.width.max(1)), f64::from(frame.height.max(1)));
-    let scale = (ww / fw).min(wh / fh);
-    let (w, h) = ((fw * scale).round().max(1.0) as u32, (fh * scale).round().max(1.0) as u32);
-    vk::Rect2D {
-        offset: vk::Offset2D {
-            x: ((window.width - w.min(window.width)) / 2) as i32,
-            y: ((window.height - h.min(window.height)) / 2) as i32,
-        },
-        extent: vk::Extent2D { width: w.min(window.width), height: h.min(window.height) },
-    }
-}
-
-/// What the draw pass should produce: the `fw`×`fh` RGBA8 frame letterboxed
-/// into a `tw`×`th` target and sampled bilinearly (clamp to edge), in RGB.
-/// `None` marks the letterbox rectangle's edge pixels, whose coverage is the
-/// rasterizer's call; the bars are black.
-pub fn drawn_reference(frame: &[u8], (fw, fh): (u32, u32), (tw, th): (u32, u32)) -> Vec<Option<[f64; 3]>> {
-    let r = letterbox(vk::Extent2D { width: tw, height: th }, vk::Extent2D { width: fw, height: fh });
-    let (x0, y0) = (f64::from(r.offset.x), f64::from(r.offset.y));
-    let (rw, rh) = (f64::from(r.extent.width), f64::from(r.extent.height));
-    let texel = |x: i64, y: i64, c: usize| {
-        let (x, y) = (x.clamp(0, i64::from(fw) - 1) as usize, y.clamp(0, i64::from(fh) - 1) as usize);
-        f64::from(frame[(y * fw as usize + x) * 4 + c])
-    };
-    let mut out = Vec::with_capacity((tw * th) as usize);
-    for py in 0..th {
-        for px in 0..tw {
-            let (fx, fy) = (f64::from(px) + 0.5 - x0, f64::from(py) + 0.5 - y0);
-            if fx < 0.0 || fy < 0.0 || fx > rw || fy > rh {
-                out.push(Some([0.0; 3]));
-                continue;
-            }
-            if fx < 1.0 || fy < 1.0 || fx > rw - 1.0 || fy > rh - 1.0 {
-                out.push(None);
-                continue;
-            }
-            let (u, v) = (fx / rw * f64::from(fw) - 0.5, fy / rh * f64::from(fh) - 0.5);
-            let (ix, iy) = (u.floor() as i64, v.floor() as i64);
-            let (ax, ay) = (u - u.floor(), v - v.floor());
-            let mut p = [0.0; 3];
-            for (c, v) in p.iter_mut().enumerate() {
-                let top = texel(ix, iy, c) * (1.0 - ax) + texel(ix + 1, iy, c) * ax;
-                let bottom = texel(ix, iy + 1, c) * (1.0 - ax) + texel(ix + 1, iy + 1, c) * ax;
-                *v = top * (1.0 - ay) + bottom * ay;
-            }
-            out.push(Some(p));
-        }
-    }
-    out
-}
-
 impl Drop for DrawPass {
     fn drop(&mut self) {
         self.release_views();
@@ -384,27 +330,5 @@ impl Drop for DrawPass {
             self.device.raw.destroy_sampler(self.sampler, None);
             self.device.raw.destroy_descriptor_pool(self.pool, None);
         }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn e(width: u32, height: u32) -> vk::Extent2D {
-        vk::Extent2D { width, height }
-    }
-
-    #[test]
-    fn letterbox_keeps_the_aspect_ratio() {
-        // Wider window: bars left and right.
-        let r = letterbox(e(800, 300), e(320, 180));
-        assert_eq!((r.offset.x, r.offset.y, r.extent.width, r.extent.height), (133, 0, 533, 300));
-        // Taller window: bars above and below.
-        let r = letterbox(e(400, 400), e(320, 180));
-        assert_eq!((r.offset.x, r.offset.y, r.extent.width, r.extent.height), (0, 87, 400, 225)); // 175 px of bars: 87 above, 88 below
-                                                                                                  // Same ratio: fills the window.
-        let r = letterbox(e(1280, 720), e(1920, 1080));
-        assert_eq!((r.offset.x, r.offset.y, r.extent.width, r.extent.height), (0, 0, 1280, 720));
     }
 }

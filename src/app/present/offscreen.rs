@@ -13,13 +13,13 @@ use ash::vk;
 use super::draw::{DrawPass, DrawTarget};
 use super::readback::Readback;
 use crate::app::consumer::Consume;
+use crate::app::kinds::ConsumeKind;
 use crate::app::sink::SinkReport;
-use crate::types::ConsumeKind;
-use crate::vk::device::Device;
-use crate::vk::frame::{copy_layers, image_barrier, record_image_barrier};
-use crate::vk::memory::Image;
-use crate::vk::shared_image::SharedImage;
-use crate::vk::SHARED_FORMAT;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::frame::{copy_layers, image_barrier, record_image_barrier};
+use vkcuda::vk::memory::Image;
+use vkcuda::vk::shared_image::SharedImage;
+use vkcuda::vk::SHARED_FORMAT;
 
 /// What the consumer does with each frame, and its target.
 enum Mode {

@@ -17,9 +17,9 @@ use gpu_allocator::MemoryLocation;
 
 use crate::app::director::Director;
 use crate::app::sink::{FrameJob, PngSink, SinkReport, Stages};
-use crate::vk::device::Device;
-use crate::vk::frame::{buffer_barrier, copy_layers};
-use crate::vk::memory::Buffer;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::frame::{buffer_barrier, copy_layers};
+use vkcuda::vk::memory::Buffer;
 
 /// Readback buffers nobody holds, and a signal for each one given back.
 #[derive(Default)]

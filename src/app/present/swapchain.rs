@@ -15,9 +15,9 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
-use crate::types::PresentMode;
-use crate::vk::device::Device;
-use crate::vk::frame::COLOR;
+use crate::app::kinds::PresentMode;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::frame::COLOR;
 
 /// The swapchain and what hangs off it.
 pub struct Swapchain {
@@ -110,15 +110,6 @@ impl Swapchain {
         Ok(this)
     }
 
-    /// The window's drawable size now; zero when minimized.
-    pub fn surface_extent(&self, window: vk::Extent2D) -> Result<vk::Extent2D> {
-        // SAFETY: plain query with a live surface.
-        let caps = unsafe {
-            self.surface_fn.get_physical_device_surface_capabilities(self.device.info.physical, self.surface)
-        }?;
-        Ok(if caps.current_extent.width != u32::MAX { caps.current_extent } else { window })
-    }
-
     /// (Re)creates the swapchain for a window of `window` pixels. The caller
     /// made sure no submitted frame still uses the old one (queue idle).
     pub fn recreate(&mut self, window: vk::Extent2D) -> Result<()> {
@@ -207,7 +198,7 @@ impl Swapchain {
         let r = unsafe {
             self.swapchain_fn.acquire_next_image(
                 self.swapchain,
-                crate::vk::WAIT_TIMEOUT.as_nanos() as u64,
+                vkcuda::vk::WAIT_TIMEOUT.as_nanos() as u64,
                 sem,
                 vk::Fence::null(),
             )
@@ -220,7 +211,7 @@ impl Swapchain {
             }
             Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok((SwapchainState::Stale, vk::Semaphore::null())),
             Err(vk::Result::TIMEOUT | vk::Result::NOT_READY) => {
-                bail!("timed out after {:?} acquiring a swapchain image", crate::vk::WAIT_TIMEOUT)
+                bail!("timed out after {:?} acquiring a swapchain image", vkcuda::vk::WAIT_TIMEOUT)
             }
             Err(e) => Err(e).context("vkAcquireNextImageKHR"),
         }

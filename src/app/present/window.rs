@@ -14,11 +14,11 @@ use super::draw::DrawPass;
 use super::readback::Readback;
 use super::swapchain::{Swapchain, SwapchainState};
 use crate::app::consumer::Consume;
-use crate::types::PresentMode;
-use crate::vk::device::Device;
-use crate::vk::frame::{record_image_barrier, COLOR};
-use crate::vk::shared_image::SharedImage;
-use crate::vk::SHARED_FORMAT;
+use crate::app::kinds::PresentMode;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::frame::{record_image_barrier, COLOR};
+use vkcuda::vk::shared_image::SharedImage;
+use vkcuda::vk::SHARED_FORMAT;
 
 /// Where the drawn frame goes.
 enum Output {
@@ -98,14 +98,6 @@ impl Presenter {
     /// Points the draw pass at `images` (after the interop is (re)built).
     pub fn bind_shared(&mut self, images: &[SharedImage]) -> Result<()> {
         self.draw.bind_shared(images)
-    }
-
-    /// The window's drawable size now; zero when minimized.
-    pub fn surface_extent(&self, window: vk::Extent2D) -> Result<vk::Extent2D> {
-        match &self.output {
-            Output::Vulkan(s) => s.surface_extent(window),
-            Output::Cpu(_) => Ok(window),
-        }
     }
 
     /// (Re)creates the swapchain or the CPU path's target for the window's size (queue idle).

@@ -12,9 +12,9 @@ use super::{FrameTiming, Job, Report};
 use crate::app::clock::{now_ns, CpuMeter};
 use crate::app::director::FrameSpec;
 use crate::app::scene::{render_cpu, FrameArgs};
-use crate::interop::SharedFrames;
-use crate::vk::memory::Buffer;
-use crate::vk::timeline::Timeline;
+use vkcuda::interop::SharedFrames;
+use vkcuda::vk::memory::Buffer;
+use vkcuda::vk::timeline::Timeline;
 
 /// The CPU producer's state.
 pub struct CpuProducer {

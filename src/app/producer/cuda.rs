@@ -14,7 +14,7 @@ use crate::app::clock::{now_ns, CpuMeter};
 use crate::app::inject::Fault;
 use crate::app::kernels::{SceneKernels, Target};
 use crate::app::scene::FrameArgs;
-use crate::interop::{CudaFrames, SharedFrames};
+use vkcuda::interop::{CudaFrames, SharedFrames};
 
 /// Kernel timings are resolved this many frames late, so reading an event never stalls.
 const EVENT_RING: usize = 16;
@@ -59,7 +59,7 @@ impl CudaProducer {
                 let (mut least, mut greatest) = (0, 0);
                 // SAFETY: out-pointers to locals; the context is bound (by the imports above).
                 let r = unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) };
-                crate::cuda::check(r, "cuCtxGetStreamPriorityRange")?;
+                vkcuda::cuda::check(r, "cuCtxGetStreamPriorityRange")?;
                 ctx.new_stream_with_priority(greatest)
             }
         }
@@ -104,7 +104,7 @@ impl CudaProducer {
                 let spec = job.director.begin(g);
                 let args = FrameArgs::new(&spec.scene, spec.tick);
                 self.kernels.launch(&self.stream, &spec.scene, &args, Target::Surface(surface))?;
-                if job.inject.at(Fault::CudaFault, g) {
+                if job.inject.at(Fault::KernelTrap, g) {
                     self.kernels.launch_fault(&self.stream)?;
                 }
                 timer.end(g, &self.stream)?;

@@ -14,7 +14,7 @@ use std::time::Duration;
 use crate::app::director::Director;
 use crate::app::inject::Inject;
 use crate::app::stats::Samples;
-use crate::sync::FramePlan;
+use vkcuda::sync::FramePlan;
 
 /// What the two threads share besides the timelines: how many frames to
 /// make, and whether either side failed.

@@ -16,8 +16,8 @@ use super::cuda::EventAnchor;
 use super::{Job, Report};
 use crate::app::kernels::{SceneKernels, Target};
 use crate::app::scene::FrameArgs;
-use crate::interop::SharedFrames;
-use crate::vk::memory::Buffer;
+use vkcuda::interop::SharedFrames;
+use vkcuda::vk::memory::Buffer;
 
 /// Device memory and pinned host memory of one frame, freed on drop.
 struct Memory {
