@@ -68,7 +68,7 @@ fn main() -> Result<()> {
     let info = info.push_next(&mut v12).push_next(&mut v13);
     // SAFETY: every pointer in `info` points into locals that outlive the call.
     let device = unsafe { instance.raw.create_device(physical, &info, None) }.context("vkCreateDevice")?;
-    let checked = with_device(&instance, physical, &device, family, ordinal);
+    let checked = with_device(&instance, physical, (&device, &needs.device_extensions), family, ordinal);
     // SAFETY: with_device dropped every object it made on the device and left its queue idle.
     unsafe { device.destroy_device(None) };
     let v = instance.validation().counts();
@@ -80,12 +80,15 @@ fn main() -> Result<()> {
 fn with_device(
     instance: &Instance,
     physical: vk::PhysicalDevice,
-    raw: &ash::Device,
+    (raw, extensions): (&ash::Device, &[&std::ffi::CStr]),
     family: u32,
     ordinal: usize,
 ) -> Result<u64> {
     // 3. vkcuda wraps your device; 4. the plan and the shared frames on it.
-    let device = Device::adopt(&instance.raw, physical, raw, family, 0)?;
+    // SAFETY: `raw` was created just above from `physical` of this instance, with exactly
+    // `extensions` and vkcuda's features, has queue 0 of `family`, only this thread submits
+    // to it, and it is destroyed only after this function has dropped every vkcuda object.
+    let device = unsafe { Device::adopt(&instance.raw, physical, raw, extensions, family, 0) }?;
     let plan = FramePlan::new(SyncScheme::Split, IMAGES, 0, FRAMES).map_err(|e| anyhow!(e))?;
     let shared = Arc::new(SharedFrames::new(&device, plan, vk::Extent2D { width: W, height: H }, true)?);
     // 5. Your CUDA context, stream and kernel; the shared frames imported into the context.

@@ -18,10 +18,12 @@
 //! 2. Pick the Vulkan device CUDA sees: its `deviceUUID`
 //!    ([`vk::device::gpu_info`]) equals a CUDA device's `cuDeviceGetUuid_v2`
 //!    ([`cuda::list_devices`]).
-//! 3. Wrap your device and a queue: [`vk::device::Device::adopt`].
+//! 3. Wrap your device and a queue: [`vk::device::Device::adopt`] (`unsafe`:
+//!    its `# Safety` list is what vkcuda cannot check; the rest it checks).
 //! 4. Choose a plan, [`sync::FramePlan::new`] (scheme, number of images), and
 //!    create the shared images and timelines: [`interop::SharedFrames::new`].
-//! 5. Import them into your CUDA context (cudarc's or a raw `CUcontext`),
+//! 5. Import them into your CUDA context (cudarc's, or a raw `CUcontext`
+//!    through the `unsafe` [`cuda::Context::from_raw`]),
 //!    for your stream: [`interop::CudaFrames::import`].
 //! 6. Each frame `g`, on that stream: [`interop::CudaFrames::begin`]
 //!    (enqueues the wait, gives the surface), your kernel, then

@@ -23,9 +23,9 @@ pub enum Context {
     Raw(RawContext),
 }
 
-/// A raw `CUcontext` handle.
+/// A raw `CUcontext` handle (made by [`Context::from_raw`]).
 #[derive(Clone, Copy, Debug)]
-pub struct RawContext(pub sys::CUcontext);
+pub struct RawContext(sys::CUcontext);
 
 // SAFETY: a CUDA context may be made current on any thread (cuCtxSetCurrent).
 unsafe impl Send for RawContext {}
@@ -45,18 +45,25 @@ impl Context {
 
 /// A CUDA stream vkcuda enqueues waits and signals on: cudarc's
 /// [`CudaStream`], or the integrator's raw `CUstream` ([`RawStream`]).
-pub trait Stream {
+///
+/// # Safety
+/// [`Stream::raw`] returns a live stream (or null, the legacy default
+/// stream) of the context the imports live in, live for as long as `self`
+/// is: vkcuda's safe functions enqueue on it and query it.
+pub unsafe trait Stream {
     /// The raw handle, live for as long as `self` is.
     fn raw(&self) -> sys::CUstream;
 }
 
-impl Stream for CudaStream {
+// SAFETY: cudarc's stream is live while the value is (its Drop destroys it).
+unsafe impl Stream for CudaStream {
     fn raw(&self) -> sys::CUstream {
         self.cu_stream()
     }
 }
 
-impl<S: Stream + ?Sized> Stream for Arc<S> {
+// SAFETY: the `Arc` keeps the stream it points to alive.
+unsafe impl<S: Stream + ?Sized> Stream for Arc<S> {
     fn raw(&self) -> sys::CUstream {
         (**self).raw()
     }
@@ -126,7 +133,8 @@ unsafe impl Send for RawStream {}
 // SAFETY: as above; the handle itself is never mutated.
 unsafe impl Sync for RawStream {}
 
-impl Stream for RawStream {
+// SAFETY: `RawStream::new`'s caller promised the stream is live while this is used.
+unsafe impl Stream for RawStream {
     fn raw(&self) -> sys::CUstream {
         self.0
     }
@@ -138,9 +146,14 @@ impl From<Arc<CudaContext>> for Context {
     }
 }
 
-impl From<sys::CUcontext> for Context {
-    fn from(c: sys::CUcontext) -> Self {
-        Context::Raw(RawContext(c))
+impl Context {
+    /// The integrator's raw context.
+    ///
+    /// # Safety
+    /// `ctx` is a live CUDA context, and stays live while any import made in
+    /// it exists (their `Drop` binds it).
+    pub unsafe fn from_raw(ctx: sys::CUcontext) -> Self {
+        Context::Raw(RawContext(ctx))
     }
 }
 

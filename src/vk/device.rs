@@ -256,21 +256,66 @@ impl Device {
     /// (Vulkan 1.3, the export extensions, timeline semaphores and
     /// synchronization2), and its queue `queue_index` of family `queue_family`.
     /// vkcuda submits to that queue only while preparing shared images
-    /// ([`crate::interop::SharedFrames::new`]); every frame is the integrator's
-    /// own submission. Nothing here destroys the device or the instance: drop
-    /// every vkcuda object made with this device before destroying it.
-    pub fn adopt(
+    /// ([`crate::interop::SharedFrames::new`]) and when a `SharedFrames` is
+    /// dropped (a fence, to wait for the queue); every frame is the
+    /// integrator's own submission. Nothing here destroys the device or the
+    /// instance.
+    ///
+    /// Checked, each an error: `physical` is one of `instance`'s devices and
+    /// supports Vulkan 1.3, timeline semaphores and synchronization2;
+    /// `enabled_extensions` holds every extension vkcuda needs (ash would
+    /// otherwise panic on the first call of a missing one); the queue family
+    /// exists.
+    ///
+    /// # Safety
+    /// - `instance` and `device` are live, and `device` was created from
+    ///   `physical` of `instance` with exactly `enabled_extensions` enabled,
+    ///   and with the features of
+    ///   [`crate::interop::Requirements::enable_features`] enabled;
+    /// - `device` has queue `queue_index` in family `queue_family`;
+    /// - no other thread submits to that queue while vkcuda does (above):
+    ///   `vkQueueSubmit` needs the queue externally synchronized;
+    /// - `device` and `instance` outlive every vkcuda object made with the
+    ///   returned device.
+    pub unsafe fn adopt(
         instance: &ash::Instance,
         physical: vk::PhysicalDevice,
         device: &ash::Device,
+        enabled_extensions: &[&CStr],
         queue_family: u32,
         queue_index: u32,
     ) -> Result<Arc<Self>> {
-        // SAFETY: plain query on a live instance.
+        // SAFETY: plain query on a live instance (the caller's promise).
         let physicals =
             unsafe { instance.enumerate_physical_devices() }.context("vkEnumeratePhysicalDevices")?;
-        let index = physicals.iter().position(|p| *p == physical).unwrap_or(0);
+        let index = physicals.iter().position(|p| *p == physical).ok_or_else(|| {
+            anyhow!(
+                "Device::adopt: the physical device is not one of this instance's {} devices",
+                physicals.len()
+            )
+        })?;
         let info = gpu_info(instance, index, physical)?;
+        if !info.vulkan_1_3 {
+            bail!(
+                "Device::adopt: {info} does not support Vulkan 1.3 (timeline semaphores, synchronization2)"
+            );
+        }
+        let missing: Vec<String> = [platform::MEMORY_EXTENSION, platform::SEMAPHORE_EXTENSION]
+            .iter()
+            .filter(|need| !enabled_extensions.contains(need))
+            .map(|e| e.to_string_lossy().into_owned())
+            .collect();
+        if !missing.is_empty() {
+            bail!(
+                "Device::adopt: the device was created without {}: enable what interop::requirements() lists",
+                missing.join(", ")
+            );
+        }
+        // SAFETY: plain query on a live physical device.
+        let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
+        if families.get(queue_family as usize).is_none_or(|f| queue_index >= f.queue_count) {
+            bail!("Device::adopt: {info} has no queue {queue_index} in family {queue_family}");
+        }
         // SAFETY: the integrator created the device with this queue.
         let queue = unsafe { device.get_device_queue(queue_family, queue_index) };
         let allocator = allocator(instance, device, physical)?;
