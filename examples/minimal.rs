@@ -133,7 +133,7 @@ fn with_device(
                 unsafe { launch.launch(cfg) }?;
                 cuda.end(g)?;
             }
-            cuda.synchronize()
+            Ok(cuda.synchronize()?)
         });
         // 7. Vulkan's side, in your command buffers and submissions. A wrong frame does not
         //    stop the loop: every frame is still consumed, so every wait either side enqueued

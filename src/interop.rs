@@ -17,7 +17,7 @@
 use std::ffi::CStr;
 use std::sync::Arc;
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, Error, Result};
 use ash::vk;
 use cudarc::driver::sys;
 
@@ -272,7 +272,7 @@ impl CudaFrames {
             StreamState::Idle => Ok(()),
             StreamState::Failed(e) => crate::cuda::check(e, "a kernel or operation on the CUDA stream"),
             StreamState::Busy => {
-                bail!("timed out after {WAIT_TIMEOUT:?} waiting for the CUDA stream to finish")
+                Err(Error::TimedOut { what: "the CUDA stream to finish".into(), after: WAIT_TIMEOUT })
             }
         }
     }

@@ -8,7 +8,7 @@
 //! # In your engine, step by step
 //!
 //! `cargo add vkcuda --no-default-features` gives this core only (ash,
-//! cudarc's driver API, gpu-allocator, anyhow, log); pick cudarc's CUDA
+//! cudarc's driver API, gpu-allocator, log; typed errors, [`Error`]); pick cudarc's CUDA
 //! version in your own dependency (e.g. `features = ["cuda-13000"]`). `examples/minimal.rs` does every step
 //! below with its own device, context, stream and kernel.
 //!
@@ -45,7 +45,10 @@
 
 #![deny(missing_docs)]
 
+pub use error::{Error, Result};
+
 pub mod cuda;
+pub mod error;
 pub mod interop;
 pub mod platform;
 pub mod sync;

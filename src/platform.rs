@@ -35,7 +35,7 @@ compile_error!(
 
 use std::os::fd::{AsRawFd, FromRawFd, IntoRawFd, OwnedFd};
 
-use anyhow::{Context, Result};
+use crate::error::{Context as _, Result};
 use ash::vk;
 use cudarc::driver::sys;
 

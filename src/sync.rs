@@ -97,9 +97,9 @@ impl FramePlan {
     /// `base` is 0 in normal runs; tests start near 2^63 to prove nothing
     /// assumes small values. Fails when `images` is 0 or when `frames` frames
     /// would overflow a 64-bit timeline.
-    pub fn new(scheme: SyncScheme, images: usize, base: u64, frames: u64) -> Result<Self, String> {
+    pub fn new(scheme: SyncScheme, images: usize, base: u64, frames: u64) -> crate::Result<Self> {
         if images == 0 {
-            return Err("a frame plan needs at least one image".into());
+            return Err(crate::Error::unsupported("a frame plan needs at least one image"));
         }
         let per_frame = match scheme {
             SyncScheme::Split => 1u64,
@@ -107,7 +107,9 @@ impl FramePlan {
         };
         let needed = frames.checked_mul(per_frame).and_then(|n| n.checked_add(base));
         if needed.is_none() {
-            return Err(format!("{frames} frames from timeline value {base} overflow a 64-bit timeline"));
+            return Err(crate::Error::unsupported(format!(
+                "{frames} frames from timeline value {base} overflow a 64-bit timeline"
+            )));
         }
         Ok(Self { scheme, images, base })
     }

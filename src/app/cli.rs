@@ -330,7 +330,7 @@ impl Args {
             self.timeline_base,
             self.frame_count(),
         )
-        .map_err(UsageError)?;
+        .map_err(|e| UsageError(e.to_string()))?;
         Ok(())
     }
 

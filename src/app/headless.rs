@@ -28,7 +28,6 @@ use crate::app::sink::{PngSink, SinkReport};
 use crate::app::stats::{median, Samples};
 use crate::app::UsageError;
 use vkcuda::types::Size;
-use vkcuda::vk::cancelled;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::ValidationCounts;
 
@@ -182,6 +181,12 @@ pub fn run(args: &Args) -> Result<Summary> {
     }
     let validation = device.validation();
     Ok(summarize(consumed, report, sink, (producer, size), &validation, &caught))
+}
+
+/// Whether `e` only says a wait gave up because the other side failed (the
+/// other side's error is then the cause).
+fn cancelled(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::Cancelled { .. })))
 }
 
 /// Starts a session at `size`, consumes it into `offscreen` for `span`, and

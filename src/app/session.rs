@@ -70,7 +70,8 @@ impl Session {
     pub fn start(gpu: &Gpu, spec: &RunSpec, director: &Arc<Director>, size: Size, base: u64) -> Result<Self> {
         director.resize(size.width, size.height);
         let total = spec.frames;
-        let plan = FramePlan::new(spec.sync, spec.buffers, base, total).map_err(UsageError)?;
+        let plan =
+            FramePlan::new(spec.sync, spec.buffers, base, total).map_err(|e| UsageError(e.to_string()))?;
         let (interop, producer) = setup::build(gpu, spec, plan, size)?;
         let mut frames = FrameLoop::new(gpu.device.clone(), spec.in_flight, interop.staging.clone())?;
         frames.fail_recording_at = spec.inject.first(Fault::ConsumerError);
@@ -192,7 +193,8 @@ impl Session {
             false => Vec::new(),
         };
         idle?;
-        let top = self.interop.shared.timelines.iter().map(|t| t.value()).collect::<Result<Vec<_>>>()?;
+        let top =
+            self.interop.shared.timelines.iter().map(|t| t.value()).collect::<vkcuda::Result<Vec<_>>>()?;
         let next_base = top.into_iter().max().unwrap_or(0) + 1;
         Ok(Stopped { report, drained, next_base, consumed: self.next })
     }
@@ -262,7 +264,7 @@ impl Session {
     fn stand_in(&mut self) {
         let shared = self.interop.shared.clone();
         let mut raise = |frame: u64| match shared.plan.consumer(frame).wait {
-            Some(w) => shared.timelines[w.timeline].raise_to(w.value),
+            Some(w) => Ok(shared.timelines[w.timeline].raise_to(w.value)?),
             None => Ok(()),
         };
         if let Err(e) = self.frames.drain_each(&mut Discard, &|| false, &mut raise) {

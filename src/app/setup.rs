@@ -74,7 +74,7 @@ pub struct Gpu {
 /// the system's.
 pub fn vulkan_instance(validate: bool, extensions: &[&std::ffi::CStr]) -> Result<Arc<Instance>> {
     let loader = std::env::var_os("VKCUDA_LIBVULKAN").map(PathBuf::from);
-    Instance::with_loader(loader.as_deref(), validate, extensions)
+    Ok(Instance::with_loader(loader.as_deref(), validate, extensions)?)
 }
 
 /// Opens Vulkan, finds CUDA if wanted, and picks the device and producer.
@@ -88,7 +88,7 @@ pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result
     }
     let cuda_devices = match args.producer {
         ProducerKind::Cpu => Err(anyhow!("--producer cpu")),
-        _ => cuda::load_driver().and_then(|()| cuda::list_devices()),
+        _ => cuda::load_driver().and_then(|()| cuda::list_devices()).map_err(anyhow::Error::from),
     };
     let listing = || {
         let mut s: Vec<String> = gpus.iter().map(|g| format!("  {g}")).collect();
@@ -294,15 +294,9 @@ pub fn check_heaps(heaps: &[(u64, bool, bool)], need: MemoryNeed, what: &str) ->
 /// Turns an allocation that failed for want of memory into a usage error
 /// (exit 2) that says so; other errors pass unchanged.
 pub fn out_of_memory(e: anyhow::Error, what: &str) -> anyhow::Error {
-    let oom = e.chain().any(|c| {
-        matches!(
-            c.downcast_ref::<vk::Result>(),
-            Some(&vk::Result::ERROR_OUT_OF_DEVICE_MEMORY | &vk::Result::ERROR_OUT_OF_HOST_MEMORY)
-        ) || matches!(
-            c.downcast_ref::<gpu_allocator::AllocationError>(),
-            Some(gpu_allocator::AllocationError::OutOfMemory)
-        )
-    });
+    let oom = e
+        .chain()
+        .any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::OutOfMemory { .. })));
     match oom {
         true => UsageError(format!("{what} does not fit in the device's memory ({e:#}): use a smaller size"))
             .into(),

@@ -13,7 +13,7 @@
 //! - A semaphore wait or signal is enqueued on a stream: CUDA waits on the
 //!   GPU, never on the host.
 
-use anyhow::Result;
+use crate::error::Result;
 use cudarc::driver::sys;
 
 use super::{check, Context, Stream};

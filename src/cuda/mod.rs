@@ -7,7 +7,7 @@ pub mod external;
 
 use std::sync::Arc;
 
-use anyhow::{bail, Context as _, Result};
+use crate::error::{Context as _, Error, Result};
 use cudarc::driver::{sys, CudaContext, CudaStream};
 
 use crate::types::CudaSched;
@@ -159,7 +159,7 @@ impl Context {
 
 /// Turns a raw driver result into an error that names the call.
 pub fn check(result: sys::CUresult, call: &str) -> Result<()> {
-    result.result().with_context(|| format!("{call} failed"))
+    result.result().map_err(|e| Error::cuda(e.0).context(call))
 }
 
 /// Makes sure libcuda can be loaded and initialised. cudarc panics when a
@@ -167,7 +167,10 @@ pub fn check(result: sys::CUresult, call: &str) -> Result<()> {
 pub fn load_driver() -> Result<()> {
     // SAFETY: only tries to dlopen the library under its usual names.
     if !unsafe { sys::is_culib_present() } {
-        bail!("libcuda.so (the NVIDIA driver's CUDA library) was not found: install the NVIDIA driver");
+        return Err(Error::Library {
+            context: "libcuda.so (the NVIDIA driver's CUDA library) was not found: install the NVIDIA driver"
+                .into(),
+        });
     }
     // SAFETY: cuInit may be called any number of times.
     check(unsafe { sys::cuInit(0) }, "cuInit (is an NVIDIA GPU present and the driver loaded?)")

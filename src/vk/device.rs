@@ -6,7 +6,7 @@ use std::mem::ManuallyDrop;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Context, Result};
+use crate::error::{bail, Context as _, Error, Result};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocator, AllocatorCreateDesc};
 
@@ -182,7 +182,7 @@ impl Device {
         };
         let queue_family = found.ok_or_else(|| {
             let what = if queue.present.is_some() { " that can present to the window" } else { "" };
-            anyhow!("{info} has no {:?} queue family{what}", queue.kind)
+            Error::unsupported(format!("{info} has no {:?} queue family{what}", queue.kind))
         })? as u32;
         if families[queue_family as usize].timestamp_valid_bits == 0 {
             bail!("{info}: its queue cannot write timestamps, which vkcuda measures with");
@@ -196,7 +196,10 @@ impl Device {
         }
         if export_semaphores {
             if !info.external.1 {
-                bail!("{info} lacks {:?}, which the CUDA producer needs", platform::SEMAPHORE_EXTENSION);
+                return Err(Error::MissingExtension {
+                    extension: platform::SEMAPHORE_EXTENSION.to_string_lossy().into_owned(),
+                    context: format!("{info}, exporting semaphores to CUDA"),
+                });
             }
             extensions.push(platform::SEMAPHORE_EXTENSION.as_ptr());
         }
@@ -289,10 +292,10 @@ impl Device {
         let physicals =
             unsafe { instance.enumerate_physical_devices() }.context("vkEnumeratePhysicalDevices")?;
         let index = physicals.iter().position(|p| *p == physical).ok_or_else(|| {
-            anyhow!(
+            Error::unsupported(format!(
                 "Device::adopt: the physical device is not one of this instance's {} devices",
                 physicals.len()
-            )
+            ))
         })?;
         let info = gpu_info(instance, index, physical)?;
         if !info.vulkan_1_3 {
@@ -300,16 +303,15 @@ impl Device {
                 "Device::adopt: {info} does not support Vulkan 1.3 (timeline semaphores, synchronization2)"
             );
         }
-        let missing: Vec<String> = [platform::MEMORY_EXTENSION, platform::SEMAPHORE_EXTENSION]
-            .iter()
-            .filter(|need| !enabled_extensions.contains(need))
-            .map(|e| e.to_string_lossy().into_owned())
-            .collect();
-        if !missing.is_empty() {
-            bail!(
-                "Device::adopt: the device was created without {}: enable what interop::requirements() lists",
-                missing.join(", ")
-            );
+        let missing = [platform::MEMORY_EXTENSION, platform::SEMAPHORE_EXTENSION]
+            .into_iter()
+            .find(|need| !enabled_extensions.contains(need));
+        if let Some(missing) = missing {
+            return Err(Error::MissingExtension {
+                extension: missing.to_string_lossy().into_owned(),
+                context: "Device::adopt: the device was created without it (enable what interop::requirements() lists)"
+                    .into(),
+            });
         }
         // SAFETY: plain query on a live physical device.
         let families = unsafe { instance.get_physical_device_queue_family_properties(physical) };
@@ -373,7 +375,9 @@ impl Device {
             .find(|&i| {
                 type_bits & (1 << i) != 0 && props.memory_types[i as usize].property_flags.contains(flags)
             })
-            .ok_or_else(|| anyhow!("no memory type with {flags:?} among bits {type_bits:#b}"))
+            .ok_or_else(|| {
+                Error::unsupported(format!("no memory type with {flags:?} among bits {type_bits:#b}"))
+            })
     }
 
     /// Records commands with `record`, submits them, and waits (set-up and teardown only).
@@ -437,7 +441,10 @@ impl Device {
         match waited {
             Err(vk::Result::TIMEOUT) => {
                 // Still pending: destroying the fence now would be invalid.
-                bail!("timed out after {:?} waiting for the queue to finish its work", super::WAIT_TIMEOUT)
+                Err(Error::TimedOut {
+                    what: "the queue to finish its work".into(),
+                    after: super::WAIT_TIMEOUT,
+                })
             }
             other => {
                 // SAFETY: the fence was never submitted, or has signalled.

@@ -1,7 +1,7 @@
 //! Barriers on the shared images, and their preparation: the building
 //! blocks of one frame (see [`crate::interop::SharedFrames::vulkan_frame`]).
 
-use anyhow::Result;
+use crate::error::Result;
 use ash::vk;
 
 use super::device::Device;

@@ -6,7 +6,7 @@ use std::ffi::{c_void, CStr};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use anyhow::{bail, Result};
+use crate::error::{bail, Error, Result};
 use ash::vk;
 
 const VALIDATION_LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
@@ -87,10 +87,12 @@ impl Instance {
         }
         .map_err(|e| {
             let which = loader.map_or("libvulkan.so.1".into(), |p| p.to_string_lossy().into_owned());
-            anyhow::anyhow!(
-                "cannot load the Vulkan loader ({which}): {e}. Install it \
-                 (Debian/Ubuntu: apt install libvulkan1 mesa-vulkan-drivers) or set LD_LIBRARY_PATH"
-            )
+            Error::Library {
+                context: format!(
+                    "cannot load the Vulkan loader ({which}): {e}. Install it \
+                     (Debian/Ubuntu: apt install libvulkan1 mesa-vulkan-drivers) or set LD_LIBRARY_PATH"
+                ),
+            }
         })?;
         let mut ext: Vec<*const i8> = extensions.iter().map(|e| e.as_ptr()).collect();
         let mut layers = Vec::new();
@@ -142,11 +144,11 @@ impl Instance {
         }
         // SAFETY: every pointer in `info` points into locals that outlive the call.
         let raw = unsafe { entry.create_instance(&info, None) }.map_err(|e| match e {
-            vk::Result::ERROR_INCOMPATIBLE_DRIVER => anyhow::anyhow!(
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::unsupported(format!(
                 "no Vulkan 1.3 driver found (vkCreateInstance: {e}): install one (NVIDIA's driver, or \
                  Mesa's lavapipe: apt install mesa-vulkan-drivers), and check VK_ICD_FILENAMES/VK_DRIVER_FILES"
-            ),
-            e => anyhow::anyhow!("vkCreateInstance (Vulkan 1.3 needed): {e}"),
+            )),
+            e => Error::unsupported(format!("vkCreateInstance (Vulkan 1.3 needed): {e}")),
         })?;
         let debug = if validate {
             let utils = ash::ext::debug_utils::Instance::new(&entry, &raw);

@@ -2,7 +2,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{anyhow, Context, Result};
+use crate::error::{Context as _, Error, Result};
 use ash::vk;
 use gpu_allocator::vulkan::{Allocation, AllocationCreateDesc, AllocationScheme};
 use gpu_allocator::MemoryLocation;
@@ -110,9 +110,13 @@ impl Buffer {
             .allocation
             .as_ref()
             .and_then(|a| a.mapped_slice())
-            .ok_or_else(|| anyhow!("buffer is not host-visible"))?;
+            .ok_or_else(|| Error::unsupported("buffer is not host-visible"))?;
         slice.get(..self.size as usize).ok_or_else(|| {
-            anyhow!("mapped allocation of {} bytes is smaller than the buffer's {}", slice.len(), self.size)
+            Error::unsupported(format!(
+                "mapped allocation of {} bytes is smaller than the buffer's {}",
+                slice.len(),
+                self.size
+            ))
         })
     }
 
@@ -127,7 +131,7 @@ impl Buffer {
             .as_ref()
             .and_then(|a| a.mapped_ptr())
             .map(|p| p.as_ptr().cast())
-            .ok_or_else(|| anyhow!("buffer is not host-visible"))
+            .ok_or_else(|| Error::unsupported("buffer is not host-visible"))
     }
 }
 

@@ -12,7 +12,7 @@ pub mod timeline;
 
 use std::time::{Duration, Instant};
 
-use anyhow::{bail, Result};
+use crate::error::{Error, Result};
 
 /// The longest any CPU wait on the GPU may take before it becomes an error
 /// that names what was awaited (a hung producer must never hang the app).
@@ -31,46 +31,30 @@ pub fn enable_required_features(
     v13.synchronization2 = ash::vk::TRUE;
 }
 
-/// A wait that gave up because the other side failed: the other side's
-/// error is the cause, this is only its consequence.
-#[derive(Debug)]
-pub struct Cancelled(pub String);
-
-impl std::fmt::Display for Cancelled {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(f, "gave up waiting for {}: the other side failed", self.0)
-    }
-}
-
-impl std::error::Error for Cancelled {}
-
-/// Whether `e` only says a wait gave up because the other side failed.
-pub fn cancelled(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| c.is::<Cancelled>())
-}
-
 /// How often a long wait checks whether it was cancelled.
 const SLICE: Duration = Duration::from_millis(50);
 
 /// Waits for `what` by calling `poll(slice)` (which blocks at most `slice`
 /// and says whether the wait is over) until it is over, `cancelled()` says
 /// the other side failed, or [`WAIT_TIMEOUT`] passes: a hung GPU becomes an
-/// error that names what was awaited, never a hang.
-pub fn bounded_wait(
+/// error that names what was awaited ([`Error::TimedOut`], or
+/// [`Error::Cancelled`]), never a hang. `poll`'s own errors pass through (any
+/// error type an [`Error`] converts into: the application's `anyhow` too).
+pub fn bounded_wait<E: From<Error>>(
     what: &dyn Fn() -> String,
     cancelled: &dyn Fn() -> bool,
-    mut poll: impl FnMut(Duration) -> Result<bool>,
-) -> Result<()> {
+    mut poll: impl FnMut(Duration) -> Result<bool, E>,
+) -> Result<(), E> {
     let deadline = Instant::now() + WAIT_TIMEOUT;
     loop {
         if poll(SLICE)? {
             return Ok(());
         }
         if cancelled() {
-            return Err(Cancelled(what()).into());
+            return Err(Error::Cancelled { what: what() }.into());
         }
         if Instant::now() >= deadline {
-            bail!("timed out after {WAIT_TIMEOUT:?} waiting for {}", what());
+            return Err(Error::TimedOut { what: what(), after: WAIT_TIMEOUT }.into());
         }
     }
 }

@@ -11,7 +11,7 @@
 
 use std::sync::Arc;
 
-use anyhow::{bail, Context, Result};
+use crate::error::{bail, Context as _, Result};
 use ash::vk;
 
 use super::device::Device;

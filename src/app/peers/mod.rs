@@ -145,7 +145,8 @@ impl Rig {
         // ovrtx: 2 images (read, write); the cuda-samples: 1.
         let images = if kind == Handover::CpuGated { 2 } else { 1 };
         // One timeline ("frame"), starting at the run's base value.
-        let plan = FramePlan::new(SyncScheme::Shared, images, base, spec.frames).map_err(UsageError)?;
+        let plan = FramePlan::new(SyncScheme::Shared, images, base, spec.frames)
+            .map_err(|e| UsageError(e.to_string()))?;
         let extent = vk::Extent2D { width: size.width, height: size.height };
         let shared = Arc::new(SharedFrames::new(&device, plan, extent, true)?);
         // Command buffers in flight: ovrtx 1 (its fence), simpleVulkan 2, vulkanImageCUDA 4 (MAX_FRAMES).

@@ -92,7 +92,7 @@ impl CudaProducer {
                     if let Err(e) = waited {
                         // The stream's error is the cause, when there is one.
                         self.frames.synchronize()?;
-                        return Err(e);
+                        return Err(e.into());
                     }
                 }
                 job.inject.producer_panic(g);
@@ -113,7 +113,7 @@ impl CudaProducer {
                 g += 1;
                 job.control.set_produced(g);
             }
-            self.frames.synchronize()
+            Ok(self.frames.synchronize()?)
         })();
         report.cpu_per_frame = meter.per_frame(report.frames);
         result?;
