@@ -36,6 +36,49 @@
 //!    `Drop` waits for your queue). After a failure, meet every wait in
 //!    order before you stop (docs/sync.md, "Stopping after a failure").
 //!
+//! The same steps as code (compiled with the docs; it needs an NVIDIA GPU to
+//! run, so it is not run here):
+//!
+//! ```no_run
+//! # use std::sync::Arc;
+//! # use ash::vk;
+//! # use vkcuda::{interop, sync, vk::device::Device};
+//! # fn your_engine() -> (ash::Instance, vk::PhysicalDevice, ash::Device, u32) { unimplemented!() }
+//! # fn main() -> vkcuda::Result<()> {
+//! // 1.-2. Your instance and device, made with what `requirements()` names,
+//! //       on the physical device whose UUID CUDA device 0 has.
+//! let (instance, physical, device, family) = your_engine();
+//! let needs = interop::requirements();
+//! // 3. vkcuda's view of your device and queue 0 of `family`.
+//! // SAFETY: the device was made from `physical` with exactly `needs`' extensions and
+//! // features, has that queue, nobody else submits to it meanwhile, and it outlives vkcuda's objects.
+//! let device = unsafe { Device::adopt(&instance, physical, &device, &needs.device_extensions, family, 0) }?;
+//! // 4. The plan (one timeline per signaller, 2 images) and the shared frames.
+//! let plan = sync::FramePlan::new(sync::SyncScheme::Split, 2, 0, 1000)?;
+//! let extent = vk::Extent2D { width: 1920, height: 1080 };
+//! let shared = Arc::new(interop::SharedFrames::new(&device, plan, extent, true)?);
+//! // 5. Into your CUDA context, for your stream.
+//! let ctx = cudarc::driver::CudaContext::new(0)?;
+//! let stream = ctx.new_stream()?;
+//! let cuda = interop::CudaFrames::import(ctx.clone(), &shared, stream.clone())?;
+//! let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+//! for g in 0..1000 {
+//!     // 6. CUDA (on a thread of its own in a real engine): wait, your kernel, signal.
+//!     let surface = cuda.begin(g)?;
+//!     let _ = surface; // launch your kernel writing `surface` on `stream`
+//!     cuda.end(g)?;
+//!     // 7. Vulkan: record `acquire`, your commands (here a copy), `release` in one
+//!     //    command buffer; submit it with `wait` and `signal` in its VkSubmitInfo2.
+//!     let frame = shared.vulkan_frame(g, device.queue_family, copy, copy);
+//!     let _ = (frame.image, frame.acquire, frame.release, frame.wait, frame.signal);
+//! }
+//! // 8. Teardown holds by construction: the imports wait for the stream, then the
+//! //    shared frames (kept alive by them) wait for the queue.
+//! drop(cuda);
+//! drop(shared);
+//! # Ok(()) }
+//! ```
+//!
 //! Where to read: [`sync`] (the protocol as one pure type, and why), then
 //! [`interop`], [`vk`] and [`cuda`]; [`platform`] is the one OS seam.
 //!
