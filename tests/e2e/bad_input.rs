@@ -117,24 +117,8 @@ pub fn full_filesystem(dir: &Path, sync: &str, buffers: &str) -> Outcome {
         .arg(&out)
         .output()
         .map_err(|e| e.to_string())?;
-    let (stdout, stderr) = text(&o);
-    let errors = stderr.lines().filter(|l| l.starts_with("vkcuda: error")).count();
-    if o.status.code() != Some(1)
-        || errors != 1
-        || !stderr.contains("No space left")
-        || stderr.contains("panicked")
-        || stderr.contains("validation error")
-        || stderr.contains("validation warning")
-    {
-        return Err(format!("exit {:?}, {errors} error lines\n{stdout}{stderr}", o.status.code()));
-    }
-    no_source_locations(&stderr)?;
-    let mut frames = Vec::new();
-    for e in std::fs::read_dir(&out).map_err(|e| e.to_string())? {
-        let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
-        let f = name.strip_prefix("frame_").and_then(|n| n.strip_suffix(".png")).and_then(|n| n.parse().ok());
-        frames.push(f.ok_or_else(|| format!("partial or stray file {name} left in --out"))?);
-    }
+    stopped_validly(&o, "No space left")?;
+    let mut frames = whole_frames(&out)?;
     if frames.is_empty() {
         return Err("the filesystem filled up before any frame: make it larger".into());
     }
@@ -181,24 +165,37 @@ pub fn read_only_part_way(dir: &Path) -> Outcome {
     let o = wait_bounded(child, 60)?;
     let _ = Command::new("mount").args(["-o", "remount,rw"]).arg(dir).status();
     remounted?;
-    let (stdout, stderr) = text(&o);
+    stopped_validly(&o, "Read-only file system")?;
+    whole_frames(&out).map(|_| ())
+}
+
+/// A run that failed part-way and stopped validly: exit 1, exactly one error
+/// line, naming `needle`, no panic, no validation message, no source location.
+fn stopped_validly(o: &std::process::Output, needle: &str) -> Outcome {
+    let (stdout, stderr) = text(o);
     let errors = stderr.lines().filter(|l| l.starts_with("vkcuda: error")).count();
     if o.status.code() != Some(1)
         || errors != 1
-        || !stderr.contains("Read-only file system")
+        || !stderr.contains(needle)
+        || stderr.contains("panicked")
         || stderr.contains("validation error")
         || stderr.contains("validation warning")
-        || stderr.contains("panicked")
     {
         return Err(format!("exit {:?}, {errors} error lines\n{stdout}{stderr}", o.status.code()));
     }
-    for e in std::fs::read_dir(&out).map_err(|e| e.to_string())? {
+    no_source_locations(&stderr)
+}
+
+/// The frame numbers in `--out`: every file there must be a whole frame (no
+/// partial or stray file).
+fn whole_frames(out: &Path) -> Result<Vec<u64>, String> {
+    let mut frames = Vec::new();
+    for e in std::fs::read_dir(out).map_err(|e| e.to_string())? {
         let name = e.map_err(|e| e.to_string())?.file_name().to_string_lossy().into_owned();
-        if !(name.starts_with("frame_") && name.ends_with(".png")) {
-            return Err(format!("partial or stray file {name} left in --out"));
-        }
+        let f = name.strip_prefix("frame_").and_then(|n| n.strip_suffix(".png")).and_then(|n| n.parse().ok());
+        frames.push(f.ok_or_else(|| format!("partial or stray file {name} left in --out"))?);
     }
-    Ok(())
+    Ok(frames)
 }
 
 /// Registers this area's tests.
