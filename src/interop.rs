@@ -22,7 +22,7 @@ use ash::vk;
 use cudarc::driver::sys;
 
 use crate::cuda::external::{ExternalImage, ExternalSemaphore};
-use crate::cuda::{settle, Context, SharedStream, Stream, StreamState};
+use crate::cuda::{settle, stream_state, Context, SharedStream, Stream, StreamState};
 use crate::platform;
 use crate::sync::{FramePlan, TimelinePoint};
 use crate::vk::device::Device;
@@ -255,6 +255,12 @@ impl CudaFrames {
     /// The stream this enqueues on (and waits for before it is dropped).
     pub fn stream(&self) -> &dyn Stream {
         &*self.stream
+    }
+
+    /// How the stream stands now, without waiting: idle, busy, or failed (a
+    /// kernel fault), e.g. to stop a host wait that a dead stream would never end.
+    pub fn stream_state(&self) -> StreamState {
+        stream_state(&self.ctx, &*self.stream)
     }
 
     /// Enqueues on the stream, after the frame's kernels, frame `g`'s signal ("rendered").

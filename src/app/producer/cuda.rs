@@ -14,6 +14,7 @@ use crate::app::clock::{now_ns, CpuMeter};
 use crate::app::inject::Fault;
 use crate::app::kernels::{SceneKernels, Target};
 use crate::app::scene::FrameArgs;
+use vkcuda::cuda::StreamState;
 use vkcuda::interop::{CudaFrames, SharedFrames};
 
 /// Kernel timings are resolved this many frames late, so reading an event never stalls.
@@ -81,12 +82,7 @@ impl CudaProducer {
                 if let (Some(shared), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) {
                     let control = &job.control;
                     // A faulted stream never lets the consumer release: give up at once.
-                    let stream_failed = || {
-                        !matches!(
-                            self.stream_status(),
-                            sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_NOT_READY
-                        )
-                    };
+                    let stream_failed = || matches!(self.frames.stream_state(), StreamState::Failed(_));
                     let waited =
                         shared.timelines[w.timeline].wait(w.value, &|| control.failed() || stream_failed());
                     if let Err(e) = waited {
@@ -119,14 +115,6 @@ impl CudaProducer {
         result?;
         timer.finish(&mut report)?;
         Ok(report)
-    }
-}
-
-impl CudaProducer {
-    /// `cuStreamQuery`: done, not ready, or the error a fault left on the stream.
-    fn stream_status(&self) -> sys::CUresult {
-        // SAFETY: a live stream of the context bound to this thread.
-        unsafe { sys::cuStreamQuery(self.stream.cu_stream()) }
     }
 }
 
