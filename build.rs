@@ -26,7 +26,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             .map_err(|e| format!("{name}: {}", e.emit_to_string(&source)))?;
         let info = naga::valid::Validator::new(
             naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::empty(),
+            naga::valid::Capabilities::IMMEDIATES,
         )
         .validate(&module)
         .map_err(|e| format!("{name}: {}", e.emit_to_string(&source)))?;

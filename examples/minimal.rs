@@ -1,10 +1,18 @@
 //! The integrator's side: your own Vulkan device, CUDA context, stream and
-//! kernel; vkcuda's core (no default features) only makes the shared images
+//! kernel; vkcuda's core (no default features) only makes the shared frames
 //! and timelines and hands out each frame's barriers, waits and signals.
 //! Every frame is read back and compared with the kernel's CPU twin.
 //!
+//! Two layouts, one frame plan:
+//! - `--layout array` (default): CUDA writes a surface object over the image;
+//! - `--layout buffer`: a plain kernel writes linear memory through a pointer
+//!   and a row pitch, as a tensor library or most CUDA renderers would, and
+//!   Vulkan reads the buffer directly (here: copies it to the host).
+//!
+//! Run:
+//!
 //!     cargo run --release --no-default-features --features cudarc/cuda-13000,cudarc/nvrtc \
-//!         --example minimal [-- --validate]
+//!         --example minimal [-- --layout buffer] [--validate]
 //! (needs an NVIDIA GPU, its driver (CUDA 13) and NVRTC; exits 1 and says so otherwise).
 
 use std::sync::Arc;
@@ -13,24 +21,34 @@ use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
 use gpu_allocator::MemoryLocation;
-use vkcuda::interop::{requirements, CudaFrames, SharedFrames};
+use vkcuda::interop::{requirements, CudaFrames, CudaTarget, Resource, SharedFrames};
 use vkcuda::sync::{FramePlan, SyncScheme};
 use vkcuda::vk::device::{gpu_info, Device};
 use vkcuda::vk::frame::{buffer_barrier, copy_layers};
 use vkcuda::vk::instance::Instance;
 use vkcuda::vk::memory::Buffer;
+use vkcuda::{FrameDesc, Layout};
 
 const FRAMES: u64 = 240;
 const IMAGES: usize = 2;
 const W: u32 = 640;
 const H: u32 = 360;
 
-/// Your kernel. `surface` is the one `CudaFrames::begin` hands out for the frame.
+/// Your kernels, one per layout: what `CudaFrames::begin` hands out for the
+/// frame is a surface (array) or a pointer and a row pitch (buffer).
 const KERNEL: &str = r#"
-extern "C" __global__ void fill(unsigned long long surface, int w, int h, unsigned int g) {
+__device__ uchar4 pixel(int x, int y, unsigned int g) { return make_uchar4(x + g, y + 2 * g, x ^ y, 255); }
+
+extern "C" __global__ void fill_surface(unsigned long long surface, int w, int h, unsigned int g) {
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
-    surf2Dwrite(make_uchar4(x + g, y + 2 * g, x ^ y, 255), surface, x * 4, y);
+    surf2Dwrite(pixel(x, y, g), surface, x * 4, y);
+}
+
+extern "C" __global__ void fill_linear(unsigned char *out, unsigned long long pitch, int w, int h, unsigned int g) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    ((uchar4 *)(out + y * pitch))[x] = pixel(x, y, g);
 }"#;
 
 /// The kernel's CPU twin: pixel (x, y) of frame g.
@@ -39,7 +57,14 @@ fn expected(x: u32, y: u32, g: u32) -> [u8; 4] {
 }
 
 fn main() -> Result<()> {
-    let validate = std::env::args().any(|a| a == "--validate");
+    let args: Vec<String> = std::env::args().collect();
+    let validate = args.iter().any(|a| a == "--validate");
+    let layout =
+        match args.iter().position(|a| a == "--layout").and_then(|i| args.get(i + 1)).map(|s| s.as_str()) {
+            None | Some("array") => Layout::Array,
+            Some("buffer") => Layout::Buffer,
+            Some(other) => bail!("--layout {other}: array or buffer"),
+        };
     // 1. What vkcuda needs, enabled on your instance and device. (vkcuda's `Instance` is only
     //    used here to count the validation layer's messages.)
     let needs = requirements();
@@ -68,11 +93,15 @@ fn main() -> Result<()> {
     let info = info.push_next(&mut v12).push_next(&mut v13);
     // SAFETY: every pointer in `info` points into locals that outlive the call.
     let device = unsafe { instance.raw.create_device(physical, &info, None) }.context("vkCreateDevice")?;
-    let checked = with_device(&instance, physical, (&device, &needs.device_extensions), family, ordinal);
+    let checked =
+        with_device(&instance, physical, (&device, &needs.device_extensions), family, (ordinal, layout));
     // SAFETY: with_device dropped every object it made on the device and left its queue idle.
     unsafe { device.destroy_device(None) };
     let v = instance.validation().counts();
-    println!("minimal: {} frames written by CUDA, read by Vulkan, equal to the CPU twin", checked?);
+    println!(
+        "minimal: {} frames ({layout} layout) written by CUDA, read by Vulkan, equal to the CPU twin",
+        checked?
+    );
     println!("minimal: validation: {}", if validate { v.to_string() } else { "off".into() });
     v.clean().then_some(()).ok_or_else(|| anyhow!("validation: {v}"))
 }
@@ -82,7 +111,7 @@ fn with_device(
     physical: vk::PhysicalDevice,
     (raw, extensions): (&ash::Device, &[&std::ffi::CStr]),
     family: u32,
-    ordinal: usize,
+    (ordinal, layout): (usize, Layout),
 ) -> Result<u64> {
     // 3. vkcuda wraps your device; 4. the plan and the shared frames on it.
     // SAFETY: `raw` was created just above from `physical` of this instance, with exactly
@@ -90,11 +119,15 @@ fn with_device(
     // to it, and it is destroyed only after this function has dropped every vkcuda object.
     let device = unsafe { Device::adopt(&instance.raw, physical, raw, extensions, family, 0) }?;
     let plan = FramePlan::new(SyncScheme::Split, IMAGES, 0, FRAMES).map_err(|e| anyhow!(e))?;
-    let shared = Arc::new(SharedFrames::new(&device, plan, vk::Extent2D { width: W, height: H }, true)?);
-    // 5. Your CUDA context, stream and kernel; the shared frames imported into the context.
+    // RGBA8 frames of W × H in `layout` (a `FrameDesc` also names the format: float ones too).
+    let desc = FrameDesc::new(vk::Extent2D { width: W, height: H }).layout(layout);
+    let shared = Arc::new(SharedFrames::new(&device, plan, desc, true)?);
+    // 5. Your CUDA context, stream and kernels; the shared frames imported into the context.
     let ctx = CudaContext::new(ordinal)?;
     let stream = ctx.new_stream()?;
-    let fill = ctx.load_module(cudarc::nvrtc::compile_ptx(KERNEL)?)?.load_function("fill")?;
+    let module = ctx.load_module(cudarc::nvrtc::compile_ptx(KERNEL)?)?;
+    let (fill_surface, fill_linear) =
+        (module.load_function("fill_surface")?, module.load_function("fill_linear")?);
     // The imports keep the stream: dropping them waits (bounded) until it is idle.
     let cuda = CudaFrames::import(ctx.clone(), &shared, stream.clone())?;
     // Your Vulkan objects: per image a command buffer, a fence and a readback buffer.
@@ -110,8 +143,9 @@ fn with_device(
         let fences = (0..IMAGES).map(|_| raw.create_fence(&Default::default(), None));
         (raw.allocate_command_buffers(&alloc)?, fences.collect::<Result<Vec<_>, _>>()?)
     };
-    let (extent, usage) = (vk::Extent2D { width: W, height: H }, vk::BufferUsageFlags::TRANSFER_DST);
-    let readback = Buffer::frames(&device, "readback", IMAGES, extent, usage, MemoryLocation::GpuToCpu)?;
+    let usage = vk::BufferUsageFlags::TRANSFER_DST;
+    let readback =
+        Buffer::frames(&device, "readback", IMAGES, desc.bytes(), usage, MemoryLocation::GpuToCpu)?;
 
     let cfg = LaunchConfig {
         grid_dim: (W.div_ceil(16), H.div_ceil(16), 1),
@@ -119,18 +153,29 @@ fn with_device(
         shared_mem_bytes: 0,
     };
     let checked = std::thread::scope(|s| {
-        // 6. CUDA on its own thread (a call after a GPU wait may block it): begin (the wait,
-        //    the surface) → your kernel → end (the signal). Dropping the imports waits until
-        //    the stream is idle; they keep the Vulkan objects they came from alive.
+        // 6. CUDA on its own thread (a call after a GPU wait may block it): begin (the wait;
+        //    the surface, or pointer and pitch) → your kernel → end (the signal). Dropping the
+        //    imports waits until the stream is idle; they keep the Vulkan objects alive.
         let producer = s.spawn(move || -> Result<()> {
             ctx.bind_to_thread()?;
+            let (w, h) = (W as i32, H as i32);
             for g in 0..FRAMES {
-                let surface = cuda.begin(g)?;
-                let mut launch = stream.launch_builder(&fill);
-                let (w, h, frame) = (W as i32, H as i32, g as u32);
-                launch.arg(&surface).arg(&w).arg(&h).arg(&frame);
-                // SAFETY: the arguments match `fill`; the surface covers W × H texels.
-                unsafe { launch.launch(cfg) }?;
+                let frame = g as u32;
+                match cuda.begin(g)? {
+                    CudaTarget::Array { surface, .. } => {
+                        let mut launch = stream.launch_builder(&fill_surface);
+                        launch.arg(&surface).arg(&w).arg(&h).arg(&frame);
+                        // SAFETY: the arguments match `fill_surface`; the surface covers W × H texels.
+                        unsafe { launch.launch(cfg) }?;
+                    }
+                    CudaTarget::Buffer { pointer, pitch } => {
+                        let mut launch = stream.launch_builder(&fill_linear);
+                        launch.arg(&pointer).arg(&pitch).arg(&w).arg(&h).arg(&frame);
+                        // SAFETY: the arguments match `fill_linear`; the buffer holds H rows of `pitch`
+                        // bytes, each at least W × 4.
+                        unsafe { launch.launch(cfg) }?;
+                    }
+                }
                 cuda.end(g)?;
             }
             Ok(cuda.synchronize()?)
@@ -170,18 +215,25 @@ fn with_device(
                 let region = [vk::BufferImageCopy::default()
                     .image_subresource(copy_layers())
                     .image_extent(vk::Extent3D { width: W, height: H, depth: 1 })];
-                let (acquire, release) = ([frame.acquire], [frame.release]);
+                let whole = [vk::BufferCopy::default().size(desc.bytes())];
                 // SAFETY: the slot's last submission finished (its fence, above); every handle is live.
                 unsafe {
                     raw.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())?;
-                    let before = vk::DependencyInfo::default().image_memory_barriers(&acquire);
-                    raw.cmd_pipeline_barrier2(cmd, &before);
-                    let (layout, buffer) = (vk::ImageLayout::GENERAL, readback[slot].raw);
-                    raw.cmd_copy_image_to_buffer(cmd, frame.image, layout, buffer, &region);
-                    let after = vk::DependencyInfo::default()
-                        .image_memory_barriers(&release)
-                        .buffer_memory_barriers(&to_host);
-                    raw.cmd_pipeline_barrier2(cmd, &after);
+                    frame.acquire.record(raw, cmd);
+                    let readback = readback[slot].raw;
+                    match frame.resource {
+                        Resource::Image(image) => {
+                            let general = vk::ImageLayout::GENERAL;
+                            raw.cmd_copy_image_to_buffer(cmd, image, general, readback, &region)
+                        }
+                        // The buffer's rows are packed (pitch = W × 4): one plain copy.
+                        Resource::Buffer(buffer) => raw.cmd_copy_buffer(cmd, buffer, readback, &whole),
+                    }
+                    frame.release.record(raw, cmd);
+                    raw.cmd_pipeline_barrier2(
+                        cmd,
+                        &vk::DependencyInfo::default().buffer_memory_barriers(&to_host),
+                    );
                     raw.end_command_buffer(cmd)?;
                 }
                 let (waits, signals) = (Vec::from_iter(frame.wait), [frame.signal]);

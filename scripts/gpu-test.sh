@@ -2,7 +2,8 @@
 # On an NVIDIA machine: builds nothing. Runs the end-to-end tests (CUDA ones
 # included, and vkcuda bench at small sizes), one verified, validated
 # headless run per scene × sync × buffers with the CUDA producer, the size
-# matrix (scripts/size-matrix.sh) and the fault matrix (scripts/fault-matrix.sh), the hunt for
+# matrix (scripts/size-matrix.sh), the format matrix (scripts/format-matrix.sh) and the
+# fault matrix (scripts/fault-matrix.sh), the hunt for
 # timing-dependent hazards (3,000 validated frames of every configuration that
 # can race: the host-signalling staging producer and 1 image, on every queue),
 # and `vkcuda --validate bench` over every variant at 1080p and 4K, printing
@@ -51,6 +52,8 @@ echo "sizes: every size, copy and draw (odd targets), both schemes, every frame 
 VKCUDA_BIN=$BIN bash scripts/size-matrix.sh | grep -v '^ok ' || fail=1
 echo "faults: each fault at 6 frames (30 frames per configuration), 8 configurations, with signals (scripts/fault-matrix.sh)"
 VKCUDA_BIN=$BIN PRODUCER=cuda FRAMES=6 SPREAD=1 JOBS=14 bash scripts/fault-matrix.sh || fail=1
+echo "formats: every format x layout x sync x images x consumer, CUDA producer (scripts/format-matrix.sh)"
+VKCUDA_BIN=$BIN PRODUCER=cuda JOBS=14 bash scripts/format-matrix.sh || fail=1
 echo "hunt: 3000 validated frames (every 100th verified) per producer × sync × buffers × queue, 640x360"
 for producer in staging cuda; do
     for sync in split shared; do
@@ -82,6 +85,9 @@ echo "throughput (1920x1080, --dump-every 0): defaults (2 buffers, transfer queu
 "$BIN" --headless --producer cuda --frames 5000 --dump-every 0 2>/dev/null | head -n 2
 "$BIN" --headless --producer cuda --frames 5000 --dump-every 0 --buffers 6 --queue compute 2>/dev/null | head -n 2
 echo "examples/minimal.rs (an integrator on the core alone; every frame checked against its CPU twin, --validate):"
-"${VKCUDA_MINIMAL:-target/release/examples/minimal}" --validate 2>&1 | grep -v '^vkcuda: compiled' || fail=1
+for layout in array buffer; do
+    "${VKCUDA_MINIMAL:-target/release/examples/minimal}" --validate --layout "$layout" 2>&1 |
+        grep -v '^vkcuda: compiled' || fail=1
+done
 rm -rf "$out"
 exit $fail

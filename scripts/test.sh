@@ -35,6 +35,8 @@ echo "== unit and end-to-end tests: validation layer $(dpkg-query -W -f='${Versi
 cargo test --release
 echo "== every failure stops validly: each fault at 30 frames x 8 configurations, CPU producer (scripts/fault-matrix.sh)"
 bash scripts/fault-matrix.sh
+echo "== every format x layout x sync x images x consumer, verified and validated (scripts/format-matrix.sh)"
+bash scripts/format-matrix.sh
 if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     e2e=$(cargo test --release --no-run --message-format=json 2>/dev/null |
         grep -o '"executable":"[^"]*/e2e-[^"]*"' | cut -d'"' -f4 | head -n1)
@@ -46,4 +48,5 @@ if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     bash scripts/debian13.sh run target/release/examples/host_wait_race --barrier --lock
     bash scripts/debian13.sh run "$e2e"
     bash scripts/debian13.sh run bash scripts/fault-matrix.sh
+    bash scripts/debian13.sh run bash scripts/format-matrix.sh
 fi

@@ -3,12 +3,63 @@
 //
 // Each kernel mirrors its CPU reference in src/app/scene.rs line by line, in
 // integer arithmetic, so the pipeline's output can be checked bit for bit.
-// One thread writes one pixel. Each scene has two entry points: `<scene>`
-// writes a surface (the interop path; x is a byte offset for surf2Dwrite, 4
-// bytes per RGBA8 texel), `<scene>_linear` writes linear device memory (the
-// staging baseline of `vkcuda bench`). Both call the same pixel function.
+// One thread writes one pixel, through `put`, into an `Out`: a surface (the
+// array layout; x is a byte offset for surf2Dwrite) or linear memory (the
+// buffer layout, and the staging baseline of `vkcuda bench`), in any of
+// vkcuda's formats. `put` mirrors `store` in src/app/scene.rs.
 
 #define FRAC 28
+
+// vkcuda::Format, in order.
+enum { RGBA8 = 0, RGBA8_SRGB = 1, BGRA8 = 2, RGBA16F = 3, RGBA32F = 4, R32F = 5 };
+
+// Where a kernel writes: `pointer` non-zero: linear memory, rows `pitch`
+// bytes apart; else the surface. Mirrors `Out` in src/app/kernels.rs.
+struct Out {
+    unsigned long long surface;
+    unsigned long long pointer;
+    unsigned long long pitch;
+    int format;
+    int pad;
+};
+
+__device__ unsigned short half_bits(float f)
+{
+    unsigned short h;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); // round to nearest even, as half::f16::from_f32
+    return h;
+}
+
+template <typename T>
+__device__ void put_as(const Out &o, unsigned int x, unsigned int y, T v)
+{
+    if (o.pointer) {
+        *(T *)(o.pointer + y * o.pitch + x * sizeof(T)) = v;
+    } else {
+        surf2Dwrite(v, o.surface, x * sizeof(T), y);
+    }
+}
+
+__device__ void put(const Out &o, unsigned int x, unsigned int y, uchar4 p)
+{
+    switch (o.format) {
+    case BGRA8:
+        put_as(o, x, y, make_uchar4(p.z, p.y, p.x, p.w));
+        return;
+    case RGBA16F:
+        put_as(o, x, y, make_ushort4(half_bits(p.x / 255.0f), half_bits(p.y / 255.0f),
+                                     half_bits(p.z / 255.0f), half_bits(p.w / 255.0f)));
+        return;
+    case RGBA32F:
+        put_as(o, x, y, make_float4(p.x / 255.0f, p.y / 255.0f, p.z / 255.0f, p.w / 255.0f));
+        return;
+    case R32F:
+        put_as(o, x, y, p.x / 255.0f);
+        return;
+    default: // RGBA8, RGBA8_SRGB (CUDA knows no colour spaces: the bytes are sRGB-encoded)
+        put_as(o, x, y, p);
+    }
+}
 
 __device__ uchar4 gradient_px(unsigned int x, unsigned int y, unsigned int t)
 {
@@ -47,34 +98,21 @@ __device__ uchar4 julia_px(unsigned int x, unsigned int y, int w, int h, unsigne
     unsigned int y = blockIdx.y * blockDim.y + threadIdx.y; \
     if (x >= (unsigned int)w || y >= (unsigned int)h) return;
 
-extern "C" __global__ void gradient(cudaSurfaceObject_t surf, int w, int h, unsigned int t)
+extern "C" __global__ void gradient(Out out, int w, int h, unsigned int t)
 {
     PIXEL_XY
-    surf2Dwrite(gradient_px(x, y, t), surf, x * 4, y);
+    put(out, x, y, gradient_px(x, y, t));
 }
 
-extern "C" __global__ void julia(cudaSurfaceObject_t surf, int w, int h, unsigned int t,
-                                 int cr, int ci, int step, unsigned int cost)
+extern "C" __global__ void julia(Out out, int w, int h, unsigned int t, int cr, int ci, int step,
+                                 unsigned int cost)
 {
     PIXEL_XY
-    surf2Dwrite(julia_px(x, y, w, h, t, cr, ci, step, cost), surf, x * 4, y);
+    put(out, x, y, julia_px(x, y, w, h, t, cr, ci, step, cost));
 }
 
-extern "C" __global__ void gradient_linear(uchar4 *out, int w, int h, unsigned int t)
-{
-    PIXEL_XY
-    out[(size_t)y * w + x] = gradient_px(x, y, t);
-}
-
-extern "C" __global__ void julia_linear(uchar4 *out, int w, int h, unsigned int t,
-                                        int cr, int ci, int step, unsigned int cost)
-{
-    PIXEL_XY
-    out[(size_t)y * w + x] = julia_px(x, y, w, h, t, cr, ci, step, cost);
-}
-
-// Test only (`--fault-at`): a kernel that traps, to check that a CUDA fault
-// is reported with its error name and that nothing hangs after it.
+// Test only (`--inject cuda-fault@N`): a kernel that traps, to check that a
+// CUDA fault is reported with its error name and that nothing hangs after it.
 extern "C" __global__ void fault()
 {
     __trap();

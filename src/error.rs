@@ -12,6 +12,8 @@ use std::time::Duration;
 use ash::vk;
 use cudarc::driver::sys::CUresult;
 
+use crate::format::{Format, Layout};
+
 /// `Result` with the core's [`Error`].
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
@@ -53,6 +55,18 @@ pub enum Error {
     /// export), or the request itself cannot be met (a frame plan's values).
     Unsupported {
         /// What, and why.
+        context: String,
+    },
+    /// The device cannot share frames of this format in this layout with
+    /// CUDA (the driver's answer to `vkGetPhysicalDeviceImageFormatProperties2`
+    /// or `vkGetPhysicalDeviceExternalBufferProperties` with the export's
+    /// handle type, or a limit).
+    FormatUnsupported {
+        /// The format asked for.
+        format: Format,
+        /// The layout asked for.
+        layout: Layout,
+        /// Why, in the driver's terms, and what vkcuda was doing.
         context: String,
     },
     /// A library could not be loaded (libvulkan, libcuda).
@@ -109,6 +123,7 @@ impl Error {
             | Error::OutOfMemory { context }
             | Error::MissingExtension { context, .. }
             | Error::Unsupported { context }
+            | Error::FormatUnsupported { context, .. }
             | Error::Library { context }
             | Error::Vulkan { context, .. }
             | Error::Cuda { context, .. } => context,
@@ -138,6 +153,12 @@ impl fmt::Display for Error {
                 write!(f, "{}{extension} is missing", at(context))
             }
             Error::Unsupported { context } | Error::Library { context } => f.write_str(context),
+            Error::FormatUnsupported { format, layout, context } => {
+                write!(
+                    f,
+                    "{context}: this device cannot share {format} frames in the {layout} layout with CUDA"
+                )
+            }
             Error::Vulkan { context, result } if context.is_empty() => {
                 write!(f, "a Vulkan call failed: {result}")
             }

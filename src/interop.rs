@@ -9,7 +9,11 @@
 //!   its semaphore wait and signal for your `vkQueueSubmit2`;
 //! - [`CudaFrames`]: the same images and timelines imported into your CUDA
 //!   context; [`CudaFrames::begin`] enqueues frame `g`'s wait on your stream
-//!   and gives the surface to write, [`CudaFrames::end`] enqueues its signal.
+//!   and gives what to write ([`CudaTarget`]: a surface, or a pointer and
+//!   pitch), [`CudaFrames::end`] enqueues its signal.
+//!
+//! Frames are made from a [`FrameDesc`]: a [`crate::Format`], an extent and a
+//! [`Layout`] (CUDA array or linear buffer); both layouts follow the same plan.
 //!
 //! Nothing here owns a thread, a window, a signal handler or a file, and
 //! nothing waits on the host: both sides wait on their GPU queue.
@@ -18,15 +22,17 @@ use std::ffi::CStr;
 use std::sync::Arc;
 
 use crate::error::{Context as _, Error, Result};
+use crate::format::{FrameDesc, Layout};
 use ash::vk;
 use cudarc::driver::sys;
 
-use crate::cuda::external::{ExternalImage, ExternalSemaphore};
+use crate::cuda::external::{ExternalBuffer, ExternalImage, ExternalSemaphore};
 use crate::cuda::{settle, stream_state, Context, SharedStream, Stream, StreamState};
 use crate::platform;
 use crate::sync::{FramePlan, TimelinePoint};
 use crate::vk::device::Device;
-use crate::vk::frame::{image_barrier, prepare_shared_images};
+use crate::vk::frame::{buffer_barrier, image_barrier, prepare_shared};
+use crate::vk::shared_buffer::SharedBuffer;
 use crate::vk::shared_image::SharedImage;
 use crate::vk::timeline::Timeline;
 use crate::vk::WAIT_TIMEOUT;
@@ -67,40 +73,77 @@ impl Requirements {
 /// A stage and the access in it.
 pub type Use = (vk::PipelineStageFlags2, vk::AccessFlags2);
 
-/// The shared images and timelines of one [`FramePlan`].
+/// The shared images or buffers ([`FrameDesc::layout`]) and the timelines of one [`FramePlan`].
 ///
-/// Ownership and ordering: the images stay in `GENERAL` and belong to
-/// `VK_QUEUE_FAMILY_EXTERNAL` between Vulkan uses (every Vulkan frame
-/// acquires and releases them; see [`SharedFrames::vulkan_frame`]). The
-/// [`CudaFrames`] imported from them keep them alive, so they go last; their
-/// `Drop` waits (bounded) until the device's queue is idle
+/// Ownership and ordering: the images stay in `GENERAL`; images and
+/// buffers belong to `VK_QUEUE_FAMILY_EXTERNAL` between Vulkan uses (every
+/// Vulkan frame acquires and releases them; see [`SharedFrames::vulkan_frame`]).
+/// The [`CudaFrames`] imported from them keep them alive, so they go last;
+/// their `Drop` waits (bounded) until the device's queue is idle
 /// ([`Device::wait_idle`]) and leaks rather than destroys what a batch that
 /// never finishes still uses.
 pub struct SharedFrames {
     /// The frame/value plan: the one source of truth for who waits for what.
     pub plan: FramePlan,
-    /// The shared images, in plan order.
+    /// What every frame is: format, extent, layout.
+    pub desc: FrameDesc,
+    /// The shared images, in plan order ([`Layout::Array`]; empty otherwise).
     pub images: Vec<SharedImage>,
+    /// The shared buffers, in plan order ([`Layout::Buffer`]; empty otherwise).
+    pub buffers: Vec<SharedBuffer>,
     /// The timelines, indexed as in the plan.
     pub timelines: Vec<Timeline>,
     device: Arc<Device>,
 }
 
+/// The Vulkan object that holds a shared frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Resource {
+    /// An image in `GENERAL` ([`Layout::Array`]).
+    Image(vk::Image),
+    /// A buffer of packed rows, [`FrameDesc::row_pitch`] bytes each ([`Layout::Buffer`]).
+    Buffer(vk::Buffer),
+}
+
+/// A queue-family ownership transfer of a shared image or buffer.
+#[derive(Clone, Copy, Debug)]
+pub enum Barrier {
+    /// For an image (it stays in `GENERAL`).
+    Image(vk::ImageMemoryBarrier2<'static>),
+    /// For a buffer (the whole of it).
+    Buffer(vk::BufferMemoryBarrier2<'static>),
+}
+
+impl Barrier {
+    /// Records the barrier alone into `cmd` (an engine that batches its
+    /// barriers takes the struct out instead).
+    pub fn record(&self, device: &ash::Device, cmd: vk::CommandBuffer) {
+        let (images, buffers) = match self {
+            Barrier::Image(b) => (std::slice::from_ref(b), &[][..]),
+            Barrier::Buffer(b) => (&[][..], std::slice::from_ref(b)),
+        };
+        let dependency =
+            vk::DependencyInfo::default().image_memory_barriers(images).buffer_memory_barriers(buffers);
+        // SAFETY: `cmd` is recording on `device`; the barrier names a live shared image or buffer.
+        unsafe { device.cmd_pipeline_barrier2(cmd, &dependency) };
+    }
+}
+
 /// Frame `g` on the Vulkan side: record `acquire` before your first use of
-/// `image` and `release` after your last, in one command buffer; submit it
-/// with `wait` (if any) and `signal` in its `VkSubmitInfo2`.
+/// `resource` and `release` after your last, in one command buffer; submit
+/// it with `wait` (if any) and `signal` in its `VkSubmitInfo2`.
 #[derive(Clone, Copy, Debug)]
 pub struct VulkanFrame {
-    /// Index of the shared image in [`SharedFrames::images`].
+    /// Index of the shared image or buffer in [`SharedFrames::images`] or [`SharedFrames::buffers`].
     pub index: usize,
-    /// The shared image (in `GENERAL`).
-    pub image: vk::Image,
-    /// Its size.
-    pub extent: vk::Extent2D,
+    /// The shared image or buffer.
+    pub resource: Resource,
+    /// Its format, size and layout.
+    pub desc: FrameDesc,
     /// Acquire from `VK_QUEUE_FAMILY_EXTERNAL` (CUDA's side) for your first use.
-    pub acquire: vk::ImageMemoryBarrier2<'static>,
+    pub acquire: Barrier,
     /// Release to `VK_QUEUE_FAMILY_EXTERNAL` after your last use.
-    pub release: vk::ImageMemoryBarrier2<'static>,
+    pub release: Barrier,
     /// Wait for the producer's signal ("rendered").
     pub wait: Option<vk::SemaphoreSubmitInfo<'static>>,
     /// Signal "released" (split) or the next value (shared) once your commands finish.
@@ -108,33 +151,42 @@ pub struct VulkanFrame {
 }
 
 impl SharedFrames {
-    /// Creates the plan's images (`extent`, RGBA8) and timelines on `device`,
-    /// exportable to CUDA when `export`, and prepares the images (one
-    /// submission to the device's queue, waited for).
-    pub fn new(device: &Arc<Device>, plan: FramePlan, extent: vk::Extent2D, export: bool) -> Result<Self> {
-        Self::with_images(device, plan, extent, export, export)
+    /// Creates the plan's images or buffers (as `desc` says) and timelines on
+    /// `device`, exportable to CUDA when `export`, and prepares them (one
+    /// submission to the device's queue, waited for). With `export`, the
+    /// driver is asked first whether it can export the combination: if not,
+    /// [`Error::FormatUnsupported`] says which.
+    pub fn new(device: &Arc<Device>, plan: FramePlan, desc: FrameDesc, export: bool) -> Result<Self> {
+        Self::with_images(device, plan, desc, export, export)
     }
 
     /// [`SharedFrames::new`], with export chosen separately for the images
-    /// and the timelines (the application's CPU producer runs on exportable
-    /// images with host-signalled timelines).
+    /// or buffers and for the timelines (the application's CPU producer runs
+    /// on exportable images with host-signalled timelines).
     pub fn with_images(
         device: &Arc<Device>,
         plan: FramePlan,
-        extent: vk::Extent2D,
+        desc: FrameDesc,
         export_images: bool,
         export_timelines: bool,
     ) -> Result<Self> {
-        let images = (0..plan.images())
-            .map(|_| SharedImage::new(device.clone(), extent, export_images))
-            .collect::<Result<Vec<_>>>()?;
-        prepare_shared_images(device, &images)?;
+        if export_images {
+            check_export(device, &desc)?;
+        }
+        let (mut images, mut buffers) = (Vec::new(), Vec::new());
+        for _ in 0..plan.images() {
+            match desc.layout {
+                Layout::Array => images.push(SharedImage::new(device.clone(), &desc, export_images)?),
+                Layout::Buffer => buffers.push(SharedBuffer::new(device.clone(), &desc, export_images)?),
+            }
+        }
+        prepare_shared(device, &images, &buffers)?;
         let timelines = plan
             .timeline_names()
             .iter()
             .map(|name| Timeline::new(device.clone(), name, plan.initial_value(), export_timelines))
             .collect::<Result<Vec<_>>>()?;
-        Ok(Self { plan, images, timelines, device: device.clone() })
+        Ok(Self { plan, desc, images, buffers, timelines, device: device.clone() })
     }
 
     /// The semaphore and value of a plan point, for a `VkSubmitInfo2`.
@@ -145,16 +197,23 @@ impl SharedFrames {
             .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
     }
 
+    /// Shared image or buffer `i`.
+    pub fn resource(&self, i: usize) -> Resource {
+        match self.desc.layout {
+            Layout::Array => Resource::Image(self.images[i].image),
+            Layout::Buffer => Resource::Buffer(self.buffers[i].buffer),
+        }
+    }
+
     /// Frame `g`'s Vulkan side for a queue of `queue_family` whose commands
-    /// first use the image as `first` and last as `last`.
+    /// first use the image or buffer as `first` and last as `last`.
     pub fn vulkan_frame(&self, g: u64, queue_family: u32, first: Use, last: Use) -> VulkanFrame {
         let step = self.plan.consumer(g);
-        let image = &self.images[step.image];
         let (acquire, release) = self.ownership_transfer(step.image, queue_family, first, last);
         VulkanFrame {
             index: step.image,
-            image: image.image,
-            extent: image.extent,
+            resource: self.resource(step.image),
+            desc: self.desc,
             acquire,
             release,
             wait: step.wait.map(|p| self.submit_info(p)),
@@ -162,32 +221,93 @@ impl SharedFrames {
         }
     }
 
-    /// The queue-family ownership transfer of image `i` from
+    /// The queue-family ownership transfer of image or buffer `i` from
     /// `VK_QUEUE_FAMILY_EXTERNAL` to `queue_family` before a use that begins
     /// with `first`, and back after one that ends with `last` (what
-    /// [`SharedFrames::vulkan_frame`] returns, for any image and hand-over).
+    /// [`SharedFrames::vulkan_frame`] returns, for any frame and hand-over).
     pub fn ownership_transfer(
         &self,
         i: usize,
         queue_family: u32,
         first: Use,
         last: Use,
-    ) -> (vk::ImageMemoryBarrier2<'static>, vk::ImageMemoryBarrier2<'static>) {
-        let image = self.images[i].image;
+    ) -> (Barrier, Barrier) {
         let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
+        let external = vk::QUEUE_FAMILY_EXTERNAL;
         // Acquire: the source scope is CUDA's, outside Vulkan: only the destination counts.
-        let acquire = image_barrier(image, none, first)
-            .src_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
-            .dst_queue_family_index(queue_family);
         // Release: the destination scope is CUDA's; the semaphore signal orders the rest.
-        let release = image_barrier(image, last, none)
-            .src_queue_family_index(queue_family)
-            .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL);
-        (acquire, release)
+        match self.resource(i) {
+            Resource::Image(image) => (
+                Barrier::Image(
+                    image_barrier(image, none, first)
+                        .src_queue_family_index(external)
+                        .dst_queue_family_index(queue_family),
+                ),
+                Barrier::Image(
+                    image_barrier(image, last, none)
+                        .src_queue_family_index(queue_family)
+                        .dst_queue_family_index(external),
+                ),
+            ),
+            Resource::Buffer(buffer) => (
+                Barrier::Buffer(
+                    buffer_barrier(buffer, none, first)
+                        .src_queue_family_index(external)
+                        .dst_queue_family_index(queue_family),
+                ),
+                Barrier::Buffer(
+                    buffer_barrier(buffer, last, none)
+                        .src_queue_family_index(queue_family)
+                        .dst_queue_family_index(external),
+                ),
+            ),
+        }
     }
 }
 
-/// The shared frames as CUDA sees them: surfaces to write and imported timelines.
+/// Whether `device` can share frames of `desc` with CUDA: for the array
+/// layout the driver's answer to `vkGetPhysicalDeviceImageFormatProperties2`
+/// (with the export's handle type and the images' usage), for the buffer
+/// layout to `vkGetPhysicalDeviceExternalBufferProperties`; an
+/// [`Error::FormatUnsupported`] names the combination and the reason.
+pub fn check_export(device: &Device, desc: &FrameDesc) -> Result<()> {
+    match desc.layout {
+        Layout::Array => crate::vk::shared_image::check_export(device, desc),
+        Layout::Buffer => crate::vk::shared_buffer::check_export(device, desc),
+    }
+}
+
+/// What CUDA writes frame `g` through ([`CudaFrames::begin`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CudaTarget {
+    /// [`Layout::Array`]: a surface object to write (`surf2Dwrite`, x in
+    /// bytes) and a texture object over the same array to read.
+    Array {
+        /// The surface object.
+        surface: sys::CUsurfObject,
+        /// The texture object (point sampling, clamped, unnormalized coordinates).
+        texture: sys::CUtexObject,
+    },
+    /// [`Layout::Buffer`]: linear device memory, rows `pitch` bytes apart.
+    Buffer {
+        /// The first row.
+        pointer: sys::CUdeviceptr,
+        /// Bytes from one row to the next.
+        pitch: u64,
+    },
+}
+
+impl CudaTarget {
+    /// The surface object, for the array layout.
+    pub fn surface(&self) -> Option<sys::CUsurfObject> {
+        match *self {
+            CudaTarget::Array { surface, .. } => Some(surface),
+            CudaTarget::Buffer { .. } => None,
+        }
+    }
+}
+
+/// The shared frames as CUDA sees them: surfaces or pointers to write, and imported timelines.
 ///
 /// Teardown holds by construction: it keeps the [`SharedFrames`] it came
 /// from (an `Arc`), so the Vulkan images and timelines outlive their
@@ -198,6 +318,7 @@ impl SharedFrames {
 /// imports leaked, with an error logged: a leak, never undefined behaviour.
 pub struct CudaFrames {
     images: Vec<ExternalImage>,
+    buffers: Vec<ExternalBuffer>,
     semaphores: Vec<ExternalSemaphore>,
     ctx: Context,
     stream: SharedStream,
@@ -205,19 +326,33 @@ pub struct CudaFrames {
 }
 
 impl CudaFrames {
-    /// Imports every image and timeline of `frames` (made exportable) into
-    /// `ctx`, for use on `stream` (cudarc's `Arc<CudaStream>`, or a
-    /// [`crate::cuda::RawStream`]): the stream [`CudaFrames::begin`] and
-    /// [`CudaFrames::end`] enqueue on, and the one dropping this waits for.
+    /// Imports every image or buffer and timeline of `frames` (made
+    /// exportable) into `ctx`, for use on `stream` (cudarc's
+    /// `Arc<CudaStream>`, or a [`crate::cuda::RawStream`]): the stream
+    /// [`CudaFrames::begin`] and [`CudaFrames::end`] enqueue on, and the one
+    /// dropping this waits for.
     pub fn import(ctx: impl Into<Context>, frames: &Arc<SharedFrames>, stream: SharedStream) -> Result<Self> {
         let ctx = ctx.into();
-        let mut this =
-            Self { images: Vec::new(), semaphores: Vec::new(), ctx, stream, shared: frames.clone() };
+        let mut this = Self {
+            images: Vec::new(),
+            buffers: Vec::new(),
+            semaphores: Vec::new(),
+            ctx,
+            stream,
+            shared: frames.clone(),
+        };
+        let desc = &frames.desc;
         for (i, img) in frames.images.iter().enumerate() {
-            let (w, h) = (img.extent.width, img.extent.height);
-            let ext = ExternalImage::import(this.ctx.clone(), img.export()?, img.allocation_size, w, h)
-                .with_context(|| format!("importing shared image {i} into CUDA"))?;
+            let color = img.usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT);
+            let ext =
+                ExternalImage::import(this.ctx.clone(), img.export()?, img.allocation_size, desc, color)
+                    .with_context(|| format!("importing shared image {i} ({desc}) into CUDA"))?;
             this.images.push(ext);
+        }
+        for (i, buf) in frames.buffers.iter().enumerate() {
+            let ext = ExternalBuffer::import(this.ctx.clone(), buf.export()?, buf.allocation_size, desc)
+                .with_context(|| format!("importing shared buffer {i} ({desc}) into CUDA"))?;
+            this.buffers.push(ext);
         }
         for t in &frames.timelines {
             let sem = ExternalSemaphore::import(this.ctx.clone(), t.export()?, t.name)
@@ -227,23 +362,30 @@ impl CudaFrames {
         Ok(this)
     }
 
-    /// Enqueues on the stream frame `g`'s wait (the image is free again) and
-    /// returns the surface object the frame's kernels write (`surf2Dwrite`).
+    /// Enqueues on the stream frame `g`'s wait (the image or buffer is free
+    /// again) and returns what the frame's kernels write.
     ///
     /// The call returns at once, but a later CUDA call on this stream may
     /// block its thread until the wait is over: drive CUDA from its own thread.
-    pub fn begin(&self, g: u64) -> Result<sys::CUsurfObject> {
+    pub fn begin(&self, g: u64) -> Result<CudaTarget> {
         let step = self.shared.plan.producer(g);
         if let Some(w) = step.wait {
             self.semaphores[w.timeline].wait(&*self.stream, w.value)?;
         }
-        Ok(self.images[step.image].surface())
+        Ok(self.target(step.image))
     }
 
-    /// The surface object of shared image `i` (for hand-overs other than the
-    /// plan's, such as the patterns `vkcuda bench` compares with).
-    pub fn surface(&self, i: usize) -> sys::CUsurfObject {
-        self.images[i].surface()
+    /// What kernels write shared image or buffer `i` through (for hand-overs
+    /// other than the plan's, such as the patterns `vkcuda bench` compares with).
+    pub fn target(&self, i: usize) -> CudaTarget {
+        match self.shared.desc.layout {
+            Layout::Array => {
+                CudaTarget::Array { surface: self.images[i].surface(), texture: self.images[i].texture() }
+            }
+            Layout::Buffer => {
+                CudaTarget::Buffer { pointer: self.buffers[i].pointer(), pitch: self.buffers[i].pitch }
+            }
+        }
     }
 
     /// The imported timeline `t` (index into the plan's timeline names), for
@@ -291,12 +433,14 @@ impl Drop for CudaFrames {
             return;
         }
         log::error!(
-            "the CUDA stream was still busy {WAIT_TIMEOUT:?} after the last frame: leaking its {} image and \
-             {} semaphore imports rather than destroying them in use",
+            "the CUDA stream was still busy {WAIT_TIMEOUT:?} after the last frame: leaking its {} image, {} \
+             buffer and {} semaphore imports rather than destroying them in use",
             self.images.len(),
+            self.buffers.len(),
             self.semaphores.len()
         );
         std::mem::forget(std::mem::take(&mut self.images));
+        std::mem::forget(std::mem::take(&mut self.buffers));
         std::mem::forget(std::mem::take(&mut self.semaphores));
     }
 }
@@ -306,11 +450,13 @@ impl Drop for SharedFrames {
         // Destroying an image or semaphore a pending batch uses is undefined: wait first (bounded).
         if let Err(e) = self.device.wait_idle() {
             log::error!(
-                "{e:#}: leaking {} shared images and {} timelines rather than destroying them in use",
+                "{e:#}: leaking {} shared images, {} buffers and {} timelines rather than destroying them in use",
                 self.images.len(),
+                self.buffers.len(),
                 self.timelines.len()
             );
             std::mem::forget(std::mem::take(&mut self.images));
+            std::mem::forget(std::mem::take(&mut self.buffers));
             std::mem::forget(std::mem::take(&mut self.timelines));
         }
     }

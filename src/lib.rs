@@ -1,7 +1,8 @@
 //! vkcuda: CUDA renders into images that Vulkan presents.
 //!
-//! Exportable Vulkan images are imported into CUDA as mipmapped arrays; CUDA
-//! kernels write one through `surf2Dwrite` while Vulkan consumes another.
+//! Exportable Vulkan images (or buffers) are imported into CUDA as arrays
+//! (or linear memory); CUDA kernels write one through `surf2Dwrite` (or a
+//! pointer) while Vulkan consumes another.
 //! Exportable timeline semaphores, imported into CUDA, order the two sides on
 //! the GPU; neither side waits for the other on the CPU.
 //!
@@ -21,16 +22,20 @@
 //! 3. Wrap your device and a queue: [`vk::device::Device::adopt`] (`unsafe`:
 //!    its `# Safety` list is what vkcuda cannot check; the rest it checks).
 //! 4. Choose a plan, [`sync::FramePlan::new`] (scheme, number of images), and
-//!    create the shared images and timelines: [`interop::SharedFrames::new`].
+//!    what a frame is, a [`FrameDesc`] ([`Format`], extent, [`Layout`]: CUDA
+//!    array or linear buffer), and create the shared frames and timelines:
+//!    [`interop::SharedFrames::new`] (it asks the driver first whether the
+//!    combination can be exported: [`Error::FormatUnsupported`] if not).
 //! 5. Import them into your CUDA context (cudarc's, or a raw `CUcontext`
 //!    through the `unsafe` [`cuda::Context::from_raw`]),
 //!    for your stream: [`interop::CudaFrames::import`].
 //! 6. Each frame `g`, on that stream: [`interop::CudaFrames::begin`]
-//!    (enqueues the wait, gives the surface), your kernel, then
-//!    [`interop::CudaFrames::end`] (enqueues the signal).
+//!    (enqueues the wait, gives the [`interop::CudaTarget`]: a surface, or a
+//!    pointer and pitch), your kernel, then [`interop::CudaFrames::end`]
+//!    (enqueues the signal).
 //! 7. Each frame `g`, in your command buffer: the barriers of
-//!    [`interop::SharedFrames::vulkan_frame`] around your use of the image,
-//!    and its wait and signal in your `vkQueueSubmit2`.
+//!    [`interop::SharedFrames::vulkan_frame`] around your use of the image
+//!    or buffer, and its wait and signal in your `vkQueueSubmit2`.
 //! 8. Tear down: drop the [`interop::CudaFrames`] (it waits, bounded, until
 //!    its stream is idle; it keeps the [`interop::SharedFrames`] alive, whose
 //!    `Drop` waits for your queue). After a failure, meet every wait in
@@ -42,7 +47,7 @@
 //! ```no_run
 //! # use std::sync::Arc;
 //! # use ash::vk;
-//! # use vkcuda::{interop, sync, vk::device::Device};
+//! # use vkcuda::{interop, sync, vk::device::Device, Format, FrameDesc, Layout};
 //! # fn your_engine() -> (ash::Instance, vk::PhysicalDevice, ash::Device, u32) { unimplemented!() }
 //! # fn main() -> vkcuda::Result<()> {
 //! // 1.-2. Your instance and device, made with what `requirements()` names,
@@ -53,10 +58,12 @@
 //! // SAFETY: the device was made from `physical` with exactly `needs`' extensions and
 //! // features, has that queue, nobody else submits to it meanwhile, and it outlives vkcuda's objects.
 //! let device = unsafe { Device::adopt(&instance, physical, &device, &needs.device_extensions, family, 0) }?;
-//! // 4. The plan (one timeline per signaller, 2 images) and the shared frames.
+//! // 4. The plan (one timeline per signaller, 2 frames) and the shared frames: half-float
+//! //    frames in linear memory (`Layout::Array` for a CUDA array).
 //! let plan = sync::FramePlan::new(sync::SyncScheme::Split, 2, 0, 1000)?;
 //! let extent = vk::Extent2D { width: 1920, height: 1080 };
-//! let shared = Arc::new(interop::SharedFrames::new(&device, plan, extent, true)?);
+//! let desc = FrameDesc::new(extent).format(Format::Rgba16f).layout(Layout::Buffer);
+//! let shared = Arc::new(interop::SharedFrames::new(&device, plan, desc, true)?);
 //! // 5. Into your CUDA context, for your stream.
 //! let ctx = cudarc::driver::CudaContext::new(0)?;
 //! let stream = ctx.new_stream()?;
@@ -64,13 +71,13 @@
 //! let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 //! for g in 0..1000 {
 //!     // 6. CUDA (on a thread of its own in a real engine): wait, your kernel, signal.
-//!     let surface = cuda.begin(g)?;
-//!     let _ = surface; // launch your kernel writing `surface` on `stream`
+//!     let interop::CudaTarget::Buffer { pointer, pitch } = cuda.begin(g)? else { unreachable!() };
+//!     let _ = (pointer, pitch); // launch your kernel writing rows `pitch` bytes apart on `stream`
 //!     cuda.end(g)?;
 //!     // 7. Vulkan: record `acquire`, your commands (here a copy), `release` in one
 //!     //    command buffer; submit it with `wait` and `signal` in its VkSubmitInfo2.
 //!     let frame = shared.vulkan_frame(g, device.queue_family, copy, copy);
-//!     let _ = (frame.image, frame.acquire, frame.release, frame.wait, frame.signal);
+//!     let _ = (frame.resource, frame.acquire, frame.release, frame.wait, frame.signal);
 //! }
 //! // 8. Teardown holds by construction: the imports wait for the stream, then the
 //! //    shared frames (kept alive by them) wait for the queue.
@@ -89,9 +96,11 @@
 #![deny(missing_docs)]
 
 pub use error::{Error, Result};
+pub use format::{Format, FrameDesc, Layout};
 
 pub mod cuda;
 pub mod error;
+pub mod format;
 pub mod interop;
 pub mod platform;
 pub mod sync;

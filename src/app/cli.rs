@@ -13,6 +13,7 @@ use crate::app::setup::RunSpec;
 use crate::app::UsageError;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{CudaSched, QueueKind, Size};
+use vkcuda::{Format, Layout};
 
 /// A core type's command-line values: clap's `ValueEnum` cannot be
 /// implemented here for the core's own enums, so it is implemented for this
@@ -79,6 +80,21 @@ core_value_enum!(CudaSched {
 core_value_enum!(SyncScheme {
     Split = "split": "One timeline per signaller: `rendered` (producer) and `released` (consumer)",
     Shared = "shared": "One timeline shared by both directions; serialises producer and consumer",
+});
+
+core_value_enum!(Format {
+    Rgba8 = "rgba8": "R8G8B8A8_UNORM (CUDA writes uchar4)",
+    Rgba8Srgb = "rgba8-srgb": "R8G8B8A8_SRGB: sRGB-encoded bytes (CUDA writes uchar4)",
+    Bgra8 = "bgra8": "B8G8R8A8_UNORM (CUDA writes uchar4, blue first)",
+    Rgba16f = "rgba16f": "R16G16B16A16_SFLOAT: half-float HDR (CUDA writes 4 halves); dumped as OpenEXR",
+    Rgba32f = "rgba32f": "R32G32B32A32_SFLOAT (CUDA writes float4); dumped as OpenEXR",
+    R32f = "r32f": "R32_SFLOAT, one channel (CUDA writes float); shown grey, dumped as OpenEXR",
+});
+
+core_value_enum!(Layout {
+    Array = "array": "A Vulkan image CUDA maps as an array: surface (and texture) objects",
+    Buffer = "buffer": "A Vulkan buffer CUDA maps as linear memory: a pointer and a pitch \
+        (what tensor libraries write); Vulkan copies it into an image to draw it",
 });
 
 core_value_enum!(QueueKind {
@@ -152,6 +168,7 @@ const KEYS: &str = "Viewer keys:
   S          save the current frame as PNG in --out
   Left/Right previous / next scene
   + / -      double / halve the scene's cost
+  E / D      brighter / darker: double / halve the exposure (float formats are clamped after it)
   V          cycle present modes (fifo, mailbox, immediate: those supported)
   F1         show / hide stats in the title (fps, CUDA ms, Vulkan ms, present mode, producer, sync)";
 
@@ -174,6 +191,12 @@ pub struct Args {
     /// Number of shared images the producer and consumer rotate through.
     #[arg(long, default_value_t = 2, value_parser = clap::value_parser!(u32).range(1..=8))]
     pub buffers: u32,
+    /// Pixel format of the shared frames (float frames dump as OpenEXR).
+    #[arg(long, value_parser = core_values::<Format>(), default_value_t = Format::Rgba8)]
+    pub format: Format,
+    /// How CUDA sees the shared frames: an array (surface), or linear memory (pointer and pitch).
+    #[arg(long, value_parser = core_values::<Layout>(), default_value_t = Layout::Array)]
+    pub layout: Layout,
     /// Synchronization scheme: one timeline per signaller, or one for both directions.
     #[arg(long, value_parser = core_values::<SyncScheme>(), default_value_t = SyncScheme::Split)]
     pub sync: SyncScheme,
@@ -311,6 +334,12 @@ impl Args {
                     self.handover.name()
                 )));
             }
+            if self.format != Format::Rgba8 || self.layout != Layout::Array {
+                return Err(UsageError(format!(
+                    "--handover {} is a peer's pattern on its RGBA8 images: drop --format and --layout",
+                    self.handover.name()
+                )));
+            }
             if !matches!(self.producer, ProducerKind::Auto | ProducerKind::Cuda) {
                 return Err(UsageError(format!(
                     "--handover {} is a CUDA pattern: drop --producer",
@@ -375,6 +404,8 @@ impl Args {
             producer: self.producer,
             sync: self.sync,
             buffers: self.buffers as usize,
+            format: self.format,
+            layout: self.layout,
             frames: self.frame_count(),
             in_flight: self.in_flight(),
             ptx_cache: self.ptx_cache.clone(),
@@ -463,6 +494,13 @@ pub struct BenchArgs {
     /// Image sizes, comma-separated.
     #[arg(long, value_delimiter = ',', default_value = "1280x720,1920x1080,3840x2160")]
     pub sizes: Vec<Size>,
+    /// Formats of the shared frames, comma-separated (each variant runs each;
+    /// the peers' patterns only RGBA8).
+    #[arg(long, value_delimiter = ',', default_value = "rgba8", value_parser = core_values::<Format>())]
+    pub formats: Vec<Format>,
+    /// Layouts of the shared frames, comma-separated: array, buffer.
+    #[arg(long, value_delimiter = ',', default_value = "array", value_parser = core_values::<Layout>())]
+    pub layouts: Vec<Layout>,
     /// Loads, comma-separated: cheap (gradient, one copy), balanced (the consume
     /// step copies the frame until it takes ~0.5 ms, and julia's cost is set so
     /// the CUDA kernel takes as long).

@@ -22,22 +22,41 @@ use anyhow::{bail, Context, Result};
 use ash::vk;
 
 use crate::app::clock::Anchor;
-use vkcuda::interop::{SharedFrames, VulkanFrame};
+use vkcuda::interop::{Barrier, SharedFrames, VulkanFrame};
 use vkcuda::vk::bounded_wait;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{buffer_barrier, copy_layers, image_barrier, record_image_barrier};
 use vkcuda::vk::memory::Buffer;
+use vkcuda::vk::shared_buffer::SharedBuffer;
 use vkcuda::vk::shared_image::SharedImage;
+use vkcuda::Layout;
 
-/// What a consumer does with the ready image.
+/// What a consumer reads a frame from.
+#[derive(Clone, Copy)]
+pub enum Source<'a> {
+    /// An image in `GENERAL`: the shared image (array layout), or the frame's
+    /// view image that the loop copied a shared buffer into.
+    Image(&'a SharedImage),
+    /// The shared buffer itself (buffer layout, for a consumer that
+    /// [`Consume::takes_buffers`]).
+    Buffer(&'a SharedBuffer),
+}
+
+/// What a consumer does with the ready frame.
 pub trait Consume {
-    /// The stage and access of the consumer's first use of the shared image
-    /// (the acquire barrier's destination).
+    /// The stage and access of the consumer's first (and last) use of the
+    /// frame's image or buffer (the acquire barrier's destination).
     fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2);
 
+    /// Whether [`Consume::record`] reads a shared buffer itself; otherwise the
+    /// loop first copies it into the frame's view image (the buffer layout).
+    fn takes_buffers(&self) -> bool {
+        false
+    }
+
     /// Records the consumer's commands for `frame` into `cmd`, in slot `slot`.
-    /// The shared image is acquired, in `GENERAL`, and holds the frame.
-    fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: &SharedImage) -> Result<()>;
+    /// The source is acquired (an image in `GENERAL`) and holds the frame.
+    fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()>;
 
     /// Frame `frame`, recorded in slot `slot`, is consumed: the GPU is done
     /// with everything [`Consume::record`] recorded for it.
@@ -66,7 +85,11 @@ impl Consume for Discard {
         (vk::PipelineStageFlags2::ALL_COMMANDS, vk::AccessFlags2::NONE)
     }
 
-    fn record(&mut self, _: vk::CommandBuffer, _: usize, _: u64, _: &SharedImage) -> Result<()> {
+    fn takes_buffers(&self) -> bool {
+        true
+    }
+
+    fn record(&mut self, _: vk::CommandBuffer, _: usize, _: u64, _: Source<'_>) -> Result<()> {
         Ok(())
     }
 
@@ -92,13 +115,16 @@ pub struct ExtraSync<'a> {
 pub struct Submission<'a> {
     /// The frame (its slot is `frame mod slots`).
     pub frame: u64,
-    /// The image it consumes.
-    pub image: &'a SharedImage,
+    /// The shared image or buffer it consumes.
+    pub source: Source<'a>,
+    /// Buffer layout: the image the buffer is copied into for a consumer
+    /// that reads images only.
+    pub view: Option<&'a SharedImage>,
     /// The barrier before the consumer's commands (acquire from `EXTERNAL`), if any.
-    pub acquire: Option<vk::ImageMemoryBarrier2<'static>>,
+    pub acquire: Option<Barrier>,
     /// The barrier after them (release to `EXTERNAL`), if any.
-    pub release: Option<vk::ImageMemoryBarrier2<'static>>,
-    /// A host producer's staging buffer to upload into the image first.
+    pub release: Option<Barrier>,
+    /// A host producer's staging buffer to upload into the image or buffer first.
     pub upload: Option<&'a Buffer>,
     /// Waited on before the frame's commands.
     pub wait: &'a [vk::SemaphoreSubmitInfo<'a>],
@@ -144,6 +170,8 @@ pub struct FrameLoop {
     queries: vk::QueryPool,
     /// CPU producer only: one staging buffer per shared image, uploaded before use.
     staging: Option<Arc<Vec<Buffer>>>,
+    /// Buffer layout: one image per shared buffer, for consumers that read images.
+    views: Option<Arc<Vec<SharedImage>>>,
     /// The timestamp clock on the host's axis, when the device can calibrate.
     anchor: Option<Anchor>,
     /// Test only: fail while recording this frame, once.
@@ -151,11 +179,13 @@ pub struct FrameLoop {
 }
 
 impl FrameLoop {
-    /// `frames_in_flight` slots; `staging` when the CPU producer fills staging buffers.
+    /// `frames_in_flight` slots; `staging` when the CPU producer fills
+    /// staging buffers; `views` with the buffer layout.
     pub fn new(
         device: Arc<Device>,
         frames_in_flight: usize,
         staging: Option<Arc<Vec<Buffer>>>,
+        views: Option<Arc<Vec<SharedImage>>>,
     ) -> Result<Self> {
         let info = vk::QueryPoolCreateInfo::default()
             .query_type(vk::QueryType::TIMESTAMP)
@@ -167,7 +197,8 @@ impl FrameLoop {
             host_ns,
             ns_per_tick: f64::from(device.info.timestamp_period),
         });
-        let mut this = Self { device, slots: Vec::new(), queries, staging, anchor, fail_recording_at: None };
+        let mut this =
+            Self { device, slots: Vec::new(), queries, staging, views, anchor, fail_recording_at: None };
         for _ in 0..frames_in_flight {
             let pool_info = vk::CommandPoolCreateInfo::default()
                 .queue_family_index(this.device.queue_family)
@@ -205,18 +236,26 @@ impl FrameLoop {
         extra: ExtraSync<'_>,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Option<Completed>> {
-        let upload = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
-        let usage = consumer.image_use();
+        let buffers = shared.desc.layout == Layout::Buffer;
+        // A buffer a consumer cannot read is copied into an image first.
+        let usage = match buffers && !consumer.takes_buffers() {
+            true => COPY_READ,
+            false => consumer.image_use(),
+        };
         // A host producer's frame is uploaded first: the acquire is for the upload.
-        let first = if self.staging.is_some() { upload } else { usage };
+        let first = if self.staging.is_some() { UPLOAD } else { usage };
         let frame: VulkanFrame = shared.vulkan_frame(g, self.device.queue_family, first, usage);
-        let staging = self.staging.clone();
+        let (staging, views) = (self.staging.clone(), self.views.clone());
         let waits: Vec<_> = frame.wait.into_iter().chain(extra.wait.iter().copied()).collect();
         let signals: Vec<_> = std::iter::once(frame.signal).chain(extra.signal.iter().copied()).collect();
         let point = shared.plan.consumed(g);
         let submission = Submission {
             frame: g,
-            image: &shared.images[frame.index],
+            source: match buffers {
+                true => Source::Buffer(&shared.buffers[frame.index]),
+                false => Source::Image(&shared.images[frame.index]),
+            },
+            view: views.as_ref().map(|v| &v[frame.index]),
             acquire: Some(frame.acquire),
             release: Some(frame.release),
             upload: staging.as_ref().map(|s| &s[frame.index]),
@@ -240,9 +279,7 @@ impl FrameLoop {
         let slot_index = (g % self.slots.len() as u64) as usize;
         // 1. Pace: the slot's last frame must be consumed before we reuse its buffers.
         let done = self.retire(slot_index, consumer, cancelled)?;
-        let upload = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
         let usage = consumer.image_use();
-        let image = s.image;
         let slot = &mut self.slots[slot_index];
         let dev = &self.device.raw;
         let cmd = slot.cmd;
@@ -258,22 +295,30 @@ impl FrameLoop {
         // SAFETY: the slot's queries were read back by retire; no pending command uses them.
         unsafe { dev.reset_query_pool(self.queries, q, 2) };
         if let Some(acquire) = s.acquire {
-            record_image_barrier(dev, cmd, acquire);
+            acquire.record(dev, cmd);
         }
+        // What the consumer reads: a shared buffer it cannot read goes through the view image.
+        let view = s.view.filter(|_| matches!(s.source, Source::Buffer(_)) && !consumer.takes_buffers());
         if let Some(staging) = s.upload {
-            // Host producer: upload, then make it visible to the consumer.
-            record_upload(dev, cmd, staging, image, usage.0);
-            record_image_barrier(dev, cmd, image_barrier(image.image, upload, usage));
+            // Host producer: upload, then make it visible to the next reader.
+            let next = if view.is_some() { COPY_READ } else { usage };
+            record_upload(dev, cmd, staging, s.source, next);
         }
-        // Measure from here: the image is acquired, so the wait for "rendered" is over.
+        // Measure from here: the frame is acquired, so the wait for "rendered" is over.
         // SAFETY: recording.
         unsafe { dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::ALL_COMMANDS, self.queries, q) };
         if self.fail_recording_at.take_if(|f| *f == g).is_some() {
             bail!("injected consumer failure while recording frame {g}");
         }
-        consumer.record(cmd, slot_index, g, image)?;
+        match (view, s.source) {
+            (Some(view), Source::Buffer(buffer)) => {
+                record_buffer_to_view(dev, cmd, buffer, view, usage);
+                consumer.record(cmd, slot_index, g, Source::Image(view))?;
+            }
+            _ => consumer.record(cmd, slot_index, g, s.source)?,
+        }
         if let Some(release) = s.release {
-            record_image_barrier(dev, cmd, release);
+            release.record(dev, cmd);
         }
         // SAFETY: recording.
         unsafe {
@@ -420,14 +465,21 @@ impl Drop for FrameLoop {
     }
 }
 
-/// Records the upload of a host producer's frame from `staging` into `image`;
-/// `reads` is the stage the consumer reads the shared image in.
+/// A copy's read, and its write.
+const COPY_READ: (vk::PipelineStageFlags2, vk::AccessFlags2) =
+    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+const UPLOAD: (vk::PipelineStageFlags2, vk::AccessFlags2) =
+    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
+
+/// Records the upload of a host producer's frame from `staging` into the
+/// shared image or buffer, and a barrier that makes it visible to `next`
+/// (the stage and access that read it after).
 fn record_upload(
     dev: &ash::Device,
     cmd: vk::CommandBuffer,
     staging: &Buffer,
-    image: &SharedImage,
-    reads: vk::PipelineStageFlags2,
+    target: Source<'_>,
+    next: (vk::PipelineStageFlags2, vk::AccessFlags2),
 ) {
     // The host wrote the staging buffer before it signalled "rendered": make those writes visible.
     let b = [buffer_barrier(
@@ -448,15 +500,56 @@ fn record_upload(
     // same, but with `--sync shared` that is a second wait on the one timeline, which the
     // layer resolves to the host signal.)
     let earlier_reads =
-        [vk::MemoryBarrier2::default().src_stage_mask(reads).dst_stage_mask(vk::PipelineStageFlags2::COPY)];
-    let region = [vk::BufferImageCopy::default()
-        .image_subresource(copy_layers())
-        .image_extent(vk::Extent3D { width: image.extent.width, height: image.extent.height, depth: 1 })];
-    // SAFETY: recording; the buffer holds width × height × 4 bytes, the image is in GENERAL.
+        [vk::MemoryBarrier2::default().src_stage_mask(next.0).dst_stage_mask(vk::PipelineStageFlags2::COPY)];
+    let dependency = vk::DependencyInfo::default().memory_barriers(&earlier_reads).buffer_memory_barriers(&b);
+    // SAFETY: recording; the staging buffer holds one frame of the target's format and size.
     unsafe {
-        let dependency =
-            vk::DependencyInfo::default().memory_barriers(&earlier_reads).buffer_memory_barriers(&b);
         dev.cmd_pipeline_barrier2(cmd, &dependency);
-        dev.cmd_copy_buffer_to_image(cmd, staging.raw, image.image, vk::ImageLayout::GENERAL, &region);
+        match target {
+            Source::Image(image) => {
+                let region = [vk::BufferImageCopy::default()
+                    .image_subresource(copy_layers())
+                    .image_extent(extent3d(image.extent))];
+                dev.cmd_copy_buffer_to_image(
+                    cmd,
+                    staging.raw,
+                    image.image,
+                    vk::ImageLayout::GENERAL,
+                    &region,
+                );
+                record_image_barrier(dev, cmd, image_barrier(image.image, UPLOAD, next));
+            }
+            Source::Buffer(buffer) => {
+                let region = [vk::BufferCopy::default().size(buffer.size)];
+                dev.cmd_copy_buffer(cmd, staging.raw, buffer.buffer, &region);
+                let after = [buffer_barrier(buffer.buffer, UPLOAD, next)];
+                dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&after));
+            }
+        }
     }
+}
+
+/// Records the copy of a shared buffer into its view image, for a consumer
+/// that reads it as `reads`: after the view's previous reads (an earlier
+/// frame's, on this queue), and visible to the consumer's.
+fn record_buffer_to_view(
+    dev: &ash::Device,
+    cmd: vk::CommandBuffer,
+    buffer: &SharedBuffer,
+    view: &SharedImage,
+    reads: (vk::PipelineStageFlags2, vk::AccessFlags2),
+) {
+    let region =
+        [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent3d(view.extent))];
+    record_image_barrier(dev, cmd, image_barrier(view.image, reads, UPLOAD));
+    // SAFETY: recording; the buffer holds one packed frame of the view's format and size.
+    unsafe {
+        dev.cmd_copy_buffer_to_image(cmd, buffer.buffer, view.image, vk::ImageLayout::GENERAL, &region)
+    };
+    record_image_barrier(dev, cmd, image_barrier(view.image, UPLOAD, reads));
+}
+
+/// A 2D extent as a copy's 3D one.
+fn extent3d(e: vk::Extent2D) -> vk::Extent3D {
+    vk::Extent3D { width: e.width, height: e.height, depth: 1 }
 }

@@ -14,12 +14,12 @@ use crate::app::consumer::{Completed, ExtraSync};
 use crate::app::director::Director;
 use crate::app::footprint::{self, Footprint};
 use crate::app::inject::Inject;
-use crate::app::kinds::{Handover, ProducerKind};
+use crate::app::kinds::{ConsumeKind, Handover, ProducerKind};
 pub use crate::app::measure::{Consumed, Span, SpanClock};
 use crate::app::outfile;
 use crate::app::peers;
 use crate::app::present::offscreen::Offscreen;
-use crate::app::present::readback::Readback;
+use crate::app::present::readback::{Readback, Shot};
 use crate::app::producer::Report;
 use crate::app::scene::Scene;
 use crate::app::session::Session;
@@ -30,6 +30,7 @@ use crate::app::UsageError;
 use vkcuda::types::Size;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::ValidationCounts;
+use vkcuda::{Format, Layout};
 
 /// What a run measured.
 #[derive(Debug)]
@@ -87,12 +88,18 @@ fn size_words(args: &Args, size: Size) -> String {
 fn memory_need(args: &Args, gpu: &Gpu, size: Size, readbacks: usize) -> MemoryNeed {
     let target = args.target_or(size);
     let images = args.buffers as u64;
-    let mut need = MemoryNeed::images(images, size) + MemoryNeed::images(1, target);
+    let format = args.format;
+    // A drawn target is 8-bit RGBA; a copy's has the frames' format.
+    let target_format = if args.consume == ConsumeKind::Draw { Format::Rgba8 } else { format };
+    let mut need = MemoryNeed::images(images, size, format) + MemoryNeed::images(1, target, target_format);
+    if args.layout == Layout::Buffer {
+        need = need + MemoryNeed::images(images, size, format); // the buffers' view images
+    }
     if gpu.cuda.is_none() || args.producer == ProducerKind::Staging {
-        need = need + MemoryNeed::buffers(images, size);
+        need = need + MemoryNeed::buffers(images, size, format);
     }
     if args.dump_every > 0 {
-        need = need + MemoryNeed::buffers(readbacks as u64, target);
+        need = need + MemoryNeed::buffers(readbacks as u64, target, target_format);
     }
     need
 }
@@ -154,14 +161,16 @@ pub fn run(args: &Args) -> Result<Summary> {
     let readback = match dumping {
         true => {
             let sink = PngSink::new(&args.out, workers, args.verify, Inject(args.inject.clone()));
-            let made = Readback::new(device.clone(), director.clone(), extent, slots, sink);
+            let shot = Shot { extent, format: args.format, drawn: args.consume == ConsumeKind::Draw };
+            let made = Readback::new(device.clone(), director.clone(), shot, slots, sink);
             Some(made.map_err(|e| setup::out_of_memory(e, &size_words(args, size)))?)
         }
         false => None,
     };
+    let frame = setup::frame_desc(&args.spec(), size);
     let mut offscreen = Offscreen::new(
         device.clone(),
-        extent,
+        (frame, extent),
         (args.consume, args.dump_every, args.consume_copies),
         readback,
     )?;
@@ -211,7 +220,7 @@ pub(crate) fn run_session(
         );
     }
     let mut session = Session::start(gpu, &args.spec(), director, size, args.timeline_base)?;
-    if let Err(e) = offscreen.bind(&session.interop.shared.images) {
+    if let Err(e) = offscreen.bind(session.interop.frame_images()) {
         let _ = session.stop(offscreen, false);
         return Err(e);
     }

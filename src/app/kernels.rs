@@ -9,10 +9,14 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{anyhow, Context, Result};
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{
+    sys, CudaContext, CudaFunction, CudaModule, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+};
 use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
 
 use crate::app::scene::{FrameArgs, Scene, SceneKind};
+use vkcuda::interop::CudaTarget;
+use vkcuda::Format;
 
 /// The kernels' source.
 pub const SOURCE: &str = include_str!("../../shaders/scenes.cu");
@@ -64,20 +68,45 @@ pub fn write_cached(path: &Path, ptx: &str) -> Result<()> {
     Ok(())
 }
 
-/// Where a kernel writes its frame.
-#[derive(Clone, Copy, Debug)]
-pub enum Target {
-    /// A surface object over a shared image (`surf2Dwrite`): the interop path.
-    Surface(u64),
-    /// Linear device memory of width × height RGBA8 pixels: the staging baseline.
-    Linear(sys::CUdeviceptr),
+/// Where a kernel writes its frame, and in which format: the `Out` struct
+/// of `shaders/scenes.cu`, passed by value (same fields, same C layout).
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Out {
+    surface: u64,
+    pointer: u64,
+    pitch: u64,
+    format: i32,
+    pad: i32,
 }
 
-/// The loaded scene kernels: `[gradient, julia]` for surfaces and for linear memory.
+// SAFETY: plain old data of the C struct's layout (four 8-byte fields' worth, no pointers Rust owns).
+unsafe impl DeviceRepr for Out {}
+
+impl Out {
+    /// What the core hands the producer for a frame: a surface (array) or a pointer and pitch (buffer).
+    pub fn shared(target: CudaTarget, format: Format) -> Self {
+        match target {
+            CudaTarget::Array { surface, .. } => Self::new(surface, 0, 0, format),
+            CudaTarget::Buffer { pointer, pitch } => Self::new(0, pointer, pitch, format),
+        }
+    }
+
+    /// Packed rows of `format` at `pointer` in device memory `width` pixels wide (the staging baseline).
+    pub fn linear(pointer: sys::CUdeviceptr, width: u32, format: Format) -> Self {
+        Self::new(0, pointer, u64::from(width) * u64::from(format.bytes_per_pixel()), format)
+    }
+
+    fn new(surface: u64, pointer: u64, pitch: u64, format: Format) -> Self {
+        let format = Format::ALL.iter().position(|f| *f == format).unwrap_or(0) as i32;
+        Self { surface, pointer, pitch, format, pad: 0 }
+    }
+}
+
+/// The loaded scene kernels: `[gradient, julia]`, and the fault kernel.
 pub struct SceneKernels {
     _module: Arc<CudaModule>,
-    surface: [CudaFunction; 2],
-    linear: [CudaFunction; 2],
+    scenes: [CudaFunction; 2],
     fault: CudaFunction,
 }
 
@@ -133,13 +162,9 @@ impl SceneKernels {
     }
 
     fn from_module(module: Arc<CudaModule>) -> Result<Self> {
-        let load = |suffix: &str| -> Result<[CudaFunction; 2]> {
-            let f = |k: SceneKind| module.load_function(&format!("{}{suffix}", k.kernel_name()));
-            Ok([f(SceneKind::Gradient)?, f(SceneKind::Julia)?])
-        };
+        let f = |k: SceneKind| module.load_function(k.kernel_name());
         Ok(Self {
-            surface: load("")?,
-            linear: load("_linear")?,
+            scenes: [f(SceneKind::Gradient)?, f(SceneKind::Julia)?],
             fault: module.load_function("fault")?,
             _module: module,
         })
@@ -153,8 +178,8 @@ impl SceneKernels {
         Ok(())
     }
 
-    /// Enqueues one frame of `scene` into `target`.
-    pub fn launch(&self, stream: &CudaStream, scene: &Scene, args: &FrameArgs, target: Target) -> Result<()> {
+    /// Enqueues one frame of `scene` into `out`.
+    pub fn launch(&self, stream: &CudaStream, scene: &Scene, args: &FrameArgs, out: Out) -> Result<()> {
         let (w, h) = (scene.width as i32, scene.height as i32);
         let cfg = LaunchConfig {
             grid_dim: (scene.width.div_ceil(16), scene.height.div_ceil(16), 1),
@@ -165,17 +190,13 @@ impl SceneKernels {
             SceneKind::Gradient => 0,
             SceneKind::Julia => 1,
         };
-        let (function, pointer) = match target {
-            Target::Surface(s) => (&self.surface[which], s),
-            Target::Linear(p) => (&self.linear[which], p),
-        };
-        let mut b = stream.launch_builder(function);
-        b.arg(&pointer).arg(&w).arg(&h).arg(&args.tick);
+        let mut b = stream.launch_builder(&self.scenes[which]);
+        b.arg(&out).arg(&w).arg(&h).arg(&args.tick);
         if scene.kind == SceneKind::Julia {
             b.arg(&args.cr).arg(&args.ci).arg(&args.step).arg(&scene.cost);
         }
-        // SAFETY: the arguments match the kernel's signature in shaders/scenes.cu (a surface
-        // object and a device pointer are both 64-bit), and the target covers w × h texels.
+        // SAFETY: the arguments match the kernel's signature in shaders/scenes.cu (`Out` has the
+        // C struct's layout), and the target covers w × h pixels of its format.
         unsafe { b.launch(cfg) }.with_context(|| format!("launching the {} kernel", scene.kind))?;
         Ok(())
     }

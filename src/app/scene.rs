@@ -1,14 +1,15 @@
 //! Scenes: what the producer draws, and the CPU reference of every scene.
 //!
 //! The CUDA kernels in `shaders/scenes.cu` and [`render_cpu`] compute the
-//! same integer arithmetic, so a correct pipeline reproduces the reference
-//! bit for bit. Anything that needs floating point (the Julia constant's
+//! same integer arithmetic, and store it in every [`Format`] the same way
+//! ([`store`]), so a correct pipeline reproduces the reference bit for bit. Anything that needs floating point (the Julia constant's
 //! rotation) is computed once per frame on the host, in [`FrameArgs::new`],
 //! and handed to both as integers.
 
 use std::fmt;
 
 use ash::vk;
+use vkcuda::Format;
 
 /// The scenes vkcuda can draw.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -124,18 +125,66 @@ fn julia(scene: &Scene, a: &FrameArgs, x: u32, y: u32) -> [u8; 4] {
     [n as u8, (n.wrapping_mul(3) >> 1) as u8, (255 - (n & 255)) as u8, 255]
 }
 
+/// Writes the RGBA8 pixel `px` into `out` (the format's bytes per pixel) as
+/// `format` stores it; the kernels' `put` in `shaders/scenes.cu` mirrors it.
+/// Float formats hold `channel / 255` (one IEEE division in `f32`, then for
+/// RGBA16F rounded to nearest even into a half: what the GPU computes, so a
+/// correct pipeline matches bit for bit); R32F keeps red; BGRA8 swaps red
+/// and blue; sRGB holds the same (encoded) bytes as RGBA8.
+pub fn store(format: Format, px: [u8; 4], out: &mut [u8]) {
+    let unit = |b: u8| f32::from(b) / 255.0;
+    match format {
+        Format::Rgba8 | Format::Rgba8Srgb => out.copy_from_slice(&px),
+        Format::Bgra8 => out.copy_from_slice(&[px[2], px[1], px[0], px[3]]),
+        Format::Rgba16f => {
+            for (c, o) in px.iter().zip(out.chunks_exact_mut(2)) {
+                o.copy_from_slice(&half::f16::from_f32(unit(*c)).to_le_bytes());
+            }
+        }
+        Format::Rgba32f => {
+            for (c, o) in px.iter().zip(out.chunks_exact_mut(4)) {
+                o.copy_from_slice(&unit(*c).to_le_bytes());
+            }
+        }
+        Format::R32f => out.copy_from_slice(&unit(px[0]).to_le_bytes()),
+    }
+}
+
+/// The channels of one stored pixel as floats (8-bit channels in 0–255,
+/// float channels × 255, so both compare in 8-bit levels); R32F as (r, 0, 0, 1 × 255).
+pub fn load(format: Format, px: &[u8]) -> [f32; 4] {
+    let f32_at = |i: usize| px.get(i..i + 4).map_or(0.0, |b| f32::from_le_bytes([b[0], b[1], b[2], b[3]]));
+    match format {
+        Format::Rgba8 | Format::Rgba8Srgb => [px[0], px[1], px[2], px[3]].map(f32::from),
+        Format::Bgra8 => [px[2], px[1], px[0], px[3]].map(f32::from),
+        Format::Rgba16f => {
+            [0, 2, 4, 6].map(|i| half::f16::from_le_bytes([px[i], px[i + 1]]).to_f32() * 255.0)
+        }
+        Format::Rgba32f => [0, 4, 8, 12].map(|i| f32_at(i) * 255.0),
+        Format::R32f => [f32_at(0) * 255.0, 0.0, 0.0, 255.0],
+    }
+}
+
 /// Renders a whole frame into `out` (RGBA8, rows of `width * 4` bytes),
 /// splitting the rows over `threads` CPU threads.
+#[allow(dead_code)] // the tests and examples use it (they include this file)
 pub fn render_cpu(scene: &Scene, args: &FrameArgs, out: &mut [u8], threads: usize) {
+    render_cpu_as(scene, args, Format::Rgba8, out, threads);
+}
+
+/// Renders a whole frame in `format` into `out` (packed rows of `width ×
+/// bytes per pixel`), splitting the rows over `threads` CPU threads.
+pub fn render_cpu_as(scene: &Scene, args: &FrameArgs, format: Format, out: &mut [u8], threads: usize) {
     use rayon::prelude::*;
-    let row = scene.width as usize * 4;
+    let bpp = format.bytes_per_pixel() as usize;
+    let row = scene.width as usize * bpp;
     assert_eq!(out.len(), row * scene.height as usize, "render_cpu: wrong buffer size");
     let rows_per = (scene.height as usize).div_ceil(threads.max(1)).max(1);
     let fill = |chunk_index: usize, chunk: &mut [u8]| {
         for (i, line) in chunk.chunks_exact_mut(row).enumerate() {
             let y = (chunk_index * rows_per + i) as u32;
-            for (x, px) in line.chunks_exact_mut(4).enumerate() {
-                px.copy_from_slice(&pixel(scene, args, x as u32, y));
+            for (x, px) in line.chunks_exact_mut(bpp).enumerate() {
+                store(format, pixel(scene, args, x as u32, y), px);
             }
         }
     };
@@ -167,18 +216,28 @@ pub struct Diff {
 
 impl Diff {
     /// Compares two RGBA8 frames of equal size.
+    #[allow(dead_code)] // the tests and examples use it (they include this file)
     pub fn between(got: &[u8], want: &[u8]) -> Self {
-        let mut d = Diff { pixels: (want.len() / 4) as u64, ..Diff::default() };
+        Self::between_as(Format::Rgba8, got, want)
+    }
+
+    /// Compares two frames of `format` and equal size, channel by channel in
+    /// 8-bit levels (a float channel's difference × 255, rounded up: so the
+    /// tolerance reads the same for every format).
+    pub fn between_as(format: Format, got: &[u8], want: &[u8]) -> Self {
+        let bpp = format.bytes_per_pixel() as usize;
+        let mut d = Diff { pixels: (want.len() / bpp) as u64, ..Diff::default() };
         // Runs of equal bytes (nearly all of a good frame) are skipped at memcmp
         // speed; only runs that differ are compared pixel by pixel.
-        const RUN: usize = 4096;
-        for (got, want) in got.chunks(RUN).zip(want.chunks(RUN)).filter(|(a, b)| a != b) {
-            for (a, b) in got.chunks_exact(4).zip(want.chunks_exact(4)) {
-                let m = a.iter().zip(b).map(|(x, y)| x.abs_diff(*y)).max().unwrap_or(0);
-                if m > 0 {
-                    d.differing += 1;
-                    d.max = d.max.max(m);
-                }
+        let run = 4096 * bpp;
+        for (got, want) in got.chunks(run).zip(want.chunks(run)).filter(|(a, b)| a != b) {
+            for (a, b) in got.chunks_exact(bpp).zip(want.chunks_exact(bpp)).filter(|(a, b)| a != b) {
+                let (a, b) = (load(format, a), load(format, b));
+                let m = a.iter().zip(&b).map(|(x, y)| (x - y).abs()).fold(0.0f32, f32::max);
+                // NaN or any difference counts; the size of it in whole levels, at least 1.
+                let m = if m.is_nan() { 255.0 } else { m.ceil().clamp(1.0, 255.0) };
+                d.differing += 1;
+                d.max = d.max.max(m as u8);
             }
         }
         if got.len() != want.len() {
@@ -235,17 +294,59 @@ pub fn letterbox(window: vk::Extent2D, frame: vk::Extent2D) -> vk::Rect2D {
     }
 }
 
-/// What the draw pass should produce: the `fw`×`fh` RGBA8 frame letterboxed
-/// into a `tw`×`th` target and sampled bilinearly (clamp to edge), in RGB.
-/// `None` marks the letterbox rectangle's edge pixels, whose coverage is the
-/// rasterizer's call; the bars are black.
-pub fn drawn_reference(frame: &[u8], (fw, fh): (u32, u32), (tw, th): (u32, u32)) -> Vec<Option<[f64; 3]>> {
+/// What the draw pass shows of a stored pixel, before filtering: RGB in
+/// 8-bit levels, in the space the sampler filters in (an sRGB frame is
+/// decoded to linear; the pass encodes it again), R32F as grey.
+fn sampled(format: Format, px: &[u8]) -> [f64; 3] {
+    let [r, g, b, _] = load(format, px).map(f64::from);
+    match format {
+        Format::Rgba8Srgb => [r, g, b].map(|c| srgb_to_linear(c / 255.0) * 255.0),
+        Format::R32f => [r, r, r],
+        _ => [r, g, b],
+    }
+}
+
+/// The sRGB transfer function, decoding (IEC 61966-2-1).
+pub fn srgb_to_linear(c: f64) -> f64 {
+    if c <= 0.04045 {
+        c / 12.92
+    } else {
+        ((c + 0.055) / 1.055).powf(2.4)
+    }
+}
+
+/// The sRGB transfer function, encoding.
+pub fn linear_to_srgb(c: f64) -> f64 {
+    if c <= 0.003_130_8 {
+        c * 12.92
+    } else {
+        1.055 * c.powf(1.0 / 2.4) - 0.055
+    }
+}
+
+/// What the draw pass should produce: the `fw`×`fh` frame (stored in
+/// `format`) letterboxed into a `tw`×`th` target and sampled bilinearly
+/// (clamp to edge), clamped to 0–255 (exposure 1), in RGB. `None` marks the
+/// letterbox rectangle's edge pixels, whose coverage is the rasterizer's
+/// call; the bars are black.
+pub fn drawn_reference(
+    frame: &[u8],
+    format: Format,
+    (fw, fh): (u32, u32),
+    (tw, th): (u32, u32),
+) -> Vec<Option<[f64; 3]>> {
     let r = letterbox(vk::Extent2D { width: tw, height: th }, vk::Extent2D { width: fw, height: fh });
     let (x0, y0) = (f64::from(r.offset.x), f64::from(r.offset.y));
     let (rw, rh) = (f64::from(r.extent.width), f64::from(r.extent.height));
-    let texel = |x: i64, y: i64, c: usize| {
+    let bpp = format.bytes_per_pixel() as usize;
+    let texel = |x: i64, y: i64| {
         let (x, y) = (x.clamp(0, i64::from(fw) - 1) as usize, y.clamp(0, i64::from(fh) - 1) as usize);
-        f64::from(frame[(y * fw as usize + x) * 4 + c])
+        let i = (y * fw as usize + x) * bpp;
+        sampled(format, &frame[i..i + bpp])
+    };
+    let shown = |c: f64| match format {
+        Format::Rgba8Srgb => linear_to_srgb((c / 255.0).clamp(0.0, 1.0)) * 255.0,
+        _ => c.clamp(0.0, 255.0),
     };
     let mut out = Vec::with_capacity((tw * th) as usize);
     for py in 0..th {
@@ -262,11 +363,13 @@ pub fn drawn_reference(frame: &[u8], (fw, fh): (u32, u32), (tw, th): (u32, u32))
             let (u, v) = (fx / rw * f64::from(fw) - 0.5, fy / rh * f64::from(fh) - 0.5);
             let (ix, iy) = (u.floor() as i64, v.floor() as i64);
             let (ax, ay) = (u - u.floor(), v - v.floor());
+            let (t00, t10, t01, t11) =
+                (texel(ix, iy), texel(ix + 1, iy), texel(ix, iy + 1), texel(ix + 1, iy + 1));
             let mut p = [0.0; 3];
             for (c, v) in p.iter_mut().enumerate() {
-                let top = texel(ix, iy, c) * (1.0 - ax) + texel(ix + 1, iy, c) * ax;
-                let bottom = texel(ix, iy + 1, c) * (1.0 - ax) + texel(ix + 1, iy + 1, c) * ax;
-                *v = top * (1.0 - ay) + bottom * ay;
+                let top = t00[c] * (1.0 - ax) + t10[c] * ax;
+                let bottom = t01[c] * (1.0 - ax) + t11[c] * ax;
+                *v = shown(top * (1.0 - ay) + bottom * ay);
             }
             out.push(Some(p));
         }

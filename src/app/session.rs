@@ -73,7 +73,8 @@ impl Session {
         let plan =
             FramePlan::new(spec.sync, spec.buffers, base, total).map_err(|e| UsageError(e.to_string()))?;
         let (interop, producer) = setup::build(gpu, spec, plan, size)?;
-        let mut frames = FrameLoop::new(gpu.device.clone(), spec.in_flight, interop.staging.clone())?;
+        let (staging, views) = (interop.staging.clone(), interop.views.clone());
+        let mut frames = FrameLoop::new(gpu.device.clone(), spec.in_flight, staging, views)?;
         frames.fail_recording_at = spec.inject.first(Fault::ConsumerError);
         let control = Control::new(total);
         let name = producer.name();

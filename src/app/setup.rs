@@ -19,13 +19,15 @@ use crate::app::producer::staging::StagingProducer;
 use crate::app::producer::{Control, Job, Report};
 use crate::app::UsageError;
 use vkcuda::cuda::{self, CudaDevice};
-use vkcuda::interop::SharedFrames;
+use vkcuda::interop::{check_export, SharedFrames};
 use vkcuda::sync::{FramePlan, SyncScheme};
 use vkcuda::types::{CudaSched, Size};
 use vkcuda::vk::device::{format_uuid, list_gpus, Device, GpuInfo, Queue};
+use vkcuda::vk::frame::{image_barrier, record_image_barrier};
 use vkcuda::vk::instance::Instance;
 use vkcuda::vk::memory::Buffer;
-use vkcuda::vk::shared_image::can_export;
+use vkcuda::vk::shared_image::SharedImage;
+use vkcuda::{Format, FrameDesc, Layout};
 
 /// What a run is made of (the CLI fills it in from its arguments).
 #[derive(Clone, Debug)]
@@ -36,8 +38,12 @@ pub struct RunSpec {
     pub producer: ProducerKind,
     /// The synchronization scheme.
     pub sync: SyncScheme,
-    /// Shared images.
+    /// Shared images (or buffers).
     pub buffers: usize,
+    /// The shared frames' format.
+    pub format: Format,
+    /// The shared frames' layout: CUDA arrays or linear buffers.
+    pub layout: Layout,
     /// Frames to render.
     pub frames: u64,
     /// Consumer command buffers in flight.
@@ -146,13 +152,24 @@ pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result
     Ok(Gpu { device, cuda, why })
 }
 
-/// The interop objects: the core's shared frames (plan, images, timelines),
-/// and for a host producer the staging buffers the consumer uploads from.
+/// The interop objects: the core's shared frames (plan, images or buffers,
+/// timelines), for a host producer the staging buffers the consumer uploads
+/// from, and for the buffer layout the images the consumer copies each
+/// buffer into when it reads images (the draw pass).
 pub struct Interop {
     /// Plan, shared images and timelines; shared with a host producer's thread.
     pub shared: Arc<SharedFrames>,
     /// CPU and staging producers only: the staging buffers the consumer uploads from.
     pub staging: Option<Arc<Vec<Buffer>>>,
+    /// Buffer layout only: one image per shared buffer (Vulkan's own, in `GENERAL`).
+    pub views: Option<Arc<Vec<SharedImage>>>,
+}
+
+impl Interop {
+    /// The images a consumer reads the frames from: the shared images, or the buffers' views.
+    pub fn frame_images(&self) -> &[SharedImage] {
+        self.views.as_deref().map_or(&self.shared.images, |v| v.as_slice())
+    }
 }
 
 /// A producer ready to be moved onto its thread.
@@ -229,17 +246,17 @@ pub struct MemoryNeed {
 }
 
 impl MemoryNeed {
-    /// `count` RGBA8 frames of `size` in device-local memory. Tiled images
-    /// are padded (NVIDIA: 1080p needs 8,847,360 bytes, not 8,294,400), so
-    /// each is counted with 1/8 more and 64 KiB of alignment.
-    pub fn images(count: u64, size: Size) -> Self {
-        let bytes = frame_bytes(size);
+    /// `count` frames of `size` and `format` in device-local memory. Tiled
+    /// images are padded (NVIDIA: 1080p RGBA8 needs 8,847,360 bytes, not
+    /// 8,294,400), so each is counted with 1/8 more and 64 KiB of alignment.
+    pub fn images(count: u64, size: Size, format: Format) -> Self {
+        let bytes = frame_bytes(size, format);
         Self { device: count * (bytes + bytes / 8 + (64 << 10)), host: 0 }
     }
 
-    /// `count` host-visible buffers of one RGBA8 frame of `size` each.
-    pub fn buffers(count: u64, size: Size) -> Self {
-        Self { device: 0, host: count * frame_bytes(size) }
+    /// `count` host-visible buffers of one frame of `size` and `format` each.
+    pub fn buffers(count: u64, size: Size, format: Format) -> Self {
+        Self { device: 0, host: count * frame_bytes(size, format) }
     }
 }
 
@@ -250,9 +267,9 @@ impl std::ops::Add for MemoryNeed {
     }
 }
 
-/// An RGBA8 frame's bytes.
-fn frame_bytes(size: Size) -> u64 {
-    u64::from(size.width) * u64::from(size.height) * 4
+/// A packed frame's bytes.
+fn frame_bytes(size: Size, format: Format) -> u64 {
+    u64::from(size.width) * u64::from(size.height) * u64::from(format.bytes_per_pixel())
 }
 
 /// Refuses a run whose frames cannot fit the device's memory heaps (a usage
@@ -304,23 +321,50 @@ pub fn out_of_memory(e: anyhow::Error, what: &str) -> anyhow::Error {
     }
 }
 
+/// The frame a run's shared frames hold: `size`, in the spec's format and layout.
+pub fn frame_desc(args: &RunSpec, size: Size) -> FrameDesc {
+    let extent = vk::Extent2D { width: size.width, height: size.height };
+    FrameDesc::new(extent).format(args.format).layout(args.layout)
+}
+
+/// Turns a format or layout the device cannot share into a usage error
+/// (exit 2) that names it; other errors pass unchanged.
+pub fn unsupported_format(e: anyhow::Error) -> anyhow::Error {
+    let unsupported = e.chain().find_map(|c| match c.downcast_ref::<vkcuda::Error>() {
+        Some(vkcuda::Error::FormatUnsupported { format, layout, .. }) => Some((*format, *layout)),
+        _ => None,
+    });
+    match unsupported {
+        Some((format, layout)) => {
+            UsageError(format!("--format {format} --layout {layout}: {e:#}; try another format or layout"))
+                .into()
+        }
+        None => e,
+    }
+}
+
 /// Checks the size against the device and builds the interop objects.
 pub fn build(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
     check_size(gpu, size, "--size")?;
-    build_checked(gpu, args, plan, size).map_err(|e| out_of_memory(e, &format!("--size {size}")))
+    build_checked(gpu, args, plan, size)
+        .map_err(|e| unsupported_format(out_of_memory(e, &format!("--size {size}"))))
 }
 
 fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
     let device = &gpu.device;
-    let extent = vk::Extent2D { width: size.width, height: size.height };
+    let desc = frame_desc(args, size);
     // Images exportable whenever the device can: the CPU path then runs the very same images.
-    let export_images = gpu.cuda.is_some() || can_export(device);
-    let shared = SharedFrames::with_images(device, plan, extent, export_images, gpu.cuda.is_some())?;
+    let export_images = gpu.cuda.is_some() || check_export(device, &desc).is_ok();
+    let shared = SharedFrames::with_images(device, plan, desc, export_images, gpu.cuda.is_some())?;
     let shared = Arc::new(shared);
+    let views = match desc.layout {
+        Layout::Array => None,
+        Layout::Buffer => Some(Arc::new(view_images(device, &desc, plan.images())?)),
+    };
     let staging_buffers = || -> Result<Arc<Vec<Buffer>>> {
         let usage = vk::BufferUsageFlags::TRANSFER_SRC;
-        let staging =
-            Buffer::frames(device, "staging", plan.images(), extent, usage, MemoryLocation::CpuToGpu)?;
+        let (count, bytes) = (plan.images(), desc.bytes());
+        let staging = Buffer::frames(device, "staging", count, bytes, usage, MemoryLocation::CpuToGpu)?;
         Ok(Arc::new(staging))
     };
     let cache = args.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir);
@@ -339,13 +383,28 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
             let ctx = cuda::context(c, args.cuda_sched)?;
             let kernels = SceneKernels::load(&ctx, &cache)?;
             let staging = staging_buffers()?;
-            let bytes = size.width as usize * size.height as usize * 4;
+            let bytes = desc.bytes() as usize;
             let p = StagingProducer::new(ctx, kernels, bytes, shared.clone(), staging.clone())?;
             (Some(staging), Producer::Staging(Box::new(p)))
         }
         (ProducerKind::Staging, None) => bail!("--producer staging needs a CUDA device"),
     };
-    Ok((Interop { shared, staging }, producer))
+    Ok((Interop { shared, staging, views }, producer))
+}
+
+/// `count` images of `desc` that only Vulkan uses, moved to `GENERAL`: what
+/// the consumer copies a shared buffer into for a reader of images.
+fn view_images(device: &Arc<Device>, desc: &FrameDesc, count: usize) -> Result<Vec<SharedImage>> {
+    let views =
+        (0..count).map(|_| SharedImage::new(device.clone(), desc, false)).collect::<Result<Vec<_>, _>>()?;
+    device.run_once("preparing the buffers' view images", |cmd| {
+        let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
+        for v in &views {
+            let b = image_barrier(v.image, none, none).old_layout(vk::ImageLayout::UNDEFINED);
+            record_image_barrier(&device.raw, cmd, b);
+        }
+    })?;
+    Ok(views)
 }
 
 #[cfg(test)]
@@ -353,22 +412,44 @@ mod tests {
     use super::*;
 
     const GIB: u64 = 1 << 30;
+    const RGBA8: Format = Format::Rgba8;
+
+    #[test]
+    fn an_unsupported_format_is_a_usage_error_naming_it() {
+        let e = vkcuda::Error::FormatUnsupported {
+            format: Format::Rgba8Srgb,
+            layout: Layout::Array,
+            context: "the driver says images of this format are not exportable".into(),
+        };
+        let e = unsupported_format(anyhow::Error::new(e).context("building the interop"));
+        let usage = e.downcast_ref::<UsageError>().expect("a usage error (exit 2)");
+        assert!(
+            usage.0.starts_with("--format rgba8-srgb --layout array: building the interop: "),
+            "{}",
+            usage.0
+        );
+        assert!(usage.0.contains("cannot share rgba8-srgb frames in the array layout"), "{}", usage.0);
+        let other = unsupported_format(anyhow::anyhow!("something else"));
+        assert!(other.downcast_ref::<UsageError>().is_none());
+    }
 
     #[test]
     fn memory_is_checked_per_heap_and_once_for_a_shared_heap() {
         let frame = Size { width: 8192, height: 8192 }; // 256 MiB a frame
-        let need = MemoryNeed::images(3, frame) + MemoryNeed::buffers(10, frame);
+        let need = MemoryNeed::images(3, frame, RGBA8) + MemoryNeed::buffers(10, frame, RGBA8);
         assert!(need.device > 3 * 256 * (1 << 20) && need.host == 10 * 256 * (1 << 20));
         // Discrete: an 80 GiB device heap, a 94 GiB host heap.
         let discrete = [(80 * GIB, true, false), (94 * GIB, false, true)];
         assert!(check_heaps(&discrete, need, "--size 8192x8192").is_ok());
-        let too_much = MemoryNeed::buffers(400, frame);
+        let too_much = MemoryNeed::buffers(400, frame, RGBA8);
         let e = check_heaps(&discrete, too_much, "--size 8192x8192").unwrap_err().0;
         assert!(e.contains("100.00 GiB of host-visible memory") && e.contains("94.00 GiB"), "{e}");
         // One heap for both (lavapipe, integrated GPUs): counted together.
         let unified = [(3 * GIB, true, true)];
         let e = check_heaps(&unified, need, "--size 8192x8192").unwrap_err().0;
         assert!(e.starts_with("--size 8192x8192 needs about 3.") && e.contains("GPU memory"), "{e}");
-        assert!(check_heaps(&unified, MemoryNeed::buffers(4, frame), "x").is_ok());
+        assert!(check_heaps(&unified, MemoryNeed::buffers(4, frame, RGBA8), "x").is_ok());
+        // Bytes per pixel count: 100 RGBA32F frames are 400 RGBA8 ones.
+        assert_eq!(MemoryNeed::buffers(100, frame, Format::Rgba32f), too_much);
     }
 }

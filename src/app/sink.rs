@@ -12,10 +12,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::app::encode::{encode_png, PNG_FILTER};
+use crate::app::encode::{encode_frame, extension};
 use crate::app::inject::{Fault, Inject};
-use crate::app::scene::{drawn_reference, render_cpu, Diff, FrameArgs, Scene};
+use crate::app::scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene};
 use crate::app::stats::median;
+use vkcuda::Format;
 
 /// One frame to write.
 pub struct FrameJob {
@@ -25,11 +26,13 @@ pub struct FrameJob {
     pub tick: u32,
     /// The scene it shows (the viewer can switch scenes).
     pub scene: Scene,
-    /// RGBA8 pixels, rows of width × 4 bytes: a `Vec`, or a readback buffer
-    /// lent as is (given back when the job is dropped).
+    /// The frame's format.
+    pub format: Format,
+    /// The pixels, packed rows: a `Vec`, or a readback buffer lent as is
+    /// (given back when the job is dropped). In `format`, or RGBA8 when drawn.
     pub pixels: Box<dyn AsRef<[u8]> + Send>,
     /// `None`: the frame as rendered; `Some(size)`: drawn by the viewer's draw
-    /// pass into a target of that size (letterboxed, filtered).
+    /// pass into an RGBA8 target of that size (letterboxed, filtered).
     pub target: Option<(u32, u32)>,
 }
 
@@ -42,6 +45,14 @@ impl FrameJob {
     /// The picture's size: the scene's, or the draw target's.
     pub fn size(&self) -> (u32, u32) {
         self.target.unwrap_or((self.scene.width, self.scene.height))
+    }
+
+    /// The pixels' format: the frame's, or RGBA8 when drawn.
+    pub fn pixel_format(&self) -> Format {
+        match self.target {
+            None => self.format,
+            Some(_) => Format::Rgba8,
+        }
     }
 }
 
@@ -171,9 +182,9 @@ impl Stages {
     }
 }
 
-/// The file name of frame `frame`.
-pub fn frame_file_name(frame: u64) -> String {
-    format!("frame_{frame:06}.png")
+/// The file name of frame `frame` whose pixels are in `format` (`.png`, or `.exr` for floats).
+pub fn frame_file_name(frame: u64, format: Format) -> String {
+    format!("frame_{frame:06}.{}", extension(format))
 }
 
 /// The writer pool.
@@ -255,20 +266,22 @@ fn worker(
         let started = Instant::now();
         let diff = verify.then(|| {
             let s = &job.scene;
-            want.resize((s.width * s.height * 4) as usize, 0);
-            render_cpu(s, &FrameArgs::new(s, job.tick), &mut want, 1);
+            want.resize(s.width as usize * s.height as usize * job.format.bytes_per_pixel() as usize, 0);
+            render_cpu_as(s, &FrameArgs::new(s, job.tick), job.format, &mut want, 1);
             if inject.at(Fault::Mismatch, job.frame) {
                 want.iter_mut().for_each(|b| *b = !*b);
             }
             match job.target {
-                None => Diff::between(job.pixels(), &want),
-                Some(t) => Diff::drawn(job.pixels(), &drawn_reference(&want, (s.width, s.height), t)),
+                None => Diff::between_as(job.format, job.pixels(), &want),
+                Some(t) => {
+                    Diff::drawn(job.pixels(), &drawn_reference(&want, job.format, (s.width, s.height), t))
+                }
             }
         });
         let verified = started.elapsed();
         let injected = inject.png_write(job.frame);
-        let injected =
-            injected.with_context(|| format!("writing {}", dir.join(frame_file_name(job.frame)).display()));
+        let name = frame_file_name(job.frame, job.pixel_format());
+        let injected = injected.with_context(|| format!("writing {}", dir.join(name).display()));
         let timed = injected.and_then(|()| write_png(dir, &job));
         let frame = job.frame;
         drop(job); // gives a lent readback buffer back before taking the lock
@@ -295,11 +308,11 @@ fn worker(
 /// Encodes `job` as PNG into `dir` atomically (a temporary file, then a
 /// rename); returns how long encoding and writing took.
 pub fn write_png(dir: &Path, job: &FrameJob) -> Result<(Duration, Duration)> {
-    let name = frame_file_name(job.frame);
+    let name = frame_file_name(job.frame, job.pixel_format());
     let final_path = dir.join(&name);
     let tmp: PathBuf = dir.join(format!(".{name}.tmp"));
     let started = Instant::now();
-    let encoded = encode_png(job.pixels(), job.size(), PNG_FILTER);
+    let encoded = encode_frame(job.pixels(), job.size(), job.pixel_format());
     let encode = started.elapsed();
     let result = encoded.and_then(|png_bytes| {
         let mut file = File::create(&tmp)?;
@@ -318,7 +331,7 @@ pub fn write_png(dir: &Path, job: &FrameJob) -> Result<(Duration, Duration)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::app::scene::SceneKind;
+    use crate::app::scene::{render_cpu, SceneKind};
 
     #[test]
     fn pool_writes_decodable_pngs_and_verifies() {
@@ -332,8 +345,16 @@ mod tests {
             if frame == 3 {
                 pixels[10] ^= 0x40; // one wrong pixel, far off
             }
-            sink.send(FrameJob { frame, tick: frame as u32, scene, pixels: Box::new(pixels), target: None })
-                .unwrap();
+            let format = Format::Rgba8;
+            sink.send(FrameJob {
+                frame,
+                tick: frame as u32,
+                scene,
+                format,
+                pixels: Box::new(pixels),
+                target: None,
+            })
+            .unwrap();
         }
         let r = sink.finish();
         assert_eq!((r.written, r.verified, r.mismatched), (5, 5, 1));
@@ -354,6 +375,59 @@ mod tests {
     }
 
     #[test]
+    fn every_format_is_written_losslessly_and_verified() {
+        use crate::app::encode::decode_exr;
+        let scene = Scene { kind: SceneKind::Julia, width: 71, height: 45, cost: 40 };
+        for format in Format::ALL {
+            let dir = std::env::temp_dir().join(format!("vkcuda-sink-{format}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let sink = PngSink::new(&dir, 2, true, Inject::default());
+            let bytes = 71 * 45 * format.bytes_per_pixel() as usize;
+            let mut frames = Vec::new();
+            for frame in 0..3u64 {
+                let mut pixels = vec![0u8; bytes];
+                render_cpu_as(&scene, &FrameArgs::new(&scene, frame as u32), format, &mut pixels, 1);
+                frames.push(pixels.clone());
+                if frame == 2 {
+                    // The lowest byte of one pixel's first channel: a float off by an ulp, or
+                    // an 8-bit channel off by one level, in one pixel of 3195: within tolerance.
+                    pixels[0] ^= 1;
+                }
+                let job = FrameJob {
+                    frame,
+                    tick: frame as u32,
+                    scene,
+                    format,
+                    pixels: Box::new(pixels),
+                    target: None,
+                };
+                sink.send(job).unwrap();
+            }
+            let r = sink.finish();
+            assert_eq!((r.written, r.verified, r.mismatched), (3, 3, 0), "{format}: {:?}", r.worst);
+            assert_eq!(r.worst.map(|(f, d)| (f, d.differing, d.max)), Some((2, 1, 1)), "{format}");
+            let file = dir.join(frame_file_name(1, format));
+            let data = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
+            let decoded = match format.is_float() {
+                true => decode_exr(&data, format).unwrap(),
+                false => {
+                    let mut reader = png::Decoder::new(std::io::Cursor::new(&data)).read_info().unwrap();
+                    let mut buf = vec![0; reader.output_buffer_size().unwrap()];
+                    let info = reader.next_frame(&mut buf).unwrap();
+                    assert_eq!(info.color_type, png::ColorType::Rgba);
+                    assert_eq!(reader.info().srgb.is_some(), format == Format::Rgba8Srgb, "{format}");
+                    if format == Format::Bgra8 {
+                        buf.chunks_exact_mut(4).for_each(|p| p.swap(0, 2));
+                    }
+                    (info.width, info.height, buf)
+                }
+            };
+            assert_eq!(decoded, (71, 45, frames[1].clone()), "{format}: the file holds other values");
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
+    }
+
+    #[test]
     fn drawn_frames_are_verified_against_the_letterboxed_reference() {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-drawn-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
@@ -363,7 +437,7 @@ mod tests {
         for frame in 0..3u64 {
             let mut frame_px = vec![0u8; 40 * 30 * 4];
             render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut frame_px, 1);
-            let want = drawn_reference(&frame_px, (40, 30), target);
+            let want = drawn_reference(&frame_px, Format::Rgba8, (40, 30), target);
             // What a GPU draws: the reference rounded, 2 levels off, anything at the edges.
             let mut pixels: Vec<u8> = want
                 .iter()
@@ -380,6 +454,7 @@ mod tests {
                 frame,
                 tick: frame as u32,
                 scene,
+                format: Format::Rgba8,
                 pixels: Box::new(pixels),
                 target: Some(target),
             })
@@ -423,7 +498,9 @@ mod tests {
     fn a_failed_write_leaves_no_file() {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-missing-{}", std::process::id()));
         let scene = Scene { kind: SceneKind::Gradient, width: 4, height: 4, cost: 1 };
-        let job = FrameJob { frame: 0, tick: 0, scene, pixels: Box::new(vec![0u8; 64]), target: None };
+        let format = Format::Rgba8;
+        let job =
+            FrameJob { frame: 0, tick: 0, scene, format, pixels: Box::new(vec![0u8; 64]), target: None };
         assert!(write_png(&dir, &job).is_err());
         assert!(!dir.exists());
     }

@@ -34,7 +34,7 @@ use crate::app::director::Director;
 use crate::app::display;
 use crate::app::headless::{png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
 use crate::app::kinds::{PresentMode, PresentPath};
-use crate::app::present::readback::Readback;
+use crate::app::present::readback::{Readback, Shot};
 use crate::app::present::swapchain::SwapchainState;
 use crate::app::present::window::{Acquired, Presenter};
 use crate::app::present::x11;
@@ -182,7 +182,7 @@ impl Viewer {
             cost: args.cost,
         }));
         let run = Session::start(&gpu, &args.spec(), &director, size, args.timeline_base)?;
-        presenter.bind_shared(&run.interop.shared.images)?;
+        presenter.bind_shared(run.interop.frame_images())?;
         Ok(Self {
             run: Some(run),
             presenter,
@@ -273,7 +273,7 @@ impl Viewer {
             self.absorb(stopped);
             self.finish_snapshots();
             let run = Session::start(&self.gpu, &self.args.spec(), &self.director, wanted, base)?;
-            self.presenter.bind_shared(&run.interop.shared.images)?;
+            self.presenter.bind_shared(run.interop.frame_images())?;
             self.run = Some(run);
         }
         Ok(())
@@ -314,6 +314,8 @@ impl Viewer {
                 self.stale = true;
             }
             Key::Character("s") | Key::Character("S") => self.snapshot()?,
+            Key::Character("e") | Key::Character("E") => self.presenter.change_exposure(2.0),
+            Key::Character("d") | Key::Character("D") => self.presenter.change_exposure(0.5),
             _ => return Ok(true),
         }
         self.last_title = Instant::now() - Duration::from_secs(1);
@@ -330,10 +332,11 @@ impl Viewer {
             }
             let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
             let extent = vk::Extent2D { width: run.size.width, height: run.size.height };
+            let shot = Shot { extent, format: self.args.format, drawn: false };
             let sink = png_sink(&self.args.out, self.args.verify);
             let slots = run.frames.slots();
             self.presenter.snapshot =
-                Some(Readback::new(self.gpu.device.clone(), self.director.clone(), extent, slots, sink)?);
+                Some(Readback::new(self.gpu.device.clone(), self.director.clone(), shot, slots, sink)?);
         }
         self.presenter.request_snapshot();
         Ok(())
@@ -358,10 +361,13 @@ impl Viewer {
                 median(&self.completed.iter().skip(skip).map(|(_, c)| c.gpu_time).collect::<Vec<_>>());
             let render = run.map(|r| r.control.render_time());
             format!(
-                "vkcuda — {} {}x{} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {}{} | {} | {} producer | sync {}",
+                "vkcuda — {} {}x{} {} {} exposure {} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {}{} | {} | {} producer | sync {}",
                 spec.scene.kind,
                 spec.scene.width,
                 spec.scene.height,
+                self.args.format,
+                self.args.layout,
+                self.presenter.exposure(),
                 spec.tick,
                 spec.scene.cost,
                 self.recent.len(),

@@ -1,5 +1,6 @@
 //! Vulkan objects imported into CUDA: image memory as a mipmapped array with
-//! a surface object, and timeline semaphores. cudarc has raw bindings for
+//! a surface and a texture object, buffer memory as a device pointer, and
+//! timeline semaphores. cudarc has raw bindings for
 //! these but no safe types, so here they are, small.
 //!
 //! Ownership and order:
@@ -7,7 +8,8 @@
 //!   import: on Linux CUDA owns the file descriptor after a successful import
 //!   (never close it), and a failed import closes it.
 //! - Each type keeps its context alive and destroys its CUDA objects in
-//!   `Drop`, children first (surface → mipmapped array → external memory).
+//!   `Drop`, children first (texture, surface → mipmapped array, or the
+//!   mapped pointer → external memory).
 //! - Drop them before the Vulkan objects they came from, after the stream
 //!   that used them is synchronised (the producer thread does both as it ends).
 //! - A semaphore wait or signal is enqueued on a stream: CUDA waits on the
@@ -17,15 +19,19 @@ use crate::error::Result;
 use cudarc::driver::sys;
 
 use super::{check, Context, Stream};
+use crate::format::FrameDesc;
 use crate::platform::{self, Handle};
 
 /// A shared image as CUDA sees it: level 0 of a mipmapped array, written
-/// through a surface object (`surf2Dwrite`).
+/// through a surface object (`surf2Dwrite`) and readable through a texture
+/// object (point sampling, clamped, unnormalized coordinates; 8-bit channels
+/// read as floats in [0, 1]).
 pub struct ExternalImage {
     ctx: Context,
     memory: sys::CUexternalMemory,
     mipmapped: sys::CUmipmappedArray,
     surface: sys::CUsurfObject,
+    texture: sys::CUtexObject,
 }
 
 // SAFETY: CUDA driver handles may be used from any thread that makes their
@@ -34,24 +40,31 @@ unsafe impl Send for ExternalImage {}
 
 impl ExternalImage {
     /// Imports `size` bytes of dedicated memory (exactly
-    /// `vkGetImageMemoryRequirements().size`) holding a `width`×`height` RGBA8 image.
-    pub fn import(ctx: Context, handle: Handle, size: u64, width: u32, height: u32) -> Result<Self> {
-        ctx.bind()?;
-        let desc = platform::cuda_memory_desc(&handle, size);
-        let mut memory = std::ptr::null_mut();
-        // SAFETY: `desc` is fully initialised; `memory` is an out-pointer.
-        check(unsafe { sys::cuImportExternalMemory(&mut memory, &desc) }, "cuImportExternalMemory")?;
-        platform::imported(handle);
-        let mut this = Self { ctx, memory, mipmapped: std::ptr::null_mut(), surface: 0 };
+    /// `vkGetImageMemoryRequirements().size`) holding an image of `desc`'s
+    /// format and extent; `color_attachment`: the Vulkan image has that usage
+    /// (CUDA must be told, `CUDA_ARRAY3D_COLOR_ATTACHMENT`).
+    pub fn import(
+        ctx: Context,
+        handle: Handle,
+        size: u64,
+        desc: &FrameDesc,
+        color_attachment: bool,
+    ) -> Result<Self> {
+        let memory = import_memory(&ctx, handle, size)?;
+        let mut this = Self { ctx, memory, mipmapped: std::ptr::null_mut(), surface: 0, texture: 0 };
+        let mut flags = sys::CUDA_ARRAY3D_SURFACE_LDST;
+        if color_attachment {
+            flags |= sys::CUDA_ARRAY3D_COLOR_ATTACHMENT;
+        }
         let array = sys::CUDA_EXTERNAL_MEMORY_MIPMAPPED_ARRAY_DESC {
             offset: 0,
             arrayDesc: sys::CUDA_ARRAY3D_DESCRIPTOR {
-                Width: width as usize,
-                Height: height as usize,
+                Width: desc.extent.width as usize,
+                Height: desc.extent.height as usize,
                 Depth: 0,
-                Format: sys::CUarray_format::CU_AD_FORMAT_UNSIGNED_INT8,
-                NumChannels: 4,
-                Flags: sys::CUDA_ARRAY3D_SURFACE_LDST | sys::CUDA_ARRAY3D_COLOR_ATTACHMENT,
+                Format: desc.format.cuda_array_format(),
+                NumChannels: desc.format.channels(),
+                Flags: flags,
             },
             numLevels: 1,
             reserved: [0; 16],
@@ -72,12 +85,34 @@ impl ExternalImage {
         };
         // SAFETY: `resource` names a live array created with SURFACE_LDST.
         check(unsafe { sys::cuSurfObjectCreate(&mut this.surface, &resource) }, "cuSurfObjectCreate")?;
+        let clamp = sys::CUaddress_mode::CU_TR_ADDRESS_MODE_CLAMP;
+        let point = sys::CUfilter_mode::CU_TR_FILTER_MODE_POINT;
+        let texture = sys::CUDA_TEXTURE_DESC {
+            addressMode: [clamp; 3],
+            filterMode: point,
+            flags: 0,
+            maxAnisotropy: 0,
+            mipmapFilterMode: point,
+            mipmapLevelBias: 0.0,
+            minMipmapLevelClamp: 0.0,
+            maxMipmapLevelClamp: 0.0,
+            borderColor: [0.0; 4],
+            reserved: [0; 12],
+        };
+        // SAFETY: `resource` names a live array; `texture` is fully initialised; no view.
+        let r = unsafe { sys::cuTexObjectCreate(&mut this.texture, &resource, &texture, std::ptr::null()) };
+        check(r, "cuTexObjectCreate")?;
         Ok(this)
     }
 
     /// The surface object a kernel writes through.
     pub fn surface(&self) -> sys::CUsurfObject {
         self.surface
+    }
+
+    /// The texture object a kernel reads through (`tex2D<float4>(t, x + 0.5f, y + 0.5f)`).
+    pub fn texture(&self) -> sys::CUtexObject {
+        self.texture
     }
 }
 
@@ -87,6 +122,9 @@ impl Drop for ExternalImage {
         let _ = self.ctx.bind();
         // SAFETY: each object is destroyed once, children first; the stream that used them is idle.
         unsafe {
+            if self.texture != 0 {
+                sys::cuTexObjectDestroy(self.texture);
+            }
             if self.surface != 0 {
                 sys::cuSurfObjectDestroy(self.surface);
             }
@@ -96,6 +134,66 @@ impl Drop for ExternalImage {
             sys::cuDestroyExternalMemory(self.memory);
         }
     }
+}
+
+/// A shared buffer as CUDA sees it: linear device memory, `pitch` bytes
+/// from one row to the next (`cuExternalMemoryGetMappedBuffer`).
+pub struct ExternalBuffer {
+    ctx: Context,
+    memory: sys::CUexternalMemory,
+    pointer: sys::CUdeviceptr,
+    /// Bytes mapped (the frame's: row pitch × height).
+    pub size: u64,
+    /// Bytes from one row to the next.
+    pub pitch: u64,
+}
+
+// SAFETY: as for ExternalImage: usable from any thread with the context current.
+unsafe impl Send for ExternalBuffer {}
+
+impl ExternalBuffer {
+    /// Imports `allocation_size` bytes of dedicated memory (exactly
+    /// `vkGetBufferMemoryRequirements().size`) holding one frame of `desc`
+    /// in packed rows, and maps its first `desc.bytes()` as a device pointer.
+    pub fn import(ctx: Context, handle: Handle, allocation_size: u64, desc: &FrameDesc) -> Result<Self> {
+        let memory = import_memory(&ctx, handle, allocation_size)?;
+        let mut this = Self { ctx, memory, pointer: 0, size: desc.bytes(), pitch: desc.row_pitch() };
+        let buffer =
+            sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset: 0, size: this.size, flags: 0, reserved: [0; 16] };
+        // SAFETY: `memory` was just imported and holds at least `size` bytes; `buffer` is initialised.
+        let r = unsafe { sys::cuExternalMemoryGetMappedBuffer(&mut this.pointer, memory, &buffer) };
+        check(r, "cuExternalMemoryGetMappedBuffer")?;
+        Ok(this)
+    }
+
+    /// The device pointer to the first row.
+    pub fn pointer(&self) -> sys::CUdeviceptr {
+        self.pointer
+    }
+}
+
+impl Drop for ExternalBuffer {
+    fn drop(&mut self) {
+        let _ = self.ctx.bind();
+        // SAFETY: a mapped buffer is freed with cuMemFree, before its memory object; the stream is idle.
+        unsafe {
+            if self.pointer != 0 {
+                sys::cuMemFree_v2(self.pointer);
+            }
+            sys::cuDestroyExternalMemory(self.memory);
+        }
+    }
+}
+
+/// Imports `size` bytes of dedicated exported memory (the handle is consumed).
+fn import_memory(ctx: &Context, handle: Handle, size: u64) -> Result<sys::CUexternalMemory> {
+    ctx.bind()?;
+    let desc = platform::cuda_memory_desc(&handle, size);
+    let mut memory = std::ptr::null_mut();
+    // SAFETY: `desc` is fully initialised; `memory` is an out-pointer.
+    check(unsafe { sys::cuImportExternalMemory(&mut memory, &desc) }, "cuImportExternalMemory")?;
+    platform::imported(handle);
+    Ok(memory)
 }
 
 /// A Vulkan semaphore imported into CUDA: a timeline (the frame plan's), or

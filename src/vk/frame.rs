@@ -5,6 +5,7 @@ use crate::error::Result;
 use ash::vk;
 
 use super::device::Device;
+use super::shared_buffer::SharedBuffer;
 use super::shared_image::SharedImage;
 
 /// A barrier on the whole colour image that keeps it in `GENERAL`.
@@ -66,10 +67,10 @@ pub fn copy_layers() -> vk::ImageSubresourceLayers {
 }
 
 /// Moves fresh shared images from `UNDEFINED` to `GENERAL`, then releases
-/// them to `VK_QUEUE_FAMILY_EXTERNAL`, so every frame finds them the same way.
-/// (Two barriers: a layout change inside a release is not tracked by the
-/// validation layer as the image's layout.)
-pub fn prepare_shared_images(device: &Device, images: &[SharedImage]) -> Result<()> {
+/// them and the shared buffers to `VK_QUEUE_FAMILY_EXTERNAL`, so every frame
+/// finds them the same way. (Two barriers: a layout change inside a release
+/// is not tracked by the validation layer as the image's layout.)
+pub fn prepare_shared(device: &Device, images: &[SharedImage], buffers: &[SharedBuffer]) -> Result<()> {
     let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
     let all = (vk::PipelineStageFlags2::ALL_COMMANDS, vk::AccessFlags2::MEMORY_WRITE);
     device.run_once("preparing the shared images", |cmd| {
@@ -85,15 +86,26 @@ pub fn prepare_shared_images(device: &Device, images: &[SharedImage]) -> Result<
                     .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
             })
             .collect();
-        // SAFETY: recording; the images are live and unused.
+        let release_buffers: Vec<_> = buffers
+            .iter()
+            .map(|b| {
+                buffer_barrier(b.buffer, all, none)
+                    .src_queue_family_index(device.queue_family)
+                    .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
+            })
+            .collect();
+        // SAFETY: recording; the images and buffers are live and unused.
         unsafe {
             device.raw.cmd_pipeline_barrier2(
                 cmd,
                 &vk::DependencyInfo::default().image_memory_barriers(&to_general),
             );
-            device
-                .raw
-                .cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&release));
+            device.raw.cmd_pipeline_barrier2(
+                cmd,
+                &vk::DependencyInfo::default()
+                    .image_memory_barriers(&release)
+                    .buffer_memory_barriers(&release_buffers),
+            );
         }
     })
 }

@@ -30,6 +30,33 @@ fn allocate(
         .with_context(|| format!("allocating {} bytes for {name}", requirements.size))
 }
 
+/// Allocates dedicated device-local memory for the one image or buffer that
+/// `dedicated` names, exportable as [`crate::platform::MEMORY_HANDLE`] when
+/// `export` (CUDA imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`). Returns
+/// the memory and its size; the caller binds it and frees it.
+pub(crate) fn allocate_dedicated(
+    device: &Device,
+    req: vk::MemoryRequirements,
+    mut dedicated: vk::MemoryDedicatedAllocateInfo<'_>,
+    export: bool,
+    what: &str,
+) -> Result<(vk::DeviceMemory, u64)> {
+    let type_index = device.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)?;
+    let mut export_info =
+        vk::ExportMemoryAllocateInfo::default().handle_types(crate::platform::MEMORY_HANDLE);
+    let mut alloc = vk::MemoryAllocateInfo::default()
+        .allocation_size(req.size)
+        .memory_type_index(type_index)
+        .push_next(&mut dedicated);
+    if export {
+        alloc = alloc.push_next(&mut export_info);
+    }
+    // SAFETY: valid allocate info chaining locals; the caller frees it.
+    let memory = unsafe { device.raw.allocate_memory(&alloc, None) }
+        .with_context(|| format!("vkAllocateMemory ({} bytes, {what})", req.size))?;
+    Ok((memory, req.size))
+}
+
 /// Create info for a 2D, single-level, OPTIMAL-tiled image starting in `UNDEFINED`.
 pub fn image_info(
     format: vk::Format,
@@ -82,17 +109,16 @@ impl Buffer {
         Ok(this)
     }
 
-    /// `count` buffers named "`name` 0", "`name` 1", … each holding one RGBA8
-    /// frame of `extent` (the staging and readback rings).
+    /// `count` buffers named "`name` 0", "`name` 1", … of `bytes` each (one
+    /// frame's, [`crate::FrameDesc::bytes`]: the staging and readback rings).
     pub fn frames(
         device: &Arc<Device>,
         name: &str,
         count: usize,
-        extent: vk::Extent2D,
+        bytes: u64,
         usage: vk::BufferUsageFlags,
         location: MemoryLocation,
     ) -> Result<Vec<Self>> {
-        let bytes = u64::from(extent.width) * u64::from(extent.height) * 4;
         (0..count)
             .map(|i| Self::new(device.clone(), &format!("{name} {i}"), bytes, usage, location))
             .collect()

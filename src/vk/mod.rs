@@ -7,6 +7,7 @@ pub mod device;
 pub mod frame;
 pub mod instance;
 pub mod memory;
+pub mod shared_buffer;
 pub mod shared_image;
 pub mod timeline;
 
@@ -17,9 +18,6 @@ use crate::error::{Error, Result};
 /// The longest any CPU wait on the GPU may take before it becomes an error
 /// that names what was awaited (a hung producer must never hang the app).
 pub const WAIT_TIMEOUT: Duration = Duration::from_secs(10);
-
-/// The format of the shared images: what CUDA's `surf2Dwrite(uchar4)` writes.
-pub const SHARED_FORMAT: ash::vk::Format = ash::vk::Format::R8G8B8A8_UNORM;
 
 /// Turns on the device features the interop needs: timeline semaphores and
 /// synchronization2 (both core in Vulkan 1.3).

@@ -1,5 +1,6 @@
-//! The images both APIs share: OPTIMAL-tiled RGBA8, in their own dedicated,
-//! exportable memory, allocated by hand (gpu-allocator cannot export).
+//! The images both APIs share ([`crate::Layout::Array`]): OPTIMAL-tiled, of
+//! any [`Format`], in their own dedicated, exportable memory, allocated by
+//! hand (gpu-allocator cannot export).
 //!
 //! Ownership rules:
 //! - The image stays in `GENERAL` layout for its whole life, so CUDA (which
@@ -15,8 +16,9 @@ use crate::error::{bail, Context as _, Result};
 use ash::vk;
 
 use super::device::Device;
-use super::memory::image_info;
-use super::SHARED_FORMAT;
+use super::memory::{allocate_dedicated, image_info};
+use crate::error::Error;
+use crate::format::{Format, FrameDesc, Layout};
 use crate::platform::{self, Handle, MEMORY_HANDLE as HANDLE};
 
 /// One shared image and its dedicated memory (ownership rules: see the module).
@@ -26,52 +28,111 @@ pub struct SharedImage {
     pub image: vk::Image,
     memory: vk::DeviceMemory,
     /// `vkGetImageMemoryRequirements().size`: CUDA must import exactly this
-    /// many bytes (more than width × height × 4: the tiled layout pads).
+    /// many bytes (more than width × height × bytes per pixel: tiling pads).
     pub allocation_size: u64,
     /// Width and height.
     pub extent: vk::Extent2D,
+    /// The pixel format.
+    pub format: Format,
+    /// The usage it was created with (see [`image_usage`]).
+    pub usage: vk::ImageUsageFlags,
     /// Whether the memory was allocated exportable.
     pub exportable: bool,
 }
 
-const USAGE: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
-    vk::ImageUsageFlags::STORAGE.as_raw()
-        | vk::ImageUsageFlags::SAMPLED.as_raw()
+/// What every shared image must allow: copies both ways and sampling.
+const REQUIRED: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
+    vk::ImageUsageFlags::SAMPLED.as_raw()
         | vk::ImageUsageFlags::TRANSFER_SRC.as_raw()
-        | vk::ImageUsageFlags::TRANSFER_DST.as_raw()
-        | vk::ImageUsageFlags::COLOR_ATTACHMENT.as_raw(),
+        | vk::ImageUsageFlags::TRANSFER_DST.as_raw(),
 );
 
-/// Whether the device can export images like ours (as [`crate::platform::MEMORY_HANDLE`]).
-pub fn can_export(device: &Device) -> bool {
+/// The usage of shared images of `format` on `device`: [`REQUIRED`], plus
+/// colour attachment and storage where the format's OPTIMAL tiling has them
+/// (sRGB formats are rarely storage images), so an engine can render or
+/// compute into them too. The export query is asked for exactly this usage.
+pub fn image_usage(device: &Device, format: Format) -> vk::ImageUsageFlags {
+    // SAFETY: plain query on the device's physical device.
+    let props =
+        unsafe { device.instance.get_physical_device_format_properties(device.info.physical, format.vk()) };
+    let features = props.optimal_tiling_features;
+    let mut usage = REQUIRED;
+    if features.contains(vk::FormatFeatureFlags::COLOR_ATTACHMENT) {
+        usage |= vk::ImageUsageFlags::COLOR_ATTACHMENT;
+    }
+    if features.contains(vk::FormatFeatureFlags::STORAGE_IMAGE) {
+        usage |= vk::ImageUsageFlags::STORAGE;
+    }
+    usage
+}
+
+/// Whether `device` can make exportable shared images of `desc`'s format
+/// and extent: the driver's answer to `vkGetPhysicalDeviceImageFormatProperties2`
+/// with the export's handle type, and the format's sampling and copy features.
+pub fn check_export(device: &Device, desc: &FrameDesc) -> Result<()> {
+    let unsupported =
+        |why: String| Error::FormatUnsupported { format: desc.format, layout: Layout::Array, context: why };
     if device.memory_export.is_none() {
-        return false;
+        return Err(unsupported(format!(
+            "the device was made without {}",
+            platform::MEMORY_EXTENSION.to_string_lossy()
+        )));
+    }
+    // SAFETY: plain query on the device's physical device.
+    let features = unsafe {
+        device.instance.get_physical_device_format_properties(device.info.physical, desc.format.vk())
+    }
+    .optimal_tiling_features;
+    let needed = vk::FormatFeatureFlags::SAMPLED_IMAGE
+        | vk::FormatFeatureFlags::TRANSFER_SRC
+        | vk::FormatFeatureFlags::TRANSFER_DST;
+    if !features.contains(needed) {
+        return Err(unsupported(format!("{:?} OPTIMAL tiling has only {features:?}", desc.format.vk())));
     }
     let mut external = vk::PhysicalDeviceExternalImageFormatInfo::default().handle_type(HANDLE);
     let info = vk::PhysicalDeviceImageFormatInfo2::default()
-        .format(SHARED_FORMAT)
+        .format(desc.format.vk())
         .ty(vk::ImageType::TYPE_2D)
         .tiling(vk::ImageTiling::OPTIMAL)
-        .usage(USAGE)
+        .usage(image_usage(device, desc.format))
         .push_next(&mut external);
     let mut external_props = vk::ExternalImageFormatProperties::default();
     let mut props = vk::ImageFormatProperties2::default().push_next(&mut external_props);
     // SAFETY: valid chained structs; plain query.
-    let ok = unsafe {
+    let asked = unsafe {
         device.instance.get_physical_device_image_format_properties2(device.info.physical, &info, &mut props)
     };
-    ok.is_ok()
-        && external_props
-            .external_memory_properties
-            .external_memory_features
-            .contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE)
+    let limits = props.image_format_properties.max_extent;
+    let features = external_props.external_memory_properties.external_memory_features;
+    match asked {
+        Err(e) => {
+            Err(unsupported(format!("vkGetPhysicalDeviceImageFormatProperties2 ({HANDLE:?} export): {e}")))
+        }
+        Ok(()) if !features.contains(vk::ExternalMemoryFeatureFlags::EXPORTABLE) => Err(unsupported(
+            format!("the driver says images of this format are not exportable ({features:?})"),
+        )),
+        Ok(()) if desc.extent.width > limits.width || desc.extent.height > limits.height => {
+            Err(unsupported(format!(
+                "{}x{} exceeds this format's limit of {}x{}",
+                desc.extent.width, desc.extent.height, limits.width, limits.height
+            )))
+        }
+        Ok(()) => Ok(()),
+    }
+}
+
+/// Whether the device can export RGBA8 images of `extent` (as [`crate::platform::MEMORY_HANDLE`]).
+pub fn can_export(device: &Device, extent: vk::Extent2D) -> bool {
+    check_export(device, &FrameDesc::new(extent)).is_ok()
 }
 
 impl SharedImage {
-    /// Creates the image and its dedicated memory, exportable when `export`.
-    pub fn new(device: Arc<Device>, extent: vk::Extent2D, export: bool) -> Result<Self> {
+    /// Creates an image of `desc`'s format and extent and its dedicated memory, exportable when `export`.
+    pub fn new(device: Arc<Device>, desc: &FrameDesc, export: bool) -> Result<Self> {
+        let extent = desc.extent;
+        let usage = image_usage(&device, desc.format);
         let mut external = vk::ExternalMemoryImageCreateInfo::default().handle_types(HANDLE);
-        let mut info = image_info(SHARED_FORMAT, extent, USAGE);
+        let mut info = image_info(desc.format.vk(), extent, usage);
         if export {
             info = info.push_next(&mut external);
         }
@@ -84,26 +145,15 @@ impl SharedImage {
             memory: vk::DeviceMemory::null(),
             allocation_size: 0,
             extent,
+            format: desc.format,
+            usage,
             exportable: export,
         };
         // SAFETY: `image` is live.
         let req = unsafe { this.device.raw.get_image_memory_requirements(image) };
-        let type_index =
-            this.device.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)?;
-        // A dedicated allocation: CUDA imports it with CUDA_EXTERNAL_MEMORY_DEDICATED.
-        let mut dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
-        let mut export_info = vk::ExportMemoryAllocateInfo::default().handle_types(HANDLE);
-        let mut alloc = vk::MemoryAllocateInfo::default()
-            .allocation_size(req.size)
-            .memory_type_index(type_index)
-            .push_next(&mut dedicated);
-        if export {
-            alloc = alloc.push_next(&mut export_info);
-        }
-        // SAFETY: valid allocate info chaining locals; freed in Drop.
-        this.memory = unsafe { this.device.raw.allocate_memory(&alloc, None) }
-            .with_context(|| format!("vkAllocateMemory ({} bytes, shared image)", req.size))?;
-        this.allocation_size = req.size;
+        let dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
+        (this.memory, this.allocation_size) =
+            allocate_dedicated(&this.device, req, dedicated, export, "shared image")?;
         // SAFETY: fresh memory of the required size and type, bound once at offset 0.
         unsafe { this.device.raw.bind_image_memory(image, this.memory, 0) }.context("vkBindImageMemory")?;
         Ok(this)

@@ -11,7 +11,13 @@ use std::process::{Command, Output};
 #[path = "../../src/app/scene.rs"]
 pub mod scene;
 
-use scene::{drawn_reference, render_cpu, Diff, FrameArgs, Scene};
+// The application's frame encoder (OpenEXR decoding for float dumps).
+#[allow(dead_code)]
+#[path = "../../src/app/encode.rs"]
+pub mod encode;
+
+use scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene};
+use vkcuda::Format;
 
 /// What a test body returns: `Err` says what went wrong.
 pub type Outcome = Result<(), String>;
@@ -72,31 +78,58 @@ pub fn check_pngs(dir: &Path, scene: Scene, expected: &[u64]) -> Outcome {
 /// [`check_pngs`] for frames drawn by the draw pass into a `target`-sized
 /// image (letterboxed, filtered), or as rendered when `target` is `None`.
 pub fn check_pngs_drawn(dir: &Path, scene: Scene, target: Option<(u32, u32)>, expected: &[u64]) -> Outcome {
+    check_frames(dir, scene, Format::Rgba8, target, expected)
+}
+
+/// Decodes every dumped frame in `dir` (PNG, or OpenEXR for float formats:
+/// as the GPU wrote them) and compares it with the CPU reference in
+/// `format`; drawn frames (`target`) are RGBA8 PNGs of the target's size.
+pub fn check_frames(
+    dir: &Path,
+    scene: Scene,
+    format: Format,
+    target: Option<(u32, u32)>,
+    expected: &[u64],
+) -> Outcome {
     let mut names: Vec<String> = std::fs::read_dir(dir)
         .map_err(|e| format!("{}: {e}", dir.display()))?
         .map(|e| e.map(|e| e.file_name().to_string_lossy().into_owned()))
         .collect::<Result<_, _>>()
         .map_err(|e| e.to_string())?;
     names.sort();
-    let want: Vec<String> = expected.iter().map(|f| format!("frame_{f:06}.png")).collect();
+    let pixels = if target.is_some() { Format::Rgba8 } else { format };
+    let ext = encode::extension(pixels);
+    let want: Vec<String> = expected.iter().map(|f| format!("frame_{f:06}.{ext}")).collect();
     if names != want {
         return Err(format!("files {names:?}, expected {want:?}"));
     }
     for (name, &frame) in names.iter().zip(expected) {
-        let file = std::fs::File::open(dir.join(name)).map_err(|e| e.to_string())?;
-        let mut reader = png::Decoder::new(std::io::BufReader::new(file))
-            .read_info()
-            .map_err(|e| format!("{name}: {e}"))?;
-        let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
-        let info = reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
-        if (info.width, info.height) != target.unwrap_or((scene.width, scene.height)) {
-            return Err(format!("{name} is {}x{}", info.width, info.height));
+        let data = std::fs::read(dir.join(name)).map_err(|e| e.to_string())?;
+        let (width, height, buf) = match pixels.is_float() {
+            true => encode::decode_exr(&data, pixels).map_err(|e| format!("{name}: {e:#}"))?,
+            false => {
+                let mut reader = png::Decoder::new(std::io::Cursor::new(&data))
+                    .read_info()
+                    .map_err(|e| format!("{name}: {e}"))?;
+                let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
+                let info = reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+                if pixels == Format::Bgra8 {
+                    buf.chunks_exact_mut(4).for_each(|p| p.swap(0, 2)); // the PNG holds RGBA
+                }
+                (info.width, info.height, buf)
+            }
+        };
+        if (width, height) != target.unwrap_or((scene.width, scene.height)) {
+            return Err(format!("{name} is {width}x{height}"));
         }
-        let mut reference = vec![0u8; (scene.width * scene.height * 4) as usize];
-        render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut reference, 2);
+        let bytes = scene.width as usize * scene.height as usize * format.bytes_per_pixel() as usize;
+        let mut reference = vec![0u8; bytes];
+        render_cpu_as(&scene, &FrameArgs::new(&scene, frame as u32), format, &mut reference, 2);
         let d = match target {
-            None => Diff::between(&buf, &reference),
-            Some(t) => Diff::drawn(&buf, &drawn_reference(&reference, (scene.width, scene.height), t)),
+            None => Diff::between_as(format, &buf, &reference),
+            Some(t) => {
+                Diff::drawn(&buf, &drawn_reference(&reference, format, (scene.width, scene.height), t))
+            }
         };
         if !d.within_tolerance() {
             return Err(format!("{name}: {} pixels differ, max {}", d.differing, d.max));

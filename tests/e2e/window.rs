@@ -188,7 +188,8 @@ pub fn title_tick(title: &str) -> Result<u32, String> {
 pub fn compare_window(cap: &Capture, scene: &Scene, tick: u32) -> (f64, f64) {
     let mut frame = vec![0u8; (scene.width * scene.height * 4) as usize];
     render_cpu(scene, &FrameArgs::new(scene, tick), &mut frame, 2);
-    let want = drawn_reference(&frame, (scene.width, scene.height), (cap.width, cap.height));
+    let want =
+        drawn_reference(&frame, vkcuda::Format::Rgba8, (scene.width, scene.height), (cap.width, cap.height));
     if let Some(path) = std::env::var_os("VKCUDA_EXPECTED") {
         let bytes: Vec<u8> =
             want.iter().flat_map(|p| p.unwrap_or([255.0, 0.0, 255.0]).map(|c| c.round() as u8)).collect();

@@ -30,6 +30,7 @@ use crate::app::stats::median_f64;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{QueueKind, Size};
 use vkcuda::vk::device::Queue;
+use vkcuda::{Format, Layout};
 
 /// Runs `vkcuda bench`.
 pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
@@ -42,7 +43,10 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
     let instance = setup::vulkan_instance(args.validate, &[])?;
     let mut rows = Vec::new();
     let mut about = None;
-    let total = bench.queues.len() * bench.sizes.len() * bench.loads.len() * bench.variants.len();
+    let frames: Vec<(Format, Layout)> =
+        bench.formats.iter().flat_map(|f| bench.layouts.iter().map(move |l| (*f, *l))).collect();
+    let total =
+        bench.queues.len() * bench.sizes.len() * bench.loads.len() * bench.variants.len() * frames.len();
     for queue in &bench.queues {
         // One device per queue kind, one at a time, on the same GPU.
         let mut args = args.clone();
@@ -67,12 +71,17 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
                     Load::Balanced => balance(&gpu, args, *size, &caught)?,
                 };
                 for variant in &bench.variants {
-                    let row = run_variant(&gpu, args, bench, (*variant, *size, *load, balance), &caught)?;
-                    if caught.load(Ordering::Relaxed) != 0 {
-                        bail!(Interrupted(caught.load(Ordering::Relaxed) as i32));
+                    for &(format, layout) in &frames {
+                        let mut args = args.clone();
+                        (args.format, args.layout) = (format, layout);
+                        let row =
+                            run_variant(&gpu, &args, bench, (*variant, *size, *load, balance), &caught)?;
+                        if caught.load(Ordering::Relaxed) != 0 {
+                            bail!(Interrupted(caught.load(Ordering::Relaxed) as i32));
+                        }
+                        eprintln!("[{}/{total}] {}", rows.len() + 1, progress_line(&row));
+                        rows.push(row);
                     }
-                    eprintln!("[{}/{total}] {}", rows.len() + 1, progress_line(&row));
-                    rows.push(row);
                 }
             }
         }
@@ -130,6 +139,8 @@ fn run_variant(
     let mut row = Row {
         variant,
         queue: args.queue_kind(),
+        format: args.format,
+        layout: args.layout,
         size: size.to_string(),
         load,
         scene: scene.kind.to_string(),
@@ -146,6 +157,10 @@ fn run_variant(
         busiest_thread_core: None,
         fps_repeats: Vec::new(),
     };
+    if variant.is_peer() && (args.format, args.layout) != (Format::Rgba8, Layout::Array) {
+        row.skipped = Some("the peers' patterns run RGBA8 arrays".into());
+        return Ok(row);
+    }
     if variant.needs_cuda() && gpu.cuda.is_none() {
         row.skipped = Some("no CUDA device".into());
         return Ok(row);
@@ -204,7 +219,8 @@ fn measure(
     let director = Arc::new(Director::new(scene));
     let extent = ash::vk::Extent2D { width: size.width, height: size.height };
     let mode = (args.consume, 0, args.consume_copies);
-    let mut offscreen = Offscreen::new(gpu.device.clone(), extent, mode, None)?;
+    let frame = setup::frame_desc(&args.spec(), size);
+    let mut offscreen = Offscreen::new(gpu.device.clone(), (frame, extent), mode, None)?;
     let hidden = ProgressBar::hidden();
     let (consumed, report, producer) =
         run_session(gpu, &args, (&director, size), &mut offscreen, span, (caught, &hidden))
@@ -296,8 +312,14 @@ fn apply(variant: Variant, args: &mut Args) {
 
 fn progress_line(row: &Row) -> String {
     match (&row.skipped, row.fps) {
-        (Some(why), _) => format!("{} {} {} {}: skipped: {why}", row.queue, row.variant, row.size, row.load),
-        (None, Some(fps)) => format!("{} {} {} {}: {fps:.0} fps", row.queue, row.variant, row.size, row.load),
+        (Some(why), _) => format!(
+            "{} {} {}/{} {} {}: skipped: {why}",
+            row.queue, row.variant, row.format, row.layout, row.size, row.load
+        ),
+        (None, Some(fps)) => format!(
+            "{} {} {}/{} {} {}: {fps:.0} fps",
+            row.queue, row.variant, row.format, row.layout, row.size, row.load
+        ),
         (None, None) => format!("{} {} {} {}: no frames", row.queue, row.variant, row.size, row.load),
     }
 }
@@ -331,6 +353,8 @@ mod tests {
         let row = |variant: &str, fps: f64, cpu: (Option<f64>, f64)| Row {
             variant: variant.parse().unwrap(),
             queue: QueueKind::Transfer,
+            format: vkcuda::Format::Rgba8,
+            layout: vkcuda::Layout::Array,
             size: "1920x1080".into(),
             load: Load::Cheap,
             scene: "gradient".into(),

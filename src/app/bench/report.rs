@@ -11,6 +11,7 @@ use crate::app::kinds::Handover;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::QueueKind;
 use vkcuda::vk::instance::ValidationCounts;
+use vkcuda::{Format, Layout};
 
 /// One way of getting CUDA's frames to Vulkan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -144,6 +145,10 @@ pub struct Row {
     pub variant: Variant,
     /// The consumer's queue family kind.
     pub queue: QueueKind,
+    /// The shared frames' format.
+    pub format: Format,
+    /// The shared frames' layout.
+    pub layout: Layout,
     /// Image size, WIDTHxHEIGHT.
     pub size: String,
     /// The load.
@@ -219,9 +224,10 @@ pub fn table(report: &Report) -> String {
         report.seconds
     );
     out += &format!(
-        "{:<9} {:<9} {:>9} {:<16} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}\n",
+        "{:<9} {:<9} {:<17} {:>9} {:<16} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}\n",
         "queue",
         "variant",
+        "frame",
         "size",
         "load",
         "fps",
@@ -238,20 +244,23 @@ pub fn table(report: &Report) -> String {
             Load::Balanced => format!("bal({}it,{}cp)", r.cost, r.copies),
             Load::Cheap => "cheap".into(),
         };
+        let frame = format!("{}/{}", r.format, r.layout);
         if let Some(why) = &r.skipped {
             out += &format!(
-                "{:<9} {:<9} {:>9} {:<16} skipped: {why}\n",
+                "{:<9} {:<9} {:<17} {:>9} {:<16} skipped: {why}\n",
                 r.queue,
                 r.variant.to_string(),
+                frame,
                 r.size,
                 load
             );
             continue;
         }
         out += &format!(
-            "{:<9} {:<9} {:>9} {:<16} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}\n",
+            "{:<9} {:<9} {:<17} {:>9} {:<16} {:>9} {:>8} {:>9} {:>9} {:>9} {:>9} {:>9} {:>6}\n",
             r.queue,
             r.variant.to_string(),
+            frame,
             r.size,
             load,
             cell(r.fps, 0),
@@ -279,9 +288,14 @@ pub fn headline(report: &Report) -> String {
         "| queue | size | load | hand-over | fps | µs/frame | CPU µs/frame (all threads) | busiest thread, % of a core | × best peer |\n\
          |---|---|---|---|---:|---:|---:|---:|---:|\n",
     );
-    let shown = |v: Variant| v == DEFAULT_VARIANT || v.is_peer() || v == Variant::Staging;
+    // The peers' patterns run RGBA8 arrays: the headline compares those rows.
+    let shown = |r: &Row| {
+        let v = r.variant;
+        (v == DEFAULT_VARIANT || v.is_peer() || v == Variant::Staging)
+            && (r.format, r.layout) == (Format::Rgba8, Layout::Array)
+    };
     let mut groups: Vec<(QueueKind, &str, Load)> = Vec::new();
-    for r in report.rows.iter().filter(|r| shown(r.variant)) {
+    for r in report.rows.iter().filter(|r| shown(r)) {
         let key = (r.queue, r.size.as_str(), r.load);
         if !groups.contains(&key) {
             groups.push(key);
@@ -293,11 +307,8 @@ pub fn headline(report: &Report) -> String {
         _ => 1,
     };
     for key in groups {
-        let mut rows: Vec<&Row> = report
-            .rows
-            .iter()
-            .filter(|r| shown(r.variant) && (r.queue, r.size.as_str(), r.load) == key)
-            .collect();
+        let mut rows: Vec<&Row> =
+            report.rows.iter().filter(|r| shown(r) && (r.queue, r.size.as_str(), r.load) == key).collect();
         rows.sort_by_key(|r| order(r.variant));
         let best_peer = rows
             .iter()

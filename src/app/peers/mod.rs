@@ -22,9 +22,9 @@ use ash::vk;
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 use indicatif::ProgressBar;
 
-use crate::app::consumer::{Completed, Consume, FrameLoop, Submission};
+use crate::app::consumer::{Completed, Consume, FrameLoop, Source, Submission};
 use crate::app::director::Director;
-use crate::app::kernels::{self, SceneKernels, Target};
+use crate::app::kernels::{self, Out, SceneKernels};
 use crate::app::kinds::Handover;
 use crate::app::measure::{Consumed, Span, SpanClock};
 use crate::app::present::offscreen::Offscreen;
@@ -41,7 +41,7 @@ use vkcuda::types::Size;
 use vkcuda::vk::binary::BinarySemaphore;
 use vkcuda::vk::bounded_wait;
 use vkcuda::vk::device::Device;
-use vkcuda::vk::frame::record_image_barrier;
+use vkcuda::FrameDesc;
 
 /// Runs `args.handover` (not vkcuda's) at `size` into `offscreen` for
 /// `span`, timelines starting at `base`: what a [`crate::app::session::Session`]
@@ -148,14 +148,14 @@ impl Rig {
         let plan = FramePlan::new(SyncScheme::Shared, images, base, spec.frames)
             .map_err(|e| UsageError(e.to_string()))?;
         let extent = vk::Extent2D { width: size.width, height: size.height };
-        let shared = Arc::new(SharedFrames::new(&device, plan, extent, true)?);
+        let shared = Arc::new(SharedFrames::new(&device, plan, FrameDesc::new(extent), true)?);
         // Command buffers in flight: ovrtx 1 (its fence), simpleVulkan 2, vulkanImageCUDA 4 (MAX_FRAMES).
         let in_flight = match kind {
             Handover::CpuGated => 1,
             Handover::HostWait => 2,
             _ => MAX_IN_FLIGHT,
         };
-        let frames = FrameLoop::new(device.clone(), in_flight, None)?;
+        let frames = FrameLoop::new(device.clone(), in_flight, None, None)?;
         let ctx = vkcuda::cuda::context(cuda_device, spec.cuda_sched)?;
         let cache = spec.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir);
         let kernels = SceneKernels::load(&ctx, &cache)?;
@@ -176,7 +176,7 @@ impl Rig {
             // is never transferred again: take it from EXTERNAL once.
             let (acquire, _) = shared.ownership_transfer(0, device.queue_family, COPY_READ, COPY_READ);
             device.run_once("taking the image for the binary pattern", |cmd| {
-                record_image_barrier(&device.raw, cmd, acquire);
+                acquire.record(&device.raw, cmd);
             })?;
         }
         Ok(Self {
@@ -200,7 +200,8 @@ impl Rig {
         self.timer.start(g, &self.stream, &mut self.report)?;
         let spec = self.director.begin(g);
         let args = FrameArgs::new(&spec.scene, spec.tick);
-        self.kernels.launch(&self.stream, &spec.scene, &args, Target::Surface(self.cuda.surface(image)))?;
+        let out = Out::shared(self.cuda.target(image), self.shared.desc.format);
+        self.kernels.launch(&self.stream, &spec.scene, &args, out)?;
         self.timer.end(g, &self.stream)?;
         self.report.frames += 1;
         Ok(())
@@ -241,7 +242,8 @@ impl Rig {
             self.shared.ownership_transfer(image, self.device.queue_family, usage, usage);
         let submission = Submission {
             frame,
-            image: &self.shared.images[image],
+            source: Source::Image(&self.shared.images[image]),
+            view: None,
             acquire: transfer.then_some(acquire),
             release: transfer.then_some(release),
             upload: None,

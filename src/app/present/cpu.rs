@@ -18,6 +18,7 @@ use super::readback::copy_to_host;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::memory::Buffer;
 use vkcuda::vk::shared_image::SharedImage;
+use vkcuda::FrameDesc;
 
 /// The window-sized target, one readback buffer per frame slot, and the window's softbuffer surface.
 pub struct CpuOutput {
@@ -61,11 +62,12 @@ impl CpuOutput {
         self.target = Some(DrawTarget::new(self.device.clone(), "CPU-present target", extent)?);
         let usage = vk::BufferUsageFlags::TRANSFER_DST;
         let slots = self.pending.len();
+        let bytes = FrameDesc::new(extent).bytes();
         self.buffers = Buffer::frames(
             &self.device,
             "CPU-present readback",
             slots,
-            extent,
+            bytes,
             usage,
             MemoryLocation::GpuToCpu,
         )?;

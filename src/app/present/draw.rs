@@ -12,7 +12,21 @@ use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{image_barrier, record_image_barrier, COLOR};
 use vkcuda::vk::memory::Image;
 use vkcuda::vk::shared_image::SharedImage;
-use vkcuda::vk::SHARED_FORMAT;
+use vkcuda::Format;
+
+/// The format of every image the draw pass draws into offscreen (the
+/// headless draw target, the CPU-present target): 8-bit, like a swapchain.
+pub const DISPLAY_FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
+
+/// The fragment shader's push constants (`Show` in shaders/present.wgsl).
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct Show {
+    exposure: f32,
+    mono: u32,
+    encode_srgb: u32,
+    pad: u32,
+}
 
 /// At most this many shared images (`--buffers` is 1..=3 in a window).
 const MAX_SHARED: usize = 3;
@@ -32,6 +46,9 @@ pub struct DrawPass {
     /// Per shared image: the image, its view, and the descriptor set that samples it.
     shared: Vec<(vk::Image, vk::ImageView, vk::DescriptorSet)>,
     shared_extent: vk::Extent2D,
+    shared_format: Format,
+    /// What the shown colours are multiplied by before they are clamped (float frames' exposure).
+    pub exposure: f32,
 }
 
 impl DrawPass {
@@ -48,6 +65,8 @@ impl DrawPass {
             sets: Vec::new(),
             shared: Vec::new(),
             shared_extent: vk::Extent2D::default(),
+            shared_format: Format::Rgba8,
+            exposure: 1.0,
         };
         this.create_pipeline()?;
         Ok(this)
@@ -71,10 +90,15 @@ impl DrawPass {
         // SAFETY: valid create info; destroyed in Drop.
         self.set_layout = unsafe { dev.create_descriptor_set_layout(&info, None) }?;
         let set_layouts = [self.set_layout];
+        let push = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+            .size(std::mem::size_of::<Show>() as u32)];
         // SAFETY: valid create info; destroyed in Drop.
         self.layout = unsafe {
             dev.create_pipeline_layout(
-                &vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts),
+                &vk::PipelineLayoutCreateInfo::default()
+                    .set_layouts(&set_layouts)
+                    .push_constant_ranges(&push),
                 None,
             )
         }?;
@@ -165,7 +189,7 @@ impl DrawPass {
             let view_info = vk::ImageViewCreateInfo::default()
                 .image(image.image)
                 .view_type(vk::ImageViewType::TYPE_2D)
-                .format(SHARED_FORMAT)
+                .format(image.format.vk())
                 .subresource_range(COLOR);
             // SAFETY: a live image; destroyed in release_views.
             let view = unsafe { dev.create_image_view(&view_info, None) }?;
@@ -190,6 +214,7 @@ impl DrawPass {
             unsafe { dev.update_descriptor_sets(&writes, &[]) };
         }
         self.shared_extent = images.first().map(|i| i.extent).unwrap_or_default();
+        self.shared_format = images.first().map_or(Format::Rgba8, |i| i.format);
         Ok(())
     }
 
@@ -236,6 +261,12 @@ impl DrawPass {
             min_depth: 0.0,
             max_depth: 1.0,
         };
+        let show = Show {
+            exposure: self.exposure,
+            mono: u32::from(self.shared_format == Format::R32f),
+            encode_srgb: u32::from(self.shared_format == Format::Rgba8Srgb),
+            pad: 0,
+        };
         // SAFETY: recording; every handle is live.
         unsafe {
             dev.cmd_begin_rendering(cmd, &rendering);
@@ -243,10 +274,21 @@ impl DrawPass {
             dev.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::GRAPHICS, self.layout, 0, &[set], &[]);
             dev.cmd_set_viewport(cmd, 0, &[viewport]);
             dev.cmd_set_scissor(cmd, 0, &[whole]);
+            dev.cmd_push_constants(cmd, self.layout, vk::ShaderStageFlags::FRAGMENT, 0, &show.bytes());
             dev.cmd_draw(cmd, 3, 1, 0, 0);
             dev.cmd_end_rendering(cmd);
         }
         Ok(())
+    }
+}
+
+impl Show {
+    fn bytes(&self) -> [u8; 16] {
+        let mut b = [0u8; 16];
+        b[0..4].copy_from_slice(&self.exposure.to_ne_bytes());
+        b[4..8].copy_from_slice(&self.mono.to_ne_bytes());
+        b[8..12].copy_from_slice(&self.encode_srgb.to_ne_bytes());
+        b
     }
 }
 
@@ -267,14 +309,14 @@ pub struct DrawTarget {
 }
 
 impl DrawTarget {
-    /// An `extent`-sized RGBA8 image that can be drawn into and copied from.
+    /// An `extent`-sized [`DISPLAY_FORMAT`] image that can be drawn into and copied from.
     pub fn new(device: Arc<Device>, name: &str, extent: vk::Extent2D) -> Result<Self> {
         let usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC;
-        let image = Image::new(device.clone(), name, SHARED_FORMAT, extent, usage)?;
+        let image = Image::new(device.clone(), name, DISPLAY_FORMAT, extent, usage)?;
         let info = vk::ImageViewCreateInfo::default()
             .image(image.raw)
             .view_type(vk::ImageViewType::TYPE_2D)
-            .format(SHARED_FORMAT)
+            .format(DISPLAY_FORMAT)
             .subresource_range(COLOR);
         // SAFETY: a live image; destroyed in Drop.
         let view = unsafe { device.raw.create_image_view(&info, None) }?;

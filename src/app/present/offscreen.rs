@@ -7,19 +7,19 @@
 
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{bail, Result};
 use ash::vk;
 
-use super::draw::{DrawPass, DrawTarget};
+use super::draw::{DrawPass, DrawTarget, DISPLAY_FORMAT};
 use super::readback::Readback;
-use crate::app::consumer::Consume;
+use crate::app::consumer::{Consume, Source};
 use crate::app::kinds::ConsumeKind;
 use crate::app::sink::SinkReport;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{copy_layers, image_barrier, record_image_barrier};
 use vkcuda::vk::memory::Image;
 use vkcuda::vk::shared_image::SharedImage;
-use vkcuda::vk::SHARED_FORMAT;
+use vkcuda::FrameDesc;
 
 /// What the consumer does with each frame, and its target.
 enum Mode {
@@ -52,19 +52,21 @@ const COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
     (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 
 impl Offscreen {
-    /// A target of `extent` that each frame is copied into `copies` times
-    /// (`extent` is then the shared images' size), or drawn into; `readback`
-    /// (every `dump_every`-th frame) when dumping.
+    /// A target of `extent` that each frame of `frame` is copied into
+    /// `copies` times (`extent` is then the frame's size, and the target has
+    /// its format), or drawn into; `readback` (every `dump_every`-th frame)
+    /// when dumping.
     pub fn new(
         device: Arc<Device>,
-        extent: vk::Extent2D,
+        (frame, extent): (FrameDesc, vk::Extent2D),
         (kind, dump_every, copies): (ConsumeKind, u64, u32),
-        mut readback: Option<Readback>,
+        readback: Option<Readback>,
     ) -> Result<Self> {
         let mode = match kind {
             ConsumeKind::Copy => {
                 let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
-                let target = Image::new(device.clone(), "offscreen target", SHARED_FORMAT, extent, usage)?;
+                let format = frame.format.vk();
+                let target = Image::new(device.clone(), "offscreen target", format, extent, usage)?;
                 device.run_once("preparing the offscreen target", |cmd| {
                     let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
                     let b = image_barrier(target.raw, none, COPY_W).old_layout(vk::ImageLayout::UNDEFINED);
@@ -73,11 +75,8 @@ impl Offscreen {
                 Mode::Copy { copies: copies.max(1), target }
             }
             ConsumeKind::Draw => {
-                let pass = Box::new(DrawPass::new(device.clone(), SHARED_FORMAT)?);
+                let pass = Box::new(DrawPass::new(device.clone(), DISPLAY_FORMAT)?);
                 let target = DrawTarget::new(device.clone(), "offscreen draw target", extent)?;
-                if let Some(r) = readback.as_mut() {
-                    r.drawn = true;
-                }
                 Mode::Draw { pass, target }
             }
         };
@@ -97,7 +96,7 @@ impl Offscreen {
         self.readback.as_mut().map(Readback::finish).unwrap_or_default()
     }
 
-    fn record_copies(&self, cmd: vk::CommandBuffer, image: &SharedImage, (copies, target): (u32, &Image)) {
+    fn record_copies(&self, cmd: vk::CommandBuffer, source: Source<'_>, (copies, target): (u32, &Image)) {
         let dev = &self.device.raw;
         let extent = vk::Extent3D { width: self.extent.width, height: self.extent.height, depth: 1 };
         // The previous frame's copies into and out of the target must finish first.
@@ -106,18 +105,22 @@ impl Offscreen {
             .src_subresource(copy_layers())
             .dst_subresource(copy_layers())
             .extent(extent)];
+        let from_buffer =
+            [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
+        let general = vk::ImageLayout::GENERAL;
         for _ in 0..copies {
-            // SAFETY: recording; both images are live, in GENERAL, and the same size and format.
+            // SAFETY: recording; source and target are live, in GENERAL (images), and hold
+            // frames of the same size and format.
             unsafe {
                 dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b));
-                dev.cmd_copy_image(
-                    cmd,
-                    image.image,
-                    vk::ImageLayout::GENERAL,
-                    target.raw,
-                    vk::ImageLayout::GENERAL,
-                    &region,
-                );
+                match source {
+                    Source::Image(image) => {
+                        dev.cmd_copy_image(cmd, image.image, general, target.raw, general, &region)
+                    }
+                    Source::Buffer(buffer) => {
+                        dev.cmd_copy_buffer_to_image(cmd, buffer.buffer, target.raw, general, &from_buffer)
+                    }
+                }
             }
         }
     }
@@ -133,20 +136,25 @@ impl Consume for Offscreen {
         }
     }
 
-    fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: &SharedImage) -> Result<()> {
+    fn takes_buffers(&self) -> bool {
+        matches!(self.mode, Mode::Copy { .. })
+    }
+
+    fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()> {
         let dump = self.readback.is_some() && frame % self.dump_every == 0 && self.last_dump != Some(frame);
         if dump {
             self.last_dump = Some(frame);
         }
         let target = match &self.mode {
             Mode::Copy { copies, target } => {
-                self.record_copies(cmd, image, (*copies, target));
+                self.record_copies(cmd, source, (*copies, target));
                 if dump {
                     record_image_barrier(&self.device.raw, cmd, image_barrier(target.raw, COPY_W, COPY_R));
                 }
                 target.raw
             }
             Mode::Draw { pass, target } => {
+                let Source::Image(image) = source else { bail!("the draw pass reads images only") };
                 target.record(cmd, pass, image, dump)?;
                 target.raw()
             }

@@ -20,6 +20,7 @@ use crate::app::sink::{FrameJob, PngSink, SinkReport, Stages};
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{buffer_barrier, copy_layers};
 use vkcuda::vk::memory::Buffer;
+use vkcuda::{Format, FrameDesc};
 
 /// Readback buffers nobody holds, and a signal for each one given back.
 #[derive(Default)]
@@ -75,11 +76,27 @@ struct Pending {
     waited: Duration,
 }
 
+/// What a readback reads: frames of `extent` in `format`, as rendered, or
+/// (`drawn`) drawn by the draw pass into an `extent`-sized [`super::draw::DISPLAY_FORMAT`] target.
+#[derive(Clone, Copy, Debug)]
+pub struct Shot {
+    /// The image read back's size.
+    pub extent: vk::Extent2D,
+    /// The frames' format.
+    pub format: Format,
+    /// Whether the image read back is a draw target.
+    pub drawn: bool,
+}
+
 /// The readback pool, the frames its buffers hold, and the PNG writer.
 pub struct Readback {
     device: Arc<Device>,
     director: Arc<Director>,
     extent: vk::Extent2D,
+    /// The frames' format (a drawn frame is read back as [`super::draw::DISPLAY_FORMAT`] RGBA8).
+    format: Format,
+    /// Whether the frames read back were drawn by the draw pass (see [`FrameJob::target`]).
+    drawn: bool,
     pool: Arc<Pool>,
     /// Buffers made so far, and the most there may be.
     made: usize,
@@ -87,8 +104,6 @@ pub struct Readback {
     /// Per frame slot: the frame its buffer will hold once consumed.
     pending: Vec<Option<Pending>>,
     sink: Option<PngSink>,
-    /// Whether the frames read back were drawn by the draw pass (see [`FrameJob::target`]).
-    pub drawn: bool,
     /// Per frame, the consumer thread's time to hand a frame over, and its
     /// time waiting for a worker to give a buffer back (the other stages are
     /// the workers').
@@ -97,27 +112,29 @@ pub struct Readback {
 }
 
 impl Readback {
-    /// Readback of `extent`-sized frames for a consumer with `slots` frame
-    /// slots: one buffer per slot up front, up to two per PNG worker more as
-    /// the workers fall behind (each worker holds one, one more waits queued).
+    /// Readback of `shot`'s frames for a consumer with `slots` frame slots:
+    /// one buffer per slot up front, up to two per PNG worker more as the
+    /// workers fall behind (each worker holds one, one more waits queued).
     pub fn new(
         device: Arc<Device>,
         director: Arc<Director>,
-        extent: vk::Extent2D,
+        shot: Shot,
         slots: usize,
         sink: PngSink,
     ) -> Result<Self> {
+        let Shot { extent, format, drawn } = shot;
         let bound = slots + 2 * sink.workers();
         let mut this = Self {
             device,
             director,
             extent,
+            format,
             pool: Arc::default(),
             made: 0,
             bound,
             pending: (0..slots).map(|_| None).collect(),
             sink: Some(sink),
-            drawn: false,
+            drawn,
             stages: Stages::default(),
             properties: vk::MemoryPropertyFlags::empty(),
         };
@@ -139,7 +156,8 @@ impl Readback {
     fn make(&mut self) -> Result<Buffer> {
         let usage = vk::BufferUsageFlags::TRANSFER_DST;
         let name = format!("readback {}", self.made);
-        let bytes = u64::from(self.extent.width) * u64::from(self.extent.height) * 4;
+        let pixels = if self.drawn { Format::Rgba8 } else { self.format };
+        let bytes = FrameDesc::new(self.extent).format(pixels).bytes();
         let buffer = Buffer::new(self.device.clone(), &name, bytes, usage, MemoryLocation::GpuToCpu)?;
         buffer.mapped()?;
         self.properties = buffer.memory_properties();
@@ -211,7 +229,9 @@ impl Readback {
         let sink = self.sink.as_ref().ok_or_else(|| anyhow!("the PNG writer has finished"))?;
         let started = Instant::now();
         let target = self.drawn.then_some((self.extent.width, self.extent.height));
-        let job = FrameJob { frame, tick: spec.tick, scene: spec.scene, pixels: Box::new(lent), target };
+        let format = self.format;
+        let job =
+            FrameJob { frame, tick: spec.tick, scene: spec.scene, format, pixels: Box::new(lent), target };
         sink.send(job)?;
         Stages::push(&mut self.stages.handoff, working + started.elapsed());
         Stages::push(&mut self.stages.buffer_wait, waited);
@@ -244,8 +264,8 @@ pub fn copy_to_host(
         (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
         (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
     )];
-    // SAFETY: recording; the buffer holds width × height × 4 bytes, and the host reads it only
-    // once the frame is consumed.
+    // SAFETY: recording; the buffer holds one packed frame of the image's format and size, and
+    // the host reads it only once the frame is consumed.
     unsafe {
         dev.cmd_copy_image_to_buffer(cmd, image, vk::ImageLayout::GENERAL, buffer.raw, &region);
         dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&to_host));

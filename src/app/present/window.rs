@@ -10,15 +10,14 @@ use anyhow::Result;
 use ash::vk;
 
 use super::cpu::CpuOutput;
-use super::draw::DrawPass;
+use super::draw::{DrawPass, DISPLAY_FORMAT};
 use super::readback::Readback;
 use super::swapchain::{Swapchain, SwapchainState};
-use crate::app::consumer::Consume;
+use crate::app::consumer::{Consume, Source};
 use crate::app::kinds::PresentMode;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{record_image_barrier, COLOR};
 use vkcuda::vk::shared_image::SharedImage;
-use vkcuda::vk::SHARED_FORMAT;
 
 /// Where the drawn frame goes.
 enum Output {
@@ -78,7 +77,7 @@ impl Presenter {
     /// Presents through the CPU into `window`; the target follows with [`Presenter::recreate`].
     pub fn new_cpu(device: Arc<Device>, window: Arc<winit::window::Window>, slots: usize) -> Result<Self> {
         let cpu = Box::new(CpuOutput::new(device.clone(), window, slots)?);
-        let draw = DrawPass::new(device.clone(), SHARED_FORMAT)?;
+        let draw = DrawPass::new(device.clone(), DISPLAY_FORMAT)?;
         Ok(Self { device, draw, output: Output::Cpu(cpu), snapshot: None, snapshot_next: false })
     }
 
@@ -93,6 +92,16 @@ impl Presenter {
             Output::Vulkan(_) => std::time::Duration::ZERO,
             Output::Cpu(c) => c.put_time,
         }
+    }
+
+    /// Multiplies the exposure by `factor` (kept between 1/64 and 64).
+    pub fn change_exposure(&mut self, factor: f32) {
+        self.draw.exposure = (self.draw.exposure * factor).clamp(1.0 / 64.0, 64.0);
+    }
+
+    /// The exposure the frames are shown with.
+    pub fn exposure(&self) -> f32 {
+        self.draw.exposure
     }
 
     /// Points the draw pass at `images` (after the interop is (re)built).
@@ -168,7 +177,8 @@ impl Consume for Presenter {
         )
     }
 
-    fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, image: &SharedImage) -> Result<()> {
+    fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()> {
+        let Source::Image(image) = source else { anyhow::bail!("the viewer's draw pass reads images only") };
         match &mut self.output {
             Output::Vulkan(swapchain) => {
                 record_to_swapchain(&self.device, cmd, &self.draw, swapchain, image)?

@@ -1,7 +1,7 @@
-//! The CPU producer: renders the reference on CPU threads into host-visible
-//! staging buffers (one per shared image) and signals the timelines from the
-//! host. The consumer uploads each staging buffer into its shared image
-//! (`app::consumer`). It runs anywhere Vulkan does: lavapipe, CI.
+//! The CPU producer: renders the reference on CPU threads, in the frames'
+//! format, into host-visible staging buffers (one per shared image or
+//! buffer) and signals the timelines from the host. The consumer uploads
+//! each staging buffer into its shared image or buffer (`app::consumer`). It runs anywhere Vulkan does: lavapipe, CI.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -11,10 +11,9 @@ use anyhow::{ensure, Result};
 use super::{FrameTiming, Job, Report};
 use crate::app::clock::{now_ns, CpuMeter};
 use crate::app::director::FrameSpec;
-use crate::app::scene::{render_cpu, FrameArgs};
+use crate::app::scene::{render_cpu_as, FrameArgs};
 use vkcuda::interop::SharedFrames;
 use vkcuda::vk::memory::Buffer;
-use vkcuda::vk::timeline::Timeline;
 
 /// The CPU producer's state.
 pub struct CpuProducer {
@@ -32,9 +31,10 @@ impl CpuProducer {
 
     /// The producer thread's loop.
     pub fn run(self, job: &Job) -> Result<Report> {
-        host_loop(job, &self.shared.timelines, &self.staging, |spec, pixels| {
+        let format = self.shared.desc.format;
+        host_loop(job, &self.shared, &self.staging, |spec, pixels| {
             let t0 = Instant::now();
-            render_cpu(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), pixels, self.threads);
+            render_cpu_as(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), format, pixels, self.threads);
             Ok(t0.elapsed())
         })
     }
@@ -46,13 +46,14 @@ impl CpuProducer {
 /// (returning its render time), then signal "rendered" from the host.
 pub(crate) fn host_loop(
     job: &Job,
-    timelines: &[Timeline],
+    shared: &SharedFrames,
     staging: &[Buffer],
     mut render: impl FnMut(&FrameSpec, &mut [u8]) -> Result<Duration>,
 ) -> Result<Report> {
     let mut meter = CpuMeter::default();
     let mut report = Report::default();
     let failed = || job.control.failed();
+    let timelines = &shared.timelines;
     let mut g = 0;
     while g < job.control.limit() {
         meter.frame(g, job.control.steady(g));
@@ -62,7 +63,7 @@ pub(crate) fn host_loop(
             timelines[w.timeline].wait(w.value, &failed)?;
         }
         let spec = job.director.begin(g);
-        let bytes = spec.scene.width as usize * spec.scene.height as usize * 4;
+        let bytes = shared.desc.bytes() as usize;
         let buffer = &staging[step.image];
         ensure!(buffer.size as usize >= bytes, "staging buffer too small");
         // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above

@@ -1,5 +1,5 @@
 //! The CUDA producer: one stream, one thread. For frame `g` it enqueues
-//! wait("released") → kernel (surf2Dwrite into the shared image) →
+//! wait("released") → kernel (into the shared image or buffer) →
 //! signal("rendered"), and never synchronises with the host in steady state.
 
 use std::path::Path;
@@ -12,10 +12,11 @@ use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 use super::{FrameTiming, Job, Report};
 use crate::app::clock::{now_ns, CpuMeter};
 use crate::app::inject::Fault;
-use crate::app::kernels::{SceneKernels, Target};
+use crate::app::kernels::{Out, SceneKernels};
 use crate::app::scene::FrameArgs;
 use vkcuda::cuda::StreamState;
 use vkcuda::interop::{CudaFrames, SharedFrames};
+use vkcuda::Format;
 
 /// Kernel timings are resolved this many frames late, so reading an event never stalls.
 const EVENT_RING: usize = 16;
@@ -32,6 +33,7 @@ pub struct CudaProducer {
     /// path out of [`CudaProducer::run`]: success, error or panic).
     frames: CudaFrames,
     kernels: SceneKernels,
+    format: Format,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
     /// Wait on the host (`vkWaitSemaphores`, which sleeps) for "released"
@@ -66,7 +68,7 @@ impl CudaProducer {
         }
         .context("cuStreamCreate")?;
         let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
-        Ok(Self { frames, kernels, stream, ctx, host_waits: None })
+        Ok(Self { frames, kernels, format: shared.desc.format, stream, ctx, host_waits: None })
     }
 
     /// The producer thread's loop.
@@ -93,13 +95,13 @@ impl CudaProducer {
                 }
                 job.inject.producer_panic(g);
                 // GPU-side wait: the consumer released this image (frame g - N).
-                let surface = self.frames.begin(g)?;
+                let target = self.frames.begin(g)?;
                 if let Some(t) = timer.start(g, &self.stream, &mut report)? {
                     job.control.set_render_time(t.render);
                 }
                 let spec = job.director.begin(g);
                 let args = FrameArgs::new(&spec.scene, spec.tick);
-                self.kernels.launch(&self.stream, &spec.scene, &args, Target::Surface(surface))?;
+                self.kernels.launch(&self.stream, &spec.scene, &args, Out::shared(target, self.format))?;
                 if job.inject.at(Fault::KernelTrap, g) {
                     self.kernels.launch_fault(&self.stream)?;
                 }

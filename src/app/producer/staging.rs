@@ -14,7 +14,7 @@ use cudarc::driver::{result, sys, CudaContext, CudaStream};
 use super::cpu::host_loop;
 use super::cuda::EventAnchor;
 use super::{Job, Report};
-use crate::app::kernels::{SceneKernels, Target};
+use crate::app::kernels::{Out, SceneKernels};
 use crate::app::scene::FrameArgs;
 use vkcuda::interop::SharedFrames;
 use vkcuda::vk::memory::Buffer;
@@ -89,11 +89,13 @@ impl StagingProducer {
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let (start, end) = (self.ctx.new_event(timing)?, self.ctx.new_event(timing)?);
         let anchor = EventAnchor::new(&self.ctx, &self.stream)?;
-        host_loop(job, &self.shared.timelines, &self.staging, |spec, pixels| {
+        let format = self.shared.desc.format;
+        host_loop(job, &self.shared, &self.staging, |spec, pixels| {
             ensure!(self.memory.bytes >= pixels.len(), "staging memory too small");
             start.record(&self.stream)?;
             let args = FrameArgs::new(&spec.scene, spec.tick);
-            self.kernels.launch(&self.stream, &spec.scene, &args, Target::Linear(self.memory.device))?;
+            let out = Out::linear(self.memory.device, spec.scene.width, format);
+            self.kernels.launch(&self.stream, &spec.scene, &args, out)?;
             // SAFETY: `host` is pinned memory of at least this many bytes, not otherwise in use
             // until the event below completes; `device` holds what the kernel wrote before it.
             let host = unsafe { std::slice::from_raw_parts_mut(self.memory.host, pixels.len()) };
