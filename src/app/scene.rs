@@ -335,6 +335,18 @@ pub fn drawn_reference(
     (fw, fh): (u32, u32),
     (tw, th): (u32, u32),
 ) -> Vec<Option<[f64; 3]>> {
+    drawn_reference_exposed(frame, format, 1.0, (fw, fh), (tw, th))
+}
+
+/// [`drawn_reference`] with the viewer's `exposure` (colours are scaled by
+/// it, in linear space, before they are clamped).
+pub fn drawn_reference_exposed(
+    frame: &[u8],
+    format: Format,
+    exposure: f64,
+    (fw, fh): (u32, u32),
+    (tw, th): (u32, u32),
+) -> Vec<Option<[f64; 3]>> {
     let r = letterbox(vk::Extent2D { width: tw, height: th }, vk::Extent2D { width: fw, height: fh });
     let (x0, y0) = (f64::from(r.offset.x), f64::from(r.offset.y));
     let (rw, rh) = (f64::from(r.extent.width), f64::from(r.extent.height));
@@ -345,8 +357,8 @@ pub fn drawn_reference(
         sampled(format, &frame[i..i + bpp])
     };
     let shown = |c: f64| match format {
-        Format::Rgba8Srgb => linear_to_srgb((c / 255.0).clamp(0.0, 1.0)) * 255.0,
-        _ => c.clamp(0.0, 255.0),
+        Format::Rgba8Srgb => linear_to_srgb((c * exposure / 255.0).clamp(0.0, 1.0)) * 255.0,
+        _ => (c * exposure).clamp(0.0, 255.0),
     };
     let mut out = Vec::with_capacity((tw * th) as usize);
     for py in 0..th {

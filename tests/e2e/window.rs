@@ -4,7 +4,9 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::scene::{drawn_reference, render_cpu, Diff, FrameArgs, Scene, SceneKind};
+use crate::common::encode;
+use crate::common::scene::{drawn_reference_exposed, render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
+use vkcuda::Format;
 
 use crate::common::*;
 
@@ -186,10 +188,26 @@ pub fn title_tick(title: &str) -> Result<u32, String> {
 
 /// Compares a capture with the expected window; returns (fraction within 4 levels, max difference).
 pub fn compare_window(cap: &Capture, scene: &Scene, tick: u32) -> (f64, f64) {
-    let mut frame = vec![0u8; (scene.width * scene.height * 4) as usize];
-    render_cpu(scene, &FrameArgs::new(scene, tick), &mut frame, 2);
-    let want =
-        drawn_reference(&frame, vkcuda::Format::Rgba8, (scene.width, scene.height), (cap.width, cap.height));
+    compare_window_as(cap, scene, tick, (Format::Rgba8, 1.0))
+}
+
+/// [`compare_window`] for frames of `format` shown with `exposure`.
+pub fn compare_window_as(
+    cap: &Capture,
+    scene: &Scene,
+    tick: u32,
+    (format, exposure): (Format, f64),
+) -> (f64, f64) {
+    let mut frame =
+        vec![0u8; scene.width as usize * scene.height as usize * format.bytes_per_pixel() as usize];
+    render_cpu_as(scene, &FrameArgs::new(scene, tick), format, &mut frame, 2);
+    let want = drawn_reference_exposed(
+        &frame,
+        format,
+        exposure,
+        (scene.width, scene.height),
+        (cap.width, cap.height),
+    );
     if let Some(path) = std::env::var_os("VKCUDA_EXPECTED") {
         let bytes: Vec<u8> =
             want.iter().flat_map(|p| p.unwrap_or([255.0, 0.0, 255.0]).map(|c| c.round() as u8)).collect();
@@ -210,8 +228,15 @@ pub fn compare_window(cap: &Capture, scene: &Scene, tick: u32) -> (f64, f64) {
     (close as f64 / counted.max(1) as f64, max)
 }
 
+/// The frame format a mode asks for (`--format`), RGBA8 by default.
+fn mode_format(mode: &[&str]) -> Format {
+    let named = mode.windows(2).find(|w| w[0] == "--format").map(|w| w[1]);
+    Format::ALL.into_iter().find(|f| Some(f.name()) == named).unwrap_or(Format::Rgba8)
+}
+
 /// The viewer in a real X window on whatever Vulkan device is there (lavapipe in CI).
 pub fn window_test(mode: &[&str]) -> Outcome {
+    let format = mode_format(mode);
     let x = Xvfb::start()?;
     let out = tmp(&format!("window{}", mode.join("")));
     let child = {
@@ -250,11 +275,12 @@ pub fn window_test(mode: &[&str]) -> Outcome {
         };
         // Wait for the state: the window is 561x401 and shows the paused frame (the swapchain
         // follows the resize at the viewer's next frame).
+        let exposure = std::cell::Cell::new(1.0);
         let shows = |name: &str, scene: &Scene, tick: u32| -> Result<Capture, String> {
             let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
             loop {
                 let cap = grab(name)?;
-                let (fraction, max) = compare_window(&cap, scene, tick);
+                let (fraction, max) = compare_window_as(&cap, scene, tick, (format, exposure.get()));
                 if (cap.width, cap.height) == (561, 401) && fraction >= 0.99 {
                     println!("  window 561x401 vs reference ({} tick {tick}): {:.3}% of pixels within 4 levels, max diff {max:.0}", scene.kind, 100.0 * fraction);
                     return Ok(cap);
@@ -277,7 +303,18 @@ pub fn window_test(mode: &[&str]) -> Outcome {
         }
         // S saves the shown (paused) frame through the PNG writer; --verify checks it.
         x.cmd("xdotool", &["key", "s"])?;
-        check_pngs_any(&out, scene, tick)?;
+        check_pngs_any(&out, scene, tick, format)?;
+        if format.is_float() {
+            // E doubles the exposure: the window shows the frame twice as bright, clamped.
+            x.press_until(&id, "e", |t| t.contains("exposure 2 "))?;
+            exposure.set(2.0);
+            let brighter = shows("second.xwd", &scene, tick)?;
+            if brighter.rgb == first.rgb {
+                return Err("E changed nothing in the window".into());
+            }
+            x.press_until(&id, "d", |t| t.contains("exposure 1 "))?;
+            exposure.set(1.0);
+        }
         let title = x.press_until(&id, "Right", |t| t.contains("julia"))?;
         let third = shows("third.xwd", &title_spec(&title)?, title_tick(&title)?)?;
         if third.rgb == first.rgb {
@@ -328,8 +365,8 @@ fn said_path(mode: &[&str], stderr: &str) -> Outcome {
     }
 }
 
-/// The one PNG the viewer saved shows `scene` at `tick`.
-pub fn check_pngs_any(dir: &Path, scene: Scene, tick: u32) -> Outcome {
+/// The one frame the viewer saved (PNG, or OpenEXR for float formats) shows `scene` at `tick`.
+pub fn check_pngs_any(dir: &Path, scene: Scene, tick: u32, format: Format) -> Outcome {
     // The writer writes ".frame_N.png.tmp" and renames it: wait for the finished file.
     wait_for_pngs(dir, 1, 10)?;
     let names: Vec<_> = std::fs::read_dir(dir)
@@ -340,18 +377,25 @@ pub fn check_pngs_any(dir: &Path, scene: Scene, tick: u32) -> Outcome {
     let [name] = names.as_slice() else { return Err(format!("after S, --out holds {names:?}")) };
     let frame: u64 = name
         .strip_prefix("frame_")
-        .and_then(|n| n.strip_suffix(".png"))
+        .and_then(|n| n.strip_suffix(&format!(".{}", encode::extension(format))))
         .and_then(|n| n.parse().ok())
         .ok_or(format!("unexpected file {name}"))?;
     // The file is named by frame number; its pixels must be the paused tick's.
-    let file = std::fs::File::open(dir.join(name)).map_err(|e| e.to_string())?;
-    let mut reader =
-        png::Decoder::new(std::io::BufReader::new(file)).read_info().map_err(|e| format!("{name}: {e}"))?;
-    let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
-    reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+    let data = std::fs::read(dir.join(name)).map_err(|e| e.to_string())?;
+    let buf = match format.is_float() {
+        true => encode::decode_exr(&data, format).map_err(|e| format!("{name}: {e:#}"))?.2,
+        false => {
+            let mut reader = png::Decoder::new(std::io::Cursor::new(&data))
+                .read_info()
+                .map_err(|e| format!("{name}: {e}"))?;
+            let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
+            reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
+            buf
+        }
+    };
     let mut want = vec![0u8; buf.len()];
-    render_cpu(&scene, &FrameArgs::new(&scene, tick), &mut want, 2);
-    let d = Diff::between(&buf, &want);
+    render_cpu_as(&scene, &FrameArgs::new(&scene, tick), format, &mut want, 2);
+    let d = Diff::between_as(format, &buf, &want);
     match d.differing {
         0 => Ok(()),
         n => Err(format!("saved frame {frame}: {n} pixels differ")),
@@ -499,6 +543,19 @@ pub fn register(tests: &mut Tests) {
             move || test(&["--producer", "cuda"]),
         ));
     }
+    // Float frames in linear memory: shown clamped, brighter with E, saved as OpenEXR.
+    let float = ["--format", "rgba16f", "--layout", "buffer"];
+    tests.push(gated("window_float_buffer_matches_reference", no_x_tools, move || {
+        window_test(&[&["--producer", "cpu"][..], &float].concat())
+    }));
+    tests.push(gated("cpu_present_window_float_buffer_matches_reference", no_x_tools, move || {
+        window_test(&[&["--producer", "cpu", "--present", "cpu"][..], &float].concat())
+    }));
+    tests.push(gated(
+        "cuda_window_float_buffer_matches_reference",
+        || no_nvidia().or_else(no_x_tools),
+        move || window_test(&[&["--producer", "cuda"][..], &float].concat()),
+    ));
     tests.push((
         "no_display_is_a_clear_error".into(),
         Box::new(|| {
