@@ -47,7 +47,7 @@ const REQUIRED: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
         | vk::ImageUsageFlags::TRANSFER_DST.as_raw(),
 );
 
-/// The usage of shared images of `format` on `device`: [`REQUIRED`], plus
+/// The usage of shared images of `format` on `device`: sampled and copies both ways, plus
 /// colour attachment and storage where the format's OPTIMAL tiling has them
 /// (sRGB formats are rarely storage images), so an engine can render or
 /// compute into them too. The export query is asked for exactly this usage.
