@@ -57,6 +57,21 @@ pub(crate) fn allocate_dedicated(
     Ok((memory, req.size))
 }
 
+/// A new handle to dedicated `memory` that [`allocate_dedicated`] made
+/// exportable (`exportable`), for CUDA to import (see [`crate::platform`] for
+/// who owns it after the import); `what` names it in the error.
+pub(crate) fn export_dedicated(
+    device: &Device,
+    memory: vk::DeviceMemory,
+    exportable: bool,
+    what: &str,
+) -> Result<crate::platform::Handle> {
+    match (&device.memory_export, exportable) {
+        (Some(loader), true) => crate::platform::export_memory(loader, memory),
+        _ => Err(Error::unsupported(format!("this {what} was not allocated exportable"))),
+    }
+}
+
 /// Create info for a 2D, single-level, OPTIMAL-tiled image starting in `UNDEFINED`.
 pub fn image_info(
     format: vk::Format,

@@ -13,8 +13,8 @@ use std::sync::Arc;
 use ash::vk;
 
 use super::device::Device;
-use super::memory::allocate_dedicated;
-use crate::error::{bail, Context as _, Error, Result};
+use super::memory::{allocate_dedicated, export_dedicated};
+use crate::error::{Context as _, Error, Result};
 use crate::format::{FrameDesc, Layout};
 use crate::platform::{self, Handle, MEMORY_HANDLE as HANDLE};
 
@@ -105,10 +105,7 @@ impl SharedBuffer {
     /// A new handle to the buffer's memory, for CUDA to import (see
     /// [`crate::platform`] for who owns it after the import).
     pub fn export(&self) -> Result<Handle> {
-        let (Some(loader), true) = (&self.device.memory_export, self.exportable) else {
-            bail!("this shared buffer was not allocated exportable");
-        };
-        platform::export_memory(loader, self.memory)
+        export_dedicated(&self.device, self.memory, self.exportable, "shared buffer")
     }
 }
 

@@ -12,11 +12,11 @@
 
 use std::sync::Arc;
 
-use crate::error::{bail, Context as _, Result};
+use crate::error::{Context as _, Result};
 use ash::vk;
 
 use super::device::Device;
-use super::memory::{allocate_dedicated, image_info};
+use super::memory::{allocate_dedicated, export_dedicated, image_info};
 use crate::error::Error;
 use crate::format::{Format, FrameDesc, Layout};
 use crate::platform::{self, Handle, MEMORY_HANDLE as HANDLE};
@@ -121,11 +121,6 @@ pub fn check_export(device: &Device, desc: &FrameDesc) -> Result<()> {
     }
 }
 
-/// Whether the device can export RGBA8 images of `extent` (as [`crate::platform::MEMORY_HANDLE`]).
-pub fn can_export(device: &Device, extent: vk::Extent2D) -> bool {
-    check_export(device, &FrameDesc::new(extent)).is_ok()
-}
-
 impl SharedImage {
     /// Creates an image of `desc`'s format and extent and its dedicated memory, exportable when `export`.
     pub fn new(device: Arc<Device>, desc: &FrameDesc, export: bool) -> Result<Self> {
@@ -162,10 +157,7 @@ impl SharedImage {
     /// A new handle to the image's memory, for CUDA to import (see
     /// [`crate::platform`] for who owns it after the import).
     pub fn export(&self) -> Result<Handle> {
-        let (Some(loader), true) = (&self.device.memory_export, self.exportable) else {
-            bail!("this shared image was not allocated exportable");
-        };
-        platform::export_memory(loader, self.memory)
+        export_dedicated(&self.device, self.memory, self.exportable, "shared image")
     }
 }
 

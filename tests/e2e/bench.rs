@@ -74,10 +74,12 @@ pub fn bench(cuda: bool) -> Outcome {
             return Err(format!("balanced row without copies: {r}"));
         }
         measured += 1;
-        let want = [&r["queue"], &r["variant"], &r["size"]].map(|v| v.as_str().unwrap_or("?").to_string());
+        let text = |v: &serde_json::Value| v.as_str().unwrap_or("?").to_string();
+        let frame = format!("{}/{}", text(&r["format"]), text(&r["layout"]));
+        let want = [text(&r["queue"]), text(&r["variant"]), frame, text(&r["size"])];
         let found = stdout.lines().any(|l| {
             let words: Vec<&str> = l.split_whitespace().collect();
-            words.len() > 4 && words[..3] == want && words[4].parse::<f64>().is_ok()
+            words.len() > 5 && words[..4] == want && words[5].parse::<f64>().is_ok()
         });
         if !found {
             return Err(format!("the table lacks a row for {want:?}:\n{stdout}"));
