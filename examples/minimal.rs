@@ -4,7 +4,8 @@
 //! Every frame is read back and compared with the kernel's CPU twin.
 //!
 //! Two layouts, one frame plan:
-//! - `--layout array` (default): CUDA writes a surface object over the image;
+//! - `--layout array` (default): CUDA writes a surface object over the image
+//!   and reads every frame back through the texture object;
 //! - `--layout buffer`: a plain kernel writes linear memory through a pointer
 //!   and a row pitch, as a tensor library or most CUDA renderers would, and
 //!   Vulkan reads the buffer directly (here: copies it to the host).
@@ -49,6 +50,17 @@ extern "C" __global__ void fill_linear(unsigned char *out, unsigned long long pi
     int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= w || y >= h) return;
     ((uchar4 *)(out + y * pitch))[x] = pixel(x, y, g);
+}
+
+// Reads the frame back through the texture object (8-bit texels come back normalised to
+// 0..1) and counts the texels that differ from what `fill_surface` wrote.
+extern "C" __global__ void check_texture(unsigned long long texture, int w, int h, unsigned int g, unsigned int *wrong) {
+    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
+    if (x >= w || y >= h) return;
+    float4 t = tex2D<float4>(texture, x + 0.5f, y + 0.5f);
+    uchar4 p = pixel(x, y, g);
+    if (lrintf(t.x * 255) != p.x || lrintf(t.y * 255) != p.y || lrintf(t.z * 255) != p.z || lrintf(t.w * 255) != p.w)
+        atomicAdd(wrong, 1u);
 }"#;
 
 /// The kernel's CPU twin: pixel (x, y) of frame g.
@@ -128,6 +140,9 @@ fn with_device(
     let module = ctx.load_module(cudarc::nvrtc::compile_ptx(KERNEL)?)?;
     let (fill_surface, fill_linear) =
         (module.load_function("fill_surface")?, module.load_function("fill_linear")?);
+    let check_texture = module.load_function("check_texture")?;
+    // Texels that read back wrong through the texture object, summed over all frames.
+    let mut wrong_texels = stream.alloc_zeros::<u32>(1)?;
     // The imports keep the stream: dropping them waits (bounded) until it is idle.
     let cuda = CudaFrames::import(ctx.clone(), &shared, stream.clone())?;
     // Your Vulkan objects: per image a command buffer, a fence and a readback buffer.
@@ -162,10 +177,16 @@ fn with_device(
             for g in 0..FRAMES {
                 let frame = g as u32;
                 match cuda.begin(g)? {
-                    CudaTarget::Array { surface, .. } => {
+                    CudaTarget::Array { surface, texture } => {
                         let mut launch = stream.launch_builder(&fill_surface);
                         launch.arg(&surface).arg(&w).arg(&h).arg(&frame);
                         // SAFETY: the arguments match `fill_surface`; the surface covers W × H texels.
+                        unsafe { launch.launch(cfg) }?;
+                        // The same frame read through the texture object, in a later launch
+                        // (the texture cache is not coherent with surface writes of one launch).
+                        let mut launch = stream.launch_builder(&check_texture);
+                        launch.arg(&texture).arg(&w).arg(&h).arg(&frame).arg(&mut wrong_texels);
+                        // SAFETY: the arguments match `check_texture`; `wrong_texels` holds one u32.
                         unsafe { launch.launch(cfg) }?;
                     }
                     CudaTarget::Buffer { pointer, pitch } => {
@@ -178,7 +199,11 @@ fn with_device(
                 }
                 cuda.end(g)?;
             }
-            Ok(cuda.synchronize()?)
+            cuda.synchronize()?;
+            match stream.clone_dtoh(&wrong_texels)?[0] {
+                0 => Ok(()),
+                n => bail!("{n} texels read through the texture object differ from the CPU twin"),
+            }
         });
         // 7. Vulkan's side, in your command buffers and submissions. A wrong frame does not
         //    stop the loop: every frame is still consumed, so every wait either side enqueued

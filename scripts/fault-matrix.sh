@@ -6,25 +6,20 @@
 # code, one error line, no validation message, no partial file, no hang.
 # Prints one line per fault x configuration and "fault-matrix: N passed, N failed".
 #
-#   PRODUCER   cpu (lavapipe, CI) or cuda (NVIDIA)      default cpu
+#   PRODUCER, JOBS, VKCUDA_BIN, ARGS: scripts/lib-matrix.sh (PRODUCER default cpu)
 #   FRAMES     the frames a fault is injected at: 0..FRAMES-1   default 30
 #   SPREAD     set: each fault takes the next FRAMES frames (fault i: i*FRAMES ..), so a
 #              configuration sees FRAMES x faults different frames in fewer runs
 #   FAULTS     default: png-write consumer-error producer-panic mismatch (+ cuda-fault for cuda)
-#   JOBS       runs in parallel                         default: nproc
-#   VKCUDA_BIN the binary                               default target/release/vkcuda
 #   VERBOSE    print every run's line as it ends (default: only failures)
+#   KEEP       a folder: failed runs' logs are copied there
 set -uo pipefail
-cd "$(dirname "$0")/.."
-BIN=${VKCUDA_BIN:-target/release/vkcuda}
-PRODUCER=${PRODUCER:-cpu}
+default_producer=cpu
+source "$(dirname "$0")/lib-matrix.sh"
 FRAMES=${FRAMES:-30}
-JOBS=${JOBS:-$(nproc)}
 default_faults="png-write consumer-error producer-panic mismatch"
 [ "$PRODUCER" = cuda ] && default_faults="$default_faults cuda-fault"
 FAULTS=${FAULTS:-$default_faults}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 # One run: prints "ok" or "FAIL <why>" with the run's key.
 one() {
@@ -36,12 +31,12 @@ one() {
     local extra=""
     [ "$consume" = draw ] && extra="--consume draw --queue graphics --target-size 37x23"
     timeout 120 "$bin" --headless --producer "$producer" --size 61x33 --frames 80 --dump-every 1 --verify \
-        --validate --sync "$sync" --buffers "$buffers" $extra --inject "$fault@$k" $signal \
+        --validate --sync "$sync" --buffers "$buffers" $extra $ARGS --inject "$fault@$k" $signal \
         --out "$dir/out" >"$dir.log" 2>&1
     local rc=$?
     local errors=$(grep -c '^vkcuda: error' "$dir.log")
     local messages=$(grep -ci 'validation error\|validation warning' "$dir.log")
-    local partial=$(ls -A "$dir/out" 2>/dev/null | grep -cv '^frame_[0-9]*\.png$')
+    local partial=$(ls -A "$dir/out" 2>/dev/null | grep -Ecv '^frame_[0-9]+\.(png|exr)$')
     case $fault in
         mismatch) want="3" ;;   # the run completes (or a signal stops it first: 130/143)
         *) want="1" ;;
@@ -59,6 +54,7 @@ one() {
         echo "ok $key rc=$rc"
     else
         echo "FAIL $key rc=$rc errors=$errors validation=$messages partial=$partial: $(grep -m2 -i 'error' "$dir.log" | cut -c1-300 | tr '\n' ' ')"
+        [ -n "${KEEP:-}" ] && cp "$dir.log" "$KEEP/${key//[ @]/_}.log"
     fi
     rm -rf "$dir"
 }

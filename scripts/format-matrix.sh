@@ -7,19 +7,13 @@
 # "N frames compared, 0 mismatches", "validation: 0 errors, 0 warnings", and
 # exactly the expected files. Prints failures and "format-matrix: N passed, N failed".
 #
-#   PRODUCER   cpu (lavapipe, CI) or cuda (NVIDIA)   default cpu
+#   PRODUCER, JOBS, VKCUDA_BIN, ARGS: scripts/lib-matrix.sh (PRODUCER default cpu)
 #   FRAMES     frames per run                        default 10
-#   JOBS       runs in parallel                      default: nproc
-#   VKCUDA_BIN the binary                            default target/release/vkcuda
 #   VERBOSE    print every run's line
 set -uo pipefail
-cd "$(dirname "$0")/.."
-BIN=${VKCUDA_BIN:-target/release/vkcuda}
-PRODUCER=${PRODUCER:-cpu}
+default_producer=cpu
+source "$(dirname "$0")/lib-matrix.sh"
 FRAMES=${FRAMES:-10}
-JOBS=${JOBS:-$(nproc)}
-work=$(mktemp -d)
-trap 'rm -rf "$work"' EXIT
 
 one() {
     local format=$1 layout=$2 sync=$3 buffers=$4 consume=$5 bin=$6 producer=$7 frames=$8 work=$9
@@ -32,7 +26,7 @@ one() {
     fi
     timeout 300 "$bin" --headless --producer "$producer" --size 97x61 --frames "$frames" --dump-every 1 \
         --verify --validate --format "$format" --layout "$layout" --sync "$sync" --buffers "$buffers" \
-        $extra --out "$dir" >"$dir.log" 2>&1
+        $extra $ARGS --out "$dir" >"$dir.log" 2>&1
     local rc=$? why=""
     grep -q "$frames frames compared, 0 mismatches" "$dir.log" || why="$why verify"
     grep -q 'validation: 0 errors, 0 warnings' "$dir.log" || why="$why validation"

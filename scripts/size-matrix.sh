@@ -5,20 +5,18 @@
 # (scripts/png-check.py). Then sizes the device cannot make or hold must be
 # refused with exit 2 and nothing written. One line per run, then
 # "size-matrix: N passed, N failed".
-#   PRODUCER  cuda (NVIDIA) or cpu (lavapipe)   default cuda
+#   PRODUCER, VKCUDA_BIN, ARGS: scripts/lib-matrix.sh (PRODUCER default cuda);
+#             ARGS may pick the layout (frames stay RGBA8: every file is a PNG)
 #   SIZES     frame sizes                        default: the matrix below
 #   LIMIT     the device's maxImageDimension2D  default 32768 (H100)
-#   VKCUDA_BIN                                   default target/release/vkcuda
 set -uo pipefail
-cd "$(dirname "$0")/.."
-BIN=${VKCUDA_BIN:-target/release/vkcuda}
-PRODUCER=${PRODUCER:-cuda}
+default_producer=cuda
+source "$(dirname "$0")/lib-matrix.sh"
 LIMIT=${LIMIT:-32768}
 # 1x1; 1xN and Nx1; odd x odd; primes; widths not multiples of 4, 16 or 64; 4K; 8K; the limit.
 SIZES=${SIZES:-"1x1 3x2 1x777 777x1 7x1001 1917x1079 641x359 1021x1019 65x63 1922x1081 3840x2160 7680x4320 ${LIMIT}x4 4x${LIMIT}"}
 TARGETS=(1x1 3x2 1001x703 17x1999 1919x1081)
-out=$(mktemp -d)
-trap 'rm -rf "$out"' EXIT
+out=$work
 passed=0 failed=0 n=0
 for size in $SIZES; do
     w=${size%x*} h=${size#*x}
@@ -34,7 +32,7 @@ for size in $SIZES; do
             fi
             log="$out/run.log"
             timeout 300 "$BIN" --headless --producer "$PRODUCER" --size "$size" --frames $frames --dump-every 1 \
-                --verify --validate --sync $sync $extra --out "$out/frames" >"$log" 2>&1
+                --verify --validate --sync $sync $extra $ARGS --out "$out/frames" >"$log" 2>&1
             rc=$?
             check=$(python3 scripts/png-check.py "$out/frames" "$want" $frames 2>&1)
             ok=$([ $rc = 0 ] && grep -q ' 0 mismatches' "$log" && grep -q 'validation: 0 errors, 0 warnings' "$log" &&
@@ -51,7 +49,7 @@ done
 # Refused: past the limit (a side, and a draw target), and more than memory holds.
 for bad in "--size $((LIMIT + 1))x1" "--size 64x64 --consume draw --queue graphics --target-size 1x$((LIMIT + 1))" \
     "--size ${LIMIT}x${LIMIT} --buffers 3"; do
-    timeout 120 "$BIN" --headless --producer "$PRODUCER" $bad --frames 2 --dump-every 1 --out "$out/refused" \
+    timeout 120 "$BIN" --headless --producer "$PRODUCER" $bad $ARGS --frames 2 --dump-every 1 --out "$out/refused" \
         >"$out/bad.log" 2>&1
     rc=$?
     lines=$(grep -c '^vkcuda: error' "$out/bad.log")

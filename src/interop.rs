@@ -297,16 +297,6 @@ pub enum CudaTarget {
     },
 }
 
-impl CudaTarget {
-    /// The surface object, for the array layout.
-    pub fn surface(&self) -> Option<sys::CUsurfObject> {
-        match *self {
-            CudaTarget::Array { surface, .. } => Some(surface),
-            CudaTarget::Buffer { .. } => None,
-        }
-    }
-}
-
 /// The shared frames as CUDA sees them: surfaces or pointers to write, and imported timelines.
 ///
 /// Teardown holds by construction: it keeps the [`SharedFrames`] it came

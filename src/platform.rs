@@ -75,6 +75,21 @@ pub fn export_semaphore(loader: &SemaphoreExport, semaphore: vk::Semaphore) -> R
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
+/// Imports `handle` (from [`export_semaphore`]) into `semaphore`, a new
+/// timeline semaphore, which then shares the exported one's payload. Vulkan
+/// owns the descriptor once the import succeeds (Windows:
+/// `vkImportSemaphoreWin32HandleKHR`, which does not take the handle).
+pub fn import_semaphore(loader: &SemaphoreExport, semaphore: vk::Semaphore, handle: Handle) -> Result<()> {
+    let info = vk::ImportSemaphoreFdInfoKHR::default()
+        .semaphore(semaphore)
+        .handle_type(SEMAPHORE_HANDLE)
+        .fd(handle.as_raw_fd());
+    // SAFETY: `semaphore` is live and unused; `handle` is an exported semaphore descriptor.
+    unsafe { loader.import_semaphore_fd(&info) }.context("vkImportSemaphoreFdKHR")?;
+    let _ = handle.into_raw_fd();
+    Ok(())
+}
+
 /// CUDA's description of `size` bytes of dedicated image memory behind `handle`.
 pub fn cuda_memory_desc(handle: &Handle, size: u64) -> sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {
     sys::CUDA_EXTERNAL_MEMORY_HANDLE_DESC {

@@ -117,8 +117,8 @@ pub struct Submission<'a> {
     pub frame: u64,
     /// The shared image or buffer it consumes.
     pub source: Source<'a>,
-    /// Buffer layout: the image the buffer is copied into for a consumer
-    /// that reads images only.
+    /// Buffer layout, for a consumer that reads images only: the image the
+    /// shared buffer is copied into before the consumer's commands.
     pub view: Option<&'a SharedImage>,
     /// The barrier before the consumer's commands (acquire from `EXTERNAL`), if any.
     pub acquire: Option<Barrier>,
@@ -237,8 +237,9 @@ impl FrameLoop {
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Option<Completed>> {
         let buffers = shared.desc.layout == Layout::Buffer;
-        // A buffer a consumer cannot read is copied into an image first.
-        let usage = match buffers && !consumer.takes_buffers() {
+        // A buffer a consumer cannot read is copied into its view image first.
+        let through_view = buffers && !consumer.takes_buffers();
+        let usage = match through_view {
             true => COPY_READ,
             false => consumer.image_use(),
         };
@@ -255,7 +256,7 @@ impl FrameLoop {
                 true => Source::Buffer(&shared.buffers[frame.index]),
                 false => Source::Image(&shared.images[frame.index]),
             },
-            view: views.as_ref().map(|v| &v[frame.index]),
+            view: views.as_ref().filter(|_| through_view).map(|v| &v[frame.index]),
             acquire: Some(frame.acquire),
             release: Some(frame.release),
             upload: staging.as_ref().map(|s| &s[frame.index]),
@@ -297,11 +298,9 @@ impl FrameLoop {
         if let Some(acquire) = s.acquire {
             acquire.record(dev, cmd);
         }
-        // What the consumer reads: a shared buffer it cannot read goes through the view image.
-        let view = s.view.filter(|_| matches!(s.source, Source::Buffer(_)) && !consumer.takes_buffers());
         if let Some(staging) = s.upload {
             // Host producer: upload, then make it visible to the next reader.
-            let next = if view.is_some() { COPY_READ } else { usage };
+            let next = if s.view.is_some() { COPY_READ } else { usage };
             record_upload(dev, cmd, staging, s.source, next);
         }
         // Measure from here: the frame is acquired, so the wait for "rendered" is over.
@@ -310,7 +309,7 @@ impl FrameLoop {
         if self.fail_recording_at.take_if(|f| *f == g).is_some() {
             bail!("injected consumer failure while recording frame {g}");
         }
-        match (view, s.source) {
+        match (s.view, s.source) {
             (Some(view), Source::Buffer(buffer)) => {
                 record_buffer_to_view(dev, cmd, buffer, view, usage);
                 consumer.record(cmd, slot_index, g, Source::Image(view))?;

@@ -84,9 +84,30 @@ impl Timeline {
 
     /// Raises the value to `value` from the host if it is below: used only to
     /// unblock the other side when a run is aborted.
+    ///
+    /// An exported timeline is read through one fresh handle to its payload
+    /// and signalled through another (each imported from a new export), not
+    /// through `raw`: all name one payload, so it is the same operation.
+    /// Khronos layer 1.3.239 keeps stale records of an external timeline's
+    /// host reads and queue signals (its `SEMAPHORE_STATE::Retire` erases the
+    /// oldest entry, not the one retired; a read of the value a handle was
+    /// created at is one too) and then reports a valid host signal on that
+    /// handle as VUID-VkSemaphoreSignalInfo-value-03259; a handle that was
+    /// never read and never waited on has none.
     pub fn raise_to(&self, value: u64) -> Result<()> {
-        if self.value()? < value {
-            self.signal(value)?;
+        let Some(loader) = self.device.semaphore_export.as_ref().filter(|_| self.exportable) else {
+            if self.value()? < value {
+                self.signal(value)?;
+            }
+            return Ok(());
+        };
+        let fresh = || -> Result<Timeline> {
+            let handle = Timeline::new(self.device.clone(), self.name, 0, false)?;
+            platform::import_semaphore(loader, handle.raw, self.export()?)?;
+            Ok(handle)
+        };
+        if fresh()?.value()? < value {
+            fresh()?.signal(value)?;
         }
         Ok(())
     }

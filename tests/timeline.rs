@@ -1,0 +1,46 @@
+//! Host signals on an exported timeline after reading it, under the
+//! validation layer: the stop path's `Timeline::raise_to` (docs/sync.md,
+//! "Stopping after a failure"). Runs on any Vulkan 1.3 device that exports
+//! timeline semaphores (lavapipe in CI, NVIDIA); says "skipped" otherwise.
+
+#![allow(clippy::unwrap_used)] // a test: a failure is a failed test
+
+use vkcuda::types::QueueKind;
+use vkcuda::vk::device::{list_gpus, Device, Queue};
+use vkcuda::vk::instance::Instance;
+use vkcuda::vk::timeline::Timeline;
+
+#[test]
+fn raising_an_exported_timeline_after_host_signals_is_valid() {
+    let instance = Instance::new(true, &[]).unwrap();
+    let Some(gpu) = list_gpus(&instance).unwrap().into_iter().find(|g| g.vulkan_1_3 && g.external.1) else {
+        println!("skipped: no Vulkan 1.3 device that exports semaphores");
+        return;
+    };
+    let queue = Queue { kind: QueueKind::Compute, present: None };
+    let device = Device::new(instance.clone(), gpu, true, queue).unwrap();
+    let timeline = match Timeline::new(device.clone(), "rendered", 0, true) {
+        Ok(t) => t,
+        Err(e) => {
+            println!("skipped: no exportable timeline semaphore: {e:#}");
+            return;
+        }
+    };
+    // Exported, as for CUDA's import (the layer then tracks it as an external semaphore).
+    drop(timeline.export().unwrap());
+    // From the value it was created at (an abort before the first frame), then from values
+    // that a host signal reached before, as in an abort where every frame before the failed
+    // one was signalled: the read before each raise sees a value already seen reached.
+    timeline.raise_to(1).unwrap();
+    for v in 1..=20u64 {
+        timeline.signal(2 * v).unwrap();
+        timeline.raise_to(2 * v).unwrap(); // reached: nothing to do
+        timeline.raise_to(2 * v + 1).unwrap();
+    }
+    assert_eq!(timeline.value().unwrap(), 41);
+    drop(timeline);
+    drop(device);
+    let counts = instance.validation().counts();
+    assert!(counts.clean(), "validation: {counts}");
+    println!("validation: {counts}");
+}
