@@ -13,6 +13,7 @@
 #   VKCUDA_MINIMAL  examples/minimal, the integrator example on the core alone
 #                   (cargo build --release --no-default-features --features cudarc/cuda-13000,cudarc/nvrtc --example minimal)
 #   FRAMES      frames per run         (default 600)
+#   VKCUDA_TIMELINE  tests/timeline.rs built (cargo test --release --no-run): layer 1.3.239's stale records
 # The viewer's CUDA tests (e2e cuda_window_*, through the CPU-present path under
 # Xvfb) need Xvfb, xdotool and xwd: carry .xkit (scripts/gpu-xkit.sh) and
 # `source .xkit/env.sh` after .gl/env.sh; without them they say "skipped".
@@ -27,9 +28,12 @@ command -v nvidia-smi >/dev/null && nvidia-smi --query-gpu=name,driver_version -
 if [ -n "$E2E" ] && [ -x "$E2E" ]; then
     "$E2E" cuda_ || fail=1   # the CUDA tests; the CPU-producer ones are CI's (lavapipe)
     "$E2E" bench_ || fail=1  # vkcuda bench: every variant runs here
+    "$E2E" kernel || fail=1  # --kernel, check-kernel (NVRTC from the CUDA toolkit)
+    "$E2E" golden || fail=1
 else
     echo "gpu-test: no e2e test binary (cargo test --release --no-run builds it)"; fail=1
 fi
+[ -n "${VKCUDA_TIMELINE:-}" ] && { "$VKCUDA_TIMELINE" --nocapture 2>&1 | grep -E "skipped|validation|test result"; }
 out=$(mktemp -d)
 for scene in gradient julia; do
     for sync in split shared; do
@@ -47,6 +51,19 @@ for scene in gradient julia; do
             [ $rc -ne 0 ] && tail -n 5 "$log"
         done
     done
+done
+echo "kernels: every shipped kernel (shaders/examples) against its golden dump (assets/goldens), validated"
+for golden in assets/goldens/*/; do
+    k=$(basename "$golden")
+    format=rgba8
+    ls "$golden" | grep -q '\.exr$' && format=rgba16f
+    log="$out/kernel-$k.log"
+    "$BIN" --headless --kernel "shaders/examples/$k.cu" --format $format --size 97x61 --frames 4 --validate \
+        --compare-to "$golden" --out "$out/kernel-$k" >"$log" 2>&1
+    rc=$?
+    [ $rc -ne 0 ] && fail=1
+    printf 'kernel %-9s rc=%s | %s | %s\n' "$k" "$rc" "$(grep -o 'compare: .*' "$log")" "$(grep -o 'validation: .*' "$log")"
+    [ $rc -ne 0 ] && tail -n 3 "$log"
 done
 echo "sizes: every size, copy and draw (odd targets), both schemes, every frame verified and decoded (scripts/size-matrix.sh)"
 VKCUDA_BIN=$BIN bash scripts/size-matrix.sh | grep -v '^ok ' || fail=1

@@ -1,64 +1,22 @@
-// vkcuda scene kernels. Compiled at run time by NVRTC (no includes needed:
-// surf2Dwrite, make_uchar4 and cudaSurfaceObject_t are NVRTC built-ins).
+// vkcuda scene kernels. Compiled at run time by NVRTC, with shaders/vkcuda.h
+// (the kernel contract) as its one header.
 //
 // Each kernel mirrors its CPU reference in src/app/scene.rs line by line, in
 // integer arithmetic, so the pipeline's output can be checked bit for bit.
 // One thread writes one pixel, through `put`, into an `Out`: a surface (the
 // array layout; x is a byte offset for surf2Dwrite) or linear memory (the
 // buffer layout, and the staging baseline of `vkcuda bench`), in any of
-// vkcuda's formats. `put` mirrors `store` in src/app/scene.rs.
+// vkcuda's formats. `put` (vk_put8) mirrors `store` in src/app/scene.rs.
 
 #define FRAC 28
 
-// vkcuda::Format, in order.
-enum { RGBA8 = 0, RGBA8_SRGB = 1, BGRA8 = 2, RGBA16F = 3, RGBA32F = 4, R32F = 5 };
+#include "vkcuda.h" // vk_target (the frame to write) and vk_put8
 
-// Where a kernel writes: `pointer` non-zero: linear memory, rows `pitch`
-// bytes apart; else the surface. Mirrors `Out` in src/app/kernels.rs.
-struct Out {
-    unsigned long long surface;
-    unsigned long long pointer;
-    unsigned long long pitch;
-    int format;
-    int pad;
-};
-
-__device__ unsigned short half_bits(float f)
-{
-    unsigned short h;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(h) : "f"(f)); // round to nearest even, as half::f16::from_f32
-    return h;
-}
-
-template <typename T>
-__device__ void put_as(const Out &o, unsigned int x, unsigned int y, T v)
-{
-    if (o.pointer) {
-        *(T *)(o.pointer + y * o.pitch + x * sizeof(T)) = v;
-    } else {
-        surf2Dwrite(v, o.surface, x * sizeof(T), y);
-    }
-}
+typedef vk_target Out;
 
 __device__ void put(const Out &o, unsigned int x, unsigned int y, uchar4 p)
 {
-    switch (o.format) {
-    case BGRA8:
-        put_as(o, x, y, make_uchar4(p.z, p.y, p.x, p.w));
-        return;
-    case RGBA16F:
-        put_as(o, x, y, make_ushort4(half_bits(p.x / 255.0f), half_bits(p.y / 255.0f),
-                                     half_bits(p.z / 255.0f), half_bits(p.w / 255.0f)));
-        return;
-    case RGBA32F:
-        put_as(o, x, y, make_float4(p.x / 255.0f, p.y / 255.0f, p.z / 255.0f, p.w / 255.0f));
-        return;
-    case R32F:
-        put_as(o, x, y, p.x / 255.0f);
-        return;
-    default: // RGBA8, RGBA8_SRGB (CUDA knows no colour spaces: the bytes are sRGB-encoded)
-        put_as(o, x, y, p);
-    }
+    vk_put8(o, x, y, p); // RGBA8_SRGB: CUDA knows no colour spaces, the bytes are sRGB-encoded
 }
 
 __device__ uchar4 gradient_px(unsigned int x, unsigned int y, unsigned int t)

@@ -9,10 +9,12 @@ mod app;
 
 use crate::app::bench::Interrupted;
 use crate::app::cli::BenchArgs;
-use crate::app::cli::{Args, Command};
+use crate::app::cli::{Args, CheckKernelArgs, Command};
 use crate::app::footprint::change;
 use crate::app::headless::{self, Summary};
+use crate::app::nvrtc::CompileError;
 use crate::app::stats::micros;
+use crate::app::userkernel;
 use crate::app::UsageError;
 
 /// Exit codes (documented in the README).
@@ -41,8 +43,10 @@ fn main() -> ExitCode {
         eprintln!("vkcuda: {e}");
         return ExitCode::from(exit::USAGE);
     }
-    if let Some(Command::Bench(bench)) = &args.command {
-        return run_bench(&args, bench);
+    match &args.command {
+        Some(Command::Bench(bench)) => return run_bench(&args, bench),
+        Some(Command::CheckKernel(check)) => return check_kernel(check),
+        None => {}
     }
     let outcome = if args.headless { headless::run(&args) } else { app::viewer::run(&args) };
     match outcome {
@@ -65,6 +69,20 @@ fn run_bench(args: &Args, bench: &BenchArgs) -> ExitCode {
             ExitCode::SUCCESS
         }
         Err(e) => failure(&e),
+    }
+}
+
+/// `vkcuda check-kernel`: nothing and 0, or the diagnostics (FILE:LINE) and 2.
+fn check_kernel(check: &CheckKernelArgs) -> ExitCode {
+    match userkernel::compile_checked(&check.file, &check.entry, &check.arch) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => match e.downcast_ref::<CompileError>() {
+            Some(CompileError::Source(diagnostics)) => {
+                eprint!("{diagnostics}");
+                ExitCode::from(exit::USAGE)
+            }
+            _ => failure(&e),
+        },
     }
 }
 
@@ -101,7 +119,13 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
     }
     println!(
         "vkcuda: {} frames, {:.1} fps ({} {}, {} producer, sync {}, {} buffers)",
-        s.frames, s.fps, args.scene, s.size, s.producer, args.sync, args.buffers
+        s.frames,
+        s.fps,
+        args.kernel.as_ref().map_or_else(|| args.scene.to_string(), |k| k.display().to_string()),
+        s.size,
+        s.producer,
+        args.sync,
+        args.buffers
     );
     println!(
         "  median per frame: {} {}, Vulkan GPU {}, rendered → consumed {}",
@@ -165,8 +189,31 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         println!("  interrupted by signal {sig}: stopped after {} frames", s.frames);
         return ExitCode::from(128 + sig as u8);
     }
+    if let Some(dir) = &args.compare_to {
+        println!(
+            "  compare: {} frames compared with {}, {} differ",
+            s.sink.verified,
+            dir.display(),
+            s.sink.mismatched
+        );
+    }
     if s.sink.mismatched > 0 {
-        eprintln!("vkcuda: error: {} frames differ from the CPU reference", s.sink.mismatched);
+        let listed: Vec<String> = (s.sink.differing.iter())
+            .map(|(f, d)| {
+                format!("frame {f}: {} of {} pixels, largest difference {}", d.differing, d.pixels, d.max)
+            })
+            .collect();
+        let more = s.sink.mismatched.saturating_sub(listed.len() as u64);
+        let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+        let against = match &args.compare_to {
+            Some(dir) => format!("{} (tolerance {})", dir.display(), args.tolerance),
+            None => "the CPU reference".into(),
+        };
+        eprintln!(
+            "vkcuda: error: {} frames differ from {against}: {}{more}",
+            s.sink.mismatched,
+            listed.join("; ")
+        );
         return ExitCode::from(exit::MISMATCH);
     }
     if !s.validation.clean() {

@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 const FLOORS: &[(&str, u8)] = &[
     ("app::scene", 1),
     ("app::kernels", 1),
+    ("app::nvrtc", 1),
+    ("app::userkernel", 1),
     ("app::director", 1),
     ("app::clock", 1),
     ("app::stats", 1),

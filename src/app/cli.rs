@@ -1,6 +1,6 @@
 //! Command-line arguments and their validation.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
 use clap::{Parser, ValueEnum};
@@ -10,6 +10,8 @@ use crate::app::inject::{At, Inject};
 use crate::app::kinds::{ConsumeKind, Handover, PresentMode, PresentPath, ProducerKind};
 use crate::app::scene::SceneKind;
 use crate::app::setup::RunSpec;
+use crate::app::sink::Reference;
+use crate::app::userkernel::{self, KernelSpec};
 use crate::app::UsageError;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{CudaSched, QueueKind, Size};
@@ -209,6 +211,26 @@ pub struct Args {
     /// Who renders the frames.
     #[arg(long, value_enum, default_value_t = ProducerKind::Auto)]
     pub producer: ProducerKind,
+    /// Your CUDA kernel file, run instead of --scene (CUDA producer): one
+    /// `extern "C" __global__` entry taking a `vk_frame` (shaders/vkcuda.h).
+    #[arg(long, value_name = "FILE.cu")]
+    pub kernel: Option<PathBuf>,
+    /// The kernel's entry point.
+    #[arg(long, default_value = userkernel::DEFAULT_ENTRY, requires = "kernel")]
+    pub entry: String,
+    /// A value for the kernel's `params[i]`, in order (at most 8).
+    #[arg(long = "param", value_name = "F", requires = "kernel", allow_negative_numbers = true)]
+    pub params: Vec<f32>,
+    /// Threads per block of the kernel's launch.
+    #[arg(long, value_name = "WxH", default_value = "16x16", requires = "kernel")]
+    pub block: Size,
+    /// Compare every dumped frame with the file of the same name in DIR (an
+    /// earlier dump: golden images); a difference fails the run (exit code 3).
+    #[arg(long, value_name = "DIR")]
+    pub compare_to: Option<PathBuf>,
+    /// With --compare-to: the largest difference of a channel, in 8-bit levels, that still counts as equal.
+    #[arg(long, default_value_t = 0, requires = "compare_to")]
+    pub tolerance: u8,
     /// Vulkan device to use: its index or a prefix of its UUID (see the error listing
     /// when nothing matches). Default: the first Vulkan device that a CUDA device matches.
     #[arg(long)]
@@ -303,6 +325,23 @@ pub enum Command {
     /// and an SVG chart. Options before `bench` (--gpu, --validate, --queue...)
     /// apply to every variant.
     Bench(BenchArgs),
+    /// Compile a kernel file against the kernel contract (shaders/vkcuda.h)
+    /// with NVRTC, no GPU needed: prints the errors as FILE:LINE and exits 2,
+    /// or prints nothing and exits 0.
+    CheckKernel(CheckKernelArgs),
+}
+
+/// `vkcuda check-kernel`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CheckKernelArgs {
+    /// The kernel file.
+    pub file: PathBuf,
+    /// The entry point.
+    #[arg(long, default_value = userkernel::DEFAULT_ENTRY)]
+    pub entry: String,
+    /// The architecture to compile for (virtual `compute_XY` needs no GPU; or `sm_XY`).
+    #[arg(long, default_value = userkernel::DEFAULT_CHECK_ARCH)]
+    pub arch: String,
 }
 
 impl Args {
@@ -349,6 +388,54 @@ impl Args {
         }
         if self.json.is_some() && !self.headless {
             return Err(UsageError("--json writes a headless run's summary: add --headless".into()));
+        }
+        if self.kernel.is_some() {
+            if self.verify {
+                return Err(UsageError(
+                    "--verify compares with the built-in scenes' CPU reference, which your kernel has not: \
+                     compare with an earlier dump (--compare-to DIR)"
+                        .into(),
+                ));
+            }
+            if self.params.len() > userkernel::PARAMS {
+                return Err(UsageError(format!("--param: at most {} values", userkernel::PARAMS)));
+            }
+            if self.block.width * self.block.height > 1024 {
+                return Err(UsageError(format!("--block {}: at most 1024 threads per block", self.block)));
+            }
+            if self.handover != Handover::Vkcuda {
+                return Err(UsageError("--kernel runs with vkcuda's hand-over: drop --handover".into()));
+            }
+            if matches!(self.command, Some(Command::Bench(_))) {
+                return Err(UsageError(
+                    "vkcuda bench measures the built-in scenes; time your kernel with --headless --dump-every 0"
+                        .into(),
+                ));
+            }
+            if !matches!(self.producer, ProducerKind::Auto | ProducerKind::Cuda) {
+                return Err(UsageError("--kernel runs on the CUDA producer: drop --producer".into()));
+            }
+        }
+        if let Some(golden) = &self.compare_to {
+            if !self.headless || self.dump_every == 0 {
+                return Err(UsageError(
+                    "--compare-to checks a headless run's dumped frames (--dump-every 1 or more)".into(),
+                ));
+            }
+            if self.verify {
+                return Err(UsageError("--verify and --compare-to: choose one reference".into()));
+            }
+            let same = |a: &Path, b: &Path| {
+                a == b || a.canonicalize().ok().is_some_and(|a| Some(a) == b.canonicalize().ok())
+            };
+            if same(golden, &self.out) {
+                return Err(UsageError(
+                    "--compare-to names the --out folder: the dump would overwrite its reference".into(),
+                ));
+            }
+            if !golden.is_dir() {
+                return Err(UsageError(format!("--compare-to {}: no such folder", golden.display())));
+            }
         }
         if self.verify && self.dump_every == 0 {
             return Err(UsageError("--verify checks dumped frames: it needs --dump-every 1 or more".into()));
@@ -414,8 +501,31 @@ impl Args {
             host_waits: self.host_waits,
             producer_host_waits: self.host_waits || !self.gpu_waits_only,
             handover: self.handover,
+            kernel: self.kernel_spec(),
             inject: Inject(self.inject.clone()),
         }
+    }
+
+    /// What dumped frames are compared with: `--compare-to`, `--verify`, or nothing.
+    pub fn reference(&self) -> Reference {
+        match (&self.compare_to, self.verify) {
+            (Some(dir), _) => Reference::Golden { dir: dir.clone(), tolerance: self.tolerance },
+            (None, true) => Reference::Cpu,
+            (None, false) => Reference::None,
+        }
+    }
+
+    /// `--kernel` and its options.
+    pub fn kernel_spec(&self) -> Option<KernelSpec> {
+        let file = self.kernel.clone()?;
+        let mut params = [0.0; userkernel::PARAMS];
+        params.iter_mut().zip(&self.params).for_each(|(p, v)| *p = *v);
+        Some(KernelSpec {
+            file,
+            entry: self.entry.clone(),
+            params,
+            block: (self.block.width, self.block.height),
+        })
     }
 }
 

@@ -119,6 +119,27 @@ fn encode_exr(pixels: &[u8], (width, height): (u32, u32), format: vkcuda::Format
     Ok(out.into_inner())
 }
 
+/// Decodes a frame file written by [`encode_frame`] back into packed pixels
+/// of `format`: `(width, height, pixels)`.
+pub fn decode_frame(bytes: &[u8], format: vkcuda::Format) -> Result<(u32, u32, Vec<u8>)> {
+    if format.is_float() {
+        return decode_exr(bytes, format);
+    }
+    let mut reader = png::Decoder::new(std::io::Cursor::new(bytes)).read_info()?;
+    let (color, depth) = reader.output_color_type();
+    anyhow::ensure!(
+        (color, depth) == (png::ColorType::Rgba, png::BitDepth::Eight),
+        "a {color:?} PNG of {depth:?}-bit samples, not 8-bit RGBA"
+    );
+    let mut pixels = vec![0; reader.output_buffer_size().ok_or_else(|| anyhow::anyhow!("PNG too large"))?];
+    let info = reader.next_frame(&mut pixels)?;
+    pixels.truncate(info.buffer_size());
+    if format == vkcuda::Format::Bgra8 {
+        pixels.chunks_exact_mut(4).for_each(|p| p.swap(0, 2)); // the PNG holds RGBA
+    }
+    Ok((info.width, info.height, pixels))
+}
+
 /// Decodes an OpenEXR file that [`encode_frame`] wrote for `format` back into
 /// the packed bytes the GPU wrote (for the tests' round trip and checks).
 #[allow(dead_code)] // the tests and examples use it (they include this file)

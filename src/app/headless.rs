@@ -24,7 +24,7 @@ use crate::app::producer::Report;
 use crate::app::scene::Scene;
 use crate::app::session::Session;
 use crate::app::setup::{self, Gpu, MemoryNeed};
-use crate::app::sink::{PngSink, SinkReport};
+use crate::app::sink::{PngSink, Reference, SinkReport};
 use crate::app::stats::{median, Samples};
 use crate::app::UsageError;
 use vkcuda::types::Size;
@@ -65,8 +65,8 @@ pub struct Summary {
 }
 
 /// A PNG pool writing into `dir`, [`png_workers`] threads.
-pub fn png_sink(dir: &Path, verify: bool) -> PngSink {
-    PngSink::new(dir, png_workers(), verify, Inject::default())
+pub fn png_sink(dir: &Path, reference: Reference) -> PngSink {
+    PngSink::new(dir, png_workers(), reference, Inject::default())
 }
 
 /// PNG worker threads: one per spare core, at most 16.
@@ -160,7 +160,7 @@ pub fn run(args: &Args) -> Result<Summary> {
     let extent = ash::vk::Extent2D { width: target.width, height: target.height };
     let readback = match dumping {
         true => {
-            let sink = PngSink::new(&args.out, workers, args.verify, Inject(args.inject.clone()));
+            let sink = PngSink::new(&args.out, workers, args.reference(), Inject(args.inject.clone()));
             let shot = Shot { extent, format: args.format, drawn: args.consume == ConsumeKind::Draw };
             let made = Readback::new(device.clone(), director.clone(), shot, slots, sink);
             Some(made.map_err(|e| setup::out_of_memory(e, &size_words(args, size)))?)

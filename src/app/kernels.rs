@@ -1,7 +1,7 @@
 //! The scene kernels: `shaders/scenes.cu`, embedded in the binary, compiled
 //! by NVRTC for the device's architecture at run time, PTX cached on disk.
 //!
-//! Cache key: the source, the architecture, NVRTC's version and the options.
+//! Cache key: the source, the contract header, the architecture, NVRTC's version and the options.
 //! Each entry carries a checksum of its PTX; an entry that fails it, or that
 //! the driver refuses, is compiled again and replaced (written atomically).
 
@@ -12,8 +12,9 @@ use anyhow::{anyhow, Context, Result};
 use cudarc::driver::{
     sys, CudaContext, CudaFunction, CudaModule, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
-use cudarc::nvrtc::{compile_ptx_with_opts, CompileOptions, Ptx};
+use cudarc::nvrtc::Ptx;
 
+use crate::app::nvrtc;
 use crate::app::scene::{FrameArgs, Scene, SceneKind};
 use vkcuda::interop::CudaTarget;
 use vkcuda::Format;
@@ -110,31 +111,13 @@ pub struct SceneKernels {
     fault: CudaFunction,
 }
 
-/// Makes sure NVRTC (the run-time CUDA compiler) can be loaded.
-fn load_nvrtc() -> Result<()> {
-    // SAFETY: only tries to dlopen the library under its usual names.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        anyhow::bail!(
-            "libnvrtc.so (the CUDA run-time compiler) was not found: install the CUDA toolkit's NVRTC \
-             (e.g. apt install cuda-nvrtc-13-0) and add its folder to LD_LIBRARY_PATH \
-             (e.g. /usr/local/cuda/targets/x86_64-linux/lib), or run with --producer cpu"
-        );
-    }
-    Ok(())
-}
-
 impl SceneKernels {
     /// Compiles (or takes from `cache_dir`) and loads the kernels for `ctx`'s device.
     pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Self> {
-        load_nvrtc()?;
+        let nvrtc = nvrtc::version().map_err(|e| anyhow!("{e:#}, or run with --producer cpu"))?;
         let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
         let arch = format!("--gpu-architecture=sm_{major}{minor}");
-        let (mut nv_major, mut nv_minor) = (0, 0);
-        // SAFETY: two out-pointers to locals.
-        let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut nv_major, &mut nv_minor) };
-        r.result().map_err(|e| anyhow!("nvrtcVersion: {e:?}"))?;
-        let nvrtc = format!("{nv_major}.{nv_minor}");
-        let key = fnv1a(&[SOURCE.as_bytes(), arch.as_bytes(), nvrtc.as_bytes()]);
+        let key = fnv1a(&[SOURCE.as_bytes(), nvrtc::HEADER.as_bytes(), arch.as_bytes(), nvrtc.as_bytes()]);
         let path = cache_dir.join(format!("scenes-{key:016x}.ptx"));
 
         if let Some(ptx) = read_cached(&path) {
@@ -149,16 +132,16 @@ impl SceneKernels {
             log(&format!("cached PTX {} is corrupt; compiling again", path.display()));
         }
         let started = std::time::Instant::now();
-        let opts = CompileOptions { options: vec![arch.clone()], ..Default::default() };
-        let ptx = compile_ptx_with_opts(SOURCE, opts).map_err(|e| anyhow!("NVRTC {nvrtc} ({arch}): {e}"))?;
+        let ptx = nvrtc::compile(SOURCE, "scenes.cu", std::slice::from_ref(&arch))
+            .map_err(|e| anyhow!("NVRTC {nvrtc} ({arch}): {e}"))?;
         log(&format!(
             "compiled shaders/scenes.cu with NVRTC {nvrtc} for sm_{major}{minor} in {:.0?}",
             started.elapsed()
         ));
-        if let Err(e) = write_cached(&path, &ptx.to_src()) {
+        if let Err(e) = write_cached(&path, &ptx) {
             log(&format!("cannot cache PTX in {}: {e} (continuing)", path.display()));
         }
-        Self::from_module(ctx.load_module(ptx).context("loading the compiled PTX")?)
+        Self::from_module(ctx.load_module(Ptx::from_src(ptx)).context("loading the compiled PTX")?)
     }
 
     fn from_module(module: Arc<CudaModule>) -> Result<Self> {
@@ -225,6 +208,21 @@ mod tests {
         std::fs::write(&path, "garbage").unwrap();
         assert_eq!(read_cached(&path), None);
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn the_scenes_compile_against_the_contract() {
+        if let Err(e) = nvrtc::load() {
+            println!("skipped: {e}");
+            return;
+        }
+        let virtual_arch = ["--gpu-architecture=compute_75".to_string()];
+        let ptx = nvrtc::compile(SOURCE, "scenes.cu", &virtual_arch).unwrap();
+        // `Out` (vk_target) is 32 bytes, as the Rust mirror.
+        assert_eq!(std::mem::size_of::<Out>(), 32);
+        assert_eq!(nvrtc::entry_params(&ptx, "gradient"), Some(vec![32, 4, 4, 4]));
+        assert_eq!(nvrtc::entry_params(&ptx, "julia"), Some(vec![32, 4, 4, 4, 4, 4, 4, 4]));
+        assert_eq!(nvrtc::entry_params(&ptx, "fault"), Some(vec![]));
     }
 
     #[test]

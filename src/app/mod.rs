@@ -2,7 +2,8 @@
 //! dump and bench, on top of the core's public API only.
 //!
 //! Floors, bottom to top (an import only points down or sideways):
-//! 1. content and measurement: [`scene`] and its [`kernels`], [`director`],
+//! 1. content and measurement: [`scene`] and its [`kernels`], [`nvrtc`] and
+//!    [`userkernel`] (your own kernel), [`director`],
 //!    [`clock`], [`stats`], [`footprint`], [`diagram`], [`outfile`], [`encode`],
 //!    [`inject`] (test-only fault injection), [`kinds`] (the kinds of run);
 //! 2. the running interop: [`producer`] (CUDA, CPU, staging threads),
@@ -30,6 +31,7 @@ pub mod kernels;
 pub mod kinds;
 pub mod logger;
 pub mod measure;
+pub mod nvrtc;
 pub mod outfile;
 pub mod peers;
 pub mod present;
@@ -39,6 +41,7 @@ pub mod session;
 pub mod setup;
 pub mod sink;
 pub mod stats;
+pub mod userkernel;
 pub mod viewer;
 
 /// A problem with the command line or its values: exit code 2.

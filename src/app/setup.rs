@@ -17,6 +17,7 @@ use crate::app::producer::cpu::CpuProducer;
 use crate::app::producer::cuda::CudaProducer;
 use crate::app::producer::staging::StagingProducer;
 use crate::app::producer::{Control, Job, Report};
+use crate::app::userkernel::KernelSpec;
 use crate::app::UsageError;
 use vkcuda::cuda::{self, CudaDevice};
 use vkcuda::interop::{check_export, SharedFrames};
@@ -61,6 +62,8 @@ pub struct RunSpec {
     pub producer_host_waits: bool,
     /// The hand-over: vkcuda's (a [`crate::app::session::Session`]) or a peer pattern's.
     pub handover: Handover,
+    /// Your kernel instead of the scene (CUDA producer).
+    pub kernel: Option<KernelSpec>,
     /// Test only: the faults to inject.
     pub inject: Inject,
 }
@@ -368,6 +371,13 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
         Ok(Arc::new(staging))
     };
     let cache = args.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir);
+    if args.kernel.is_some() && gpu.cuda.is_none() {
+        bail!(
+            "--kernel runs your kernel with CUDA, and no CUDA device matches {} \
+             (`vkcuda check-kernel FILE` compiles it without a GPU)",
+            gpu.device.info
+        );
+    }
     let (staging, producer) = match (args.producer, &gpu.cuda) {
         (ProducerKind::Cpu, _) | (ProducerKind::Auto | ProducerKind::Cuda, None) => {
             let staging = staging_buffers()?;
@@ -375,7 +385,8 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
         }
         (ProducerKind::Auto | ProducerKind::Cuda, Some(c)) => {
             let ctx = cuda::context(c, args.cuda_sched)?;
-            let mut p = CudaProducer::new(ctx, &shared, &cache, args.high_priority_stream)?;
+            let kernel = args.kernel.as_ref();
+            let mut p = CudaProducer::new(ctx, &shared, (&cache, kernel), args.high_priority_stream)?;
             p.host_waits = args.producer_host_waits.then(|| shared.clone());
             (None, Producer::Cuda(Box::new(p)))
         }

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::app::encode::{encode_frame, extension};
+use crate::app::encode::{decode_frame, encode_frame, extension};
 use crate::app::inject::{Fault, Inject};
 use crate::app::scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene};
 use crate::app::stats::median;
@@ -56,6 +56,28 @@ impl FrameJob {
     }
 }
 
+/// What each written frame is compared with.
+#[derive(Clone, Debug, Default)]
+pub enum Reference {
+    /// Nothing.
+    #[default]
+    None,
+    /// The CPU reference of the built-in scene (`--verify`; tolerance as
+    /// [`Diff::within_tolerance`]).
+    Cpu,
+    /// The file of the same name in a folder (`--compare-to`): an earlier
+    /// dump. Equal when no channel differs by more than `tolerance` levels.
+    Golden {
+        /// The folder.
+        dir: PathBuf,
+        /// Largest channel difference, in 8-bit levels, that counts as equal.
+        tolerance: u8,
+    },
+}
+
+/// The most differing frames a report lists one by one.
+pub const LISTED: usize = 20;
+
 /// What the pool did.
 #[derive(Debug, Default, Clone)]
 pub struct SinkReport {
@@ -67,6 +89,8 @@ pub struct SinkReport {
     pub mismatched: u64,
     /// The worst frame: (frame, its diff).
     pub worst: Option<(u64, Diff)>,
+    /// The first [`LISTED`] differing frames (by frame number) and their diffs.
+    pub differing: Vec<(u64, Diff)>,
     /// First error a worker hit, if any.
     pub error: Option<String>,
     /// Per frame, where the time went: the workers' stages and the consumer's hand-off.
@@ -81,12 +105,19 @@ pub struct SinkReport {
 
 impl SinkReport {
     /// Counts a compared frame, keeping the worst.
-    fn compared(&mut self, frame: u64, d: Diff) {
+    fn compared(&mut self, frame: u64, d: Diff, equal: bool) {
         self.verified += 1;
-        if !d.within_tolerance() {
+        if !equal {
             self.mismatched += 1;
+            self.list_differing(&[(frame, d)]);
         }
         self.keep_worst(Some((frame, d)));
+    }
+
+    fn list_differing(&mut self, frames: &[(u64, Diff)]) {
+        self.differing.extend_from_slice(frames);
+        self.differing.sort_by_key(|(f, _)| *f);
+        self.differing.truncate(LISTED);
     }
 
     fn keep_worst(&mut self, other: Option<(u64, Diff)>) {
@@ -104,6 +135,7 @@ impl SinkReport {
         self.verified += other.verified;
         self.mismatched += other.mismatched;
         self.keep_worst(other.worst);
+        self.list_differing(&other.differing);
         self.error = self.error.take().or(other.error);
         self.workers = other.workers;
         self.stages.extend(other.stages);
@@ -195,8 +227,8 @@ pub struct PngSink {
 }
 
 impl PngSink {
-    /// `workers` threads writing into `dir` (which must exist); `verify` compares with the reference.
-    pub fn new(dir: &Path, workers: usize, verify: bool, inject: Inject) -> Self {
+    /// `workers` threads writing into `dir` (which must exist), comparing each frame with `reference`.
+    pub fn new(dir: &Path, workers: usize, reference: Reference, inject: Inject) -> Self {
         let workers = workers.max(1);
         // Not bounded here: the jobs hold the readback pool's buffers, and the
         // pool is (see `Readback`), so the consumer waits there, once.
@@ -205,9 +237,9 @@ impl PngSink {
         let report = Arc::new(Mutex::new(SinkReport { workers, ..SinkReport::default() }));
         let handles = (0..workers)
             .map(|_| {
-                let (rx, report, dir, inject) =
-                    (rx.clone(), report.clone(), dir.to_path_buf(), inject.clone());
-                std::thread::spawn(move || worker(&rx, &report, &dir, verify, &inject))
+                let (rx, report, dir, inject, reference) =
+                    (rx.clone(), report.clone(), dir.to_path_buf(), inject.clone(), reference.clone());
+                std::thread::spawn(move || worker(&rx, &report, &dir, &reference, &inject))
             })
             .collect();
         Self { tx: Some(tx), workers: handles, report }
@@ -252,7 +284,7 @@ fn worker(
     rx: &Mutex<Receiver<FrameJob>>,
     report: &Mutex<SinkReport>,
     dir: &Path,
-    verify: bool,
+    reference: &Reference,
     inject: &Inject,
 ) {
     // The reference frame, kept between frames: a fresh 8 MB (1080p) buffer
@@ -264,20 +296,17 @@ fn worker(
             Err(_) => return, // queue closed and empty
         };
         let started = Instant::now();
-        let diff = verify.then(|| {
-            let s = &job.scene;
-            want.resize(s.width as usize * s.height as usize * job.format.bytes_per_pixel() as usize, 0);
-            render_cpu_as(s, &FrameArgs::new(s, job.tick), job.format, &mut want, 1);
-            if inject.at(Fault::Mismatch, job.frame) {
-                want.iter_mut().for_each(|b| *b = !*b);
+        let diff = match reference {
+            Reference::None => None,
+            Reference::Cpu => {
+                let d = cpu_diff(&job, &mut want, inject);
+                Some((d, d.within_tolerance()))
             }
-            match job.target {
-                None => Diff::between_as(job.format, job.pixels(), &want),
-                Some(t) => {
-                    Diff::drawn(job.pixels(), &drawn_reference(&want, job.format, (s.width, s.height), t))
-                }
+            Reference::Golden { dir, tolerance } => {
+                let d = golden_diff(&job, dir);
+                Some((d, d.max <= *tolerance))
             }
-        });
+        };
         let verified = started.elapsed();
         let injected = inject.png_write(job.frame);
         let name = frame_file_name(job.frame, job.pixel_format());
@@ -299,9 +328,43 @@ fn worker(
                 r.error.get_or_insert_with(|| format!("{e:#}"));
             }
         }
-        if let Some(d) = diff {
-            r.compared(frame, d);
+        if let Some((d, equal)) = diff {
+            r.compared(frame, d, equal);
         }
+    }
+}
+
+/// `job` against the CPU reference of its scene (`want`: a buffer kept between frames).
+fn cpu_diff(job: &FrameJob, want: &mut Vec<u8>, inject: &Inject) -> Diff {
+    let s = &job.scene;
+    want.resize(s.width as usize * s.height as usize * job.format.bytes_per_pixel() as usize, 0);
+    render_cpu_as(s, &FrameArgs::new(s, job.tick), job.format, want, 1);
+    if inject.at(Fault::Mismatch, job.frame) {
+        want.iter_mut().for_each(|b| *b = !*b);
+    }
+    match job.target {
+        None => Diff::between_as(job.format, job.pixels(), want),
+        Some(t) => Diff::drawn(job.pixels(), &drawn_reference(want, job.format, (s.width, s.height), t)),
+    }
+}
+
+/// `job` against the file of its name in `dir`; a missing, undecodable or
+/// differently sized file differs in every pixel by 255.
+fn golden_diff(job: &FrameJob, dir: &Path) -> Diff {
+    let (w, h) = job.size();
+    let format = job.pixel_format();
+    let all = Diff {
+        differing: u64::from(w) * u64::from(h),
+        pixels: u64::from(w) * u64::from(h),
+        max: 255,
+        drawn: false,
+    };
+    let golden = std::fs::read(dir.join(frame_file_name(job.frame, format)))
+        .map_err(anyhow::Error::from)
+        .and_then(|bytes| decode_frame(&bytes, format));
+    match golden {
+        Ok((gw, gh, pixels)) if (gw, gh) == (w, h) => Diff::between_as(format, job.pixels(), &pixels),
+        _ => all,
     }
 }
 
@@ -338,7 +401,7 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let scene = Scene { kind: SceneKind::Gradient, width: 40, height: 30, cost: 1 };
-        let sink = PngSink::new(&dir, 2, true, Inject::default());
+        let sink = PngSink::new(&dir, 2, Reference::Cpu, Inject::default());
         for frame in 0..5u64 {
             let mut pixels = vec![0u8; 40 * 30 * 4];
             render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut pixels, 1);
@@ -381,7 +444,7 @@ mod tests {
         for format in Format::ALL {
             let dir = std::env::temp_dir().join(format!("vkcuda-sink-{format}-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
-            let sink = PngSink::new(&dir, 2, true, Inject::default());
+            let sink = PngSink::new(&dir, 2, Reference::Cpu, Inject::default());
             let bytes = 71 * 45 * format.bytes_per_pixel() as usize;
             let mut frames = Vec::new();
             for frame in 0..3u64 {
@@ -433,7 +496,7 @@ mod tests {
         std::fs::create_dir_all(&dir).unwrap();
         let scene = Scene { kind: SceneKind::Gradient, width: 40, height: 30, cost: 1 };
         let target = (64, 64);
-        let sink = PngSink::new(&dir, 2, true, Inject::default());
+        let sink = PngSink::new(&dir, 2, Reference::Cpu, Inject::default());
         for frame in 0..3u64 {
             let mut frame_px = vec![0u8; 40 * 30 * 4];
             render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut frame_px, 1);

@@ -333,7 +333,7 @@ impl Viewer {
             let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
             let extent = vk::Extent2D { width: run.size.width, height: run.size.height };
             let shot = Shot { extent, format: self.args.format, drawn: false };
-            let sink = png_sink(&self.args.out, self.args.verify);
+            let sink = png_sink(&self.args.out, self.args.reference());
             let slots = run.frames.slots();
             self.presenter.snapshot =
                 Some(Readback::new(self.gpu.device.clone(), self.director.clone(), shot, slots, sink)?);

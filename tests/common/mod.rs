@@ -105,20 +105,8 @@ pub fn check_frames(
     }
     for (name, &frame) in names.iter().zip(expected) {
         let data = std::fs::read(dir.join(name)).map_err(|e| e.to_string())?;
-        let (width, height, buf) = match pixels.is_float() {
-            true => encode::decode_exr(&data, pixels).map_err(|e| format!("{name}: {e:#}"))?,
-            false => {
-                let mut reader = png::Decoder::new(std::io::Cursor::new(&data))
-                    .read_info()
-                    .map_err(|e| format!("{name}: {e}"))?;
-                let mut buf = vec![0; reader.output_buffer_size().ok_or("no size")?];
-                let info = reader.next_frame(&mut buf).map_err(|e| format!("{name}: {e}"))?;
-                if pixels == Format::Bgra8 {
-                    buf.chunks_exact_mut(4).for_each(|p| p.swap(0, 2)); // the PNG holds RGBA
-                }
-                (info.width, info.height, buf)
-            }
-        };
+        let (width, height, buf) =
+            encode::decode_frame(&data, pixels).map_err(|e| format!("{name}: {e:#}"))?;
         if (width, height) != target.unwrap_or((scene.width, scene.height)) {
             return Err(format!("{name} is {width}x{height}"));
         }

@@ -15,6 +15,7 @@ mod common;
 mod bad_input;
 mod bench;
 mod headless;
+mod kernels;
 mod signals;
 mod wayland;
 mod window;
@@ -30,6 +31,7 @@ fn main() {
     wayland::register(&mut tests);
     bench::register(&mut tests);
     bad_input::register(&mut tests);
+    kernels::register(&mut tests);
 
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for (name, test) in &tests {

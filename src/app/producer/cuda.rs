@@ -14,6 +14,7 @@ use crate::app::clock::{now_ns, CpuMeter};
 use crate::app::inject::Fault;
 use crate::app::kernels::{Out, SceneKernels};
 use crate::app::scene::FrameArgs;
+use crate::app::userkernel::{FrameTime, KernelSpec, UserKernel};
 use vkcuda::cuda::StreamState;
 use vkcuda::interop::{CudaFrames, SharedFrames};
 use vkcuda::Format;
@@ -33,6 +34,8 @@ pub struct CudaProducer {
     /// path out of [`CudaProducer::run`]: success, error or panic).
     frames: CudaFrames,
     kernels: SceneKernels,
+    /// `--kernel`: runs instead of the scene's kernel.
+    user: Option<UserKernel>,
     format: Format,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
@@ -51,10 +54,11 @@ impl CudaProducer {
     pub fn new(
         ctx: Arc<CudaContext>,
         shared: &Arc<SharedFrames>,
-        ptx_cache: &Path,
+        (ptx_cache, kernel): (&Path, Option<&KernelSpec>),
         high_priority: bool,
     ) -> Result<Self> {
         let kernels = SceneKernels::load(&ctx, ptx_cache)?;
+        let user = kernel.map(|k| UserKernel::load(&ctx, k)).transpose()?;
         ctx.bind_to_thread()?;
         let stream = match high_priority {
             false => ctx.new_stream(),
@@ -68,7 +72,7 @@ impl CudaProducer {
         }
         .context("cuStreamCreate")?;
         let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
-        Ok(Self { frames, kernels, format: shared.desc.format, stream, ctx, host_waits: None })
+        Ok(Self { frames, kernels, user, format: shared.desc.format, stream, ctx, host_waits: None })
     }
 
     /// The producer thread's loop.
@@ -101,7 +105,14 @@ impl CudaProducer {
                 }
                 let spec = job.director.begin(g);
                 let args = FrameArgs::new(&spec.scene, spec.tick);
-                self.kernels.launch(&self.stream, &spec.scene, &args, Out::shared(target, self.format))?;
+                let out = Out::shared(target, self.format);
+                match &self.user {
+                    Some(user) => {
+                        let size = (spec.scene.width, spec.scene.height);
+                        user.launch(&self.stream, out, size, g, FrameTime::fixed(g))?
+                    }
+                    None => self.kernels.launch(&self.stream, &spec.scene, &args, out)?,
+                }
                 if job.inject.at(Fault::KernelTrap, g) {
                     self.kernels.launch_fault(&self.stream)?;
                 }
