@@ -15,6 +15,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("app::kernels", 1),
     ("app::nvrtc", 1),
     ("app::userkernel", 1),
+    ("app::reload", 1),
     ("app::director", 1),
     ("app::clock", 1),
     ("app::stats", 1),

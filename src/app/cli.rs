@@ -502,6 +502,7 @@ impl Args {
             producer_host_waits: self.host_waits || !self.gpu_waits_only,
             handover: self.handover,
             kernel: self.kernel_spec(),
+            reload: None,
             inject: Inject(self.inject.clone()),
         }
     }
@@ -525,6 +526,7 @@ impl Args {
             entry: self.entry.clone(),
             params,
             block: (self.block.width, self.block.height),
+            live: !self.headless,
         })
     }
 }

@@ -2,8 +2,8 @@
 //! dump and bench, on top of the core's public API only.
 //!
 //! Floors, bottom to top (an import only points down or sideways):
-//! 1. content and measurement: [`scene`] and its [`kernels`], [`nvrtc`] and
-//!    [`userkernel`] (your own kernel), [`director`],
+//! 1. content and measurement: [`scene`] and its [`kernels`], [`nvrtc`],
+//!    [`userkernel`] (your own kernel) and its [`reload`], [`director`],
 //!    [`clock`], [`stats`], [`footprint`], [`diagram`], [`outfile`], [`encode`],
 //!    [`inject`] (test-only fault injection), [`kinds`] (the kinds of run);
 //! 2. the running interop: [`producer`] (CUDA, CPU, staging threads),
@@ -36,6 +36,7 @@ pub mod outfile;
 pub mod peers;
 pub mod present;
 pub mod producer;
+pub mod reload;
 pub mod scene;
 pub mod session;
 pub mod setup;

@@ -17,6 +17,7 @@ use crate::app::producer::cpu::CpuProducer;
 use crate::app::producer::cuda::CudaProducer;
 use crate::app::producer::staging::StagingProducer;
 use crate::app::producer::{Control, Job, Report};
+use crate::app::reload::ReloadLink;
 use crate::app::userkernel::KernelSpec;
 use crate::app::UsageError;
 use vkcuda::cuda::{self, CudaDevice};
@@ -64,6 +65,8 @@ pub struct RunSpec {
     pub handover: Handover,
     /// Your kernel instead of the scene (CUDA producer).
     pub kernel: Option<KernelSpec>,
+    /// The viewer's hot reload of that kernel.
+    pub reload: Option<ReloadLink>,
     /// Test only: the faults to inject.
     pub inject: Inject,
 }
@@ -385,7 +388,7 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
         }
         (ProducerKind::Auto | ProducerKind::Cuda, Some(c)) => {
             let ctx = cuda::context(c, args.cuda_sched)?;
-            let kernel = args.kernel.as_ref();
+            let kernel = args.kernel.as_ref().map(|k| (k, args.reload.clone()));
             let mut p = CudaProducer::new(ctx, &shared, (&cache, kernel), args.high_priority_stream)?;
             p.host_waits = args.producer_host_waits.then(|| shared.clone());
             (None, Producer::Cuda(Box::new(p)))

@@ -37,6 +37,8 @@ pub struct KernelSpec {
     pub params: [f32; PARAMS],
     /// Threads per block (x, y).
     pub block: (u32, u32),
+    /// Time runs on the wall clock (the viewer), not at a fixed 60 frames per second.
+    pub live: bool,
 }
 
 /// `vk_frame` of `shaders/vkcuda.h`: same fields, same C layout.
@@ -76,23 +78,81 @@ impl FrameTime {
     }
 }
 
+/// A kernel's clock: fixed steps, or the wall clock from the first frame.
+#[derive(Debug)]
+pub struct KernelClock {
+    live: bool,
+    start: Option<std::time::Instant>,
+    last: f32,
+}
+
+impl KernelClock {
+    /// `live`: the wall clock (the viewer).
+    pub fn new(live: bool) -> Self {
+        Self { live, start: None, last: 0.0 }
+    }
+
+    /// The time of frame `index`.
+    pub fn at(&mut self, index: u64) -> FrameTime {
+        if !self.live {
+            return FrameTime::fixed(index);
+        }
+        let time = self.start.get_or_insert_with(std::time::Instant::now).elapsed().as_secs_f32();
+        let dt = if index == 0 { 0.0 } else { time - self.last };
+        self.last = time;
+        FrameTime { time, dt, mouse: None }
+    }
+}
+
 /// A loaded user kernel.
 pub struct UserKernel {
-    _module: Arc<CudaModule>,
+    module: Arc<CudaModule>,
     function: CudaFunction,
     spec: KernelSpec,
+    /// Modules swapped out: kept loaded until the producer ends, since one
+    /// unloaded while its kernel may still run on the stream is undefined.
+    retired: Vec<Arc<CudaModule>>,
+    /// `sm_XY` of the device.
+    pub arch: String,
 }
 
 impl UserKernel {
-    /// Compiles `spec`'s file for `ctx`'s device and loads its entry point.
-    pub fn load(ctx: &Arc<CudaContext>, spec: &KernelSpec) -> Result<Self> {
+    /// Compiles `spec`'s file for `ctx`'s device (or takes `ptx`, compiled
+    /// for it before) and loads its entry point.
+    pub fn load(ctx: &Arc<CudaContext>, spec: &KernelSpec, ptx: Option<String>) -> Result<Self> {
         let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
-        let started = std::time::Instant::now();
-        let ptx = compile_checked(&spec.file, &spec.entry, &format!("sm_{major}{minor}"))?;
-        log::info!("compiled {} for sm_{major}{minor} in {:.0?}", spec.file.display(), started.elapsed());
+        let arch = format!("sm_{major}{minor}");
+        let ptx = match ptx {
+            Some(ptx) => ptx,
+            None => {
+                let started = std::time::Instant::now();
+                let ptx = compile_checked(&spec.file, &spec.entry, &arch)?;
+                log::info!("compiled {} for {arch} in {:.0?}", spec.file.display(), started.elapsed());
+                ptx
+            }
+        };
+        let (module, function) = Self::module(ctx, &spec.entry, ptx)?;
+        Ok(Self { module, function, spec: spec.clone(), retired: Vec::new(), arch })
+    }
+
+    /// Swaps in a new version of the kernel (between frames: the stream's
+    /// earlier launches keep the old one).
+    pub fn swap(&mut self, ctx: &Arc<CudaContext>, ptx: String) -> Result<()> {
+        let (module, function) = Self::module(ctx, &self.spec.entry, ptx)?;
+        self.retired.push(std::mem::replace(&mut self.module, module));
+        self.function = function;
+        Ok(())
+    }
+
+    fn module(ctx: &Arc<CudaContext>, entry: &str, ptx: String) -> Result<(Arc<CudaModule>, CudaFunction)> {
         let module = ctx.load_module(Ptx::from_src(ptx)).context("loading the kernel's PTX")?;
-        let function = module.load_function(&spec.entry).context("finding the kernel's entry point")?;
-        Ok(Self { _module: module, function, spec: spec.clone() })
+        let function = module.load_function(entry).context("finding the kernel's entry point")?;
+        Ok((module, function))
+    }
+
+    /// Whether its time runs on the wall clock (the viewer).
+    pub fn live(&self) -> bool {
+        self.spec.live
     }
 
     /// Enqueues frame `index` of `width` × `height` into `target`.

@@ -39,6 +39,7 @@ use crate::app::present::swapchain::SwapchainState;
 use crate::app::present::window::{Acquired, Presenter};
 use crate::app::present::x11;
 use crate::app::producer::Report;
+use crate::app::reload::KernelReload;
 use crate::app::scene::Scene;
 use crate::app::session::{warmup_frames, Session, Stopped};
 use crate::app::setup::{self, Gpu};
@@ -132,6 +133,13 @@ impl ApplicationHandler for App {
     }
 }
 
+/// The run's spec, with the hot reload's link when there is one.
+fn spec_with(args: &Args, reload: Option<&KernelReload>) -> setup::RunSpec {
+    let mut spec = args.spec();
+    spec.reload = reload.map(KernelReload::link);
+    spec
+}
+
 struct Viewer {
     // Field order is drop order: the interop and the presenter (which owns the
     // surface) go before the device, and the window last.
@@ -152,6 +160,8 @@ struct Viewer {
     sink: SinkReport,
     recent: VecDeque<Instant>,
     last_title: Instant,
+    /// `--kernel`: the watcher and compile thread of its hot reload.
+    reload: Option<KernelReload>,
 }
 
 impl Viewer {
@@ -181,7 +191,9 @@ impl Viewer {
             height: size.height,
             cost: args.cost,
         }));
-        let run = Session::start(&gpu, &args.spec(), &director, size, args.timeline_base)?;
+        let reload = args.kernel_spec().map(|k| KernelReload::start(&k)).transpose()?;
+        let run =
+            Session::start(&gpu, &spec_with(args, reload.as_ref()), &director, size, args.timeline_base)?;
         presenter.bind_shared(run.interop.frame_images())?;
         Ok(Self {
             run: Some(run),
@@ -200,6 +212,7 @@ impl Viewer {
             sink: SinkReport::default(),
             recent: VecDeque::new(),
             last_title: Instant::now(),
+            reload,
         })
     }
 
@@ -272,7 +285,8 @@ impl Viewer {
             let base = stopped.next_base;
             self.absorb(stopped);
             self.finish_snapshots();
-            let run = Session::start(&self.gpu, &self.args.spec(), &self.director, wanted, base)?;
+            let spec = spec_with(&self.args, self.reload.as_ref());
+            let run = Session::start(&self.gpu, &spec, &self.director, wanted, base)?;
             self.presenter.bind_shared(run.interop.frame_images())?;
             self.run = Some(run);
         }
@@ -316,6 +330,7 @@ impl Viewer {
             Key::Character("s") | Key::Character("S") => self.snapshot()?,
             Key::Character("e") | Key::Character("E") => self.presenter.change_exposure(2.0),
             Key::Character("d") | Key::Character("D") => self.presenter.change_exposure(0.5),
+            Key::Character("r") | Key::Character("R") => self.reload.iter().for_each(KernelReload::reload),
             _ => return Ok(true),
         }
         self.last_title = Instant::now() - Duration::from_secs(1);
@@ -354,6 +369,19 @@ impl Viewer {
         self.last_title = now;
         let spec = self.director.current();
         let paused = if self.director.paused() { " (paused)" } else { "" };
+        // What renders: the scene, or the kernel file and the version running; a
+        // compile error of the last 10 s after it.
+        let (what, failed) = match (&self.reload, &self.args.kernel) {
+            (Some(r), Some(file)) => {
+                let name = file
+                    .file_name()
+                    .map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into());
+                let failure = r.failure().filter(|f| f.at.elapsed() < Duration::from_secs(10));
+                (format!("{name} v{}", r.link().version()), failure.map(|f| format!(" | {}", f.first_line)))
+            }
+            _ => (spec.scene.kind.to_string(), None),
+        };
+        let failed = failed.unwrap_or_default();
         let title = if self.show_stats {
             let run = self.run.as_ref();
             let skip = self.completed.len().saturating_sub(120);
@@ -361,8 +389,8 @@ impl Viewer {
                 median(&self.completed.iter().skip(skip).map(|(_, c)| c.gpu_time).collect::<Vec<_>>());
             let render = run.map(|r| r.control.render_time());
             format!(
-                "vkcuda — {} {}x{} {} {} exposure {} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {}{} | {} | {} producer | sync {}",
-                spec.scene.kind,
+                "vkcuda — {} {}x{} {} {} exposure {} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {}{} | {} | {} producer | sync {}{failed}",
+                what,
                 spec.scene.width,
                 spec.scene.height,
                 self.args.format,
@@ -383,7 +411,7 @@ impl Viewer {
                 self.args.sync,
             )
         } else {
-            format!("vkcuda — {}{paused}", spec.scene.kind)
+            format!("vkcuda — {what}{paused}{failed}")
         };
         self.window.set_title(&title);
     }

@@ -524,7 +524,83 @@ fn missing_library(lib: &str, package: &str) -> Outcome {
 /// whatever Vulkan device is there (lavapipe in CI: Vulkan presents), again
 /// with `--present cpu`, and with the CUDA producer where an NVIDIA GPU is (on
 /// Xvfb, which NVIDIA's Vulkan cannot present to: `auto` takes the CPU path).
+/// A kernel file that fills the frame with one colour.
+fn solid_kernel(rgb: [u8; 3]) -> String {
+    let [r, g, b] = rgb;
+    format!(
+        "#include \"vkcuda.h\"\nextern \"C\" __global__ void render(vk_frame f)\n{{\n    VK_PIXEL(f, x, y);\n    \
+         vk_put8(f.target, x, y, make_uchar4({r}, {g}, {b}, 255));\n}}\n"
+    )
+}
+
+/// The viewer with `--kernel`: edits of the file (and R) swap new versions in
+/// while it runs; a broken version keeps the last good one running and says
+/// where it is broken; Esc still ends it cleanly and validly.
+pub fn kernel_hot_reload_test(mode: &[&str]) -> Outcome {
+    let x = Xvfb::start()?;
+    let dir = tmp("hot-reload");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let file = dir.join("k.cu");
+    let write = |text: &str| std::fs::write(&file, text).map_err(|e| e.to_string());
+    write(&solid_kernel([200, 0, 0]))?;
+    let (k, out) = (file.to_str().ok_or("path")?, dir.join("out"));
+    let args =
+        [mode, &["--kernel", k, "--size", "96x64", "--validate", "--out", out.to_str().ok_or("path")?]]
+            .concat();
+    let child = x.viewer(&args)?;
+    let result = (|| -> Outcome {
+        let id = x.window_id()?;
+        // The window's middle shows the frame (letterboxed): wait until it has `rgb`.
+        let shows = |rgb: [u8; 3], what: &str| -> Outcome {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+            let grab = dir.join("grab.xwd");
+            loop {
+                x.cmd("xwd", &["-id", &id, "-silent", "-out", grab.to_str().ok_or("path")?])?;
+                let cap = parse_xwd(&std::fs::read(&grab).map_err(|e| e.to_string())?)?;
+                let mid = cap.rgb[(cap.height / 2 * cap.width + cap.width / 2) as usize];
+                if mid.iter().zip(rgb).all(|(a, b)| a.abs_diff(b) <= 4) {
+                    return Ok(());
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(format!("{what}: the window shows {mid:?}, not {rgb:?}, after 15 s"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        };
+        x.title_when(&id, 30, "version 1", |t| t.contains("k.cu v1"))?;
+        shows([200, 0, 0], "version 1")?;
+        write(&solid_kernel([0, 200, 0]))?;
+        x.title_when(&id, 30, "version 2 after an edit", |t| t.contains("k.cu v2"))?;
+        shows([0, 200, 0], "version 2")?;
+        // Broken: the title names the error's file and line; version 2 keeps running.
+        write(&solid_kernel([0, 0, 200]).replace("make_uchar4", "make_uchar5"))?;
+        x.title_when(&id, 30, "the compile error", |t| t.contains("k.cu v2") && t.contains("k.cu:5: error"))?;
+        shows([0, 200, 0], "version 2 after the broken edit")?;
+        write(&solid_kernel([0, 0, 200]))?;
+        x.title_when(&id, 30, "version 3 after the fix", |t| t.contains("k.cu v3"))?;
+        shows([0, 0, 200], "version 3")?;
+        // R compiles the file again by hand.
+        x.press_until(&id, "r", |t| t.contains("k.cu v4"))?;
+        x.cmd("xdotool", &["key", "Escape"])?;
+        Ok(())
+    })();
+    let o = wait_bounded(child, 20)?;
+    let (stdout, stderr) = text(&o);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    let said = stderr.contains("k.cu:5: error") && stderr.contains("the previous kernel keeps running");
+    if o.status.code() != Some(0) || !stdout.contains("validation: 0 errors, 0 warnings") || !said {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
 pub fn register(tests: &mut Tests) {
+    tests.push(gated(
+        "cuda_window_kernel_hot_reload",
+        || no_nvidia().or_else(no_x_tools),
+        move || kernel_hot_reload_test(&["--producer", "cuda"]),
+    ));
     type Test = fn(&[&str]) -> Outcome;
     let kinds: [(&str, Test); 4] = [
         ("window_resize_pause_switch_matches_reference", window_test),

@@ -13,11 +13,28 @@ use super::{FrameTiming, Job, Report};
 use crate::app::clock::{now_ns, CpuMeter};
 use crate::app::inject::Fault;
 use crate::app::kernels::{Out, SceneKernels};
+use crate::app::reload::ReloadLink;
 use crate::app::scene::FrameArgs;
-use crate::app::userkernel::{FrameTime, KernelSpec, UserKernel};
+use crate::app::userkernel::{KernelClock, KernelSpec, UserKernel};
 use vkcuda::cuda::StreamState;
 use vkcuda::interop::{CudaFrames, SharedFrames};
 use vkcuda::Format;
+
+/// Swaps the newest compiled version of the user's kernel in, if there is one.
+fn swap_new_version(user: &mut UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>, g: u64) {
+    let Some((ptx, changed)) = link.take() else { return };
+    match user.swap(ctx, ptx) {
+        Ok(()) => {
+            link.running(&user.arch, link.version() + 1);
+            let after = changed.elapsed();
+            eprintln!(
+                "vkcuda: kernel v{} renders from frame {g}, {after:.0?} after the change",
+                link.version()
+            );
+        }
+        Err(e) => eprintln!("vkcuda: the new kernel does not load ({e:#}): keeping the old"),
+    }
+}
 
 /// Kernel timings are resolved this many frames late, so reading an event never stalls.
 const EVENT_RING: usize = 16;
@@ -34,8 +51,8 @@ pub struct CudaProducer {
     /// path out of [`CudaProducer::run`]: success, error or panic).
     frames: CudaFrames,
     kernels: SceneKernels,
-    /// `--kernel`: runs instead of the scene's kernel.
-    user: Option<UserKernel>,
+    /// `--kernel`: runs instead of the scene's kernel; with the viewer's hot reload.
+    user: Option<(UserKernel, Option<ReloadLink>)>,
     format: Format,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
@@ -54,11 +71,20 @@ impl CudaProducer {
     pub fn new(
         ctx: Arc<CudaContext>,
         shared: &Arc<SharedFrames>,
-        (ptx_cache, kernel): (&Path, Option<&KernelSpec>),
+        (ptx_cache, kernel): (&Path, Option<(&KernelSpec, Option<ReloadLink>)>),
         high_priority: bool,
     ) -> Result<Self> {
         let kernels = SceneKernels::load(&ctx, ptx_cache)?;
-        let user = kernel.map(|k| UserKernel::load(&ctx, k)).transpose()?;
+        let user = match kernel {
+            Some((spec, link)) => {
+                let user = UserKernel::load(&ctx, spec, link.as_ref().and_then(ReloadLink::last_good))?;
+                if let Some(link) = &link {
+                    link.running(&user.arch, link.version().max(1));
+                }
+                Some((user, link))
+            }
+            None => None,
+        };
         ctx.bind_to_thread()?;
         let stream = match high_priority {
             false => ctx.new_stream(),
@@ -76,9 +102,10 @@ impl CudaProducer {
     }
 
     /// The producer thread's loop.
-    pub fn run(self, job: &Job) -> Result<Report> {
+    pub fn run(mut self, job: &Job) -> Result<Report> {
         self.ctx.bind_to_thread()?;
         let timer = KernelTimer::new(&self.ctx, &self.stream)?;
+        let mut clock = KernelClock::new(self.user.as_ref().is_some_and(|(u, _)| u.live()));
         let mut report = Report::default();
         let mut meter = CpuMeter::default();
         let result = (|| -> Result<()> {
@@ -106,10 +133,14 @@ impl CudaProducer {
                 let spec = job.director.begin(g);
                 let args = FrameArgs::new(&spec.scene, spec.tick);
                 let out = Out::shared(target, self.format);
-                match &self.user {
-                    Some(user) => {
+                match &mut self.user {
+                    Some((user, link)) => {
+                        // Between frames: a newly compiled version replaces the running one.
+                        if let Some(link) = link {
+                            swap_new_version(user, link, &self.ctx, g);
+                        }
                         let size = (spec.scene.width, spec.scene.height);
-                        user.launch(&self.stream, out, size, g, FrameTime::fixed(g))?
+                        user.launch(&self.stream, out, size, g, clock.at(g))?
                     }
                     None => self.kernels.launch(&self.stream, &spec.scene, &args, out)?,
                 }

@@ -1,0 +1,254 @@
+//! Hot reload of a `--kernel` file in the viewer: a watcher (`notify`) sees
+//! the file, or a file it includes, change; a compile thread builds it with
+//! NVRTC, off the render threads; the producer swaps the new kernel in
+//! between two frames ([`ReloadLink::take`]), so no frame is lost, torn or
+//! out of plan order. A compile error leaves the running kernel in place and
+//! is printed (`FILE:LINE`) and kept for the window title.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::mpsc::{channel, Receiver, RecvTimeoutError, Sender};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use notify::{RecursiveMode, Watcher};
+
+use crate::app::userkernel::{compile_checked, KernelSpec};
+
+/// A save often arrives as several events (truncate, write, rename): one compile for all of them.
+const SETTLE: Duration = Duration::from_millis(10);
+
+/// What the producer and the compile thread share: new PTX one way, the
+/// device's architecture the other, and the version running.
+#[derive(Clone, Debug, Default)]
+pub struct ReloadLink {
+    inner: Arc<LinkInner>,
+}
+
+#[derive(Debug, Default)]
+struct LinkInner {
+    /// The newest compiled PTX not yet taken by the producer, and when its file changed.
+    pending: Mutex<Option<(String, Instant)>>,
+    /// The last PTX that compiled: a producer made after a rebuild starts with it.
+    last_good: Mutex<Option<String>>,
+    /// `sm_XY` of the producer's device, once it has one.
+    arch: Mutex<Option<String>>,
+    /// The kernel version the producer runs: 1 for the file as it was at start.
+    running: AtomicU64,
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+impl ReloadLink {
+    /// The producer: new PTX to swap in before the next frame, if any, and
+    /// when the change that made it was seen.
+    pub fn take(&self) -> Option<(String, Instant)> {
+        lock(&self.inner.pending).take()
+    }
+
+    /// The producer: the PTX to start with (the last that compiled), if any.
+    pub fn last_good(&self) -> Option<String> {
+        lock(&self.inner.last_good).clone()
+    }
+
+    /// The producer: its device's architecture, and that version `n` runs.
+    pub fn running(&self, arch: &str, n: u64) {
+        *lock(&self.inner.arch) = Some(arch.to_string());
+        self.inner.running.store(n, Ordering::Relaxed);
+    }
+
+    /// The version the producer runs (0 before it started).
+    pub fn version(&self) -> u64 {
+        self.inner.running.load(Ordering::Relaxed)
+    }
+
+    fn publish(&self, ptx: String, changed: Instant) {
+        *lock(&self.inner.last_good) = Some(ptx.clone());
+        *lock(&self.inner.pending) = Some((ptx, changed));
+    }
+
+    fn arch(&self) -> Option<String> {
+        lock(&self.inner.arch).clone()
+    }
+}
+
+/// The last compile's failure: its first diagnostic, and when.
+#[derive(Clone, Debug)]
+pub struct Failure {
+    /// `FILE:LINE: error: ...`
+    pub first_line: String,
+    /// When the compile failed.
+    pub at: Instant,
+}
+
+/// The watcher and the compile thread (the viewer owns it; dropping it stops both).
+pub struct KernelReload {
+    link: ReloadLink,
+    trigger: Option<Sender<()>>,
+    failure: Arc<Mutex<Option<Failure>>>,
+    thread: Option<JoinHandle<()>>,
+    /// Its callback holds a sender of the compile thread's channel.
+    watcher: Option<notify::RecommendedWatcher>,
+}
+
+impl KernelReload {
+    /// Watches `spec`'s file and the files it includes.
+    pub fn start(spec: &KernelSpec) -> Result<Self> {
+        let link = ReloadLink::default();
+        let (trigger, triggered) = channel::<()>();
+        let watched = Arc::new(Mutex::new(dependencies(&spec.file)));
+        let names = watched.clone();
+        let tx = trigger.clone();
+        let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
+            let Ok(event) = event else { return };
+            let ours = lock(&names).iter().any(|f| event.paths.iter().any(|p| same_file(p, f)));
+            if ours && !event.kind.is_access() {
+                let _ = tx.send(());
+            }
+        })
+        .context("watching the kernel file")?;
+        let dirs: BTreeSet<PathBuf> =
+            lock(&watched).iter().filter_map(|f| f.parent().map(Path::to_path_buf)).collect();
+        for dir in dirs {
+            watcher
+                .watch(&dir, RecursiveMode::NonRecursive)
+                .with_context(|| format!("watching {}", dir.display()))?;
+        }
+        let failure = Arc::new(Mutex::new(None));
+        let thread = {
+            let (spec, link, failure) = (spec.clone(), link.clone(), failure.clone());
+            std::thread::Builder::new()
+                .name("kernel-compile".into())
+                .spawn(move || compile_loop(&spec, &link, &failure, &triggered, &watched))
+                .context("starting the kernel compile thread")?
+        };
+        Ok(Self { link, trigger: Some(trigger), failure, thread: Some(thread), watcher: Some(watcher) })
+    }
+
+    /// What the producer is given.
+    pub fn link(&self) -> ReloadLink {
+        self.link.clone()
+    }
+
+    /// Compiles the file again now (the R key).
+    pub fn reload(&self) {
+        if let Some(t) = &self.trigger {
+            let _ = t.send(());
+        }
+    }
+
+    /// The last compile's failure, while it is the newest news (a later
+    /// success clears it).
+    pub fn failure(&self) -> Option<Failure> {
+        lock(&self.failure).clone()
+    }
+}
+
+impl Drop for KernelReload {
+    fn drop(&mut self) {
+        // The compile thread ends when its channel closes: when both senders are gone.
+        self.watcher.take();
+        self.trigger.take();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Compiles on every trigger (after [`SETTLE`] without another), for the
+/// producer's architecture, and hands the PTX over or keeps the failure.
+fn compile_loop(
+    spec: &KernelSpec,
+    link: &ReloadLink,
+    failure: &Mutex<Option<Failure>>,
+    triggered: &Receiver<()>,
+    watched: &Mutex<BTreeSet<PathBuf>>,
+) {
+    while triggered.recv().is_ok() {
+        let changed = Instant::now();
+        loop {
+            match triggered.recv_timeout(SETTLE) {
+                Ok(()) => continue,
+                Err(RecvTimeoutError::Timeout) => break,
+                Err(RecvTimeoutError::Disconnected) => return,
+            }
+        }
+        // Before the producer has said its architecture, compile for a virtual one (PTX the driver JITs).
+        let arch = link.arch().unwrap_or_else(|| "compute_75".into());
+        let started = Instant::now();
+        match compile_checked(&spec.file, &spec.entry, &arch) {
+            Ok(ptx) => {
+                eprintln!(
+                    "vkcuda: {} compiled in {:.0?}: swapping it in",
+                    spec.file.display(),
+                    started.elapsed()
+                );
+                link.publish(ptx, changed);
+                *lock(failure) = None;
+            }
+            Err(e) => {
+                let text = format!("{e:#}");
+                let first_line = text
+                    .lines()
+                    .find(|l| l.contains(": error"))
+                    .unwrap_or(text.lines().next().unwrap_or(""))
+                    .to_string();
+                eprintln!("vkcuda: {}: the previous kernel keeps running: {text}", spec.file.display());
+                *lock(failure) = Some(Failure { first_line, at: Instant::now() });
+            }
+        }
+        // The includes may have changed with the file.
+        *lock(watched) = dependencies(&spec.file);
+    }
+}
+
+fn same_file(a: &Path, b: &Path) -> bool {
+    a == b
+        || a.file_name() == b.file_name()
+            && a.parent().and_then(|p| p.canonicalize().ok())
+                == b.parent().and_then(|p| p.canonicalize().ok())
+}
+
+/// `file` and the files it includes with `#include "..."`, found next to the
+/// including file, recursively (the built-in vkcuda.h is not a file).
+pub fn dependencies(file: &Path) -> BTreeSet<PathBuf> {
+    let mut found = BTreeSet::new();
+    let mut todo = vec![file.to_path_buf()];
+    while let Some(f) = todo.pop() {
+        let f = f.canonicalize().unwrap_or(f);
+        if found.len() > 64 || !found.insert(f.clone()) {
+            continue;
+        }
+        let Ok(text) = std::fs::read_to_string(&f) else { continue };
+        let dir = f.parent().map(Path::to_path_buf).unwrap_or_default();
+        for line in text.lines() {
+            let Some(rest) = line.trim_start().strip_prefix("#include") else { continue };
+            let Some(name) = rest.trim().strip_prefix('"').and_then(|r| r.split('"').next()) else {
+                continue;
+            };
+            let path = dir.join(name);
+            if path.is_file() {
+                todo.push(path);
+            }
+        }
+    }
+    found
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dependencies_follow_local_includes() {
+        let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
+        let deps = dependencies(&root.join("tests/kernels/includes.cu"));
+        let names: Vec<_> = deps.iter().filter_map(|p| p.file_name()?.to_str()).collect();
+        assert_eq!(names, ["includes.cu", "includes_helper.h"]);
+    }
+}
