@@ -1,6 +1,6 @@
 // A ray-marched signed-distance scene: a sphere and a torus above a checker
 // floor, a sun light with soft shadows. The camera circles with time; in the
-// viewer the mouse's x turns it.
+// viewer (once it passes the pointer: issue 23) the mouse's x turns it.
 //   vkcuda --kernel shaders/examples/sdf.cu
 #include "vkcuda.h"
 

@@ -19,7 +19,7 @@ use notify::{RecursiveMode, Watcher};
 use crate::app::userkernel::{compile_checked, KernelSpec};
 
 /// A save often arrives as several events (truncate, write, rename): one compile for all of them.
-const SETTLE: Duration = Duration::from_millis(10);
+const SETTLE: Duration = Duration::from_millis(2);
 
 /// What the producer and the compile thread share: new PTX one way, the
 /// device's architecture the other, and the version running.

@@ -18,6 +18,7 @@ use crate::app::scene::FrameArgs;
 use crate::app::userkernel::{KernelClock, KernelSpec, UserKernel};
 use vkcuda::cuda::StreamState;
 use vkcuda::interop::{CudaFrames, SharedFrames};
+use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda::Format;
 
 /// Swaps the newest compiled version of the user's kernel in, if there is one.
@@ -156,6 +157,16 @@ impl CudaProducer {
             Ok(self.frames.synchronize()?)
         })();
         report.cpu_per_frame = meter.per_frame(report.frames);
+        if self.frames.stream_state() == StreamState::Busy {
+            // A kernel that does not end: unloading its module or releasing the context
+            // would wait for it forever, so this thread leaves them to the driver, which
+            // ends the kernel when the process exits.
+            std::mem::forget(self);
+            anyhow::bail!(
+                "the CUDA stream is still running a kernel {WAIT_TIMEOUT:?} after it should have finished \
+                 (a kernel that does not end?): stopping without waiting for it"
+            );
+        }
         result?;
         timer.finish(&mut report)?;
         Ok(report)
