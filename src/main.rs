@@ -39,6 +39,11 @@ fn main() -> ExitCode {
             return ExitCode::SUCCESS;
         }
     };
+    if let Some(shard) = args.shard.filter(|_| args.headless && args.frame_count() == 0) {
+        let all = args.all_frames();
+        println!("vkcuda: shard {shard} of {all} frames has none of them: nothing to render");
+        return ExitCode::SUCCESS;
+    }
     if let Err(e) = args.check() {
         eprintln!("vkcuda: {e}");
         return ExitCode::from(exit::USAGE);
@@ -180,6 +185,14 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
             s.sink.verified,
             s.sink.mismatched,
             worst.unwrap_or_default()
+        );
+    }
+    if let Some(shard) = args.shard {
+        let (first, end) = args.frame_range();
+        println!(
+            "  shard {shard}: frames {first} to {} of the run's {}",
+            end.saturating_sub(1),
+            args.all_frames()
         );
     }
     if args.validate {

@@ -187,6 +187,11 @@ pub struct Args {
     /// Frames to render, then exit (default: 600 headless; until closed in a window).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub frames: Option<u64>,
+    /// Headless: render only shard K of N (K from 0) of --frames: frames
+    /// K*F/N up to (K+1)*F/N (rounded down), files named by their frame number
+    /// in the whole run, so the shards' folders merge into the unsharded run's.
+    #[arg(long, value_name = "K/N")]
+    pub shard: Option<Shard>,
     /// Size of the shared images, WIDTHxHEIGHT, or `window` to follow the window (viewer).
     #[arg(long, default_value = "1920x1080")]
     pub size: SizeArg,
@@ -317,6 +322,46 @@ pub struct Args {
     pub timeline_base: u64,
 }
 
+/// `--shard K/N`: part K (from 0) of N equal, contiguous parts of the frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Shard {
+    /// Which part.
+    pub k: u64,
+    /// Of how many.
+    pub n: u64,
+}
+
+impl Shard {
+    /// The first frame of this part of `frames`.
+    pub fn first(&self, frames: u64) -> u64 {
+        (u128::from(frames) * u128::from(self.k) / u128::from(self.n)) as u64
+    }
+
+    /// The first frame after this part.
+    pub fn first_of_next(&self, frames: u64) -> u64 {
+        Shard { k: self.k + 1, n: self.n }.first(frames)
+    }
+}
+
+impl std::str::FromStr for Shard {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Self, String> {
+        let bad = || format!("'{s}': K/N with 0 <= K < N (e.g. 0/4 for the first of 4 shards)");
+        let (k, n) = s.split_once('/').ok_or_else(bad)?;
+        let (k, n): (u64, u64) = (k.trim().parse().map_err(|_| bad())?, n.trim().parse().map_err(|_| bad())?);
+        if n == 0 || k >= n {
+            return Err(bad());
+        }
+        Ok(Shard { k, n })
+    }
+}
+
+impl std::fmt::Display for Shard {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{}/{}", self.k, self.n)
+    }
+}
+
 /// Subcommands.
 #[derive(clap::Subcommand, Debug, Clone)]
 pub enum Command {
@@ -437,6 +482,9 @@ impl Args {
                 return Err(UsageError(format!("--compare-to {}: no such folder", golden.display())));
             }
         }
+        if self.shard.is_some() && !self.headless {
+            return Err(UsageError("--shard splits a --headless run's frames".into()));
+        }
         if self.verify && self.dump_every == 0 {
             return Err(UsageError("--verify checks dumped frames: it needs --dump-every 1 or more".into()));
         }
@@ -452,7 +500,27 @@ impl Args {
 
     /// Frames to render: `--frames`, else 600 headless and (practically) unbounded in a window.
     pub fn frame_count(&self) -> u64 {
+        let (first, end) = self.frame_range();
+        end - first
+    }
+
+    /// The frames this run renders, `first..end`, numbered in the whole run (`--shard`).
+    pub fn frame_range(&self) -> (u64, u64) {
+        let all = self.all_frames();
+        match self.shard {
+            Some(s) => (s.first(all), s.first_of_next(all)),
+            None => (0, all),
+        }
+    }
+
+    /// Frames of the whole run (all shards): `--frames`, else 600 headless and (practically) unbounded in a window.
+    pub fn all_frames(&self) -> u64 {
         self.frames.unwrap_or(if self.headless { 600 } else { 1 << 60 })
+    }
+
+    /// The run's number of this run's first frame.
+    pub fn first_frame(&self) -> u64 {
+        self.frame_range().0
     }
 
     /// The fixed frame size, or the window's when `--size window`.

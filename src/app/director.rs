@@ -23,6 +23,8 @@ struct State {
     scene: Scene,
     paused: bool,
     next_tick: u32,
+    /// The global number of local frame 0 (`--shard`).
+    first: u64,
     history: Vec<Option<(u64, FrameSpec)>>,
 }
 
@@ -34,7 +36,20 @@ pub struct Director {
 impl Director {
     /// Starts at tick 0, not paused.
     pub fn new(scene: Scene) -> Self {
-        Self { state: Mutex::new(State { scene, paused: false, next_tick: 0, history: vec![None; HISTORY] }) }
+        Self::starting_at(scene, 0)
+    }
+
+    /// Starts at frame (and tick) `first`: local frame `g` is global frame
+    /// `first + g` (a shard of a longer run: `--shard`).
+    pub fn starting_at(scene: Scene, first: u64) -> Self {
+        let state =
+            State { scene, paused: false, next_tick: first as u32, first, history: vec![None; HISTORY] };
+        Self { state: Mutex::new(state) }
+    }
+
+    /// The global number of local frame 0.
+    pub fn first(&self) -> u64 {
+        self.lock().first
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -155,7 +155,7 @@ pub fn run(args: &Args) -> Result<Summary> {
     let created = if dumping { prepare_out_dir(&args.out)? } else { false };
 
     let scene = Scene { kind: args.scene, width: size.width, height: size.height, cost: args.cost };
-    let director = Arc::new(Director::new(scene));
+    let director = Arc::new(Director::starting_at(scene, args.first_frame()));
     let target = args.target_or(size);
     let extent = ash::vk::Extent2D { width: target.width, height: target.height };
     let readback = match dumping {

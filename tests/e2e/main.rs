@@ -16,6 +16,7 @@ mod bad_input;
 mod bench;
 mod headless;
 mod kernels;
+mod shard;
 mod signals;
 mod wayland;
 mod window;
@@ -32,6 +33,7 @@ fn main() {
     bench::register(&mut tests);
     bad_input::register(&mut tests);
     kernels::register(&mut tests);
+    shard::register(&mut tests);
 
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for (name, test) in &tests {

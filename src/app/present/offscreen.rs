@@ -141,7 +141,9 @@ impl Consume for Offscreen {
     }
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()> {
-        let dump = self.readback.is_some() && frame % self.dump_every == 0 && self.last_dump != Some(frame);
+        // Every dump_every-th frame of the whole run (a shard's frames are numbered from its first).
+        let global = self.readback.as_ref().map_or(frame, |r| r.first_frame() + frame);
+        let dump = self.readback.is_some() && global % self.dump_every == 0 && self.last_dump != Some(frame);
         if dump {
             self.last_dump = Some(frame);
         }

@@ -195,6 +195,11 @@ impl Readback {
         self.properties
     }
 
+    /// The global number of local frame 0 (`--shard`).
+    pub fn first_frame(&self) -> u64 {
+        self.director.first()
+    }
+
     /// Records a copy of `image` (in `GENERAL`, readable by transfers) into a
     /// free buffer for slot `slot`'s frame `frame`, made visible to the host.
     pub fn record(
@@ -230,6 +235,8 @@ impl Readback {
         let started = Instant::now();
         let target = self.drawn.then_some((self.extent.width, self.extent.height));
         let format = self.format;
+        // Files are named by the global frame number (a shard's frames merge with the others').
+        let frame = self.director.first() + frame;
         let job =
             FrameJob { frame, tick: spec.tick, scene: spec.scene, format, pixels: Box::new(lent), target };
         sink.send(job)?;

@@ -141,7 +141,9 @@ impl CudaProducer {
                             swap_new_version(user, link, &self.ctx, g);
                         }
                         let size = (spec.scene.width, spec.scene.height);
-                        user.launch(&self.stream, out, size, g, clock.at(g))?
+                        // The run's frame number (global with --shard): the animation's tick.
+                        let index = u64::from(spec.tick);
+                        user.launch(&self.stream, out, size, index, clock.at(index))?
                     }
                     None => self.kernels.launch(&self.stream, &spec.scene, &args, out)?,
                 }
