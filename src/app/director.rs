@@ -23,14 +23,14 @@ struct State {
     scene: Scene,
     paused: bool,
     next_tick: u32,
-    /// The global number of local frame 0 (`--shard`).
-    first: u64,
     history: Vec<Option<(u64, FrameSpec)>>,
 }
 
 /// The shared frame state.
 pub struct Director {
     state: Mutex<State>,
+    /// The global number of local frame 0 (`--shard`); fixed for the run.
+    first: u64,
 }
 
 impl Director {
@@ -42,14 +42,13 @@ impl Director {
     /// Starts at frame (and tick) `first`: local frame `g` is global frame
     /// `first + g` (a shard of a longer run: `--shard`).
     pub fn starting_at(scene: Scene, first: u64) -> Self {
-        let state =
-            State { scene, paused: false, next_tick: first as u32, first, history: vec![None; HISTORY] };
-        Self { state: Mutex::new(state) }
+        let state = State { scene, paused: false, next_tick: first as u32, history: vec![None; HISTORY] };
+        Self { state: Mutex::new(state), first }
     }
 
     /// The global number of local frame 0.
     pub fn first(&self) -> u64 {
-        self.lock().first
+        self.first
     }
 
     fn lock(&self) -> MutexGuard<'_, State> {

@@ -106,7 +106,9 @@ impl KernelReload {
         let tx = trigger.clone();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
             let Ok(event) = event else { return };
-            let ours = lock(&names).iter().any(|f| event.paths.iter().any(|p| same_file(p, f)));
+            // The watched folders are canonical (as `dependencies` names the files), so an
+            // event's path is the file's own.
+            let ours = event.paths.iter().any(|p| lock(&names).contains(p));
             if ours && !event.kind.is_access() {
                 let _ = tx.send(());
             }
@@ -207,13 +209,6 @@ fn compile_loop(
     }
 }
 
-fn same_file(a: &Path, b: &Path) -> bool {
-    a == b
-        || a.file_name() == b.file_name()
-            && a.parent().and_then(|p| p.canonicalize().ok())
-                == b.parent().and_then(|p| p.canonicalize().ok())
-}
-
 /// `file` and the files it includes with `#include "..."`, found next to the
 /// including file, recursively (the built-in vkcuda.h is not a file).
 pub fn dependencies(file: &Path) -> BTreeSet<PathBuf> {
@@ -243,6 +238,61 @@ pub fn dependencies(file: &Path) -> BTreeSet<PathBuf> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Waits (up to 20 s) until `done()` gives something.
+    fn wait_for<T>(what: &str, done: impl Fn() -> Option<T>) -> T {
+        let deadline = Instant::now() + Duration::from_secs(20);
+        loop {
+            if let Some(t) = done() {
+                return t;
+            }
+            assert!(Instant::now() < deadline, "{what}: not after 20 s");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The watcher and the compile thread, without a GPU (NVRTC for a virtual
+    /// architecture): an edit is compiled and handed over, a broken edit is a
+    /// failure naming FILE:LINE and hands nothing over, the fix clears it, R too.
+    #[test]
+    fn edits_are_compiled_and_handed_over() {
+        if let Err(e) = crate::app::nvrtc::load() {
+            println!("skipped: {e}");
+            return;
+        }
+        let dir = std::env::temp_dir().join(format!("vkcuda-reload-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let file = dir.join("k.cu");
+        let kernel = |body: &str| {
+            format!("#include \"vkcuda.h\"\nextern \"C\" __global__ void render(vk_frame f)\n{{\n    VK_PIXEL(f, x, y);\n    {body}\n}}\n")
+        };
+        std::fs::write(&file, kernel("vk_put8(f.target, x, y, make_uchar4(1, 2, 3, 255));")).unwrap();
+        let spec = KernelSpec {
+            file: file.clone(),
+            entry: "render".into(),
+            params: [0.0; 8],
+            block: (16, 16),
+            live: true,
+        };
+        let reload = KernelReload::start(&spec).unwrap();
+        let link = reload.link();
+        assert!(link.take().is_none(), "nothing before an edit");
+        std::fs::write(&file, kernel("vk_put8(f.target, x, y, make_uchar4(4, 5, 6, 255));")).unwrap();
+        let ptx = wait_for("the edit's PTX", || link.take()).0;
+        assert!(ptx.contains(".entry render("));
+        std::fs::write(&file, kernel("vk_put8(f.target, x, y, make_uchar5(4, 5, 6, 255));")).unwrap();
+        let failure = wait_for("the broken edit's failure", || reload.failure());
+        assert!(failure.first_line.contains("k.cu:5: error"), "{}", failure.first_line);
+        assert!(link.take().is_none(), "a broken edit hands nothing over");
+        assert_eq!(link.last_good().as_deref(), Some(ptx.as_str()), "the last good version stays");
+        std::fs::write(&file, kernel("vk_put8(f.target, x, y, make_uchar4(7, 8, 9, 255));")).unwrap();
+        wait_for("the fix's PTX", || link.take());
+        assert!(reload.failure().is_none(), "the fix clears the failure");
+        reload.reload();
+        wait_for("R's PTX", || link.take());
+        drop(reload); // ends the watcher and the compile thread (a hang here fails the test run)
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
 
     #[test]
     fn dependencies_follow_local_includes() {

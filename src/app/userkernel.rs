@@ -60,21 +60,19 @@ pub struct KernelFrame {
 // SAFETY: plain old data of the C struct's layout (no pointers Rust owns).
 unsafe impl DeviceRepr for KernelFrame {}
 
-/// The moment a frame shows and the input it sees.
+/// The moment a frame shows.
 #[derive(Clone, Copy, Debug)]
 pub struct FrameTime {
     /// Seconds since the first frame.
     pub time: f32,
     /// Seconds since the previous frame.
     pub dt: f32,
-    /// The pointer in frame pixels, and the buttons held (viewer); `None` elsewhere.
-    pub mouse: Option<(f32, f32, u32)>,
 }
 
 impl FrameTime {
     /// Headless and bench: a fixed 60 frames per second, so dumps repeat exactly.
     pub fn fixed(index: u64) -> Self {
-        Self { time: index as f32 / 60.0, dt: 1.0 / 60.0, mouse: None }
+        Self { time: index as f32 / 60.0, dt: 1.0 / 60.0 }
     }
 }
 
@@ -100,7 +98,7 @@ impl KernelClock {
         let time = self.start.get_or_insert_with(std::time::Instant::now).elapsed().as_secs_f32();
         let dt = if index == 0 { 0.0 } else { time - self.last };
         self.last = time;
-        FrameTime { time, dt, mouse: None }
+        FrameTime { time, dt }
     }
 }
 
@@ -164,7 +162,6 @@ impl UserKernel {
         index: u64,
         at: FrameTime,
     ) -> Result<()> {
-        let (mouse_x, mouse_y, buttons) = at.mouse.unwrap_or((-1.0, -1.0, 0));
         let frame = KernelFrame {
             target,
             width: width as i32,
@@ -172,9 +169,10 @@ impl UserKernel {
             index: index as u32,
             time: at.time,
             dt: at.dt,
-            mouse_x,
-            mouse_y,
-            buttons,
+            // Reserved for the viewer's pointer (shaders/vkcuda.h): not passed yet.
+            mouse_x: -1.0,
+            mouse_y: -1.0,
+            buttons: 0,
             params: self.spec.params,
         };
         let (bx, by) = self.spec.block;
