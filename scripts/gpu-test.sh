@@ -3,7 +3,7 @@
 # included, and vkcuda bench at small sizes), one verified, validated
 # headless run per scene × sync × buffers with the CUDA producer, the size
 # matrix (scripts/size-matrix.sh), the format matrix (scripts/format-matrix.sh) and the
-# fault matrix (scripts/fault-matrix.sh), the hunt for
+# fault matrix (scripts/fault-matrix.sh), the stall matrix (scripts/stall-matrix.sh), the hunt for
 # timing-dependent hazards (3,000 validated frames of every configuration that
 # can race: the host-signalling staging producer and 1 image, on every queue),
 # and `vkcuda --validate bench` over every variant at 1080p and 4K, printing
@@ -69,6 +69,8 @@ echo "sizes: every size, copy and draw (odd targets), both schemes, every frame 
 VKCUDA_BIN=$BIN bash scripts/size-matrix.sh | grep -v '^ok ' || fail=1
 echo "faults: each fault at 6 frames (30 frames per configuration), 8 configurations, with signals (scripts/fault-matrix.sh)"
 VKCUDA_BIN=$BIN PRODUCER=cuda FRAMES=6 SPREAD=1 JOBS=14 bash scripts/fault-matrix.sh || fail=1
+echo "stalls: a stalled producer and a kernel that never ends, ended by SIGINT (6 each) and by timeout (2 each), 8 configurations (scripts/stall-matrix.sh)"
+VKCUDA_BIN=$BIN PRODUCER=cuda JOBS=14 bash scripts/stall-matrix.sh || fail=1
 echo "formats: every format x layout x sync x images x consumer, CUDA producer (scripts/format-matrix.sh)"
 VKCUDA_BIN=$BIN PRODUCER=cuda JOBS=14 bash scripts/format-matrix.sh || fail=1
 echo "hunt: 3000 validated frames (every 100th verified) per producer × sync × buffers × queue, 640x360"

@@ -37,6 +37,8 @@ echo "== unit and end-to-end tests: validation layer $(dpkg-query -W -f='${Versi
 cargo test --release
 echo "== every failure stops validly: each fault at 30 frames x 8 configurations, CPU producer (scripts/fault-matrix.sh)"
 bash scripts/fault-matrix.sh
+echo "== a frame that never comes stops validly, by SIGINT and by timeout, 6 and 2 times per configuration (scripts/stall-matrix.sh)"
+bash scripts/stall-matrix.sh
 echo "== every format x layout x sync x images x consumer, verified and validated (scripts/format-matrix.sh)"
 bash scripts/format-matrix.sh
 if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
@@ -50,5 +52,6 @@ if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     bash scripts/debian13.sh run target/release/examples/host_wait_race --barrier --lock
     bash scripts/debian13.sh run "$e2e"
     bash scripts/debian13.sh run bash scripts/fault-matrix.sh
+    bash scripts/debian13.sh run bash scripts/stall-matrix.sh
     bash scripts/debian13.sh run bash scripts/format-matrix.sh
 fi

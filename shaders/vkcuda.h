@@ -39,9 +39,9 @@ struct vk_frame {
     unsigned int index;   // the frame's number, from 0
     float time;           // seconds: headless and bench index / 60 (reproducible dumps); viewer: since start
     float dt;             // seconds since the previous frame (1/60 headless)
-    float mouse_x;        // reserved for the viewer's pointer in frame pixels: -1 for now
-    float mouse_y;
-    unsigned int buttons; // reserved for the viewer's buttons (bit 0 left, 1 right, 2 middle): 0 for now
+    float mouse_x;        // viewer: the pointer in frame pixels (a pixel's centre, x + 0.5);
+    float mouse_y;        //   -1 when it is not over the frame, and always headless
+    unsigned int buttons; // viewer: buttons held, bit 0 left, 1 right, 2 middle; 0 headless
     float params[8];      // --param values, in order; 0 past the last
 };
 

@@ -143,6 +143,8 @@ value_enum!(Load {
     Cheap = "cheap": "The gradient: a few µs of CUDA work; what is left is the pattern's own cost",
     Balanced = "balanced": "Both sides busy: the consume step copies the frame until it takes about \
         0.5 ms, and julia's cost is calibrated so the kernel takes as long",
+    Kernel = "kernel": "Your --kernel file in place of the gradient (one copy): your kernel's cost \
+        through each interop variant; --kernel adds this load",
 });
 
 /// `--size`: a fixed size, or `window` (the shared images follow the window).
@@ -451,14 +453,13 @@ impl Args {
             if self.handover != Handover::Vkcuda {
                 return Err(UsageError("--kernel runs with vkcuda's hand-over: drop --handover".into()));
             }
-            if matches!(self.command, Some(Command::Bench(_))) {
-                return Err(UsageError(
-                    "vkcuda bench measures the built-in scenes; time your kernel with --headless --dump-every 0"
-                        .into(),
-                ));
-            }
             if !matches!(self.producer, ProducerKind::Auto | ProducerKind::Cuda) {
                 return Err(UsageError("--kernel runs on the CUDA producer: drop --producer".into()));
+            }
+        }
+        if let Some(Command::Bench(b)) = &self.command {
+            if b.loads.contains(&Load::Kernel) && self.kernel.is_none() {
+                return Err(UsageError("--loads kernel runs your kernel: add --kernel FILE".into()));
             }
         }
         if let Some(golden) = &self.compare_to {

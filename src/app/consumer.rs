@@ -356,6 +356,38 @@ impl FrameLoop {
         self.retire((g % self.slots.len() as u64) as usize, consumer, cancelled)
     }
 
+    /// The oldest submitted frame that has not finished on the GPU, among the
+    /// one in the slot frame `g` will use (or, with `g` `None`, among all of
+    /// them), waiting at most `within` for it to finish. Never blocks longer:
+    /// for callers that must stay responsive while the GPU is slow.
+    pub fn unfinished(&self, g: Option<u64>, within: Duration) -> Result<Option<u64>> {
+        let slots: Vec<&Slot> = match g {
+            Some(g) => vec![&self.slots[(g % self.slots.len() as u64) as usize]],
+            None => self.slots.iter().collect(),
+        };
+        let busy: Vec<&Slot> = slots.into_iter().filter(|s| s.frame.is_some()).collect();
+        if busy.is_empty() {
+            return Ok(None);
+        }
+        let fences: Vec<vk::Fence> = busy.iter().map(|s| s.fence).collect();
+        let dev = &self.device.raw;
+        // SAFETY: each fence was submitted with its slot's frame.
+        match unsafe { dev.wait_for_fences(&fences, true, within.as_nanos() as u64) } {
+            Ok(()) => return Ok(None),
+            Err(vk::Result::TIMEOUT) => {}
+            Err(e) => return Err(e).context("waiting for the consumer's frames"),
+        }
+        let mut oldest: Option<u64> = None;
+        for s in busy {
+            // SAFETY: the fence is live.
+            let done = unsafe { dev.get_fence_status(s.fence) }.context("vkGetFenceStatus")?;
+            if let (false, Some(f)) = (done, s.frame) {
+                oldest = Some(oldest.map_or(f, |o| o.min(f)));
+            }
+        }
+        Ok(oldest)
+    }
+
     /// The device the loop submits to.
     pub fn device(&self) -> &Arc<Device> {
         &self.device
@@ -382,15 +414,38 @@ impl FrameLoop {
         cancelled: &dyn Fn() -> bool,
         before: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<Vec<Completed>> {
-        let mut order: Vec<(u64, usize)> =
-            self.slots.iter().enumerate().filter_map(|(i, s)| s.frame.map(|f| (f, i))).collect();
-        order.sort_unstable();
         let mut out = Vec::new();
-        for (frame, i) in order {
+        for (frame, i) in self.submitted() {
             before(frame)?;
             out.extend(self.retire(i, consumer, cancelled)?);
         }
         Ok(out)
+    }
+
+    /// Retires, oldest first, the submitted frames that have finished, and
+    /// stops at the first that has not: never waits. (A slot is otherwise
+    /// retired when its next frame needs it, `slots` frames later; the
+    /// CPU-present path shows a frame as it is retired.)
+    pub fn retire_finished(&mut self, consumer: &mut dyn Consume) -> Result<Vec<Completed>> {
+        let mut out = Vec::new();
+        for (_, i) in self.submitted() {
+            // SAFETY: the fence is live and was submitted with the slot's frame.
+            if !unsafe { self.device.raw.get_fence_status(self.slots[i].fence) }
+                .context("vkGetFenceStatus")?
+            {
+                break;
+            }
+            out.extend(self.retire(i, consumer, &|| false)?);
+        }
+        Ok(out)
+    }
+
+    /// The submitted frames not yet retired, oldest first, with their slots.
+    fn submitted(&self) -> Vec<(u64, usize)> {
+        let mut order: Vec<(u64, usize)> =
+            self.slots.iter().enumerate().filter_map(|(i, s)| s.frame.map(|f| (f, i))).collect();
+        order.sort_unstable();
+        order
     }
 
     /// Forgets submitted frames without waiting (after an abort, once the queue is idle).

@@ -13,6 +13,23 @@ pub struct FrameSpec {
     pub scene: Scene,
     /// Animation tick (advances every frame unless paused).
     pub tick: u32,
+    /// The viewer's pointer over the frame (a user kernel sees it).
+    pub pointer: Pointer,
+}
+
+/// The pointer over the frame, in frame pixels, and the buttons held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Pointer {
+    /// Column and row of the frame pixel under the pointer; `None` when the
+    /// pointer is not over the frame (and always headless).
+    pub at: Option<(u32, u32)>,
+    /// Buttons held: bit 0 left, bit 1 right, bit 2 middle.
+    pub buttons: u32,
+}
+
+impl Pointer {
+    /// No pointer, no button.
+    pub const NONE: Self = Self { at: None, buttons: 0 };
 }
 
 /// Frames are remembered this long after the producer began them; the
@@ -23,6 +40,7 @@ struct State {
     scene: Scene,
     paused: bool,
     next_tick: u32,
+    pointer: Pointer,
     history: Vec<Option<(u64, FrameSpec)>>,
 }
 
@@ -42,7 +60,13 @@ impl Director {
     /// Starts at frame (and tick) `first`: local frame `g` is global frame
     /// `first + g` (a shard of a longer run: `--shard`).
     pub fn starting_at(scene: Scene, first: u64) -> Self {
-        let state = State { scene, paused: false, next_tick: first as u32, history: vec![None; HISTORY] };
+        let state = State {
+            scene,
+            paused: false,
+            next_tick: first as u32,
+            pointer: Pointer::NONE,
+            history: vec![None; HISTORY],
+        };
         Self { state: Mutex::new(state), first }
     }
 
@@ -58,7 +82,7 @@ impl Director {
     /// Producer: what frame `g` shows. Advances the animation unless paused.
     pub fn begin(&self, g: u64) -> FrameSpec {
         let mut s = self.lock();
-        let spec = FrameSpec { scene: s.scene, tick: s.next_tick };
+        let spec = FrameSpec { scene: s.scene, tick: s.next_tick, pointer: s.pointer };
         if !s.paused {
             s.next_tick = s.next_tick.wrapping_add(1);
         }
@@ -77,7 +101,12 @@ impl Director {
     /// The state the next frame will be made from.
     pub fn current(&self) -> FrameSpec {
         let s = self.lock();
-        FrameSpec { scene: s.scene, tick: s.next_tick }
+        FrameSpec { scene: s.scene, tick: s.next_tick, pointer: s.pointer }
+    }
+
+    /// Where the pointer is over the frame, and which buttons are held (the viewer).
+    pub fn set_pointer(&self, pointer: Pointer) {
+        self.lock().pointer = pointer;
     }
 
     /// Whether the animation is paused.

@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app::cli::Args;
@@ -22,7 +22,7 @@ use crate::app::present::offscreen::Offscreen;
 use crate::app::present::readback::{Readback, Shot};
 use crate::app::producer::Report;
 use crate::app::scene::Scene;
-use crate::app::session::Session;
+use crate::app::session::{Session, STALL};
 use crate::app::setup::{self, Gpu, MemoryNeed};
 use crate::app::sink::{PngSink, Reference, SinkReport};
 use crate::app::stats::{median, Samples};
@@ -194,8 +194,25 @@ pub fn run(args: &Args) -> Result<Summary> {
 
 /// Whether `e` only says a wait gave up because the other side failed (the
 /// other side's error is then the cause).
-fn cancelled(e: &anyhow::Error) -> bool {
+pub(crate) fn cancelled(e: &anyhow::Error) -> bool {
     e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::Cancelled { .. })))
+}
+
+/// What the wait that `e` ended was for.
+fn awaited(e: &anyhow::Error) -> String {
+    e.chain()
+        .find_map(|c| match c.downcast_ref::<vkcuda::Error>() {
+            Some(vkcuda::Error::Cancelled { what } | vkcuda::Error::TimedOut { what, .. }) => {
+                Some(what.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| "a frame".into())
+}
+
+/// Whether `e` says a wait for the GPU or the producer timed out.
+fn timed_out(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::TimedOut { .. })))
 }
 
 /// Starts a session at `size`, consumes it into `offscreen` for `span`, and
@@ -206,7 +223,7 @@ pub(crate) fn run_session(
     (director, size): (&Arc<Director>, Size),
     offscreen: &mut Offscreen,
     span: Span,
-    (caught, progress): (&AtomicUsize, &ProgressBar),
+    (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
     if args.handover != Handover::Vkcuda {
         let spec = args.spec();
@@ -224,7 +241,24 @@ pub(crate) fn run_session(
         let _ = session.stop(offscreen, false);
         return Err(e);
     }
+    session.interrupt_with(caught.clone());
     let outcome = consume(&mut session, offscreen, span, caught, progress);
+    let signal = caught.load(Ordering::Relaxed);
+    let outcome = match outcome {
+        // A wait a signal ended: the frame was stuck for STALL (a kernel that does not end?).
+        Err(e) if signal != 0 && cancelled(&e) && !session.control.failed() => Err(anyhow!(
+            "interrupted by signal {signal} after waiting over {STALL:?} for {} (a kernel that does not end?): \
+             stopping without waiting for it",
+            awaited(&e)
+        )),
+        other => other,
+    };
+    if let Err(e) = &outcome {
+        if signal != 0 || timed_out(e) {
+            // A frame that never came: the stop must not wait for it again.
+            session.control.abandon();
+        }
+    }
     let producer = session.producer;
     let stopped = session.stop(offscreen, outcome.is_ok());
     match (outcome, stopped) {

@@ -13,6 +13,9 @@ pub enum Fault {
     KernelTrap,
     /// The producer thread panics before it makes the frame.
     ProducerPanic,
+    /// The producer makes nothing more from the frame on, as one whose kernel
+    /// never ends, until the run gives up on it.
+    ProducerStall,
     /// The consumer fails while recording the frame (its batch is never submitted).
     ConsumerError,
     /// Writing the frame's PNG fails as on a full disk (`ENOSPC`).
@@ -25,9 +28,10 @@ pub enum Fault {
     Sigterm,
 }
 
-const NAMES: [(Fault, &str); 7] = [
+const NAMES: [(Fault, &str); 8] = [
     (Fault::KernelTrap, "cuda-fault"),
     (Fault::ProducerPanic, "producer-panic"),
+    (Fault::ProducerStall, "producer-stall"),
     (Fault::ConsumerError, "consumer-error"),
     (Fault::PngWrite, "png-write"),
     (Fault::Mismatch, "mismatch"),
@@ -86,6 +90,18 @@ impl Inject {
         if self.at(Fault::ProducerPanic, g) {
             panic!("injected producer panic at frame {g}");
         }
+    }
+
+    /// With a producer stall injected at frame `g`: waits until `given_up()`
+    /// (the run gave up on the producer), then fails.
+    pub fn producer_stall(&self, g: u64, given_up: impl Fn() -> bool) -> anyhow::Result<()> {
+        if self.at(Fault::ProducerStall, g) {
+            while !given_up() {
+                std::thread::sleep(std::time::Duration::from_millis(1));
+            }
+            anyhow::bail!("injected producer stall at frame {g}");
+        }
+        Ok(())
     }
 
     /// The PNG writer's injected failure for frame `g`: a full disk.

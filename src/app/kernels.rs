@@ -133,7 +133,8 @@ impl SceneKernels {
         }
         let started = std::time::Instant::now();
         let ptx = nvrtc::compile(SOURCE, "scenes.cu", std::slice::from_ref(&arch))
-            .map_err(|e| anyhow!("NVRTC {nvrtc} ({arch}): {e}"))?;
+            .map_err(|e| anyhow!("NVRTC {nvrtc} ({arch}): {e}"))?
+            .ptx;
         log(&format!(
             "compiled shaders/scenes.cu with NVRTC {nvrtc} for sm_{major}{minor} in {:.0?}",
             started.elapsed()
@@ -217,7 +218,11 @@ mod tests {
             return;
         }
         let virtual_arch = ["--gpu-architecture=compute_75".to_string()];
-        let ptx = nvrtc::compile(SOURCE, "scenes.cu", &virtual_arch).unwrap();
+        let program = nvrtc::compile(SOURCE, "scenes.cu", &virtual_arch).unwrap();
+        assert!(program.cubin.is_none(), "a virtual architecture has no machine code");
+        let real = nvrtc::compile(SOURCE, "scenes.cu", &["--gpu-architecture=sm_75".to_string()]).unwrap();
+        assert!(real.cubin.is_some_and(|c| c.starts_with(b"\x7fELF")), "a real one has a CUBIN (ELF)");
+        let ptx = program.ptx;
         // `Out` (vk_target) is 32 bytes, as the Rust mirror.
         assert_eq!(std::mem::size_of::<Out>(), 32);
         assert_eq!(nvrtc::entry_params(&ptx, "gradient"), Some(vec![32, 4, 4, 4]));

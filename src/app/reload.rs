@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use notify::{RecursiveMode, Watcher};
 
+use crate::app::nvrtc::Program;
 use crate::app::userkernel::{compile_checked, KernelSpec};
 
 /// A save often arrives as several events (truncate, write, rename): one compile for all of them.
@@ -28,12 +29,38 @@ pub struct ReloadLink {
     inner: Arc<LinkInner>,
 }
 
+/// A compiled version on its way to the screen.
+#[derive(Clone, Debug)]
+pub struct Compiled {
+    /// What NVRTC made.
+    pub program: Program,
+    /// When the change that made it was seen.
+    pub changed: Instant,
+    /// How long NVRTC took.
+    pub compile: Duration,
+}
+
+/// A version the producer swapped in, until the viewer shows its first frame.
+#[derive(Clone, Copy, Debug)]
+pub struct Swapped {
+    /// The version.
+    pub version: u64,
+    /// Its first frame (the session's numbering).
+    pub frame: u64,
+    /// When the change that made it was seen.
+    pub changed: Instant,
+    /// How long NVRTC took.
+    pub compile: Duration,
+}
+
 #[derive(Debug, Default)]
 struct LinkInner {
-    /// The newest compiled PTX not yet taken by the producer, and when its file changed.
-    pending: Mutex<Option<(String, Instant)>>,
+    /// The newest compiled version not yet taken by the producer.
+    pending: Mutex<Option<Compiled>>,
+    /// The newest version swapped in whose first frame the viewer has not shown yet.
+    swapped: Mutex<Option<Swapped>>,
     /// The last PTX that compiled: a producer made after a rebuild starts with it.
-    last_good: Mutex<Option<String>>,
+    last_good: Mutex<Option<Program>>,
     /// `sm_XY` of the producer's device, once it has one.
     arch: Mutex<Option<String>>,
     /// The kernel version the producer runs: 1 for the file as it was at start.
@@ -45,14 +72,30 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 impl ReloadLink {
-    /// The producer: new PTX to swap in before the next frame, if any, and
-    /// when the change that made it was seen.
-    pub fn take(&self) -> Option<(String, Instant)> {
+    /// The producer: a new version to swap in before the next frame, if any.
+    pub fn take(&self) -> Option<Compiled> {
         lock(&self.inner.pending).take()
     }
 
-    /// The producer: the PTX to start with (the last that compiled), if any.
-    pub fn last_good(&self) -> Option<String> {
+    /// The producer: it swapped `compiled` in as version `version` from frame `frame` on.
+    pub fn swapped(&self, compiled: &Compiled, version: u64, frame: u64) {
+        let (changed, compile) = (compiled.changed, compiled.compile);
+        *lock(&self.inner.swapped) = Some(Swapped { version, frame, changed, compile });
+    }
+
+    /// The viewer, as it shows frame `frame`: the swap whose first frame
+    /// that is (or came before), once.
+    pub fn shown(&self, frame: u64) -> Option<Swapped> {
+        lock(&self.inner.swapped).take_if(|s| s.frame <= frame)
+    }
+
+    /// Forgets a swap not yet shown (its session ended: frame numbers restart).
+    pub fn forget_swap(&self) {
+        lock(&self.inner.swapped).take();
+    }
+
+    /// The producer: the program to start with (the last that compiled), if any.
+    pub fn last_good(&self) -> Option<Program> {
         lock(&self.inner.last_good).clone()
     }
 
@@ -67,9 +110,9 @@ impl ReloadLink {
         self.inner.running.load(Ordering::Relaxed)
     }
 
-    fn publish(&self, ptx: String, changed: Instant) {
-        *lock(&self.inner.last_good) = Some(ptx.clone());
-        *lock(&self.inner.pending) = Some((ptx, changed));
+    fn publish(&self, compiled: Compiled) {
+        *lock(&self.inner.last_good) = Some(compiled.program.clone());
+        *lock(&self.inner.pending) = Some(compiled);
     }
 
     fn arch(&self) -> Option<String> {
@@ -184,13 +227,10 @@ fn compile_loop(
         let arch = link.arch().unwrap_or_else(|| "compute_75".into());
         let started = Instant::now();
         match compile_checked(&spec.file, &spec.entry, &arch) {
-            Ok(ptx) => {
-                eprintln!(
-                    "vkcuda: {} compiled in {:.0?}: swapping it in",
-                    spec.file.display(),
-                    started.elapsed()
-                );
-                link.publish(ptx, changed);
+            Ok(program) => {
+                let compile = started.elapsed();
+                eprintln!("vkcuda: {} compiled in {compile:.0?}: swapping it in", spec.file.display());
+                link.publish(Compiled { program, changed, compile });
                 *lock(failure) = None;
             }
             Err(e) => {
@@ -278,13 +318,14 @@ mod tests {
         let link = reload.link();
         assert!(link.take().is_none(), "nothing before an edit");
         std::fs::write(&file, kernel("vk_put8(f.target, x, y, make_uchar4(4, 5, 6, 255));")).unwrap();
-        let ptx = wait_for("the edit's PTX", || link.take()).0;
-        assert!(ptx.contains(".entry render("));
+        let program = wait_for("the edit's PTX", || link.take()).program;
+        assert!(program.ptx.contains(".entry render("));
         std::fs::write(&file, kernel("vk_put8(f.target, x, y, make_uchar5(4, 5, 6, 255));")).unwrap();
         let failure = wait_for("the broken edit's failure", || reload.failure());
         assert!(failure.first_line.contains("k.cu:5: error"), "{}", failure.first_line);
         assert!(link.take().is_none(), "a broken edit hands nothing over");
-        assert_eq!(link.last_good().as_deref(), Some(ptx.as_str()), "the last good version stays");
+        let kept = link.last_good().map(|p| p.ptx);
+        assert_eq!(kept.as_deref(), Some(program.ptx.as_str()), "the last good version stays");
         std::fs::write(&file, kernel("vk_put8(f.target, x, y, make_uchar4(7, 8, 9, 255));")).unwrap();
         wait_for("the fix's PTX", || link.take());
         assert!(reload.failure().is_none(), "the fix clears the failure");

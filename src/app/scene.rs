@@ -294,6 +294,18 @@ pub fn letterbox(window: vk::Extent2D, frame: vk::Extent2D) -> vk::Rect2D {
     }
 }
 
+/// The frame pixel under window pixel (`x`, `y`) of a window showing the
+/// frame letterboxed ([`letterbox`]); `None` off the frame.
+pub fn frame_pixel(window: vk::Extent2D, frame: vk::Extent2D, (x, y): (f64, f64)) -> Option<(u32, u32)> {
+    let bx = letterbox(window, frame);
+    let u = (x - f64::from(bx.offset.x)) / f64::from(bx.extent.width);
+    let v = (y - f64::from(bx.offset.y)) / f64::from(bx.extent.height);
+    if !(0.0..1.0).contains(&u) || !(0.0..1.0).contains(&v) {
+        return None;
+    }
+    Some(((u * f64::from(frame.width)) as u32, (v * f64::from(frame.height)) as u32))
+}
+
 /// What the draw pass shows of a stored pixel, before filtering: RGB in
 /// 8-bit levels, in the space the sampler filters in (an sRGB frame is
 /// decoded to linear; the pass encodes it again), R32F as grey.
@@ -478,5 +490,17 @@ mod tests {
                                                                                                   // Same ratio: fills the window.
         let r = letterbox(e(1280, 720), e(1920, 1080));
         assert_eq!((r.offset.x, r.offset.y, r.extent.width, r.extent.height), (0, 0, 1280, 720));
+    }
+
+    #[test]
+    fn window_pixels_map_to_frame_pixels() {
+        // 320x180 shown at 533x300 from x = 133 (bars left and right).
+        let (w, f) = (e(800, 300), e(320, 180));
+        assert_eq!(frame_pixel(w, f, (133.0, 0.0)), Some((0, 0)));
+        assert_eq!(frame_pixel(w, f, (665.9, 299.9)), Some((319, 179)));
+        assert_eq!(frame_pixel(w, f, (399.5, 150.0)), Some((160, 90)));
+        assert_eq!(frame_pixel(w, f, (132.9, 10.0)), None, "on the bar");
+        assert_eq!(frame_pixel(w, f, (666.0, 10.0)), None, "past the frame");
+        assert_eq!(frame_pixel(w, f, (300.0, -1.0)), None, "above the window");
     }
 }

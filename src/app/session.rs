@@ -3,6 +3,7 @@
 //! one session; the viewer starts a new one whenever `--size window` follows
 //! a resize. Both stop it the same way.
 
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -49,7 +50,14 @@ pub struct Session {
     host_waits: bool,
     /// Test only: the faults to inject (signals, as frames are submitted).
     inject: Inject,
+    /// A signal's number once one arrived: a wait for a frame held up for
+    /// [`STALL`] then gives up ([`Session::interrupt_with`]).
+    interrupt: Option<Arc<AtomicUsize>>,
 }
+
+/// A frame awaited this long is stuck, as far as a signal is concerned: the
+/// wait gives up instead of waiting out [`vkcuda::vk::WAIT_TIMEOUT`].
+pub const STALL: Duration = Duration::from_secs(2);
 
 /// What a stopped session leaves.
 pub struct Stopped {
@@ -95,13 +103,62 @@ impl Session {
             cuda,
             host_waits,
             inject: spec.inject.clone(),
+            interrupt: None,
         })
+    }
+
+    /// Lets a signal end a wait for a stuck frame: once `caught` is not zero,
+    /// a wait that has lasted [`STALL`] gives up, so a stop need
+    /// not wait out the timeout for a kernel that does not end.
+    pub fn interrupt_with(&mut self, caught: Arc<AtomicUsize>) {
+        self.interrupt = Some(caught);
+    }
+
+    /// The condition a wait of this session gives up on: the other side
+    /// failed, or a signal came while the wait has lasted [`STALL`]. With
+    /// [`Session::interrupt_with`], a wait that lasts [`STALL`] says so, once.
+    fn give_up(&self) -> impl Fn() -> bool {
+        let (control, interrupt, since) = (self.control.clone(), self.interrupt.clone(), Instant::now());
+        let said = std::cell::Cell::new(false);
+        let g = self.next;
+        move || {
+            let stuck = since.elapsed() >= STALL;
+            if stuck && interrupt.is_some() && !said.replace(true) {
+                eprintln!(
+                    "vkcuda: frame {g} is held up for over {STALL:?} (a kernel that does not end?): \
+                     Ctrl+C or SIGTERM stops without waiting for it"
+                );
+            }
+            let signalled = interrupt.as_ref().is_some_and(|c| c.load(Ordering::Relaxed) != 0);
+            control.failed() || (signalled && stuck)
+        }
     }
 
     /// Waits until the slot of the next frame is free; see [`FrameLoop::pace`].
     pub fn pace(&mut self, consumer: &mut dyn Consume) -> Result<Option<Completed>> {
-        let control = self.control.clone();
-        self.frames.pace(self.next, consumer, &|| control.failed())
+        let give_up = self.give_up();
+        self.frames.pace(self.next, consumer, &give_up)
+    }
+
+    /// Without blocking longer than `within`, the frame the next one is held
+    /// up by, if it is not ready to go: with `all` (before a rebuild or a
+    /// stop), any frame not yet finished on the GPU, else the one in the next
+    /// frame's slot; and, with `produced` (a present waits on the frame's
+    /// signal; a stop consumes what the producer makes) or a host producer
+    /// ([`Session::submit`] waits for it), the next frame until the producer
+    /// has submitted it.
+    pub fn held_up_by(&self, all: bool, produced: bool, within: Duration) -> Result<Option<u64>> {
+        let g = self.next;
+        if produced || self.interop.staging.is_some() {
+            let until = Instant::now() + within;
+            while self.control.produced() <= g {
+                if Instant::now() >= until {
+                    return Ok(Some(g));
+                }
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        self.frames.unfinished((!all).then_some(g), within)
     }
 
     /// Waits (bounded) until the producer has submitted frame `g`: for CUDA,
@@ -109,7 +166,7 @@ impl Session {
     /// `vkSignalSemaphore`.
     fn wait_produced(&self, g: u64) -> Result<()> {
         let control = &self.control;
-        bounded_wait(&|| format!("the producer to submit frame {g}"), &|| control.failed(), |slice| {
+        bounded_wait(&|| format!("the producer to submit frame {g}"), &self.give_up(), |slice| {
             let until = Instant::now() + slice;
             while Instant::now() < until {
                 if control.produced() > g {
@@ -137,7 +194,7 @@ impl Session {
     ///   (H100: 3 of 6 runs of `examples/host_wait_race.rs --spawn 16`, 0 of 6
     ///   with `--signal-first`).
     pub fn submit(&mut self, consumer: &mut dyn Consume, extra: ExtraSync<'_>) -> Result<Option<Completed>> {
-        let control = self.control.clone();
+        let give_up = self.give_up();
         let g = self.next;
         if let Some(signal) = self.inject.signal(g) {
             // SAFETY: raise(3) only delivers a signal to this process; the handlers are signal-hook's.
@@ -149,9 +206,9 @@ impl Session {
         if let Some(w) = self.plan.consumer(g).wait.filter(|_| self.host_waits) {
             // The hand-over experiment: the queue's wait below is then already satisfied.
             self.wait_produced(g)?;
-            self.interop.shared.timelines[w.timeline].wait(w.value, &|| control.failed())?;
+            self.interop.shared.timelines[w.timeline].wait(w.value, &give_up)?;
         }
-        let done = self.frames.submit(g, &self.interop.shared, consumer, extra, &|| control.failed())?;
+        let done = self.frames.submit(g, &self.interop.shared, consumer, extra, &give_up)?;
         self.next += 1;
         Ok(done)
     }

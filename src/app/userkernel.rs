@@ -13,8 +13,9 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
+use crate::app::director::Pointer;
 use crate::app::kernels::Out;
-use crate::app::nvrtc::{self, CompileError};
+use crate::app::nvrtc::{self, CompileError, Program};
 
 /// The entry point's name unless `--entry` says otherwise.
 pub const DEFAULT_ENTRY: &str = "render";
@@ -115,35 +116,45 @@ pub struct UserKernel {
 }
 
 impl UserKernel {
-    /// Compiles `spec`'s file for `ctx`'s device (or takes `ptx`, compiled
-    /// for it before) and loads its entry point.
-    pub fn load(ctx: &Arc<CudaContext>, spec: &KernelSpec, ptx: Option<String>) -> Result<Self> {
+    /// Compiles `spec`'s file for `ctx`'s device (or takes `program`,
+    /// compiled for it before) and loads its entry point.
+    pub fn load(ctx: &Arc<CudaContext>, spec: &KernelSpec, program: Option<Program>) -> Result<Self> {
         let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
         let arch = format!("sm_{major}{minor}");
-        let ptx = match ptx {
-            Some(ptx) => ptx,
+        let program = match program {
+            Some(program) => program,
             None => {
                 let started = std::time::Instant::now();
-                let ptx = compile_checked(&spec.file, &spec.entry, &arch)?;
+                let program = compile_checked(&spec.file, &spec.entry, &arch)?;
                 log::info!("compiled {} for {arch} in {:.0?}", spec.file.display(), started.elapsed());
-                ptx
+                program
             }
         };
-        let (module, function) = Self::module(ctx, &spec.entry, ptx)?;
+        let (module, function) = Self::module(ctx, &spec.entry, program)?;
         Ok(Self { module, function, spec: spec.clone(), retired: Vec::new(), arch })
     }
 
     /// Swaps in a new version of the kernel (between frames: the stream's
     /// earlier launches keep the old one).
-    pub fn swap(&mut self, ctx: &Arc<CudaContext>, ptx: String) -> Result<()> {
-        let (module, function) = Self::module(ctx, &self.spec.entry, ptx)?;
+    pub fn swap(&mut self, ctx: &Arc<CudaContext>, program: Program) -> Result<()> {
+        let (module, function) = Self::module(ctx, &self.spec.entry, program)?;
         self.retired.push(std::mem::replace(&mut self.module, module));
         self.function = function;
         Ok(())
     }
 
-    fn module(ctx: &Arc<CudaContext>, entry: &str, ptx: String) -> Result<(Arc<CudaModule>, CudaFunction)> {
-        let module = ctx.load_module(Ptx::from_src(ptx)).context("loading the kernel's PTX")?;
+    /// Loads the machine code when there is some (a PTX of a compile for a
+    /// virtual architecture goes through the driver's PTX compiler).
+    fn module(
+        ctx: &Arc<CudaContext>,
+        entry: &str,
+        program: Program,
+    ) -> Result<(Arc<CudaModule>, CudaFunction)> {
+        let image = match program.cubin {
+            Some(cubin) => Ptx::from_binary(cubin),
+            None => Ptx::from_src(program.ptx),
+        };
+        let module = ctx.load_module(image).context("loading the kernel")?;
         let function = module.load_function(entry).context("finding the kernel's entry point")?;
         Ok((module, function))
     }
@@ -159,9 +170,10 @@ impl UserKernel {
         stream: &CudaStream,
         target: Out,
         (width, height): (u32, u32),
-        index: u64,
-        at: FrameTime,
+        (index, at, pointer): (u64, FrameTime, Pointer),
     ) -> Result<()> {
+        // Frame pixels, at the pixel's centre as VK_PIXEL's x + 0.5 would be; -1 off the frame.
+        let (mouse_x, mouse_y) = pointer.at.map_or((-1.0, -1.0), |(x, y)| (x as f32 + 0.5, y as f32 + 0.5));
         let frame = KernelFrame {
             target,
             width: width as i32,
@@ -169,10 +181,9 @@ impl UserKernel {
             index: index as u32,
             time: at.time,
             dt: at.dt,
-            // Reserved for the viewer's pointer (shaders/vkcuda.h): not passed yet.
-            mouse_x: -1.0,
-            mouse_y: -1.0,
-            buttons: 0,
+            mouse_x,
+            mouse_y,
+            buttons: pointer.buttons,
             params: self.spec.params,
         };
         let (bx, by) = self.spec.block;
@@ -193,18 +204,18 @@ impl UserKernel {
 /// Compiles `file` for `arch` (`sm_90`, or a virtual `compute_75`) and checks
 /// its entry point: present, and taking one `vk_frame`. Errors name
 /// `FILE:LINE` (a [`CompileError::Source`]).
-pub fn compile_checked(file: &Path, entry: &str, arch: &str) -> Result<String> {
+pub fn compile_checked(file: &Path, entry: &str, arch: &str) -> Result<Program> {
     let source = nvrtc::read_source(file)?;
     let name = file.display().to_string();
     let options = [format!("--gpu-architecture={arch}"), nvrtc::include_path(file)];
-    let ptx = nvrtc::compile(&source, &name, &options)?;
+    let program = nvrtc::compile(&source, &name, &options)?;
     let frame = std::mem::size_of::<KernelFrame>();
-    match nvrtc::entry_params(&ptx, entry) {
+    match nvrtc::entry_params(&program.ptx, entry) {
         None => Err(CompileError::Source(format!(
             "{name}: error: no extern \"C\" __global__ function `{entry}` (the entry point: --entry)"
         ))
         .into()),
-        Some(p) if p == [frame] => Ok(ptx),
+        Some(p) if p == [frame] => Ok(program),
         Some(p) => Err(CompileError::Source(format!(
             "{name}: error: `{entry}` must take one vk_frame by value ({frame} bytes; see shaders/vkcuda.h), \
              not parameters of {p:?} bytes"

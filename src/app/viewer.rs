@@ -4,6 +4,12 @@
 //! loop as `--headless`; only the consumer differs ([`Presenter`] instead of
 //! the offscreen copy).
 //!
+//! The event loop never blocks on the GPU: before a frame it only polls
+//! (briefly) whether the frame's slot is free, so Esc, the close button and
+//! signals are answered while a kernel runs long, and a frame held up for
+//! [`STALL_NOTICE`] is reported (a kernel that does not end); a quit then does
+//! not wait for it, and after [`WAIT_TIMEOUT`] the viewer gives up by itself.
+//!
 //! One frame: pace the slot (its fence) → acquire a swapchain image (nothing
 //! to acquire on the CPU path) → make sure the producer has submitted the
 //! frame's "rendered" signal (so the present never waits on a signal not yet
@@ -21,7 +27,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 use winit::application::ApplicationHandler;
 use winit::dpi::LogicalSize;
-use winit::event::{ElementState, KeyEvent, WindowEvent};
+use winit::event::{ElementState, KeyEvent, MouseButton, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
 use winit::keyboard::{Key, NamedKey};
 use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle, RawDisplayHandle};
@@ -30,9 +36,11 @@ use winit::window::{Fullscreen, Window, WindowId};
 use crate::app::cli::{Args, SizeArg};
 use crate::app::clock::CpuMeter;
 use crate::app::consumer::{Completed, ExtraSync};
-use crate::app::director::Director;
+use crate::app::director::{Director, Pointer};
 use crate::app::display;
-use crate::app::headless::{png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
+use crate::app::headless::{
+    cancelled, png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary,
+};
 use crate::app::kinds::{PresentMode, PresentPath};
 use crate::app::present::readback::{Readback, Shot};
 use crate::app::present::swapchain::SwapchainState;
@@ -40,7 +48,7 @@ use crate::app::present::window::{Acquired, Presenter};
 use crate::app::present::x11;
 use crate::app::producer::Report;
 use crate::app::reload::KernelReload;
-use crate::app::scene::Scene;
+use crate::app::scene::{frame_pixel, Scene};
 use crate::app::session::{warmup_frames, Session, Stopped};
 use crate::app::setup::{self, Gpu};
 use crate::app::sink::SinkReport;
@@ -48,6 +56,7 @@ use crate::app::stats::{median, micros, Samples};
 use crate::app::UsageError;
 use vkcuda::types::{QueueKind, Size};
 use vkcuda::vk::device::{list_gpus, Queue};
+use vkcuda::vk::WAIT_TIMEOUT;
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
 pub fn run(args: &Args) -> Result<Summary> {
@@ -66,7 +75,9 @@ struct App {
 }
 
 impl App {
-    /// Ends the run: on error, keep the first error; then shut the viewer down.
+    /// Ends the run: on error, keep the first error (unless it only says a
+    /// wait gave up because the producer failed: the producer's error is the
+    /// cause); then shut the viewer down.
     fn finish(&mut self, event_loop: &ActiveEventLoop, error: Option<anyhow::Error>) {
         let summary = match self.viewer.take() {
             Some(mut v) => {
@@ -76,9 +87,14 @@ impl App {
             }
             None => Err(anyhow!("the viewer did not start")),
         };
-        self.outcome.get_or_insert(match error {
-            Some(e) => Err(e),
-            None => summary,
+        self.outcome.get_or_insert(match (error, summary) {
+            (Some(e), Err(producer)) if cancelled(&e) => Err(producer),
+            (Some(e), Err(also)) => {
+                log::info!("while stopping: {also:#}");
+                Err(e)
+            }
+            (Some(e), Ok(_)) => Err(e),
+            (None, summary) => summary,
         });
         event_loop.exit();
     }
@@ -101,15 +117,42 @@ impl ApplicationHandler for App {
     fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
         let Some(viewer) = self.viewer.as_mut() else { return };
         let result = match event {
-            WindowEvent::CloseRequested => return self.finish(event_loop, None),
+            WindowEvent::CloseRequested => {
+                viewer.quit = true;
+                viewer.frame()
+            }
             WindowEvent::Resized(_) => {
                 viewer.stale = true;
                 Ok(true)
             }
             WindowEvent::KeyboardInput { event, .. } => viewer.key(&event),
+            WindowEvent::CursorMoved { position, .. } => {
+                viewer.cursor = Some((position.x, position.y));
+                viewer.pointer_changed();
+                Ok(true)
+            }
+            WindowEvent::CursorLeft { .. } => {
+                viewer.cursor = None;
+                viewer.pointer_changed();
+                Ok(true)
+            }
+            WindowEvent::MouseInput { state, button, .. } => {
+                let bit = match button {
+                    MouseButton::Left => 1,
+                    MouseButton::Right => 2,
+                    MouseButton::Middle => 4,
+                    _ => 0,
+                };
+                match state {
+                    ElementState::Pressed => viewer.buttons |= bit,
+                    ElementState::Released => viewer.buttons &= !bit,
+                }
+                viewer.pointer_changed();
+                Ok(true)
+            }
             WindowEvent::RedrawRequested => {
                 if self.caught.load(Ordering::Relaxed) != 0 {
-                    return self.finish(event_loop, None);
+                    viewer.quit = true;
                 }
                 viewer.frame()
             }
@@ -162,7 +205,31 @@ struct Viewer {
     last_title: Instant,
     /// `--kernel`: the watcher and compile thread of its hot reload.
     reload: Option<KernelReload>,
+    /// The frame the next one waits for, while it is not ready.
+    held: Option<HeldUp>,
+    /// Esc, the close button or a signal: quit once the submitted frames are
+    /// done, or at once if they are stuck.
+    quit: bool,
+    /// The pointer in window pixels, while it is over the window.
+    cursor: Option<(f64, f64)>,
+    /// Mouse buttons held: bit 0 left, 1 right, 2 middle.
+    buttons: u32,
 }
+
+/// A frame that is not finished (or, before a present, not submitted by the
+/// producer), and since when the viewer waits for it.
+struct HeldUp {
+    frame: u64,
+    since: Instant,
+    /// Reported as stuck (after [`STALL_NOTICE`]).
+    said: bool,
+}
+
+/// A frame held up this long is reported, and a quit no longer waits for it.
+const STALL_NOTICE: Duration = Duration::from_secs(2);
+
+/// How long one poll of the GPU may keep the event loop.
+const POLL: Duration = Duration::from_millis(10);
 
 impl Viewer {
     fn new(event_loop: &ActiveEventLoop, args: &Args) -> Result<Self> {
@@ -213,6 +280,10 @@ impl Viewer {
             recent: VecDeque::new(),
             last_title: Instant::now(),
             reload,
+            held: None,
+            quit: false,
+            cursor: None,
+            buttons: 0,
         })
     }
 
@@ -221,9 +292,14 @@ impl Viewer {
         s.width == 0 || s.height == 0 || self.window.is_minimized() == Some(true)
     }
 
-    /// One frame; `Ok(false)` once `--frames` frames were shown.
+    /// One frame; `Ok(false)` once `--frames` frames were shown, or to quit.
     fn frame(&mut self) -> Result<bool> {
-        if self.minimized() {
+        // Quitting: once every submitted frame is done, or they are stuck.
+        let held = self.held_up()?;
+        if self.quit && (!held || self.stuck()) {
+            return Ok(false);
+        }
+        if held || self.minimized() {
             return Ok(true);
         }
         if self.stale {
@@ -238,6 +314,7 @@ impl Viewer {
         // The slot must be free before its acquire semaphore is reused.
         self.meter.frame(self.consumed, self.steady_start.is_some());
         if let Some(c) = run.pace(&mut self.presenter)? {
+            on_screen(self.reload.as_ref(), &self.recent, c.frame);
             record(&mut self.completed, c);
         }
         let Acquired::Ready { state, wait, signal } = self.presenter.acquire(slot)? else {
@@ -250,7 +327,11 @@ impl Viewer {
         let signals: Vec<_> =
             signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
         let extra = ExtraSync { wait: &waits, signal: &signals };
-        if let Some(c) = run.submit(&mut self.presenter, extra)? {
+        let mut done: Vec<Completed> = run.submit(&mut self.presenter, extra)?.into_iter().collect();
+        // Frames that have finished go on screen now, not when their slots come round again.
+        done.extend(run.frames.retire_finished(&mut self.presenter)?);
+        for c in done {
+            on_screen(self.reload.as_ref(), &self.recent, c.frame);
             record(&mut self.completed, c);
         }
         self.consumed += 1;
@@ -260,10 +341,51 @@ impl Viewer {
         if self.consumed == warmup_frames(self.args.frame_count()) {
             self.steady_start = Some(Instant::now());
         }
+        self.count_frame();
         self.update_title();
         Ok(self.consumed < self.args.frame_count())
     }
 
+    /// Whether the next frame (with a rebuild or a quit pending, any
+    /// submitted frame) is held up, polled for at most [`POLL`]; reports a
+    /// frame held up for [`STALL_NOTICE`], and fails after [`WAIT_TIMEOUT`].
+    fn held_up(&mut self) -> Result<bool> {
+        let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
+        if run.control.failed() {
+            // The producer failed: its error, which the stop returns, is the cause.
+            return Err(vkcuda::Error::Cancelled { what: format!("frame {}", run.next) }.into());
+        }
+        let produced = self.quit || !self.presenter.through_cpu();
+        let Some(frame) = run.held_up_by(self.stale || self.quit, produced, POLL)? else {
+            if let Some(h) = self.held.take().filter(|h| h.said) {
+                eprintln!("vkcuda: frame {} finished after {:.1?}", h.frame, h.since.elapsed());
+            }
+            return Ok(false);
+        };
+        // Held up without a break since the first frame that was (a quit may add more).
+        let held = self.held.get_or_insert(HeldUp { frame, since: Instant::now(), said: false });
+        let (frame, waited) = (held.frame, held.since.elapsed());
+        if waited >= WAIT_TIMEOUT {
+            bail!(
+                "frame {frame} did not finish in {WAIT_TIMEOUT:?} (a kernel that does not end?): quitting \
+                 without waiting for it"
+            );
+        }
+        if waited >= STALL_NOTICE && !held.said {
+            held.said = true;
+            eprintln!(
+                "vkcuda: frame {frame} has not finished after {STALL_NOTICE:?} (a kernel that does not end?): \
+                 Esc or Ctrl+C quits without waiting for it; the viewer gives up by itself after {WAIT_TIMEOUT:?}"
+            );
+        }
+        self.update_title();
+        Ok(true)
+    }
+
+    /// Whether the viewer has waited [`STALL_NOTICE`] for a frame.
+    fn stuck(&self) -> bool {
+        self.held.as_ref().is_some_and(|h| h.said)
+    }
     /// Recreates the swapchain for the window's size; with `--size window`,
     /// rebuilds the interop at that size too (timeline values keep rising).
     fn rebuild(&mut self) -> Result<()> {
@@ -286,10 +408,14 @@ impl Viewer {
             self.absorb(stopped);
             self.finish_snapshots();
             let spec = spec_with(&self.args, self.reload.as_ref());
+            // Frame numbers restart with the new session.
+            self.reload.iter().for_each(|r| r.link().forget_swap());
             let run = Session::start(&self.gpu, &spec, &self.director, wanted, base)?;
             self.presenter.bind_shared(run.interop.frame_images())?;
             self.run = Some(run);
         }
+        // The frame moved in the window (or changed size): where is the pointer now?
+        self.pointer_changed();
         Ok(())
     }
 
@@ -315,7 +441,7 @@ impl Viewer {
             return Ok(true);
         }
         match event.logical_key.as_ref() {
-            Key::Named(NamedKey::Escape) => return Ok(false),
+            Key::Named(NamedKey::Escape) => self.quit = true,
             Key::Named(NamedKey::Space) => self.director.toggle_pause(),
             Key::Named(NamedKey::ArrowRight) => self.director.switch_scene(1),
             Key::Named(NamedKey::ArrowLeft) => self.director.switch_scene(-1),
@@ -357,12 +483,25 @@ impl Viewer {
         Ok(())
     }
 
-    fn update_title(&mut self) {
+    /// Tells the director where the pointer is over the frame, for the next frames.
+    fn pointer_changed(&self) {
+        let frame = self.director.current().scene;
+        let frame = vk::Extent2D { width: frame.width, height: frame.height };
+        let at = self.cursor.and_then(|c| frame_pixel(self.presenter.extent(), frame, c));
+        self.director.set_pointer(Pointer { at, buttons: self.buttons });
+    }
+
+    /// Counts a shown frame for the title's frame rate.
+    fn count_frame(&mut self) {
         let now = Instant::now();
         self.recent.push_back(now);
         while self.recent.front().is_some_and(|t| now.duration_since(*t) > Duration::from_secs(1)) {
             self.recent.pop_front();
         }
+    }
+
+    fn update_title(&mut self) {
+        let now = Instant::now();
         if now.duration_since(self.last_title) < Duration::from_millis(250) {
             return;
         }
@@ -382,6 +521,14 @@ impl Viewer {
             _ => (spec.scene.kind.to_string(), None),
         };
         let failed = failed.unwrap_or_default();
+        let failed = match self.held.as_ref().filter(|h| h.said) {
+            Some(h) => format!(
+                "{failed} | frame {} not finished after {} s: Esc quits",
+                h.frame,
+                h.since.elapsed().as_secs()
+            ),
+            None => failed,
+        };
         let title = if self.show_stats {
             let run = self.run.as_ref();
             let skip = self.completed.len().saturating_sub(120);
@@ -420,8 +567,13 @@ impl Viewer {
     fn shutdown(&mut self, caught: &AtomicUsize, healthy: bool) -> Result<Summary> {
         let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
         let (size, producer) = (run.size, run.producer);
-        // After a failed frame, don't wait for frames that may never come.
-        let stopped = run.stop(&mut self.presenter, healthy)?;
+        let stuck = self.stuck();
+        if stuck {
+            // Nothing will finish those frames: the producer must not wait for its stream either.
+            run.control.abandon();
+        }
+        // After a failed or stuck frame, don't wait for frames that may never come.
+        let stopped = run.stop(&mut self.presenter, healthy && !stuck)?;
         self.absorb(stopped);
         self.finish_snapshots();
         if let Some(e) = &self.sink.error {
@@ -514,6 +666,26 @@ fn open_cpu(window: &Arc<Window>, args: &Args, why: &str) -> Result<(Gpu, Presen
     let presenter = Presenter::new_cpu(gpu.device.clone(), window.clone(), args.in_flight())?;
     eprintln!("vkcuda: {}; {}; presenting through the CPU (softbuffer): {why}", gpu.device.info, gpu.why);
     Ok((gpu, presenter))
+}
+
+/// Frame `frame` of the session was consumed, which puts it on screen (the
+/// CPU path puts it in the window then; a swapchain image is presented right
+/// after): if it is the first of a newly swapped kernel, says how long after
+/// the change that was, beside the compile time and the time of a frame
+/// (`recent`: when the frames of the last second were shown).
+fn on_screen(reload: Option<&KernelReload>, recent: &VecDeque<Instant>, frame: u64) {
+    let Some(s) = reload.and_then(|r| r.link().shown(frame)) else { return };
+    let interval = match (recent.front(), recent.back()) {
+        (Some(a), Some(b)) if recent.len() > 1 => b.duration_since(*a) / (recent.len() as u32 - 1),
+        _ => Duration::ZERO,
+    };
+    eprintln!(
+        "vkcuda: kernel v{} on screen {:.0?} after the change (compile {:.0?}, a frame {:.1?})",
+        s.version,
+        s.changed.elapsed(),
+        s.compile,
+        interval
+    );
 }
 
 /// Keeps a consumed frame, numbered in consumption order (frame numbers

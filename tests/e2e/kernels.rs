@@ -62,11 +62,118 @@ pub fn register(t: &mut Tests) {
         ]);
         one_error_line(&o, 1, "--kernel runs your kernel with CUDA, and no CUDA device matches")
     }));
+    t.push((
+        "headless_producer_stall_gives_up_after_10s".into(),
+        Box::new(|| {
+            let args = ["--producer", "cpu", "--inject", "producer-stall@5"];
+            pass(headless_ends(&args, 30, "timed out after 10s waiting for the producer to submit frame 5"))
+        }),
+    ));
+    t.push((
+        "headless_producer_stall_ended_by_sigint".into(),
+        Box::new(|| {
+            pass(headless_stuck_then_sigint(
+                &["--producer", "cpu", "--inject", "producer-stall@5"],
+                "injected producer stall",
+            ))
+        }),
+    ));
+    t.push(gated("cuda_headless_endless_kernel_ended_by_sigint", no_cuda_kernels, || {
+        let said = "a kernel is still running on the CUDA stream (the run gave up on it";
+        headless_stuck_then_sigint(&["--kernel", "tests/kernels/endless.cu"], said)
+    }));
+    t.push(gated("cuda_headless_faulting_kernel", no_cuda_kernels, || {
+        headless_ends(&["--kernel", "tests/kernels/trap.cu"], 60, "CUDA_ERROR_")
+    }));
+    t.push(gated("cuda_headless_endless_kernel", no_cuda_kernels, || {
+        let said = "a kernel is still running on the CUDA stream (the run gave up on it";
+        headless_ends(&["--kernel", "tests/kernels/endless.cu"], 60, said)
+    }));
+    t.push(gated("cuda_bench_runs_your_kernel_beside_the_builtin_gradient", no_cuda_kernels, bench_kernel));
     t.push(gated(
         "cuda_kernels_repeat_their_dumps_and_match_the_builtin_gradient",
         no_cuda_kernels,
         cuda_kernels,
     ));
+}
+
+/// A validated headless run with `extra` that fails: it ends within `secs`
+/// (no hang) with exit 1, one error line with `needle`, no validation
+/// message, no panic.
+fn headless_ends(extra: &[&str], secs: u64, needle: &str) -> Outcome {
+    let (child, out) = headless_child(extra)?;
+    let started = std::time::Instant::now();
+    let o = wait_bounded(child, secs)?;
+    let _ = std::fs::remove_dir_all(&out);
+    failed_cleanly(&o, needle).map_err(|e| format!("after {:.1?}: {e}", started.elapsed()))
+}
+
+/// A validated headless run with `extra` that gets stuck: once it says a
+/// frame is held up, SIGINT ends it within 5 s, with exit 1, one error line
+/// with `needle` (and saying it was interrupted), no validation message.
+fn headless_stuck_then_sigint(extra: &[&str], needle: &str) -> Outcome {
+    use std::io::BufRead;
+    let (mut child, out) = headless_child(extra)?;
+    let stderr = child.stderr.take().ok_or("no stderr")?;
+    // Read stderr on a thread: the test waits for the notice (a state), then signals.
+    let (tx, rx) = std::sync::mpsc::channel();
+    let reader = std::thread::spawn(move || {
+        let mut all = String::new();
+        for line in std::io::BufReader::new(stderr).lines().map_while(Result::ok) {
+            let _ = tx.send(line.contains("is held up for over 2s"));
+            all += &line;
+            all.push('\n');
+        }
+        all
+    });
+    let noticed = loop {
+        match rx.recv_timeout(std::time::Duration::from_secs(60)) {
+            Ok(true) => break true,
+            Ok(false) => {}
+            Err(_) => break false,
+        }
+    };
+    let signalled = noticed.then(|| (send_signal(child.id(), "INT"), std::time::Instant::now()));
+    let mut o = wait_bounded(child, 30)?;
+    o.stderr = reader.join().map_err(|_| "the stderr reader panicked")?.into_bytes();
+    let _ = std::fs::remove_dir_all(&out);
+    let (stdout, stderr) = text(&o);
+    let Some((sent, at)) = signalled else {
+        return Err(format!("no 'held up' notice within 60 s\n{stdout}{stderr}"));
+    };
+    sent?;
+    if at.elapsed() > std::time::Duration::from_secs(5) {
+        return Err(format!("ended {:.1?} after SIGINT\n{stdout}{stderr}", at.elapsed()));
+    }
+    failed_cleanly(&o, needle)?;
+    match stderr.contains("interrupted by signal 2") {
+        true => Ok(()),
+        false => Err(format!("the error does not say it was interrupted\n{stderr}")),
+    }
+}
+
+/// Starts a validated headless run of 20 frames with `extra`, output piped; and its --out folder.
+fn headless_child(extra: &[&str]) -> Result<(std::process::Child, PathBuf), String> {
+    let out = tmp("headless-ends");
+    let child = Command::new(bin())
+        .current_dir(crate_root())
+        .args(["--headless", "--frames", "20", "--size", "64x48", "--validate", "--out"])
+        .arg(&out)
+        .args(extra)
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    Ok((child, out))
+}
+
+/// Exit 1, one error line with `needle`, no validation message, no panic.
+fn failed_cleanly(o: &std::process::Output, needle: &str) -> Outcome {
+    let (stdout, stderr) = text(o);
+    if stderr.contains("validation error") || stderr.contains("validation warning") {
+        return Err(format!("validation messages\n{stdout}{stderr}"));
+    }
+    one_error_line(o, 1, needle)
 }
 
 /// Why check-kernel cannot run here: no loadable libnvrtc.
@@ -238,7 +345,61 @@ fn kernel_bad_input() -> Outcome {
     args.extend(nine);
     usage_error(&args, "at most 8 values")?;
     usage_error(&["--kernel", "k.cu", "--block", "64x32"], "at most 1024 threads")?;
+    let o = run(&["bench", "--loads", "kernel", "--sizes", "32x32"]);
+    let (stdout, stderr) = text(&o);
+    if o.status.code() != Some(2) || !stderr.contains("--loads kernel runs your kernel: add --kernel FILE") {
+        return Err(format!("bench --loads kernel: exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
     let _ = std::fs::remove_dir_all(&golden);
+    Ok(())
+}
+
+/// `--kernel` in `vkcuda bench`: the kernel load runs your kernel in the
+/// interop variants (and skips the others, saying why); the cheap load still
+/// runs the built-in gradient; both measured.
+fn bench_kernel() -> Outcome {
+    let json = tmp("bench-kernel.json");
+    let o = run(&[
+        "--kernel",
+        "shaders/examples/gradient.cu",
+        "bench",
+        "--loads",
+        "cheap",
+        "--variants",
+        "split-3,staging",
+        "--queues",
+        "compute",
+        "--sizes",
+        "320x200",
+        "--repeats",
+        "1",
+        "--seconds",
+        "0.2",
+        "--json",
+        json.to_str().ok_or("path")?,
+    ]);
+    let (stdout, stderr) = text(&o);
+    let report = std::fs::read_to_string(&json).map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    let _ = std::fs::remove_file(&json);
+    let report: serde_json::Value = serde_json::from_str(&report).map_err(|e| e.to_string())?;
+    let rows = report["rows"].as_array().ok_or("no rows")?;
+    let row = |variant: &str, load: &str| {
+        rows.iter()
+            .find(|r| r["variant"] == variant && r["load"] == load)
+            .ok_or(format!("no {variant} {load} row"))
+    };
+    let (builtin, yours) = (row("split-3", "cheap")?, row("split-3", "kernel")?);
+    let measured = |r: &serde_json::Value| r["fps"].as_f64().is_some_and(|f| f > 0.0);
+    if !o.status.success()
+        || !measured(builtin)
+        || !measured(yours)
+        || builtin["scene"] != "gradient"
+        || yours["scene"] != "gradient.cu"
+        || !measured(row("staging", "cheap")?)
+        || !row("staging", "kernel")?["skipped"].as_str().is_some_and(|s| s.contains("CUDA producer"))
+    {
+        return Err(format!("exit {:?}\n{report:#}\n{stdout}{stderr}", o.status.code()));
+    }
     Ok(())
 }
 

@@ -36,6 +36,7 @@ impl Xvfb {
     /// Starts the viewer on this display with `args`, its output captured.
     fn viewer(&self, args: &[&str]) -> Result<std::process::Child, String> {
         Command::new(bin())
+            .current_dir(crate_root())
             .args(args)
             .env("DISPLAY", &self.display)
             .stdout(std::process::Stdio::piped())
@@ -587,11 +588,266 @@ pub fn kernel_hot_reload_test(mode: &[&str]) -> Outcome {
     let o = wait_bounded(child, 20)?;
     let (stdout, stderr) = text(&o);
     result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
-    let said = stderr.contains("k.cu:5: error") && stderr.contains("the previous kernel keeps running");
+    let said = stderr.contains("k.cu:5: error")
+        && stderr.contains("the previous kernel keeps running")
+        && ["v2", "v3", "v4"].iter().all(|v| stderr.contains(&format!("kernel {v} on screen")));
     if o.status.code() != Some(0) || !stdout.contains("validation: 0 errors, 0 warnings") || !said {
         return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
     }
     let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// The viewer tells a kernel where the pointer is and which buttons are held:
+/// a kernel that paints the frame with the pointer's position (red: column,
+/// green: row) and buttons (blue) shows the position the pointer was moved
+/// to, and the left button while it is held.
+pub fn kernel_pointer_test() -> Outcome {
+    let x = Xvfb::start()?;
+    let dir = tmp("pointer");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let file = dir.join("pointer.cu");
+    let kernel = "#include \"vkcuda.h\"\nextern \"C\" __global__ void render(vk_frame f)\n{\n    VK_PIXEL(f, x, y);\n    \
+                  int r = f.mouse_x < 0 ? 0 : (int)(f.mouse_x * 255.0f / f.width);\n    \
+                  int g = f.mouse_y < 0 ? 0 : (int)(f.mouse_y * 255.0f / f.height);\n    \
+                  vk_put8(f.target, x, y, make_uchar4(r, g, f.buttons * 100, 255));\n}\n";
+    std::fs::write(&file, kernel).map_err(|e| e.to_string())?;
+    let child = x.viewer(&[
+        "--producer",
+        "cuda",
+        "--kernel",
+        file.to_str().ok_or("path")?,
+        "--size",
+        "96x64",
+        "--validate",
+    ])?;
+    let result = (|| -> Outcome {
+        let id = x.window_id()?;
+        x.title_when(&id, 30, "the kernel", |t| t.contains("pointer.cu v1"))?;
+        let grab = dir.join("grab.xwd");
+        let capture = || -> Result<Capture, String> {
+            x.cmd("xwd", &["-id", &id, "-silent", "-out", grab.to_str().ok_or("path")?])?;
+            parse_xwd(&std::fs::read(&grab).map_err(|e| e.to_string())?)
+        };
+        // A window inside the screen (the default is wider than Xvfb's): odd sides.
+        x.cmd("xdotool", &["windowsize", &id, "561", "401"])?;
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+        let first = loop {
+            let cap = capture()?;
+            if (cap.width, cap.height) == (561, 401) {
+                break cap;
+            }
+            if std::time::Instant::now() > deadline {
+                return Err(format!("the window is {}x{}, not 561x401, after 15 s", cap.width, cap.height));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(100));
+        };
+        // The frame's place in the window (letterboxed, as the viewer draws it).
+        let (ww, wh) = (f64::from(first.width), f64::from(first.height));
+        let scale = (ww / 96.0).min(wh / 64.0);
+        let (bw, bh) = ((96.0 * scale).round(), (64.0 * scale).round());
+        let (ox, oy) = (((ww - bw) / 2.0).floor(), ((wh - bh) / 2.0).floor());
+        for (u, v, button) in [(0.25, 0.75, false), (0.8, 0.3, true), (0.8, 0.3, false)] {
+            let (px, py) = (ox + u * bw, oy + v * bh);
+            x.cmd("xdotool", &["mousemove", "--window", &id, &format!("{px:.0}"), &format!("{py:.0}")])?;
+            x.cmd("xdotool", &[if button { "mousedown" } else { "mouseup" }, "1"])?;
+            // The kernel's colour for that pixel: column and row of the frame pixel, at its centre.
+            let (fx, fy) = (((px.round() - ox) / bw * 96.0).floor(), ((py.round() - oy) / bh * 64.0).floor());
+            let want = [
+                ((fx + 0.5) * 255.0 / 96.0) as u8,
+                ((fy + 0.5) * 255.0 / 64.0) as u8,
+                if button { 100 } else { 0 },
+            ];
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(15);
+            loop {
+                let cap = capture()?;
+                let mid = cap.rgb[(cap.height / 2 * cap.width + cap.width / 2) as usize];
+                if mid.iter().zip(want).all(|(a, b)| a.abs_diff(b) <= 6) {
+                    break;
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(format!("pointer at ({px:.0}, {py:.0}), button {button}: the window shows {mid:?}, not {want:?}"));
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        // Esc until the window is gone (a key sent before the window has focus is lost).
+        for _ in 0..5 {
+            // Either fails once the window is gone, which is what the loop waits for.
+            let _ = x.cmd("xdotool", &["windowfocus", "--sync", &id]);
+            let _ = x.cmd("xdotool", &["key", "Escape"]);
+            for _ in 0..20 {
+                if x.cmd("xdotool", &["getwindowname", &id]).is_err() {
+                    return Ok(());
+                }
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+        }
+        Err("Esc did not close the window".into())
+    })();
+    let o = wait_bounded(child, 30)?;
+    let (stdout, stderr) = text(&o);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    let _ = std::fs::remove_dir_all(&dir);
+    ended_cleanly(&o, Ok(()), &["validation: 0 errors, 0 warnings"])
+}
+
+/// How a stalled viewer is ended.
+#[derive(Clone, Copy, Debug)]
+pub enum End {
+    /// Esc in the window.
+    Escape,
+    /// SIGINT.
+    Sigint,
+    /// Nothing: the viewer gives up by itself.
+    GiveUp,
+}
+
+/// A frame that never comes (`stall`: the arguments that make one, an
+/// injected producer stall or a kernel that does not end): the viewer says
+/// so, keeps its window alive (the title's count of seconds goes on), and
+/// `end` ends it promptly: Esc and SIGINT within 5 s, or the viewer itself
+/// at its 10 s limit. Exit 1, one error line with `needle`, no validation
+/// message, no panic.
+pub fn window_stall_test(mode: &[&str], stall: &[&str], end: End, needle: &str) -> Outcome {
+    let x = Xvfb::start()?;
+    let mut child = x.viewer(&[mode, stall, &["--validate", "--size", "96x64"]].concat())?;
+    let result = (|| -> Result<std::time::Instant, String> {
+        let id = x.window_id()?;
+        x.title_when(&id, 60, "the stall notice", |t| t.contains("not finished after 2 s"))?;
+        // The event loop runs while the frame is stuck: the title keeps counting.
+        x.title_when(&id, 10, "a later title", |t| t.contains("not finished after 3 s"))?;
+        let asked = std::time::Instant::now();
+        match end {
+            // A key sent before the window has focus is lost: press until the viewer ends.
+            End::Escape => {
+                for _ in 0..5 {
+                    // Either fails once the window is gone: the viewer's end is checked below.
+                    let _ = x.cmd("xdotool", &["windowfocus", "--sync", &id]);
+                    let _ = x.cmd("xdotool", &["key", "Escape"]);
+                    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(1);
+                    while std::time::Instant::now() < deadline {
+                        if child.try_wait().map_err(|e| e.to_string())?.is_some() {
+                            return Ok(asked);
+                        }
+                        std::thread::sleep(std::time::Duration::from_millis(20));
+                    }
+                }
+            }
+            End::Sigint => send_signal(child.id(), "INT")?,
+            End::GiveUp => {}
+        }
+        Ok(asked)
+    })();
+    let o = wait_bounded(child, 40)?;
+    let (stdout, stderr) = text(&o);
+    let asked = result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    let (took, limit) = (asked.elapsed(), std::time::Duration::from_secs(end.prompt()));
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vkcuda: error")).collect();
+    let notice = stderr.contains("has not finished after 2s (a kernel that does not end?)");
+    if o.status.code() != Some(1)
+        || took > limit
+        || errors.len() != 1
+        || !errors[0].contains(needle)
+        || !notice
+        || stderr.contains("panicked")
+        || stderr.contains("validation error")
+        || stderr.contains("validation warning")
+    {
+        return Err(format!(
+            "{end:?}: exit {:?} {took:.1?} after, expected 1 within {limit:?} and one error with '{needle}'\n\
+             {stdout}{stderr}",
+            o.status.code()
+        ));
+    }
+    Ok(())
+}
+
+impl End {
+    /// How soon after the end was asked for (3 s into the stall) the viewer must have ended.
+    fn prompt(self) -> u64 {
+        match self {
+            End::Escape | End::Sigint => 5,
+            End::GiveUp => 15,
+        }
+    }
+
+    fn name(self) -> &'static str {
+        match self {
+            End::Escape => "ended_by_esc",
+            End::Sigint => "ended_by_sigint",
+            End::GiveUp => "given_up",
+        }
+    }
+}
+
+/// The stall tests: a host producer that stops (any Vulkan device), and a
+/// CUDA kernel that never ends (NVIDIA), each ended by Esc, SIGINT and the
+/// viewer's own limit; and a kernel that faults.
+fn register_stalls(tests: &mut Tests) {
+    let gives_up = "did not finish in 10s (a kernel that does not end?)";
+    for end in [End::Escape, End::Sigint, End::GiveUp] {
+        let needle = match end {
+            End::GiveUp => gives_up,
+            _ => "injected producer stall at frame 5",
+        };
+        for (name, mode) in
+            [("", &["--producer", "cpu"][..]), ("cpu_present_", &["--producer", "cpu", "--present", "cpu"])]
+        {
+            tests.push(gated(
+                &format!("{name}window_producer_stall_{}", end.name()),
+                no_x_tools,
+                move || window_stall_test(mode, &["--inject", "producer-stall@5"], end, needle),
+            ));
+        }
+        let needle = match end {
+            End::GiveUp => gives_up,
+            _ => "a kernel is still running on the CUDA stream (the run gave up on it",
+        };
+        tests.push(gated(
+            &format!("cuda_window_endless_kernel_{}", end.name()),
+            || no_nvidia().or_else(no_x_tools),
+            move || {
+                window_stall_test(
+                    &["--producer", "cuda"],
+                    &["--kernel", "tests/kernels/endless.cu"],
+                    end,
+                    needle,
+                )
+            },
+        ));
+    }
+    tests.push(gated("cuda_window_faulting_kernel", || no_nvidia().or_else(no_x_tools), window_fault_test));
+}
+
+/// A kernel that faults on its first frame: the viewer quits with one line
+/// naming CUDA's error, exit 1, no validation message.
+fn window_fault_test() -> Outcome {
+    let x = Xvfb::start()?;
+    let child = x.viewer(&[
+        "--producer",
+        "cuda",
+        "--kernel",
+        "tests/kernels/trap.cu",
+        "--validate",
+        "--size",
+        "96x64",
+    ])?;
+    let o = wait_bounded(child, 60)?;
+    let (stdout, stderr) = text(&o);
+    let errors: Vec<&str> = stderr.lines().filter(|l| l.starts_with("vkcuda: error")).collect();
+    if o.status.code() != Some(1)
+        || errors.len() != 1
+        || !errors[0].contains("CUDA_ERROR_")
+        || stderr.contains("panicked")
+        || stderr.contains("validation error")
+        || stderr.contains("validation warning")
+    {
+        return Err(format!(
+            "exit {:?}, expected 1 and one error naming CUDA's\n{stdout}{stderr}",
+            o.status.code()
+        ));
+    }
     Ok(())
 }
 
@@ -600,6 +856,12 @@ pub fn register(tests: &mut Tests) {
         "cuda_window_kernel_hot_reload",
         || no_nvidia().or_else(no_x_tools),
         move || kernel_hot_reload_test(&["--producer", "cuda"]),
+    ));
+    register_stalls(tests);
+    tests.push(gated(
+        "cuda_window_kernel_sees_the_pointer",
+        || no_nvidia().or_else(no_x_tools),
+        kernel_pointer_test,
     ));
     type Test = fn(&[&str]) -> Outcome;
     let kinds: [(&str, Test); 4] = [

@@ -31,7 +31,9 @@ pub fn svg(report: &Report) -> String {
             queues.push(r.queue);
         }
     }
-    for (queue, load) in queues.iter().flat_map(|q| [(*q, Load::Cheap), (*q, Load::Balanced)]) {
+    for (queue, load) in
+        queues.iter().flat_map(|q| [(*q, Load::Cheap), (*q, Load::Balanced), (*q, Load::Kernel)])
+    {
         let rows: Vec<_> = report.rows.iter().filter(|r| r.load == load && r.queue == queue).collect();
         if rows.is_empty() {
             continue;
@@ -41,6 +43,7 @@ pub fn svg(report: &Report) -> String {
         let title = match load {
             Load::Cheap => format!("{queue} queue, cheap load (gradient, one copy): the pattern's own cost"),
             Load::Balanced => format!("{queue} queue, balanced load (CUDA time ≈ Vulkan time ≈ 0.5 ms)"),
+            Load::Kernel => format!("{queue} queue, your kernel, one copy"),
         };
         let _ = writeln!(
             body,
@@ -63,6 +66,7 @@ pub fn svg(report: &Report) -> String {
             let label = match load {
                 Load::Balanced => format!("{} ({} it, {} copies)", r.variant, r.cost, r.copies),
                 Load::Cheap => r.variant.to_string(),
+                Load::Kernel => format!("{} ({})", r.variant, r.scene),
             };
             let _ = writeln!(
                 body,

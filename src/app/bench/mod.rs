@@ -45,8 +45,11 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
     let mut about = None;
     let frames: Vec<(Format, Layout)> =
         bench.formats.iter().flat_map(|f| bench.layouts.iter().map(move |l| (*f, *l))).collect();
-    let total =
-        bench.queues.len() * bench.sizes.len() * bench.loads.len() * bench.variants.len() * frames.len();
+    let mut loads = bench.loads.clone();
+    if args.kernel.is_some() && !loads.contains(&Load::Kernel) {
+        loads.push(Load::Kernel);
+    }
+    let total = bench.queues.len() * bench.sizes.len() * loads.len() * bench.variants.len() * frames.len();
     for queue in &bench.queues {
         // One device per queue kind, one at a time, on the same GPU.
         let mut args = args.clone();
@@ -65,9 +68,9 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
             )
         });
         for size in &bench.sizes {
-            for load in &bench.loads {
+            for load in &loads {
                 let balance = match load {
-                    Load::Cheap => Balance { copies: 1, cost: 1 },
+                    Load::Cheap | Load::Kernel => Balance { copies: 1, cost: 1 },
                     Load::Balanced => balance(&gpu, args, *size, &caught)?,
                 };
                 for variant in &bench.variants {
@@ -129,12 +132,17 @@ fn run_variant(
     args: &Args,
     bench: &BenchArgs,
     (variant, size, load, balance): (Variant, Size, Load, Balance),
-    caught: &AtomicUsize,
+    caught: &Arc<AtomicUsize>,
 ) -> Result<Row> {
-    let kind = if load == Load::Cheap { SceneKind::Gradient } else { SceneKind::Julia };
+    let kind = if load == Load::Balanced { SceneKind::Julia } else { SceneKind::Gradient };
     let scene = Scene { kind, width: size.width, height: size.height, cost: balance.cost };
     let mut args = args.clone();
     args.consume_copies = balance.copies;
+    // Your kernel is the kernel load; every other load runs the built-in scene.
+    if load != Load::Kernel {
+        args.kernel = None;
+    }
+    let kernel = args.kernel.clone();
     let args = &args;
     let mut row = Row {
         variant,
@@ -143,7 +151,12 @@ fn run_variant(
         layout: args.layout,
         size: size.to_string(),
         load,
-        scene: scene.kind.to_string(),
+        scene: match &kernel {
+            Some(file) => {
+                file.file_name().map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into())
+            }
+            None => scene.kind.to_string(),
+        },
         cost: balance.cost,
         copies: balance.copies,
         skipped: None,
@@ -163,6 +176,10 @@ fn run_variant(
     }
     if variant.needs_cuda() && gpu.cuda.is_none() {
         row.skipped = Some("no CUDA device".into());
+        return Ok(row);
+    }
+    if kernel.is_some() && !matches!(variant, Variant::Interop { .. } | Variant::Draw { .. }) {
+        row.skipped = Some("your kernel runs on vkcuda's CUDA producer (split-N, shared-N, draw-N)".into());
         return Ok(row);
     }
     if matches!(variant, Variant::Draw { .. }) && args.queue_kind() != QueueKind::Graphics {
@@ -205,7 +222,7 @@ fn measure(
     variant: Variant,
     scene: Scene,
     span: Span,
-    caught: &AtomicUsize,
+    caught: &Arc<AtomicUsize>,
 ) -> Result<Summary> {
     let mut args = args.clone();
     apply(variant, &mut args);
@@ -249,7 +266,7 @@ pub struct Balance {
 /// so `cost` makes the kernel (or, without CUDA, the CPU render) take as long
 /// as that consume step. Deep pipelining (3 images) keeps the two sides from
 /// waiting for each other while they are measured.
-fn balance(gpu: &Gpu, args: &Args, size: Size, caught: &AtomicUsize) -> Result<Balance> {
+fn balance(gpu: &Gpu, args: &Args, size: Size, caught: &Arc<AtomicUsize>) -> Result<Balance> {
     let variant = match gpu.cuda {
         Some(_) => Variant::Interop { sync: SyncScheme::Split, buffers: 3 },
         None => Variant::Cpu,
@@ -263,6 +280,7 @@ fn balance(gpu: &Gpu, args: &Args, size: Size, caught: &AtomicUsize) -> Result<B
         let scene = Scene { kind, width: size.width, height: size.height, cost };
         let mut args = args.clone();
         args.consume_copies = 1;
+        args.kernel = None;
         measure(gpu, &args, variant, scene, span, caught)
     };
     let us = |d: Option<Duration>| d.map_or(0.0, |d| d.as_secs_f64() * 1e6);

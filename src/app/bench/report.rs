@@ -130,11 +130,17 @@ pub enum Load {
     /// 0.5 ms, and julia's cost is calibrated so the kernel takes as long: what
     /// overlapping the two can buy.
     Balanced,
+    /// The `--kernel` file in place of the gradient, one copy.
+    Kernel,
 }
 
 impl fmt::Display for Load {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(if *self == Load::Cheap { "cheap" } else { "balanced" })
+        f.write_str(match self {
+            Load::Cheap => "cheap",
+            Load::Balanced => "balanced",
+            Load::Kernel => "kernel",
+        })
     }
 }
 
@@ -242,7 +248,7 @@ pub fn table(report: &Report) -> String {
     for r in &report.rows {
         let load = match r.load {
             Load::Balanced => format!("bal({}it,{}cp)", r.cost, r.copies),
-            Load::Cheap => "cheap".into(),
+            Load::Cheap | Load::Kernel => r.load.to_string(),
         };
         let frame = format!("{}/{}", r.format, r.layout);
         if let Some(why) = &r.skipped {

@@ -58,6 +58,7 @@ pub(crate) fn host_loop(
     while g < job.control.limit() {
         meter.frame(g, job.control.steady(g));
         job.inject.producer_panic(g);
+        job.inject.producer_stall(g, failed)?;
         let step = job.plan.producer(g);
         if let Some(w) = step.wait {
             timelines[w.timeline].wait(w.value, &failed)?;

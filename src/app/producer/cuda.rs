@@ -9,7 +9,7 @@ use std::time::Duration;
 use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
-use super::{FrameTiming, Job, Report};
+use super::{Control, FrameTiming, Job, Report};
 use crate::app::clock::{now_ns, CpuMeter};
 use crate::app::inject::Fault;
 use crate::app::kernels::{Out, SceneKernels};
@@ -23,15 +23,14 @@ use vkcuda::Format;
 
 /// Swaps the newest compiled version of the user's kernel in, if there is one.
 fn swap_new_version(user: &mut UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>, g: u64) {
-    let Some((ptx, changed)) = link.take() else { return };
-    match user.swap(ctx, ptx) {
+    let Some(compiled) = link.take() else { return };
+    match user.swap(ctx, compiled.program.clone()) {
         Ok(()) => {
-            link.running(&user.arch, link.version() + 1);
-            let after = changed.elapsed();
-            eprintln!(
-                "vkcuda: kernel v{} renders from frame {g}, {after:.0?} after the change",
-                link.version()
-            );
+            let version = link.version() + 1;
+            link.running(&user.arch, version);
+            link.swapped(&compiled, version, g);
+            let after = compiled.changed.elapsed();
+            eprintln!("vkcuda: kernel v{version} renders from frame {g}, {after:.0?} after the change");
         }
         Err(e) => eprintln!("vkcuda: the new kernel does not load ({e:#}): keeping the old"),
     }
@@ -120,12 +119,15 @@ impl CudaProducer {
                     let waited =
                         shared.timelines[w.timeline].wait(w.value, &|| control.failed() || stream_failed());
                     if let Err(e) = waited {
-                        // The stream's error is the cause, when there is one.
-                        self.frames.synchronize()?;
+                        // The stream's error is the cause, when there is one. A wait that
+                        // timed out already gave a busy stream its time.
+                        let timed_out = matches!(e, vkcuda::Error::TimedOut { .. });
+                        self.settle(control, timed_out)?;
                         return Err(e.into());
                     }
                 }
                 job.inject.producer_panic(g);
+                job.inject.producer_stall(g, || job.control.failed())?;
                 // GPU-side wait: the consumer released this image (frame g - N).
                 let target = self.frames.begin(g)?;
                 if let Some(t) = timer.start(g, &self.stream, &mut report)? {
@@ -143,7 +145,7 @@ impl CudaProducer {
                         let size = (spec.scene.width, spec.scene.height);
                         // The run's frame number (global with --shard): the animation's tick.
                         let index = u64::from(spec.tick);
-                        user.launch(&self.stream, out, size, index, clock.at(index))?
+                        user.launch(&self.stream, out, size, (index, clock.at(index), spec.pointer))?
                     }
                     None => self.kernels.launch(&self.stream, &spec.scene, &args, out)?,
                 }
@@ -156,7 +158,7 @@ impl CudaProducer {
                 g += 1;
                 job.control.set_produced(g);
             }
-            Ok(self.frames.synchronize()?)
+            self.settle(&job.control, false)
         })();
         report.cpu_per_frame = meter.per_frame(report.frames);
         if self.frames.stream_state() == StreamState::Busy {
@@ -164,14 +166,29 @@ impl CudaProducer {
             // would wait for it forever, so this thread leaves them to the driver, which
             // ends the kernel when the process exits.
             std::mem::forget(self);
+            let why = match (job.control.abandoned(), &result) {
+                (true, _) => "the run gave up on it".to_string(),
+                (false, Err(e)) => format!("{e:#}"),
+                (false, Ok(())) => format!("waited {WAIT_TIMEOUT:?} after the last frame"),
+            };
             anyhow::bail!(
-                "the CUDA stream is still running a kernel {WAIT_TIMEOUT:?} after it should have finished \
-                 (a kernel that does not end?): stopping without waiting for it"
+                "a kernel is still running on the CUDA stream ({why}; a kernel that does not end?): \
+                 stopping without waiting for it"
             );
         }
         result?;
         timer.finish(&mut report)?;
         Ok(report)
+    }
+
+    /// Waits (bounded) until the stream has finished; its error if it failed.
+    /// A stream still busy is not waited for again when the consumer gave up
+    /// on it, or when `waited` (this thread waited out the timeout already).
+    fn settle(&self, control: &Control, waited: bool) -> Result<()> {
+        if (waited || control.abandoned()) && self.frames.stream_state() == StreamState::Busy {
+            return Ok(());
+        }
+        Ok(self.frames.synchronize()?)
     }
 }
 

@@ -25,6 +25,7 @@ pub struct Control {
     render_ns: AtomicU64,
     steady_from: AtomicU64,
     failed: AtomicBool,
+    abandoned: AtomicBool,
 }
 
 impl Control {
@@ -36,6 +37,7 @@ impl Control {
             render_ns: AtomicU64::new(0),
             steady_from: AtomicU64::new(u64::MAX),
             failed: AtomicBool::new(false),
+            abandoned: AtomicBool::new(false),
         })
     }
 
@@ -88,6 +90,19 @@ impl Control {
     /// Whether a side failed.
     pub fn failed(&self) -> bool {
         self.failed.load(Ordering::Acquire)
+    }
+
+    /// The consumer gives up on a GPU that stopped making progress (a kernel
+    /// that does not end): the run fails, and the producer leaves a stream
+    /// that is still busy instead of waiting for it once more.
+    pub fn abandon(&self) {
+        self.abandoned.store(true, Ordering::Release);
+        self.fail();
+    }
+
+    /// Whether the consumer gave up on the GPU's progress.
+    pub fn abandoned(&self) -> bool {
+        self.abandoned.load(Ordering::Acquire)
     }
 }
 
