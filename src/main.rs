@@ -48,6 +48,9 @@ fn main() -> ExitCode {
         eprintln!("vkcuda: {e}");
         return ExitCode::from(exit::USAGE);
     }
+    if args.list_gpus {
+        return list_gpus(&args);
+    }
     match &args.command {
         Some(Command::Bench(bench)) => return run_bench(&args, bench),
         Some(Command::CheckKernel(check)) => return check_kernel(check),
@@ -56,6 +59,19 @@ fn main() -> ExitCode {
     let outcome = if args.headless { headless::run(&args) } else { app::viewer::run(&args) };
     match outcome {
         Ok(summary) => report(&args, &summary),
+        Err(e) => failure(&e),
+    }
+}
+
+/// `--list-gpus`: both orders, paired by UUID.
+fn list_gpus(args: &Args) -> ExitCode {
+    let listed = app::setup::vulkan_instance(false, &[])
+        .and_then(|instance| app::pairing::Pairing::new(&instance, args.producer));
+    match listed {
+        Ok(pairing) => {
+            print!("{}", pairing.table());
+            ExitCode::SUCCESS
+        }
         Err(e) => failure(&e),
     }
 }
@@ -132,6 +148,10 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         args.sync,
         args.buffers
     );
+    // --gpu all: the frames and rates above are the GPUs' sums.
+    for line in &s.gpus {
+        println!("  {line}");
+    }
     println!(
         "  median per frame: {} {}, Vulkan GPU {}, rendered → consumed {}",
         match s.producer {

@@ -194,6 +194,10 @@ pub struct Args {
     /// in the whole run, so the shards' folders merge into the unsharded run's.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
+    /// Set by `--gpu all` for each GPU's part of the run: the frames
+    /// `first..end` it renders (numbered in the whole run).
+    #[arg(skip)]
+    pub part: Option<(u64, u64)>,
     /// Size of the shared images, WIDTHxHEIGHT, or `window` to follow the window (viewer).
     #[arg(long, default_value = "1920x1080")]
     pub size: SizeArg,
@@ -238,10 +242,17 @@ pub struct Args {
     /// With --compare-to: the largest difference of a channel, in 8-bit levels, that still counts as equal.
     #[arg(long, default_value_t = 0, requires = "compare_to")]
     pub tolerance: u8,
-    /// Vulkan device to use: its index or a prefix of its UUID (see the error listing
-    /// when nothing matches). Default: the first Vulkan device that a CUDA device matches.
+    /// Vulkan device to use: its index or a prefix of its UUID (--list-gpus shows
+    /// them), or `all` (--headless): one interop per GPU that has a CUDA twin
+    /// (every device with --producer cpu), each rendering an equal, contiguous
+    /// part of the frames. Default: the first Vulkan device that a CUDA device matches.
     #[arg(long)]
     pub gpu: Option<String>,
+    /// Print the Vulkan devices and the CUDA devices, each in its own order
+    /// with its twin in the other's (paired by UUID: CUDA's order follows
+    /// CUDA_VISIBLE_DEVICES, Vulkan's does not), and exit.
+    #[arg(long)]
+    pub list_gpus: bool,
     /// Enable the Khronos validation layer with synchronization validation; any
     /// warning or error it reports fails the run (exit code 4).
     #[arg(long)]
@@ -483,6 +494,13 @@ impl Args {
                 return Err(UsageError(format!("--compare-to {}: no such folder", golden.display())));
             }
         }
+        let bench = matches!(self.command, Some(Command::Bench(_)));
+        if self.all_gpus() && !(self.headless || bench) {
+            return Err(UsageError(
+                "--gpu all runs one interop per GPU in a --headless run or vkcuda bench (the viewer uses one GPU)"
+                    .into(),
+            ));
+        }
         if self.shard.is_some() && !self.headless {
             return Err(UsageError("--shard splits a --headless run's frames".into()));
         }
@@ -507,11 +525,19 @@ impl Args {
 
     /// The frames this run renders, `first..end`, numbered in the whole run (`--shard`).
     pub fn frame_range(&self) -> (u64, u64) {
+        if let Some(part) = self.part {
+            return part;
+        }
         let all = self.all_frames();
         match self.shard {
             Some(s) => (s.first(all), s.first_of_next(all)),
             None => (0, all),
         }
+    }
+
+    /// `--gpu all`.
+    pub fn all_gpus(&self) -> bool {
+        self.gpu.as_deref().is_some_and(|g| g.eq_ignore_ascii_case("all"))
     }
 
     /// Frames of the whole run (all shards): `--frames`, else 600 headless and (practically) unbounded in a window.
@@ -557,6 +583,7 @@ impl Args {
     pub fn spec(&self) -> RunSpec {
         RunSpec {
             gpu: self.gpu.clone(),
+            announce: self.part.is_none(),
             producer: self.producer,
             sync: self.sync,
             buffers: self.buffers as usize,

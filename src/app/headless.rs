@@ -6,7 +6,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::app::cli::Args;
@@ -17,6 +17,7 @@ use crate::app::inject::Inject;
 use crate::app::kinds::{ConsumeKind, Handover, ProducerKind};
 pub use crate::app::measure::{Consumed, Span, SpanClock};
 use crate::app::outfile;
+use crate::app::pairing::Pairing;
 use crate::app::peers;
 use crate::app::present::offscreen::Offscreen;
 use crate::app::present::readback::{Readback, Shot};
@@ -25,15 +26,15 @@ use crate::app::scene::Scene;
 use crate::app::session::{Session, STALL};
 use crate::app::setup::{self, Gpu, MemoryNeed};
 use crate::app::sink::{PngSink, Reference, SinkReport};
-use crate::app::stats::{median, Samples};
+use crate::app::stats::{median, median_f64, Samples};
 use crate::app::UsageError;
 use vkcuda::types::Size;
 use vkcuda::vk::device::Queue;
-use vkcuda::vk::instance::ValidationCounts;
+use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, Layout};
 
 /// What a run measured.
-#[derive(Debug)]
+#[derive(Clone, Debug)]
 pub struct Summary {
     /// Frames consumed.
     pub frames: u64,
@@ -62,6 +63,10 @@ pub struct Summary {
     pub validation: ValidationCounts,
     /// The signal that stopped the run early, if any.
     pub interrupted: Option<i32>,
+    /// The Vulkan device it ran on (headless).
+    pub device: String,
+    /// `--gpu all`: a line per GPU.
+    pub gpus: Vec<String>,
 }
 
 /// A PNG pool writing into `dir`, [`png_workers`] threads.
@@ -69,9 +74,17 @@ pub fn png_sink(dir: &Path, reference: Reference) -> PngSink {
     PngSink::new(dir, png_workers(), reference, Inject::default())
 }
 
-/// PNG worker threads: one per spare core, at most 16.
+/// PNG worker threads of one interop: one per spare core, at most [`MAX_PNG_WORKERS`].
 pub fn png_workers() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1).clamp(1, 16)
+    spare_cores().clamp(1, MAX_PNG_WORKERS)
+}
+
+/// The most PNG writer threads one interop uses.
+const MAX_PNG_WORKERS: usize = 16;
+
+/// Cores besides the one the consumer thread keeps busy.
+fn spare_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1)
 }
 
 /// The frame and target sizes as the user gave them, for messages.
@@ -134,25 +147,148 @@ pub fn watch_signals() -> Result<Arc<AtomicUsize>> {
     Ok(caught)
 }
 
-/// Runs `--headless`.
+/// Runs `--headless`: on one GPU, or with `--gpu all` on each.
 pub fn run(args: &Args) -> Result<Summary> {
     if let Some(p) = &args.json {
         outfile::check_output(p, None)?;
     }
     let caught = watch_signals()?;
     let instance = setup::vulkan_instance(args.validate, &[])?;
-    let gpu = setup::open_gpu(&args.spec(), instance, Queue { kind: args.queue_kind(), present: None })?;
+    if args.all_gpus() {
+        return run_all(args, &instance, &caught);
+    }
+    let progress = progress_bar(args.frame_count());
+    let run = Run { workers: png_workers(), progress: &progress, out_ready: false };
+    run_on(args, &instance, &caught, run)
+}
+
+/// What a headless run on one GPU is given besides its arguments.
+struct Run<'a> {
+    /// PNG writer threads.
+    workers: usize,
+    progress: &'a ProgressBar,
+    /// `--out` was prepared already (`--gpu all`: once, for every GPU).
+    out_ready: bool,
+}
+
+/// `--gpu all`: one interop per GPU (own device, CUDA context, threads and
+/// PNG writers, the cores shared out), each on its own thread rendering an
+/// equal, contiguous part of the frames, numbered in the whole run, into the
+/// same `--out`; one summary, with a line per GPU.
+fn run_all(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> Result<Summary> {
+    let pairing = Pairing::new(instance, args.producer)?;
+    if let Some(line) = pairing.unpaired() {
+        eprintln!("vkcuda: {line}");
+    }
+    let gpus: Vec<usize> = pairing.all(args.producer).iter().map(|g| g.index).collect();
+    if gpus.is_empty() {
+        return Err(UsageError(format!(
+            "--gpu all: no GPU has a CUDA twin; devices:\n{}",
+            pairing.listing()
+        ))
+        .into());
+    }
+    let (first, end) = args.frame_range();
+    let n = gpus.len() as u64;
+    let parts: Vec<(usize, (u64, u64))> = gpus
+        .iter()
+        .enumerate()
+        .map(|(i, &g)| {
+            (g, (first + (end - first) * i as u64 / n, first + (end - first) * (i as u64 + 1) / n))
+        })
+        .filter(|(_, (a, b))| b > a)
+        .collect();
+    if args.dump_every > 0 {
+        prepare_out_dir(&args.out)?;
+    }
+    let bars = indicatif::MultiProgress::new();
+    // The PNG pool is sized for all the GPUs: the spare cores shared out, up to 16 per GPU.
+    let workers = (spare_cores() / parts.len()).clamp(1, MAX_PNG_WORKERS);
+    let results: Vec<(usize, (u64, u64), Result<Summary>)> = std::thread::scope(|scope| {
+        let threads: Vec<_> = parts
+            .iter()
+            .map(|&(gpu, part)| {
+                let mut sub = args.clone();
+                (sub.gpu, sub.part, sub.json) = (Some(gpu.to_string()), Some(part), None);
+                let progress = bars.add(progress_bar(part.1 - part.0));
+                scope.spawn(move || {
+                    let run = Run { workers, progress: &progress, out_ready: true };
+                    let summary = run_on(&sub, instance, caught, run);
+                    (gpu, part, summary)
+                })
+            })
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| {
+                t.join().unwrap_or_else(|_| (usize::MAX, (0, 0), Err(anyhow!("a GPU's thread panicked"))))
+            })
+            .collect()
+    });
+    combine(results)
+}
+
+/// One summary of the GPUs' runs, with a line per GPU; the first GPU's
+/// error, if one failed, after all of them ended.
+fn combine(results: Vec<(usize, (u64, u64), Result<Summary>)>) -> Result<Summary> {
+    let mut done = Vec::new();
+    for (gpu, part, result) in results {
+        done.push((gpu, part, result.with_context(|| format!("GPU {gpu}"))?));
+    }
+    let summaries: Vec<Summary> = done.iter().map(|(_, _, s)| s.clone()).collect();
+    let mut all = sum_of(&summaries)?;
+    for (gpu, (a, b), s) in &done {
+        all.gpus.push(format!(
+            "GPU {gpu}: frames {a}..{b}: {} frames, {:.1} fps, {} files, {}",
+            s.frames, s.fps, s.sink.written, s.device
+        ));
+    }
+    Ok(all)
+}
+
+/// Runs that ran at the same time on different GPUs as one: frames and
+/// frame rates add up, medians are the runs' median, the PNG reports merge.
+pub(crate) fn sum_of(runs: &[Summary]) -> Result<Summary> {
+    let mid = |f: &dyn Fn(&Summary) -> Option<Duration>| {
+        let v: Vec<f64> = runs.iter().filter_map(f).map(|d| d.as_secs_f64()).collect();
+        median_f64(&v).map(Duration::from_secs_f64)
+    };
+    let first = runs.first().ok_or_else(|| anyhow!("no GPU ran"))?;
+    let mut all = Summary {
+        frames: runs.iter().map(|s| s.frames).sum(),
+        fps: runs.iter().map(|s| s.fps).sum(),
+        producer_median: mid(&|s| s.producer_median),
+        vulkan_median: mid(&|s| s.vulkan_median),
+        latency_median: mid(&|s| s.latency_median),
+        producer_cpu: mid(&|s| s.producer_cpu),
+        consumer_cpu: mid(&|s| s.consumer_cpu),
+        footprint: None,
+        sink: SinkReport::default(),
+        gpus: Vec::new(),
+        ..first.clone()
+    };
+    for s in runs {
+        all.sink.merge(s.sink.clone());
+        all.interrupted = all.interrupted.or(s.interrupted);
+    }
+    Ok(all)
+}
+
+/// A headless run on the device `args` names.
+fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run: Run<'_>) -> Result<Summary> {
+    let gpu =
+        setup::open_gpu(&args.spec(), instance.clone(), Queue { kind: args.queue_kind(), present: None })?;
     let device = gpu.device.clone();
     let size = args.size_or(Size { width: 1920, height: 1080 });
     // Bad input first, so nothing is written when it is refused.
     setup::check_size(&gpu, size, "--size")?;
     setup::check_size(&gpu, args.target_or(size), "--target-size")?;
     let dumping = args.dump_every > 0;
-    let workers = png_workers();
+    let workers = run.workers;
     // One buffer per consumer frame slot (a peer pattern may keep up to 4 in flight).
     let slots = args.in_flight().max(peers::MAX_IN_FLIGHT);
     setup::check_memory(&gpu, memory_need(args, &gpu, size, slots + 2 * workers), &size_words(args, size))?;
-    let created = if dumping { prepare_out_dir(&args.out)? } else { false };
+    let created = if dumping && !run.out_ready { prepare_out_dir(&args.out)? } else { false };
 
     let scene = Scene { kind: args.scene, width: size.width, height: size.height, cost: args.cost };
     let director = Arc::new(Director::starting_at(scene, args.first_frame()));
@@ -176,9 +312,9 @@ pub fn run(args: &Args) -> Result<Summary> {
     )?;
     eprintln!("vkcuda: {}; {}", device.info, gpu.why);
 
-    let progress = progress_bar(args.frame_count());
+    let progress = run.progress;
     let span = Span::frames(args.frame_count());
-    let result = run_session(&gpu, args, (&director, size), &mut offscreen, span, (&caught, &progress));
+    let result = run_session(&gpu, args, (&director, size), &mut offscreen, span, (caught, progress));
     progress.finish_and_clear();
     let sink = offscreen.finish();
     if created && sink.written == 0 && result.is_err() {
@@ -189,7 +325,9 @@ pub fn run(args: &Args) -> Result<Summary> {
         anyhow::bail!("PNG writer: {e}");
     }
     let validation = device.validation();
-    Ok(summarize(consumed, report, sink, (producer, size), &validation, &caught))
+    let mut summary = summarize(consumed, report, sink, (producer, size), &validation, caught);
+    summary.device = device.info.to_string();
+    Ok(summary)
 }
 
 /// Whether `e` only says a wait gave up because the other side failed (the
@@ -334,6 +472,7 @@ pub fn summary_json(args: &Args, s: &Summary) -> serde_json::Value {
     serde_json::json!({
         "frames": s.frames,
         "fps": s.fps,
+        "gpus": s.gpus,
         "size": s.size.to_string(),
         "scene": args.scene.to_string(),
         "producer": s.producer,
@@ -405,5 +544,7 @@ pub(crate) fn summarize(
             0 => None,
             s => Some(s as i32),
         },
+        device: String::new(),
+        gpus: Vec::new(),
     }
 }

@@ -33,6 +33,7 @@ pub mod logger;
 pub mod measure;
 pub mod nvrtc;
 pub mod outfile;
+pub mod pairing;
 pub mod peers;
 pub mod present;
 pub mod producer;

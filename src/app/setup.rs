@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{bail, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
@@ -13,6 +13,7 @@ use crate::app::inject::Inject;
 use crate::app::kernels::{self, SceneKernels};
 use crate::app::kinds::Handover;
 use crate::app::kinds::ProducerKind;
+use crate::app::pairing::Pairing;
 use crate::app::producer::cpu::CpuProducer;
 use crate::app::producer::cuda::CudaProducer;
 use crate::app::producer::staging::StagingProducer;
@@ -24,7 +25,7 @@ use vkcuda::cuda::{self, CudaDevice};
 use vkcuda::interop::{check_export, SharedFrames};
 use vkcuda::sync::{FramePlan, SyncScheme};
 use vkcuda::types::{CudaSched, Size};
-use vkcuda::vk::device::{format_uuid, list_gpus, Device, GpuInfo, Queue};
+use vkcuda::vk::device::{Device, GpuInfo, Queue};
 use vkcuda::vk::frame::{image_barrier, record_image_barrier};
 use vkcuda::vk::instance::Instance;
 use vkcuda::vk::memory::Buffer;
@@ -36,6 +37,8 @@ use vkcuda::{Format, FrameDesc, Layout};
 pub struct RunSpec {
     /// Vulkan device: index or UUID prefix; `None`: the first one CUDA matches.
     pub gpu: Option<String>,
+    /// Say which NVIDIA devices CUDA cannot see (once per run: not for each GPU of `--gpu all`).
+    pub announce: bool,
     /// Who renders.
     pub producer: ProducerKind,
     /// The synchronization scheme.
@@ -91,41 +94,25 @@ pub fn vulkan_instance(validate: bool, extensions: &[&std::ffi::CStr]) -> Result
 
 /// Opens Vulkan, finds CUDA if wanted, and picks the device and producer.
 pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result<Gpu> {
-    let gpus = list_gpus(&instance)?;
-    if gpus.is_empty() {
+    let pairing = Pairing::new(&instance, args.producer)?;
+    if pairing.gpus.is_empty() {
         bail!(
             "no Vulkan device found: install a Vulkan driver (NVIDIA's, or Mesa's lavapipe: \
              apt install mesa-vulkan-drivers)"
         );
     }
-    let cuda_devices = match args.producer {
-        ProducerKind::Cpu => Err(anyhow!("--producer cpu")),
-        _ => cuda::load_driver().and_then(|()| cuda::list_devices()).map_err(anyhow::Error::from),
-    };
-    let listing = || {
-        let mut s: Vec<String> = gpus.iter().map(|g| format!("  {g}")).collect();
-        match &cuda_devices {
-            Ok(d) if d.is_empty() => s.push("  no CUDA device".into()),
-            Ok(d) => s.extend(d.iter().map(|c| format!("  {c}"))),
-            Err(e) => s.push(format!("  no CUDA device ({e:#})")),
+    if args.announce {
+        if let Some(line) = pairing.unpaired() {
+            eprintln!("vkcuda: {line}");
         }
-        s.join("\n")
-    };
-    let cuda_for =
-        |g: &GpuInfo| cuda_devices.as_ref().ok().and_then(|d| d.iter().find(|c| c.uuid == g.uuid)).cloned();
+    }
+    let cuda_devices = &pairing.cuda;
+    let gpus = &pairing.gpus;
+    let listing = || pairing.listing();
+    let cuda_for = |g: &GpuInfo| pairing.twin(g).cloned();
 
     let chosen: &GpuInfo = match &args.gpu {
-        Some(sel) => {
-            let sel_lc = sel.to_ascii_lowercase().replace('-', "");
-            gpus.iter()
-                .find(|g| sel.parse::<usize>().ok() == Some(g.index))
-                .or_else(|| {
-                    gpus.iter().find(|g| {
-                        !sel_lc.is_empty() && format_uuid(&g.uuid).replace('-', "").starts_with(&sel_lc)
-                    })
-                })
-                .ok_or_else(|| UsageError(format!("--gpu {sel} names no device; devices:\n{}", listing())))?
-        }
+        Some(sel) => pairing.select(sel)?,
         None => match args.producer {
             ProducerKind::Cpu => &gpus[0],
             _ => gpus.iter().find(|g| cuda_for(g).is_some()).unwrap_or(&gpus[0]),
@@ -147,8 +134,8 @@ pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result
             )
         }
         (_, None) => {
-            let reason = match &cuda_devices {
-                Err(e) => format!("{e:#}"),
+            let reason = match cuda_devices {
+                Err(e) => e.clone(),
                 Ok(_) => format!("no CUDA device has the UUID of {chosen}"),
             };
             (None, format!("cpu producer: {reason}"))

@@ -14,6 +14,7 @@ mod common;
 
 mod bad_input;
 mod bench;
+mod gpus;
 mod headless;
 mod kernels;
 mod shard;
@@ -34,6 +35,7 @@ fn main() {
     bad_input::register(&mut tests);
     kernels::register(&mut tests);
     shard::register(&mut tests);
+    gpus::register(&mut tests);
 
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for (name, test) in &tests {

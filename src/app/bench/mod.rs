@@ -19,17 +19,20 @@ pub use report::{headline, table, utc_date, Load, Report, Row, Variant};
 
 use crate::app::cli::{Args, BenchArgs};
 use crate::app::director::Director;
-use crate::app::headless::{run_session, summarize, watch_signals, Span, Summary};
+use crate::app::headless::{run_session, sum_of, summarize, watch_signals, Span, Summary};
 use crate::app::kinds::{ConsumeKind, ProducerKind};
 use crate::app::outfile::{check_output, write_atomically};
+use crate::app::pairing::Pairing;
 use crate::app::present::offscreen::Offscreen;
 use crate::app::scene::{Scene, SceneKind};
 use crate::app::setup::{self, Gpu};
 use crate::app::sink::SinkReport;
 use crate::app::stats::median_f64;
+use crate::app::UsageError;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{QueueKind, Size};
 use vkcuda::vk::device::Queue;
+use vkcuda::vk::instance::Instance;
 use vkcuda::{Format, Layout};
 
 /// Runs `vkcuda bench`.
@@ -55,14 +58,18 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
         let mut args = args.clone();
         args.queue = Some(*queue);
         let args = &args;
-        let gpu = setup::open_gpu(&args.spec(), instance.clone(), Queue { kind: *queue, present: None })?;
-        for size in &bench.sizes {
-            setup::check_size(&gpu, *size, "--sizes")?;
+        let gpus = open_gpus(args, &instance, *queue)?;
+        for gpu in &gpus {
+            for size in &bench.sizes {
+                setup::check_size(gpu, *size, "--sizes")?;
+            }
+            eprintln!("vkcuda: {}, {queue:?} queue; {}", gpu.device.info, gpu.why);
         }
-        eprintln!("vkcuda: {}, {queue:?} queue; {}", gpu.device.info, gpu.why);
+        let gpu = &gpus[0];
         about.get_or_insert_with(|| {
+            let name = gpu.device.info.name.clone();
             (
-                gpu.device.info.name.clone(),
+                if gpus.len() > 1 { format!("{} GPUs: {name}", gpus.len()) } else { name },
                 gpu.device.info.driver.trim().to_string(),
                 gpu.cuda.as_ref().and_then(|_| vkcuda::cuda::driver_version().ok()),
             )
@@ -71,14 +78,14 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
             for load in &loads {
                 let balance = match load {
                     Load::Cheap | Load::Kernel => Balance { copies: 1, cost: 1 },
-                    Load::Balanced => balance(&gpu, args, *size, &caught)?,
+                    Load::Balanced => balance(gpu, args, *size, &caught)?,
                 };
                 for variant in &bench.variants {
                     for &(format, layout) in &frames {
                         let mut args = args.clone();
                         (args.format, args.layout) = (format, layout);
                         let row =
-                            run_variant(&gpu, &args, bench, (*variant, *size, *load, balance), &caught)?;
+                            run_variant(&gpus, &args, bench, (*variant, *size, *load, balance), &caught)?;
                         if caught.load(Ordering::Relaxed) != 0 {
                             bail!(Interrupted(caught.load(Ordering::Relaxed) as i32));
                         }
@@ -126,14 +133,42 @@ impl fmt::Display for Interrupted {
 
 impl std::error::Error for Interrupted {}
 
-/// Runs one variant `--repeats` times and takes the medians.
+/// The bench's devices: the one `--gpu` names, or with `--gpu all` every GPU
+/// with a CUDA twin (every device with `--producer cpu`).
+fn open_gpus(args: &Args, instance: &Arc<Instance>, queue: QueueKind) -> Result<Vec<Gpu>> {
+    let queue = || Queue { kind: queue, present: None };
+    if !args.all_gpus() {
+        return Ok(vec![setup::open_gpu(&args.spec(), instance.clone(), queue())?]);
+    }
+    let pairing = Pairing::new(instance, args.producer)?;
+    if let Some(line) = pairing.unpaired() {
+        eprintln!("vkcuda: {line}");
+    }
+    let mut gpus = Vec::new();
+    for g in pairing.all(args.producer) {
+        let mut spec = args.spec();
+        (spec.gpu, spec.announce) = (Some(g.index.to_string()), false);
+        gpus.push(setup::open_gpu(&spec, instance.clone(), queue())?);
+    }
+    match gpus.is_empty() {
+        true => {
+            Err(UsageError(format!("--gpu all: no GPU has a CUDA twin; devices:\n{}", pairing.listing()))
+                .into())
+        }
+        false => Ok(gpus),
+    }
+}
+
+/// Runs one variant `--repeats` times and takes the medians; with several
+/// GPUs, each repeat runs the variant on all of them at once.
 fn run_variant(
-    gpu: &Gpu,
+    gpus: &[Gpu],
     args: &Args,
     bench: &BenchArgs,
     (variant, size, load, balance): (Variant, Size, Load, Balance),
     caught: &Arc<AtomicUsize>,
 ) -> Result<Row> {
+    let gpu = &gpus[0];
     let kind = if load == Load::Balanced { SceneKind::Julia } else { SceneKind::Gradient };
     let scene = Scene { kind, width: size.width, height: size.height, cost: balance.cost };
     let mut args = args.clone();
@@ -196,7 +231,7 @@ fn run_variant(
         if caught.load(Ordering::Relaxed) != 0 {
             break;
         }
-        runs.push(measure(gpu, args, variant, scene, span, caught)?);
+        runs.push(measure_all(gpus, args, variant, scene, span, caught)?);
     }
     let med = |f: &dyn Fn(&Summary) -> Option<Duration>| {
         let v: Vec<f64> = runs.iter().filter_map(f).map(|d| d.as_secs_f64() * 1e6).collect();
@@ -213,6 +248,31 @@ fn run_variant(
     let busiest = row.producer_cpu_us.unwrap_or(0.0).max(row.consumer_cpu_us.unwrap_or(0.0));
     row.busiest_thread_core = row.us_per_frame.filter(|_| busiest > 0.0).map(|us| busiest / us);
     Ok(row)
+}
+
+/// One repeat on every GPU at once (a thread each): their frame rates add up.
+fn measure_all(
+    gpus: &[Gpu],
+    args: &Args,
+    variant: Variant,
+    scene: Scene,
+    span: Span,
+    caught: &Arc<AtomicUsize>,
+) -> Result<Summary> {
+    if let [gpu] = gpus {
+        return measure(gpu, args, variant, scene, span, caught);
+    }
+    let runs: Vec<Result<Summary>> = std::thread::scope(|scope| {
+        let threads: Vec<_> = gpus
+            .iter()
+            .map(|gpu| scope.spawn(move || measure(gpu, args, variant, scene, span, caught)))
+            .collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a GPU's thread panicked"))))
+            .collect()
+    });
+    sum_of(&runs.into_iter().collect::<Result<Vec<_>>>()?)
 }
 
 /// One repeat: a fresh session, warmed up, then run for the span.
