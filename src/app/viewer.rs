@@ -75,6 +75,15 @@ struct App {
 }
 
 impl App {
+    /// Acts on what a frame (or an event) said: go on, quit, or fail.
+    fn settle(&mut self, event_loop: &ActiveEventLoop, result: Result<bool>) {
+        match result {
+            Ok(true) => {}
+            Ok(false) => self.finish(event_loop, None),
+            Err(e) => self.finish(event_loop, Some(e)),
+        }
+    }
+
     /// Ends the run: on error, keep the first error (unless it only says a
     /// wait gave up because the producer failed: the producer's error is the
     /// cause); then shut the viewer down.
@@ -158,20 +167,24 @@ impl ApplicationHandler for App {
             }
             _ => Ok(true),
         };
-        match result {
-            Ok(true) => {}
-            Ok(false) => self.finish(event_loop, None),
-            Err(e) => self.finish(event_loop, Some(e)),
-        }
+        self.settle(event_loop, result);
     }
 
     fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
         event_loop.set_control_flow(ControlFlow::Wait);
-        if let Some(v) = &self.viewer {
-            // Minimized: request nothing, so the loop sleeps until the window changes.
-            if !v.minimized() {
-                v.window.request_redraw();
-            }
+        let caught = self.caught.load(Ordering::Relaxed) != 0;
+        let Some(v) = self.viewer.as_mut() else { return };
+        if !v.minimized() {
+            v.window.request_redraw();
+            return;
+        }
+        // Minimized: no redraws come, so the loop sleeps until the window changes; but it
+        // looks at signals and a pending quit (close, Esc) four times a second.
+        event_loop.set_control_flow(ControlFlow::WaitUntil(Instant::now() + Duration::from_millis(250)));
+        if caught || v.quit {
+            v.quit = true;
+            let result = v.frame();
+            self.settle(event_loop, result);
         }
     }
 }

@@ -50,6 +50,17 @@ pub fn bin() -> PathBuf {
     std::env::var_os("VKCUDA_BIN").map(PathBuf::from).unwrap_or_else(|| env!("CARGO_BIN_EXE_vkcuda").into())
 }
 
+/// Every file of `dir`, by name, with its bytes.
+pub fn files(dir: &Path) -> Result<std::collections::BTreeMap<String, Vec<u8>>, String> {
+    let mut all = std::collections::BTreeMap::new();
+    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
+        let e = e.map_err(|e| e.to_string())?;
+        let bytes = std::fs::read(e.path()).map_err(|e| e.to_string())?;
+        all.insert(e.file_name().to_string_lossy().into_owned(), bytes);
+    }
+    Ok(all)
+}
+
 pub fn tmp(name: &str) -> PathBuf {
     let d = std::env::temp_dir().join(format!("vkcuda-e2e-{}-{name}", std::process::id()));
     let _ = std::fs::remove_dir_all(&d);

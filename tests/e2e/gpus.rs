@@ -45,17 +45,6 @@ fn run_env(args: &[&str], env: &[(&str, &str)]) -> Output {
     Command::new(bin()).args(args).envs(env.iter().copied()).output().expect("cannot start vkcuda")
 }
 
-/// Every file of `dir`, by name, with its bytes.
-fn files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, String> {
-    let mut all = BTreeMap::new();
-    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let e = e.map_err(|e| e.to_string())?;
-        let bytes = std::fs::read(e.path()).map_err(|e| e.to_string())?;
-        all.insert(e.file_name().to_string_lossy().into_owned(), bytes);
-    }
-    Ok(all)
-}
-
 /// 9 verified, validated frames with `--gpu all` over two lavapipe devices:
 /// a line per device naming its part, and the files byte-equal to the same
 /// run on one device.

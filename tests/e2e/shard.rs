@@ -16,17 +16,6 @@ pub fn register(t: &mut Tests) {
     t.push(("shard_bad_input".into(), Box::new(|| pass(shard_bad_input()))));
 }
 
-/// Every file of `dir`, by name, with its bytes.
-fn files(dir: &Path) -> Result<BTreeMap<String, Vec<u8>>, String> {
-    let mut all = BTreeMap::new();
-    for e in std::fs::read_dir(dir).map_err(|e| format!("{}: {e}", dir.display()))? {
-        let e = e.map_err(|e| e.to_string())?;
-        let bytes = std::fs::read(e.path()).map_err(|e| e.to_string())?;
-        all.insert(e.file_name().to_string_lossy().into_owned(), bytes);
-    }
-    Ok(all)
-}
-
 fn shards_merge(frames: &str, n: u64, extra: &[&str]) -> Outcome {
     let single = tmp(&format!("shard-single-{frames}-{n}"));
     let base =
