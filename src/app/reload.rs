@@ -19,8 +19,34 @@ use notify::{RecursiveMode, Watcher};
 use crate::app::nvrtc::Program;
 use crate::app::userkernel::{compile_checked, KernelSpec};
 
-/// A save often arrives as several events (truncate, write, rename): one compile for all of them.
+/// A save often arrives as several events (truncate, write, rename): one
+/// compile for all of them, once none came for this long, or at once when
+/// one says the file is complete (closed after writing, or renamed into place).
 const SETTLE: Duration = Duration::from_millis(2);
+
+/// What the compile thread is told.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Trigger {
+    /// The file changed; more may follow.
+    Changed,
+    /// The file is complete: compile now.
+    Complete,
+    /// R: compile now, even if the sources did not change.
+    Reload,
+}
+
+/// How a watched file's event triggers a compile, if it does.
+fn trigger_of(kind: &notify::EventKind) -> Option<Trigger> {
+    use notify::event::{AccessKind, AccessMode, ModifyKind, RenameMode};
+    use notify::EventKind;
+    match kind {
+        EventKind::Access(AccessKind::Close(AccessMode::Write)) => Some(Trigger::Complete),
+        EventKind::Modify(ModifyKind::Name(RenameMode::To | RenameMode::Both)) => Some(Trigger::Complete),
+        // Reading the file, or its times and permissions changing, changes no source.
+        EventKind::Access(_) | EventKind::Modify(ModifyKind::Metadata(_)) => None,
+        _ => Some(Trigger::Changed),
+    }
+}
 
 /// What the producer and the compile thread share: new PTX one way, the
 /// device's architecture the other, and the version running.
@@ -132,7 +158,7 @@ pub struct Failure {
 /// The watcher and the compile thread (the viewer owns it; dropping it stops both).
 pub struct KernelReload {
     link: ReloadLink,
-    trigger: Option<Sender<()>>,
+    trigger: Option<Sender<Trigger>>,
     failure: Arc<Mutex<Option<Failure>>>,
     thread: Option<JoinHandle<()>>,
     /// Its callback holds a sender of the compile thread's channel.
@@ -143,8 +169,9 @@ impl KernelReload {
     /// Watches `spec`'s file and the files it includes.
     pub fn start(spec: &KernelSpec) -> Result<Self> {
         let link = ReloadLink::default();
-        let (trigger, triggered) = channel::<()>();
+        let (trigger, triggered) = channel::<Trigger>();
         let watched = Arc::new(Mutex::new(dependencies(&spec.file)));
+        let start = sources(&lock(&watched));
         let names = watched.clone();
         let tx = trigger.clone();
         let mut watcher = notify::recommended_watcher(move |event: notify::Result<notify::Event>| {
@@ -152,8 +179,8 @@ impl KernelReload {
             // The watched folders are canonical (as `dependencies` names the files), so an
             // event's path is the file's own.
             let ours = event.paths.iter().any(|p| lock(&names).contains(p));
-            if ours && !event.kind.is_access() {
-                let _ = tx.send(());
+            if let Some(t) = trigger_of(&event.kind).filter(|_| ours) {
+                let _ = tx.send(t);
             }
         })
         .context("watching the kernel file")?;
@@ -169,7 +196,7 @@ impl KernelReload {
             let (spec, link, failure) = (spec.clone(), link.clone(), failure.clone());
             std::thread::Builder::new()
                 .name("kernel-compile".into())
-                .spawn(move || compile_loop(&spec, &link, &failure, &triggered, &watched))
+                .spawn(move || compile_loop(&spec, &link, &failure, (&triggered, &watched), start))
                 .context("starting the kernel compile thread")?
         };
         Ok(Self { link, trigger: Some(trigger), failure, thread: Some(thread), watcher: Some(watcher) })
@@ -183,7 +210,7 @@ impl KernelReload {
     /// Compiles the file again now (the R key).
     pub fn reload(&self) {
         if let Some(t) = &self.trigger {
-            let _ = t.send(());
+            let _ = t.send(Trigger::Reload);
         }
     }
 
@@ -205,24 +232,45 @@ impl Drop for KernelReload {
     }
 }
 
-/// Compiles on every trigger (after [`SETTLE`] without another), for the
+/// Compiles on every trigger (at once when the file is complete, else after
+/// [`SETTLE`] without another), for the
 /// producer's architecture, and hands the PTX over or keeps the failure.
 fn compile_loop(
     spec: &KernelSpec,
     link: &ReloadLink,
     failure: &Mutex<Option<Failure>>,
-    triggered: &Receiver<()>,
-    watched: &Mutex<BTreeSet<PathBuf>>,
+    (triggered, watched): (&Receiver<Trigger>, &Mutex<BTreeSet<PathBuf>>),
+    start: Vec<String>,
 ) {
-    while triggered.recv().is_ok() {
+    // `compiled`: the sources last compiled (at first, as they were when the
+    // watch began): an event that changes nothing (a save's close arriving
+    // after its writes were compiled) compiles nothing.
+    let mut compiled = start;
+    let mut pending = None;
+    loop {
+        let first = match pending.take().map_or_else(|| triggered.recv(), Ok) {
+            Ok(t) => t,
+            Err(_) => return,
+        };
         let changed = Instant::now();
-        loop {
+        let mut forced = first == Trigger::Reload;
+        let mut complete = first != Trigger::Changed;
+        while !complete {
             match triggered.recv_timeout(SETTLE) {
-                Ok(()) => continue,
+                Ok(t) => (complete, forced) = (t != Trigger::Changed, forced || t == Trigger::Reload),
                 Err(RecvTimeoutError::Timeout) => break,
                 Err(RecvTimeoutError::Disconnected) => return,
             }
         }
+        // Events of this same save that are already queued need no compile of their own.
+        while let Ok(t) = triggered.try_recv() {
+            forced |= t == Trigger::Reload;
+        }
+        let now = sources(&dependencies(&spec.file));
+        if now == compiled && !forced {
+            continue;
+        }
+        compiled = now;
         // Before the producer has said its architecture, compile for a virtual one (PTX the driver JITs).
         let arch = link.arch().unwrap_or_else(|| "compute_75".into());
         let started = Instant::now();
@@ -246,7 +294,17 @@ fn compile_loop(
         }
         // The includes may have changed with the file.
         *lock(watched) = dependencies(&spec.file);
+        // What came during the compile is compiled next if it changed the sources; an R
+        // pressed while compiling is answered by this compile.
+        if triggered.try_iter().count() > 0 {
+            pending = Some(Trigger::Changed);
+        }
     }
+}
+
+/// The text of `files`, in order (unreadable ones as empty), to tell whether a save changed anything.
+fn sources(files: &BTreeSet<PathBuf>) -> Vec<String> {
+    files.iter().map(|f| std::fs::read_to_string(f).unwrap_or_default()).collect()
 }
 
 /// `file` and the files it includes with `#include "..."`, found next to the
@@ -333,6 +391,29 @@ mod tests {
         wait_for("R's PTX", || link.take());
         drop(reload); // ends the watcher and the compile thread (a hang here fails the test run)
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn a_complete_file_compiles_at_once() {
+        use notify::event::{
+            AccessKind, AccessMode, CreateKind, DataChange, MetadataKind, ModifyKind, RenameMode,
+        };
+        use notify::EventKind;
+        let closed = EventKind::Access(AccessKind::Close(AccessMode::Write));
+        let renamed = EventKind::Modify(ModifyKind::Name(RenameMode::To));
+        assert_eq!(
+            (trigger_of(&closed), trigger_of(&renamed)),
+            (Some(Trigger::Complete), Some(Trigger::Complete))
+        );
+        let written = EventKind::Modify(ModifyKind::Data(DataChange::Content));
+        let created = EventKind::Create(CreateKind::File);
+        assert_eq!(
+            (trigger_of(&written), trigger_of(&created)),
+            (Some(Trigger::Changed), Some(Trigger::Changed))
+        );
+        let read = EventKind::Access(AccessKind::Read);
+        let touched = EventKind::Modify(ModifyKind::Metadata(MetadataKind::WriteTime));
+        assert_eq!((trigger_of(&read), trigger_of(&touched)), (None, None));
     }
 
     #[test]
