@@ -23,10 +23,12 @@ pub fn register(t: &mut Tests) {
     t.push(gated("cuda_gpu_all_one_interop_per_gpu", fewer_than_two_nvidia, cuda_gpu_all));
 }
 
-/// Mesa's lavapipe ICD file, if installed.
+/// Mesa's lavapipe ICD file, if installed (`lvp_icd.x86_64.json` in Mesa 22, `lvp_icd.json` in 25).
 fn lavapipe_icd() -> Option<PathBuf> {
-    let icd = PathBuf::from("/usr/share/vulkan/icd.d/lvp_icd.x86_64.json");
-    icd.is_file().then_some(icd)
+    ["lvp_icd.x86_64.json", "lvp_icd.json"]
+        .iter()
+        .map(|name| PathBuf::from("/usr/share/vulkan/icd.d").join(name))
+        .find(|icd| icd.is_file())
 }
 
 fn no_lavapipe() -> Option<String> {
