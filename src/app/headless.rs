@@ -17,7 +17,7 @@ use crate::app::inject::Inject;
 use crate::app::kinds::{ConsumeKind, Handover, ProducerKind};
 pub use crate::app::measure::{Consumed, Span, SpanClock};
 use crate::app::outfile;
-use crate::app::pairing::Pairing;
+use crate::app::pairing;
 use crate::app::peers;
 use crate::app::present::offscreen::Offscreen;
 use crate::app::present::readback::{Readback, Shot};
@@ -176,18 +176,7 @@ struct Run<'a> {
 /// equal, contiguous part of the frames, numbered in the whole run, into the
 /// same `--out`; one summary, with a line per GPU.
 fn run_all(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> Result<Summary> {
-    let pairing = Pairing::new(instance, args.producer)?;
-    if let Some(line) = pairing.unpaired() {
-        eprintln!("vkcuda: {line}");
-    }
-    let gpus: Vec<usize> = pairing.all(args.producer).iter().map(|g| g.index).collect();
-    if gpus.is_empty() {
-        return Err(UsageError(format!(
-            "--gpu all: no GPU has a CUDA twin; devices:\n{}",
-            pairing.listing()
-        ))
-        .into());
-    }
+    let gpus = pairing::every_gpu(instance, args.producer)?;
     let (first, end) = args.frame_range();
     let n = gpus.len() as u64;
     let parts: Vec<(usize, (u64, u64))> = gpus

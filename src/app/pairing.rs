@@ -15,6 +15,21 @@ use vkcuda::cuda::{self, CudaDevice};
 use vkcuda::vk::device::{format_uuid, list_gpus, GpuInfo};
 use vkcuda::vk::instance::Instance;
 
+/// `--gpu all`: the Vulkan indices of the devices to run on ([`Pairing::all`]),
+/// after one line naming the NVIDIA devices CUDA cannot see.
+pub fn every_gpu(instance: &Instance, producer: ProducerKind) -> Result<Vec<usize>> {
+    let pairing = Pairing::new(instance, producer)?;
+    if let Some(line) = pairing.unpaired() {
+        eprintln!("vkcuda: {line}");
+    }
+    let gpus: Vec<usize> = pairing.all(producer).iter().map(|g| g.index).collect();
+    if gpus.is_empty() {
+        let why = format!("--gpu all: no GPU has a CUDA twin; devices:\n{}", pairing.listing());
+        return Err(UsageError(why).into());
+    }
+    Ok(gpus)
+}
+
 /// The Vulkan devices and the CUDA devices, each in its own order.
 pub struct Pairing {
     /// Vulkan's devices, in `vkEnumeratePhysicalDevices` order.

@@ -266,7 +266,8 @@ fn compile_loop(
         while let Ok(t) = triggered.try_recv() {
             forced |= t == Trigger::Reload;
         }
-        let now = sources(&dependencies(&spec.file));
+        let deps = dependencies(&spec.file);
+        let now = sources(&deps);
         if now == compiled && !forced {
             continue;
         }
@@ -293,7 +294,7 @@ fn compile_loop(
             }
         }
         // The includes may have changed with the file.
-        *lock(watched) = dependencies(&spec.file);
+        *lock(watched) = deps;
         // What came during the compile is compiled next if it changed the sources; an R
         // pressed while compiling is answered by this compile.
         if triggered.try_iter().count() > 0 {

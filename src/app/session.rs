@@ -55,8 +55,8 @@ pub struct Session {
     interrupt: Option<Arc<AtomicUsize>>,
 }
 
-/// A frame awaited this long is stuck, as far as a signal is concerned: the
-/// wait gives up instead of waiting out [`vkcuda::vk::WAIT_TIMEOUT`].
+/// A frame awaited this long is stuck: it is reported, and a signal (or the
+/// viewer's Esc) ends the wait instead of waiting out [`vkcuda::vk::WAIT_TIMEOUT`].
 pub const STALL: Duration = Duration::from_secs(2);
 
 /// What a stopped session leaves.
@@ -149,32 +149,32 @@ impl Session {
     /// has submitted it.
     pub fn held_up_by(&self, all: bool, produced: bool, within: Duration) -> Result<Option<u64>> {
         let g = self.next;
-        if produced || self.interop.staging.is_some() {
-            let until = Instant::now() + within;
-            while self.control.produced() <= g {
-                if Instant::now() >= until {
-                    return Ok(Some(g));
-                }
-                std::thread::sleep(Duration::from_micros(200));
-            }
+        if (produced || self.interop.staging.is_some()) && !self.produced_within(g, within) {
+            return Ok(Some(g));
         }
         self.frames.unfinished((!all).then_some(g), within)
+    }
+
+    /// Whether the producer has submitted frame `g`, polled for at most `within`.
+    fn produced_within(&self, g: u64, within: Duration) -> bool {
+        let until = Instant::now() + within;
+        loop {
+            if self.control.produced() > g {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+            std::thread::sleep(Duration::from_micros(50));
+        }
     }
 
     /// Waits (bounded) until the producer has submitted frame `g`: for CUDA,
     /// enqueued its "rendered" signal; for a host producer, returned from its
     /// `vkSignalSemaphore`.
     fn wait_produced(&self, g: u64) -> Result<()> {
-        let control = &self.control;
         bounded_wait(&|| format!("the producer to submit frame {g}"), &self.give_up(), |slice| {
-            let until = Instant::now() + slice;
-            while Instant::now() < until {
-                if control.produced() > g {
-                    return Ok(true);
-                }
-                std::thread::sleep(Duration::from_micros(50));
-            }
-            Ok(false)
+            Ok(self.produced_within(g, slice))
         })
     }
 

@@ -106,19 +106,15 @@ pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result
             eprintln!("vkcuda: {line}");
         }
     }
-    let cuda_devices = &pairing.cuda;
     let gpus = &pairing.gpus;
-    let listing = || pairing.listing();
-    let cuda_for = |g: &GpuInfo| pairing.twin(g).cloned();
-
     let chosen: &GpuInfo = match &args.gpu {
         Some(sel) => pairing.select(sel)?,
         None => match args.producer {
             ProducerKind::Cpu => &gpus[0],
-            _ => gpus.iter().find(|g| cuda_for(g).is_some()).unwrap_or(&gpus[0]),
+            _ => gpus.iter().find(|g| pairing.twin(g).is_some()).unwrap_or(&gpus[0]),
         },
     };
-    let matched = cuda_for(chosen);
+    let matched = pairing.twin(chosen).cloned();
     let (cuda, why) = match (args.producer, matched) {
         (ProducerKind::Cpu, _) => (None, "cpu producer: asked for with --producer cpu".to_string()),
         (_, Some(c)) => {
@@ -130,11 +126,11 @@ pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result
             bail!(
                 "--producer {}: no CUDA device has the UUID of {chosen}; devices:\n{}",
                 args.producer,
-                listing()
+                pairing.listing()
             )
         }
         (_, None) => {
-            let reason = match cuda_devices {
+            let reason = match &pairing.cuda {
                 Err(e) => e.clone(),
                 Ok(_) => format!("no CUDA device has the UUID of {chosen}"),
             };

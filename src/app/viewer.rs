@@ -7,7 +7,7 @@
 //! The event loop never blocks on the GPU: before a frame it only polls
 //! (briefly) whether the frame's slot is free, so Esc, the close button and
 //! signals are answered while a kernel runs long, and a frame held up for
-//! [`STALL_NOTICE`] is reported (a kernel that does not end); a quit then does
+//! [`STALL`] is reported (a kernel that does not end); a quit then does
 //! not wait for it, and after [`WAIT_TIMEOUT`] the viewer gives up by itself.
 //!
 //! One frame: pace the slot (its fence) → acquire a swapchain image (nothing
@@ -49,7 +49,7 @@ use crate::app::present::x11;
 use crate::app::producer::Report;
 use crate::app::reload::KernelReload;
 use crate::app::scene::{frame_pixel, Scene};
-use crate::app::session::{warmup_frames, Session, Stopped};
+use crate::app::session::{warmup_frames, Session, Stopped, STALL};
 use crate::app::setup::{self, Gpu};
 use crate::app::sink::SinkReport;
 use crate::app::stats::{median, micros, Samples};
@@ -234,12 +234,9 @@ struct Viewer {
 struct HeldUp {
     frame: u64,
     since: Instant,
-    /// Reported as stuck (after [`STALL_NOTICE`]).
+    /// Reported as stuck (after [`STALL`]).
     said: bool,
 }
-
-/// A frame held up this long is reported, and a quit no longer waits for it.
-const STALL_NOTICE: Duration = Duration::from_secs(2);
 
 /// How long one poll of the GPU may keep the event loop.
 const POLL: Duration = Duration::from_millis(10);
@@ -361,7 +358,7 @@ impl Viewer {
 
     /// Whether the next frame (with a rebuild or a quit pending, any
     /// submitted frame) is held up, polled for at most [`POLL`]; reports a
-    /// frame held up for [`STALL_NOTICE`], and fails after [`WAIT_TIMEOUT`].
+    /// frame held up for [`STALL`], and fails after [`WAIT_TIMEOUT`].
     fn held_up(&mut self) -> Result<bool> {
         let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
         if run.control.failed() {
@@ -384,10 +381,10 @@ impl Viewer {
                  without waiting for it"
             );
         }
-        if waited >= STALL_NOTICE && !held.said {
+        if waited >= STALL && !held.said {
             held.said = true;
             eprintln!(
-                "vkcuda: frame {frame} has not finished after {STALL_NOTICE:?} (a kernel that does not end?): \
+                "vkcuda: frame {frame} has not finished after {STALL:?} (a kernel that does not end?): \
                  Esc or Ctrl+C quits without waiting for it; the viewer gives up by itself after {WAIT_TIMEOUT:?}"
             );
         }
@@ -395,7 +392,7 @@ impl Viewer {
         Ok(true)
     }
 
-    /// Whether the viewer has waited [`STALL_NOTICE`] for a frame.
+    /// Whether the viewer has waited [`STALL`] for a frame.
     fn stuck(&self) -> bool {
         self.held.as_ref().is_some_and(|h| h.said)
     }

@@ -22,13 +22,12 @@ use crate::app::director::Director;
 use crate::app::headless::{run_session, sum_of, summarize, watch_signals, Span, Summary};
 use crate::app::kinds::{ConsumeKind, ProducerKind};
 use crate::app::outfile::{check_output, write_atomically};
-use crate::app::pairing::Pairing;
+use crate::app::pairing;
 use crate::app::present::offscreen::Offscreen;
 use crate::app::scene::{Scene, SceneKind};
 use crate::app::setup::{self, Gpu};
 use crate::app::sink::SinkReport;
 use crate::app::stats::median_f64;
-use crate::app::UsageError;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{QueueKind, Size};
 use vkcuda::vk::device::Queue;
@@ -140,23 +139,13 @@ fn open_gpus(args: &Args, instance: &Arc<Instance>, queue: QueueKind) -> Result<
     if !args.all_gpus() {
         return Ok(vec![setup::open_gpu(&args.spec(), instance.clone(), queue())?]);
     }
-    let pairing = Pairing::new(instance, args.producer)?;
-    if let Some(line) = pairing.unpaired() {
-        eprintln!("vkcuda: {line}");
-    }
     let mut gpus = Vec::new();
-    for g in pairing.all(args.producer) {
+    for index in pairing::every_gpu(instance, args.producer)? {
         let mut spec = args.spec();
-        (spec.gpu, spec.announce) = (Some(g.index.to_string()), false);
+        (spec.gpu, spec.announce) = (Some(index.to_string()), false);
         gpus.push(setup::open_gpu(&spec, instance.clone(), queue())?);
     }
-    match gpus.is_empty() {
-        true => {
-            Err(UsageError(format!("--gpu all: no GPU has a CUDA twin; devices:\n{}", pairing.listing()))
-                .into())
-        }
-        false => Ok(gpus),
-    }
+    Ok(gpus)
 }
 
 /// Runs one variant `--repeats` times and takes the medians; with several
