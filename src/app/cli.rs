@@ -7,7 +7,7 @@ use clap::{Parser, ValueEnum};
 
 use crate::app::bench::report::{Load, Variant};
 use crate::app::inject::{At, Inject};
-use crate::app::kinds::{ConsumeKind, Handover, PresentMode, PresentPath, ProducerKind};
+use crate::app::kinds::{ConsumeKind, Handover, Latency, PresentMode, PresentPath, ProducerKind};
 use crate::app::scene::SceneKind;
 use crate::app::setup::RunSpec;
 use crate::app::sink::Reference;
@@ -116,6 +116,13 @@ value_enum!(PresentPath {
     Vulkan = "vulkan": "A Vulkan swapchain of the window's surface",
     Cpu = "cpu": "Draw on the GPU, read back, and put the frame in the window from the CPU (softbuffer): \
         for displays the GPU cannot present to (Xvfb, VNC, X forwarding)",
+});
+
+value_enum!(Latency {
+    Low = "low": "The producer starts a frame once the one before is on screen: a saved kernel or \
+        the pointer shows within about two frames, at fewer frames per second",
+    Throughput = "throughput": "The producer starts a frame as soon as a shared image is free: \
+        render and display overlap (a change waits behind the frames already made)",
 });
 
 value_enum!(PresentMode {
@@ -293,6 +300,10 @@ pub struct Args {
     /// compositor's frame callback, which never comes while the window is hidden.
     #[arg(long, value_enum)]
     pub present_mode: Option<PresentMode>,
+    /// When the viewer's producer starts a frame. Default: low with --kernel
+    /// (hot reload), else throughput.
+    #[arg(long, value_enum)]
+    pub latency: Option<Latency>,
     /// Open the viewer's window fullscreen (on its monitor, without borders).
     #[arg(long)]
     pub fullscreen: bool,
@@ -412,6 +423,11 @@ impl Args {
         }
         if !self.offscreen() && self.queue.is_some_and(|q| q != QueueKind::Graphics) {
             return Err(UsageError("the viewer presents from a graphics queue: drop --queue".into()));
+        }
+        if self.latency.is_some() && self.offscreen() {
+            return Err(UsageError(
+                "--latency paces the viewer's producer to its screen: drop it (or --headless)".into(),
+            ));
         }
         if self.consume == ConsumeKind::Draw && !self.offscreen() {
             return Err(UsageError("--consume draw is for --headless (the viewer always draws)".into()));
@@ -563,6 +579,12 @@ impl Args {
         self.frames_in_flight.unwrap_or(self.buffers.max(3)) as usize
     }
 
+    /// Whether the viewer's producer is paced to the screen (`--latency`).
+    pub fn paced(&self) -> bool {
+        let low = self.latency.map_or(self.kernel.is_some(), |l| l == Latency::Low);
+        low && !self.offscreen()
+    }
+
     /// Whether no window is opened (`--headless` or `bench`).
     pub fn offscreen(&self) -> bool {
         self.headless || self.command.is_some()
@@ -591,6 +613,7 @@ impl Args {
             layout: self.layout,
             frames: self.frame_count(),
             in_flight: self.in_flight(),
+            paced: self.paced(),
             ptx_cache: self.ptx_cache.clone(),
             cuda_sched: self.cuda_sched,
             high_priority_stream: self.high_priority_stream,

@@ -144,6 +144,9 @@ pub struct Completed {
     /// When its commands finished, on the host's clock ([`crate::app::clock::now_ns`]),
     /// if the device can calibrate its timestamps.
     pub end_ns: Option<u64>,
+    /// When the consumer was done with it ([`Consume::completed`] had
+    /// returned: the CPU-present path had put it in the window).
+    pub consumed_at: std::time::Instant,
 }
 
 struct Slot {
@@ -492,11 +495,13 @@ impl FrameLoop {
         }
         .context("reading timestamps")?;
         consumer.completed(slot, frame)?;
+        let consumed_at = std::time::Instant::now();
         let ticks = stamps[1].saturating_sub(stamps[0]);
         Ok(Some(Completed {
             frame,
             gpu_time: self.device.timestamp_period().mul_f64(ticks as f64),
             end_ns: self.anchor.map(|a| a.host_ns(stamps[1])),
+            consumed_at,
         }))
     }
 }

@@ -80,6 +80,16 @@ pub enum PresentPath {
     Cpu,
 }
 
+/// When the viewer's producer starts a frame.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Latency {
+    /// Once the frame before is on screen: what a frame shows (a new kernel,
+    /// the pointer) is as new as it can be; render and display take turns.
+    Low,
+    /// As soon as a shared image is free: render and display overlap.
+    Throughput,
+}
+
 /// How a window presents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum PresentMode {

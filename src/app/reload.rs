@@ -64,6 +64,8 @@ pub struct Compiled {
     pub changed: Instant,
     /// How long NVRTC took.
     pub compile: Duration,
+    /// When it was handed over to the producer.
+    pub ready: Instant,
 }
 
 /// A version the producer swapped in, until the viewer shows its first frame.
@@ -77,6 +79,8 @@ pub struct Swapped {
     pub changed: Instant,
     /// How long NVRTC took.
     pub compile: Duration,
+    /// When it was handed over to the producer.
+    pub ready: Instant,
 }
 
 #[derive(Debug, Default)]
@@ -91,6 +95,20 @@ struct LinkInner {
     arch: Mutex<Option<String>>,
     /// The kernel version the producer runs: 1 for the file as it was at start.
     running: AtomicU64,
+    /// Called when a version is published: the producer's wake-up, while one runs.
+    waker: WakerSlot,
+}
+
+/// Tells the producer that a new version waits.
+pub type Waker = Box<dyn Fn() + Send>;
+
+#[derive(Default)]
+struct WakerSlot(Mutex<Option<Waker>>);
+
+impl std::fmt::Debug for WakerSlot {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("WakerSlot")
+    }
 }
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
@@ -105,8 +123,8 @@ impl ReloadLink {
 
     /// The producer: it swapped `compiled` in as version `version` from frame `frame` on.
     pub fn swapped(&self, compiled: &Compiled, version: u64, frame: u64) {
-        let (changed, compile) = (compiled.changed, compiled.compile);
-        *lock(&self.inner.swapped) = Some(Swapped { version, frame, changed, compile });
+        let (changed, compile, ready) = (compiled.changed, compiled.compile, compiled.ready);
+        *lock(&self.inner.swapped) = Some(Swapped { version, frame, changed, compile, ready });
     }
 
     /// The viewer, as it shows frame `frame`: the swap whose first frame
@@ -136,9 +154,17 @@ impl ReloadLink {
         self.inner.running.load(Ordering::Relaxed)
     }
 
+    /// The producer: `waker` is called when a new version waits (`None`: the producer ended).
+    pub fn on_publish(&self, waker: Option<Waker>) {
+        *lock(&self.inner.waker.0) = waker;
+    }
+
     fn publish(&self, compiled: Compiled) {
         *lock(&self.inner.last_good) = Some(compiled.program.clone());
         *lock(&self.inner.pending) = Some(compiled);
+        if let Some(wake) = lock(&self.inner.waker.0).as_ref() {
+            wake();
+        }
     }
 
     fn arch(&self) -> Option<String> {
@@ -279,7 +305,7 @@ fn compile_loop(
             Ok(program) => {
                 let compile = started.elapsed();
                 eprintln!("vkcuda: {} compiled in {compile:.0?}: swapping it in", spec.file.display());
-                link.publish(Compiled { program, changed, compile });
+                link.publish(Compiled { program, changed, compile, ready: Instant::now() });
                 *lock(failure) = None;
             }
             Err(e) => {

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
-use crate::app::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop};
+use crate::app::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop, Source};
 use crate::app::director::Director;
 use crate::app::inject::{Fault, Inject};
 use crate::app::producer::{Control, Job, Report};
@@ -50,6 +50,8 @@ pub struct Session {
     host_waits: bool,
     /// Test only: the faults to inject (signals, as frames are submitted).
     inject: Inject,
+    /// The producer is paced to the screen (`--latency low`).
+    paced: bool,
     /// A signal's number once one arrived: a wait for a frame held up for
     /// [`STALL`] then gives up ([`Session::interrupt_with`]).
     interrupt: Option<Arc<AtomicUsize>>,
@@ -70,6 +72,8 @@ pub struct Stopped {
     /// Frames consumed in all, including those a graceful stop consumed
     /// after the producer's stop point.
     pub consumed: u64,
+    /// Paced to the screen: the most frames the producer made beyond those on screen.
+    pub lead: Option<u64>,
 }
 
 impl Session {
@@ -85,6 +89,9 @@ impl Session {
         let mut frames = FrameLoop::new(gpu.device.clone(), spec.in_flight, staging, views)?;
         frames.fail_recording_at = spec.inject.first(Fault::ConsumerError);
         let control = Control::new(total);
+        if spec.paced {
+            control.pace_to_screen();
+        }
         let name = producer.name();
         let job =
             Job { plan, director: director.clone(), control: control.clone(), inject: spec.inject.clone() };
@@ -103,6 +110,7 @@ impl Session {
             cuda,
             host_waits,
             inject: spec.inject.clone(),
+            paced: spec.paced,
             interrupt: None,
         })
     }
@@ -137,7 +145,24 @@ impl Session {
     /// Waits until the slot of the next frame is free; see [`FrameLoop::pace`].
     pub fn pace(&mut self, consumer: &mut dyn Consume) -> Result<Option<Completed>> {
         let give_up = self.give_up();
-        self.frames.pace(self.next, consumer, &give_up)
+        self.frames.pace(self.next, &mut Showing { consumer, control: &self.control }, &give_up)
+    }
+
+    /// Retires the submitted frames that have finished (a consumer that shows
+    /// frames as they are consumed shows them now). Paced to the screen, the
+    /// producer waits for the last submitted frame to be on screen: this
+    /// waits up to `within` for it to finish first.
+    pub fn show_finished(&mut self, consumer: &mut dyn Consume, within: Duration) -> Result<Vec<Completed>> {
+        if self.control.paced() && self.next > 0 && self.control.shown() < self.next {
+            self.frames.unfinished(Some(self.next - 1), within)?;
+        }
+        self.frames.retire_finished(&mut Showing { consumer, control: &self.control })
+    }
+
+    /// Frame `g` is on screen although not yet consumed (a swapchain image
+    /// presented): paced to the screen, the producer may start frame g + 1.
+    pub fn shown(&self, g: u64) {
+        self.control.set_shown(g + 1);
     }
 
     /// Without blocking longer than `within`, the frame the next one is held
@@ -208,7 +233,8 @@ impl Session {
             self.wait_produced(g)?;
             self.interop.shared.timelines[w.timeline].wait(w.value, &give_up)?;
         }
-        let done = self.frames.submit(g, &self.interop.shared, consumer, extra, &give_up)?;
+        let showing = &mut Showing { consumer, control: &self.control };
+        let done = self.frames.submit(g, &self.interop.shared, showing, extra, &give_up)?;
         self.next += 1;
         Ok(done)
     }
@@ -216,7 +242,7 @@ impl Session {
     /// Waits for every submitted frame; see [`FrameLoop::drain`].
     pub fn drain(&mut self, consumer: &mut dyn Consume) -> Result<Vec<Completed>> {
         let control = self.control.clone();
-        self.frames.drain(consumer, &|| control.failed())
+        self.frames.drain(&mut Showing { consumer, control: &self.control }, &|| control.failed())
     }
 
     /// Ends the session after the frames consumed so far.
@@ -254,7 +280,13 @@ impl Session {
         let top =
             self.interop.shared.timelines.iter().map(|t| t.value()).collect::<vkcuda::Result<Vec<_>>>()?;
         let next_base = top.into_iter().max().unwrap_or(0) + 1;
-        Ok(Stopped { report, drained, next_base, consumed: self.next })
+        Ok(Stopped {
+            report,
+            drained,
+            next_base,
+            consumed: self.next,
+            lead: self.paced.then(|| self.control.lead()),
+        })
     }
 
     /// Consumes, on the GPU, every frame the producer makes until its thread
@@ -344,6 +376,44 @@ impl Drop for Session {
                 log::error!("{e:#}");
             }
         }
+    }
+}
+
+/// A consumer whose consumed frames count as on screen (the CPU-present
+/// path puts a frame in the window as it is consumed), for the producer's
+/// pacing ([`Control::await_turn`]).
+struct Showing<'a> {
+    consumer: &'a mut dyn Consume,
+    control: &'a Control,
+}
+
+impl Consume for Showing<'_> {
+    fn image_use(&self) -> (ash::vk::PipelineStageFlags2, ash::vk::AccessFlags2) {
+        self.consumer.image_use()
+    }
+
+    fn takes_buffers(&self) -> bool {
+        self.consumer.takes_buffers()
+    }
+
+    fn record(
+        &mut self,
+        cmd: ash::vk::CommandBuffer,
+        slot: usize,
+        frame: u64,
+        source: Source<'_>,
+    ) -> Result<()> {
+        self.consumer.record(cmd, slot, frame, source)
+    }
+
+    fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
+        self.consumer.completed(slot, frame)?;
+        self.control.set_shown(frame + 1);
+        Ok(())
+    }
+
+    fn standalone(&self) -> bool {
+        self.consumer.standalone()
     }
 }
 

@@ -53,6 +53,8 @@ pub struct RunSpec {
     pub frames: u64,
     /// Consumer command buffers in flight.
     pub in_flight: usize,
+    /// The producer starts frame g once frame g - 1 is on screen (`--latency low`).
+    pub paced: bool,
     /// Where compiled PTX is cached (`None`: the default folder).
     pub ptx_cache: Option<PathBuf>,
     /// How CUDA's host thread waits.

@@ -103,6 +103,12 @@ impl KernelClock {
     }
 }
 
+/// A version of the kernel, loaded, not yet running.
+pub struct Version {
+    module: Arc<CudaModule>,
+    function: CudaFunction,
+}
+
 /// A loaded user kernel.
 pub struct UserKernel {
     module: Arc<CudaModule>,
@@ -134,13 +140,17 @@ impl UserKernel {
         Ok(Self { module, function, spec: spec.clone(), retired: Vec::new(), arch })
     }
 
-    /// Swaps in a new version of the kernel (between frames: the stream's
-    /// earlier launches keep the old one).
-    pub fn swap(&mut self, ctx: &Arc<CudaContext>, program: Program) -> Result<()> {
+    /// Loads a new version of the kernel, to be swapped in by [`UserKernel::swap`].
+    pub fn load_version(&self, ctx: &Arc<CudaContext>, program: Program) -> Result<Version> {
         let (module, function) = Self::module(ctx, &self.spec.entry, program)?;
-        self.retired.push(std::mem::replace(&mut self.module, module));
-        self.function = function;
-        Ok(())
+        Ok(Version { module, function })
+    }
+
+    /// Swaps in a loaded version (between frames: the stream's earlier
+    /// launches keep the old one).
+    pub fn swap(&mut self, version: Version) {
+        self.retired.push(std::mem::replace(&mut self.module, version.module));
+        self.function = version.function;
     }
 
     /// Loads the machine code when there is some (a PTX of a compile for a

@@ -47,7 +47,7 @@ use crate::app::present::swapchain::SwapchainState;
 use crate::app::present::window::{Acquired, Presenter};
 use crate::app::present::x11;
 use crate::app::producer::Report;
-use crate::app::reload::KernelReload;
+use crate::app::reload::{KernelReload, Swapped};
 use crate::app::scene::{frame_pixel, Scene};
 use crate::app::session::{warmup_frames, Session, Stopped, STALL};
 use crate::app::setup::{self, Gpu};
@@ -215,6 +215,8 @@ struct Viewer {
     report: Report,
     sink: SinkReport,
     recent: VecDeque<Instant>,
+    /// When the frames of the last second went on screen.
+    shown_at: VecDeque<Instant>,
     last_title: Instant,
     /// `--kernel`: the watcher and compile thread of its hot reload.
     reload: Option<KernelReload>,
@@ -227,6 +229,8 @@ struct Viewer {
     cursor: Option<(f64, f64)>,
     /// Mouse buttons held: bit 0 left, 1 right, 2 middle.
     buttons: u32,
+    /// Paced to the screen: the most frames the producer was ahead of it.
+    lead: Option<u64>,
 }
 
 /// A frame that is not finished (or, before a present, not submitted by the
@@ -269,6 +273,13 @@ impl Viewer {
             cost: args.cost,
         }));
         let reload = args.kernel_spec().map(|k| KernelReload::start(&k)).transpose()?;
+        if args.paced() {
+            eprintln!(
+                "vkcuda: latency low{}: the producer starts a frame once the one before is on screen \
+                 (--latency throughput: more frames per second)",
+                if args.latency.is_none() { " (the default with --kernel)" } else { "" }
+            );
+        }
         let run =
             Session::start(&gpu, &spec_with(args, reload.as_ref()), &director, size, args.timeline_base)?;
         presenter.bind_shared(run.interop.frame_images())?;
@@ -288,12 +299,14 @@ impl Viewer {
             report: Report::default(),
             sink: SinkReport::default(),
             recent: VecDeque::new(),
+            shown_at: VecDeque::new(),
             last_title: Instant::now(),
             reload,
             held: None,
             quit: false,
             cursor: None,
             buttons: 0,
+            lead: None,
         })
     }
 
@@ -304,6 +317,11 @@ impl Viewer {
 
     /// One frame; `Ok(false)` once `--frames` frames were shown, or to quit.
     fn frame(&mut self) -> Result<bool> {
+        // Finished frames go on screen first: paced to the screen, the producer waits for them.
+        let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
+        let within = if run.control.paced() { POLL } else { Duration::ZERO };
+        let done = run.show_finished(&mut self.presenter, within)?;
+        self.on_screen(done);
         // Quitting: once every submitted frame is done, or they are stuck.
         let held = self.held_up()?;
         if self.quit && (!held || self.stuck()) {
@@ -323,11 +341,9 @@ impl Viewer {
         let slot = (g % run.frames.slots() as u64) as usize;
         // The slot must be free before its acquire semaphore is reused.
         self.meter.frame(self.consumed, self.steady_start.is_some());
-        if let Some(c) = run.pace(&mut self.presenter)? {
-            on_screen(self.reload.as_ref(), &self.recent, c.frame);
-            record(&mut self.completed, c);
-        }
+        let mut done: Vec<Completed> = run.pace(&mut self.presenter)?.into_iter().collect();
         let Acquired::Ready { state, wait, signal } = self.presenter.acquire(slot)? else {
+            self.on_screen(done);
             self.stale = true;
             return Ok(true);
         };
@@ -337,15 +353,16 @@ impl Viewer {
         let signals: Vec<_> =
             signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
         let extra = ExtraSync { wait: &waits, signal: &signals };
-        let mut done: Vec<Completed> = run.submit(&mut self.presenter, extra)?.into_iter().collect();
+        done.extend(run.submit(&mut self.presenter, extra)?);
         // Frames that have finished go on screen now, not when their slots come round again.
-        done.extend(run.frames.retire_finished(&mut self.presenter)?);
-        for c in done {
-            on_screen(self.reload.as_ref(), &self.recent, c.frame);
-            record(&mut self.completed, c);
-        }
+        done.extend(run.show_finished(&mut self.presenter, Duration::ZERO)?);
         self.consumed += 1;
-        if self.presenter.present()? == SwapchainState::Stale || state == SwapchainState::Stale {
+        let presented = self.presenter.present()?;
+        if !self.presenter.through_cpu() {
+            run.shown(g);
+        }
+        self.on_screen(done);
+        if presented == SwapchainState::Stale || state == SwapchainState::Stale {
             self.stale = true;
         }
         if self.consumed == warmup_frames(self.args.frame_count()) {
@@ -354,6 +371,24 @@ impl Viewer {
         self.count_frame();
         self.update_title();
         Ok(self.consumed < self.args.frame_count())
+    }
+
+    /// Frames consumed, in order: they are on screen now (the CPU path puts
+    /// each in the window as it is consumed; a swapchain image was presented
+    /// before). The first frame of a newly swapped kernel says how long it
+    /// took to get there.
+    fn on_screen(&mut self, done: Vec<Completed>) {
+        for c in done {
+            let at = c.consumed_at;
+            self.shown_at.push_back(at);
+            while self.shown_at.front().is_some_and(|t| at.duration_since(*t) > Duration::from_secs(1)) {
+                self.shown_at.pop_front();
+            }
+            if let Some(s) = self.reload.as_ref().and_then(|r| r.link().shown(c.frame)) {
+                report_swap(&s, &self.shown_at);
+            }
+            record(&mut self.completed, c);
+        }
     }
 
     /// Whether the next frame (with a rebuild or a quit pending, any
@@ -430,6 +465,7 @@ impl Viewer {
     }
 
     fn absorb(&mut self, stopped: Stopped) {
+        self.lead = self.lead.max(stopped.lead);
         let report = stopped.report;
         self.report.frames += report.frames;
         // Producer frame numbers restart with each session: renumber after the earlier ones.
@@ -586,6 +622,10 @@ impl Viewer {
         let stopped = run.stop(&mut self.presenter, healthy && !stuck)?;
         self.absorb(stopped);
         self.finish_snapshots();
+        if let Some(lead) = self.lead {
+            let frames = if lead == 1 { "frame" } else { "frames" };
+            eprintln!("vkcuda: paced to the screen: the producer was at most {lead} {frames} ahead of it");
+        }
         if let Some(e) = &self.sink.error {
             return Err(anyhow!("PNG writer: {e}"));
         }
@@ -678,24 +718,46 @@ fn open_cpu(window: &Arc<Window>, args: &Args, why: &str) -> Result<(Gpu, Presen
     Ok((gpu, presenter))
 }
 
-/// Frame `frame` of the session was consumed, which puts it on screen (the
-/// CPU path puts it in the window then; a swapchain image is presented right
-/// after): if it is the first of a newly swapped kernel, says how long after
-/// the change that was, beside the compile time and the time of a frame
-/// (`recent`: when the frames of the last second were shown).
-fn on_screen(reload: Option<&KernelReload>, recent: &VecDeque<Instant>, frame: u64) {
-    let Some(s) = reload.and_then(|r| r.link().shown(frame)) else { return };
-    let interval = match (recent.front(), recent.back()) {
-        (Some(a), Some(b)) if recent.len() > 1 => b.duration_since(*a) / (recent.len() as u32 - 1),
+/// The first frame of swapped-in version `s` is on screen (the last of
+/// `shown`, when the frames of the last second went on screen): how long after
+/// the change, as the compile plus the rest (in frames), and how many frames
+/// went on screen since the compile ended.
+fn report_swap(s: &Swapped, shown: &VecDeque<Instant>) {
+    let interval = match (shown.front(), shown.back()) {
+        (Some(a), Some(b)) if shown.len() > 1 => b.duration_since(*a) / (shown.len() as u32 - 1),
         _ => Duration::ZERO,
     };
+    let Some(&at) = shown.back() else { return };
+    let since = shown.iter().filter(|t| **t > s.ready).count();
+    // Beside the compile: everything else from the change to the screen.
+    let on_screen = at.duration_since(s.changed);
+    let after = on_screen.saturating_sub(s.compile);
+    let frames = if interval.is_zero() { 0.0 } else { after.as_secs_f64() / interval.as_secs_f64() };
+    // The frame periods that ended with this frame: the new kernel's, and the one the compile ended in.
+    let last = shown.len().saturating_sub(1);
+    let two = shown.get(last).zip(shown.get(last.saturating_sub(2))).map(|(b, a)| b.duration_since(*a));
     eprintln!(
-        "vkcuda: kernel v{} on screen {:.0?} after the change (compile {:.0?}, a frame {:.1?})",
+        "vkcuda: kernel v{} on screen {:.0?} after the change: compile {:.0?}, then {:.1?} ({frames:.1} frames of \
+         {interval:.1?}; the {} frame shown since the compile; the last two frame periods {:.1?})",
         s.version,
-        s.changed.elapsed(),
+        on_screen,
         s.compile,
-        interval
+        after,
+        ordinal(since),
+        two.unwrap_or_default(),
     );
+}
+
+/// 1st, 2nd, 3rd, 4th...
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
 }
 
 /// Keeps a consumed frame, numbered in consumption order (frame numbers

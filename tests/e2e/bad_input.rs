@@ -230,6 +230,7 @@ pub fn register(tests: &mut Tests) {
         (vec!["--consume", "paint"], "paint"),
         (vec!["--consume", "draw", "--queue", "transfer"], "graphics queue"),
         (vec!["--target-size", "64x64"], "--target-size is the size"),
+        (vec!["--latency", "low"], "--latency paces the viewer's producer to its screen"),
         (vec!["--consume", "draw", "--target-size", "100000x10"], "exceeds the device's limit"),
     ];
     for (args, needle) in bad {

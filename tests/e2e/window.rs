@@ -361,8 +361,28 @@ fn said_path(mode: &[&str], stderr: &str) -> Outcome {
     let cpu = mode.windows(2).any(|w| w == ["--present", "cpu"]);
     let said = stderr.matches("presenting through the CPU (softbuffer)").count();
     match (cpu, said) {
-        (true, 1) | (false, _) => Ok(()),
-        (true, n) => Err(format!("'presenting through the CPU' said {n} times:\n{stderr}")),
+        (true, 1) | (false, _) => {}
+        (true, n) => return Err(format!("'presenting through the CPU' said {n} times:\n{stderr}")),
+    }
+    match mode.windows(2).any(|w| w == ["--latency", "low"]) {
+        true => paced_to_the_screen(stderr),
+        false => Ok(()),
+    }
+}
+
+/// `--latency low`: the producer started each frame once the one before was
+/// on screen, so it was never more than one frame ahead of the screen (a
+/// swapchain image counts as on screen once presented; the slots behind
+/// the screen are not counted).
+fn paced_to_the_screen(stderr: &str) -> Outcome {
+    let lead = stderr
+        .lines()
+        .find_map(|l| l.strip_prefix("vkcuda: paced to the screen: the producer was at most "))
+        .and_then(|rest| rest.split(' ').next()?.parse::<u64>().ok());
+    match lead {
+        Some(0 | 1) => Ok(()),
+        Some(n) => Err(format!("paced to the screen, the producer ran {n} frames ahead:\n{stderr}")),
+        None => Err(format!("no line on the pacing:\n{stderr}")),
     }
 }
 
@@ -594,8 +614,37 @@ pub fn kernel_hot_reload_test(mode: &[&str]) -> Outcome {
     if o.status.code() != Some(0) || !stdout.contains("validation: 0 errors, 0 warnings") || !said {
         return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
     }
+    if stderr.contains("presenting through the CPU") {
+        swaps_paced_to_the_screen(&stderr)?;
+    }
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// With `--kernel` the viewer's producer is paced to the screen (`--latency
+/// low`): it starts a frame once the one before is on screen, so a new
+/// kernel's first frame is at most the 3rd frame to go on screen after its
+/// compile ends (the one on its way, then the one the producer may have
+/// started with the old kernel just before); through the CPU path, where a
+/// frame is on screen as it is consumed. Each swap's line says which it was.
+fn swaps_paced_to_the_screen(stderr: &str) -> Outcome {
+    let lines: Vec<&str> =
+        stderr.lines().filter(|l| l.starts_with("vkcuda: kernel v") && l.contains(" on screen ")).collect();
+    for line in &lines {
+        let nth = line
+            .split("; the ")
+            .nth(1)
+            .and_then(|r| r.split(" frame shown since the compile").next())
+            .and_then(|n| n.trim_end_matches(|c: char| c.is_alphabetic()).parse::<u32>().ok())
+            .ok_or_else(|| format!("no frame count in '{line}'"))?;
+        if !(1..=3).contains(&nth) {
+            return Err(format!("a new kernel waited behind {} older frames: '{line}'", nth - 1));
+        }
+    }
+    match lines.is_empty() {
+        true => Err("no swap was reported".into()),
+        false => Ok(()),
+    }
 }
 
 /// The viewer tells a kernel where the pointer is and which buttons are held:
@@ -693,7 +742,7 @@ pub fn kernel_pointer_test() -> Outcome {
 }
 
 /// How a stalled viewer is ended.
-#[derive(Clone, Copy, Debug)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum End {
     /// Esc in the window.
     Escape,
@@ -791,8 +840,17 @@ fn register_stalls(tests: &mut Tests) {
             End::GiveUp => gives_up,
             _ => "injected producer stall at frame 5",
         };
-        for (name, mode) in
+        let paced: &[(&str, &[&str])] = &[
+            ("low_latency_", &["--producer", "cpu", "--latency", "low"]),
+            ("cpu_present_low_latency_", &["--producer", "cpu", "--present", "cpu", "--latency", "low"]),
+        ];
+        // Paced to the screen, the producer stalls outside its wait for the screen: the
+        // stop paths are those of the other runs (the give-up, 10 s each, only there).
+        let paced = if end == End::GiveUp { &[][..] } else { paced };
+        for &(name, mode) in
             [("", &["--producer", "cpu"][..]), ("cpu_present_", &["--producer", "cpu", "--present", "cpu"])]
+                .iter()
+                .chain(paced)
         {
             tests.push(gated(
                 &format!("{name}window_producer_stall_{}", end.name()),
@@ -879,6 +937,19 @@ pub fn register(tests: &mut Tests) {
             &format!("cuda_{name}"),
             || no_nvidia().or_else(no_x_tools),
             move || test(&["--producer", "cuda"]),
+        ));
+        // Paced to the screen: the producer waits for the consumer's frames to go on screen.
+        let low = ["--latency", "low"];
+        tests.push(gated(&format!("low_latency_{name}"), no_x_tools, move || {
+            test(&[&["--producer", "cpu"][..], &low].concat())
+        }));
+        tests.push(gated(&format!("cpu_present_low_latency_{name}"), no_x_tools, move || {
+            test(&[&["--producer", "cpu", "--present", "cpu"][..], &low].concat())
+        }));
+        tests.push(gated(
+            &format!("cuda_low_latency_{name}"),
+            || no_nvidia().or_else(no_x_tools),
+            move || test(&[&["--producer", "cuda"][..], &low].concat()),
         ));
     }
     // Float frames in linear memory: shown clamped, brighter with E, saved as OpenEXR.

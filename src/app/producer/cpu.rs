@@ -57,6 +57,11 @@ pub(crate) fn host_loop(
     let mut g = 0;
     while g < job.control.limit() {
         meter.frame(g, job.control.steady(g));
+        // Paced to the screen (`--latency low`): frame g starts once g - 1 is on screen.
+        while !job.control.await_turn(g, &|| false) {}
+        if g >= job.control.limit() {
+            break;
+        }
         job.inject.producer_panic(g);
         job.inject.producer_stall(g, failed)?;
         let step = job.plan.producer(g);

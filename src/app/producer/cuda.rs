@@ -4,7 +4,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
@@ -13,27 +13,41 @@ use super::{Control, FrameTiming, Job, Report};
 use crate::app::clock::{now_ns, CpuMeter};
 use crate::app::inject::Fault;
 use crate::app::kernels::{Out, SceneKernels};
-use crate::app::reload::ReloadLink;
+use crate::app::reload::{Compiled, ReloadLink};
 use crate::app::scene::FrameArgs;
-use crate::app::userkernel::{KernelClock, KernelSpec, UserKernel};
+use crate::app::userkernel::{KernelClock, KernelSpec, UserKernel, Version};
 use vkcuda::cuda::StreamState;
 use vkcuda::interop::{CudaFrames, SharedFrames};
 use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda::Format;
 
-/// Swaps the newest compiled version of the user's kernel in, if there is one.
-fn swap_new_version(user: &mut UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>, g: u64) {
+/// A newly compiled version of the user's kernel, loaded, waiting for the next frame.
+struct Loaded {
+    compiled: Compiled,
+    version: Version,
+    took: Duration,
+}
+
+/// Loads the newest compiled version of the user's kernel, if there is one,
+/// to be swapped in before the next frame (a newer one replaces one that never ran).
+fn load_new_version(user: &UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>, next: &mut Option<Loaded>) {
     let Some(compiled) = link.take() else { return };
-    match user.swap(ctx, compiled.program.clone()) {
-        Ok(()) => {
-            let version = link.version() + 1;
-            link.running(&user.arch, version);
-            link.swapped(&compiled, version, g);
-            let after = compiled.changed.elapsed();
-            eprintln!("vkcuda: kernel v{version} renders from frame {g}, {after:.0?} after the change");
-        }
+    let started = Instant::now();
+    match user.load_version(ctx, compiled.program.clone()) {
+        Ok(version) => *next = Some(Loaded { compiled, version, took: started.elapsed() }),
         Err(e) => eprintln!("vkcuda: the new kernel does not load ({e:#}): keeping the old"),
     }
+}
+
+/// Swaps the loaded version in, if there is one, from frame `g` on.
+fn swap_loaded(user: &mut UserKernel, link: &ReloadLink, next: &mut Option<Loaded>, g: u64) {
+    let Some(loaded) = next.take() else { return };
+    user.swap(loaded.version);
+    let version = link.version() + 1;
+    link.running(&user.arch, version);
+    link.swapped(&loaded.compiled, version, g);
+    let (after, load) = (loaded.compiled.changed.elapsed(), loaded.took);
+    eprintln!("vkcuda: kernel v{version} renders from frame {g}, {after:.0?} after the change (loaded in {load:.1?})");
 }
 
 /// Kernel timings are resolved this many frames late, so reading an event never stalls.
@@ -108,10 +122,37 @@ impl CudaProducer {
         let mut clock = KernelClock::new(self.user.as_ref().is_some_and(|(u, _)| u.live()));
         let mut report = Report::default();
         let mut meter = CpuMeter::default();
+        // A version published while this waits for its turn wakes it to load it.
+        let link = self.user.as_ref().and_then(|(_, link)| link.clone());
+        if let Some(link) = &link {
+            let control = job.control.clone();
+            link.on_publish(Some(Box::new(move || control.nudge())));
+        }
+        let mut next = None;
         let result = (|| -> Result<()> {
             let mut g = 0;
             while g < job.control.limit() {
                 meter.frame(g, job.control.steady(g));
+                // Paced to the screen (`--latency low`): frame g starts once g - 1 is on
+                // screen. A kernel version compiled meanwhile is loaded while this waits,
+                // off the path to the screen, and then goes ahead at once: its first frame
+                // is rendered while frame g - 1 is put on screen, not after.
+                loop {
+                    if let Some((user, Some(link))) = &self.user {
+                        load_new_version(user, link, &self.ctx, &mut next);
+                    }
+                    if next.is_some() {
+                        break;
+                    }
+                    // A faulted stream never lets the frame before show: go on to its error.
+                    let faulted = || matches!(self.frames.stream_state(), StreamState::Failed(_));
+                    if job.control.await_turn(g, &faulted) {
+                        break;
+                    }
+                }
+                if g >= job.control.limit() {
+                    break;
+                }
                 if let (Some(shared), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) {
                     let control = &job.control;
                     // A faulted stream never lets the consumer release: give up at once.
@@ -126,6 +167,11 @@ impl CudaProducer {
                         return Err(e.into());
                     }
                 }
+                // Between frames, as late as possible: a newly compiled version replaces the running one.
+                if let Some((user, Some(link))) = &mut self.user {
+                    load_new_version(user, link, &self.ctx, &mut next);
+                    swap_loaded(user, link, &mut next, g);
+                }
                 job.inject.producer_panic(g);
                 job.inject.producer_stall(g, || job.control.failed())?;
                 // GPU-side wait: the consumer released this image (frame g - N).
@@ -136,12 +182,8 @@ impl CudaProducer {
                 let spec = job.director.begin(g);
                 let args = FrameArgs::new(&spec.scene, spec.tick);
                 let out = Out::shared(target, self.format);
-                match &mut self.user {
-                    Some((user, link)) => {
-                        // Between frames: a newly compiled version replaces the running one.
-                        if let Some(link) = link {
-                            swap_new_version(user, link, &self.ctx, g);
-                        }
+                match &self.user {
+                    Some((user, _)) => {
                         let size = (spec.scene.width, spec.scene.height);
                         // The run's frame number (global with --shard): the animation's tick.
                         let index = u64::from(spec.tick);
@@ -160,12 +202,16 @@ impl CudaProducer {
             }
             self.settle(&job.control, false)
         })();
+        if let Some(link) = &link {
+            link.on_publish(None);
+        }
         report.cpu_per_frame = meter.per_frame(report.frames);
         if self.frames.stream_state() == StreamState::Busy {
             // A kernel that does not end: unloading its module or releasing the context
             // would wait for it forever, so this thread leaves them to the driver, which
-            // ends the kernel when the process exits.
+            // ends the kernel when the process exits; so is a version loaded and not yet run.
             std::mem::forget(self);
+            std::mem::forget(next);
             let why = match (job.control.abandoned(), &result) {
                 (true, _) => "the run gave up on it".to_string(),
                 (false, Err(e)) => format!("{e:#}"),
