@@ -193,28 +193,14 @@ fn run_all(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> 
     let bars = indicatif::MultiProgress::new();
     // The PNG pool is sized for all the GPUs: the spare cores shared out, up to 16 per GPU.
     let workers = (spare_cores() / parts.len()).clamp(1, MAX_PNG_WORKERS);
-    let results: Vec<(usize, (u64, u64), Result<Summary>)> = std::thread::scope(|scope| {
-        let threads: Vec<_> = parts
-            .iter()
-            .map(|&(gpu, part)| {
-                let mut sub = args.clone();
-                (sub.gpu, sub.part, sub.json) = (Some(gpu.to_string()), Some(part), None);
-                let progress = bars.add(progress_bar(part.1 - part.0));
-                scope.spawn(move || {
-                    let run = Run { workers, progress: &progress, out_ready: true };
-                    let summary = run_on(&sub, instance, caught, run);
-                    (gpu, part, summary)
-                })
-            })
-            .collect();
-        threads
-            .into_iter()
-            .map(|t| {
-                t.join().unwrap_or_else(|_| (usize::MAX, (0, 0), Err(anyhow!("a GPU's thread panicked"))))
-            })
-            .collect()
+    let jobs: Vec<_> =
+        parts.into_iter().map(|(gpu, (a, b))| (gpu, (a, b), bars.add(progress_bar(b - a)))).collect();
+    let results = pairing::on_each(&jobs, |(gpu, part, progress)| {
+        let mut sub = args.clone();
+        (sub.gpu, sub.part, sub.json) = (Some(gpu.to_string()), Some(*part), None);
+        run_on(&sub, instance, caught, Run { workers, progress, out_ready: true })
     });
-    combine(results)
+    combine(jobs.into_iter().zip(results).map(|((gpu, part, _), r)| (gpu, part, r)).collect())
 }
 
 /// One summary of the GPUs' runs, with a line per GPU; the first GPU's

@@ -30,6 +30,18 @@ pub fn every_gpu(instance: &Instance, producer: ProducerKind) -> Result<Vec<usiz
     Ok(gpus)
 }
 
+/// `--gpu all`: runs `work` on every item at once, a thread each, and
+/// returns the results in the items' order (a thread that panicked: an error).
+pub fn on_each<T: Sync, R: Send>(items: &[T], work: impl Fn(&T) -> Result<R> + Sync) -> Vec<Result<R>> {
+    std::thread::scope(|scope| {
+        let threads: Vec<_> = items.iter().map(|item| scope.spawn(|| work(item))).collect();
+        threads
+            .into_iter()
+            .map(|t| t.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a GPU's thread panicked"))))
+            .collect()
+    })
+}
+
 /// The Vulkan devices and the CUDA devices, each in its own order.
 pub struct Pairing {
     /// Vulkan's devices, in `vkEnumeratePhysicalDevices` order.

@@ -50,7 +50,7 @@ fn trigger_of(kind: &notify::EventKind) -> Option<Trigger> {
 
 /// What the producer and the compile thread share: new PTX one way, the
 /// device's architecture the other, and the version running.
-#[derive(Clone, Debug, Default)]
+#[derive(Clone, Default)]
 pub struct ReloadLink {
     inner: Arc<LinkInner>,
 }
@@ -60,6 +60,13 @@ pub struct ReloadLink {
 pub struct Compiled {
     /// What NVRTC made.
     pub program: Program,
+    /// How it was made.
+    pub made: Made,
+}
+
+/// How a version was made, for the report when it is on screen.
+#[derive(Clone, Copy, Debug)]
+pub struct Made {
     /// When the change that made it was seen.
     pub changed: Instant,
     /// How long NVRTC took.
@@ -75,15 +82,17 @@ pub struct Swapped {
     pub version: u64,
     /// Its first frame (the session's numbering).
     pub frame: u64,
-    /// When the change that made it was seen.
-    pub changed: Instant,
-    /// How long NVRTC took.
-    pub compile: Duration,
-    /// When it was handed over to the producer.
-    pub ready: Instant,
+    /// How it was made.
+    pub made: Made,
 }
 
-#[derive(Debug, Default)]
+impl std::fmt::Debug for ReloadLink {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ReloadLink").field("running", &self.version()).finish()
+    }
+}
+
+#[derive(Default)]
 struct LinkInner {
     /// The newest compiled version not yet taken by the producer.
     pending: Mutex<Option<Compiled>>,
@@ -96,20 +105,11 @@ struct LinkInner {
     /// The kernel version the producer runs: 1 for the file as it was at start.
     running: AtomicU64,
     /// Called when a version is published: the producer's wake-up, while one runs.
-    waker: WakerSlot,
+    waker: Mutex<Option<Waker>>,
 }
 
 /// Tells the producer that a new version waits.
 pub type Waker = Box<dyn Fn() + Send>;
-
-#[derive(Default)]
-struct WakerSlot(Mutex<Option<Waker>>);
-
-impl std::fmt::Debug for WakerSlot {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("WakerSlot")
-    }
-}
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
@@ -123,8 +123,7 @@ impl ReloadLink {
 
     /// The producer: it swapped `compiled` in as version `version` from frame `frame` on.
     pub fn swapped(&self, compiled: &Compiled, version: u64, frame: u64) {
-        let (changed, compile, ready) = (compiled.changed, compiled.compile, compiled.ready);
-        *lock(&self.inner.swapped) = Some(Swapped { version, frame, changed, compile, ready });
+        *lock(&self.inner.swapped) = Some(Swapped { version, frame, made: compiled.made });
     }
 
     /// The viewer, as it shows frame `frame`: the swap whose first frame
@@ -156,13 +155,13 @@ impl ReloadLink {
 
     /// The producer: `waker` is called when a new version waits (`None`: the producer ended).
     pub fn on_publish(&self, waker: Option<Waker>) {
-        *lock(&self.inner.waker.0) = waker;
+        *lock(&self.inner.waker) = waker;
     }
 
     fn publish(&self, compiled: Compiled) {
         *lock(&self.inner.last_good) = Some(compiled.program.clone());
         *lock(&self.inner.pending) = Some(compiled);
-        if let Some(wake) = lock(&self.inner.waker.0).as_ref() {
+        if let Some(wake) = lock(&self.inner.waker).as_ref() {
             wake();
         }
     }
@@ -305,7 +304,7 @@ fn compile_loop(
             Ok(program) => {
                 let compile = started.elapsed();
                 eprintln!("vkcuda: {} compiled in {compile:.0?}: swapping it in", spec.file.display());
-                link.publish(Compiled { program, changed, compile, ready: Instant::now() });
+                link.publish(Compiled { program, made: Made { changed, compile, ready: Instant::now() } });
                 *lock(failure) = None;
             }
             Err(e) => {

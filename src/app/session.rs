@@ -50,8 +50,6 @@ pub struct Session {
     host_waits: bool,
     /// Test only: the faults to inject (signals, as frames are submitted).
     inject: Inject,
-    /// The producer is paced to the screen (`--latency low`).
-    paced: bool,
     /// A signal's number once one arrived: a wait for a frame held up for
     /// [`STALL`] then gives up ([`Session::interrupt_with`]).
     interrupt: Option<Arc<AtomicUsize>>,
@@ -110,7 +108,6 @@ impl Session {
             cuda,
             host_waits,
             inject: spec.inject.clone(),
-            paced: spec.paced,
             interrupt: None,
         })
     }
@@ -254,6 +251,8 @@ impl Session {
     /// way the producer thread has ended and the queue is idle when this
     /// returns, on every path.
     pub fn stop(mut self, consumer: &mut dyn Consume, healthy: bool) -> Result<Stopped> {
+        // The stop ends the pacing: whether there was one is read first.
+        let paced = self.control.paced();
         self.control.stop_at(self.next);
         let handle = self.handle.take().ok_or_else(|| anyhow!("producer already joined"))?;
         let drained = match healthy {
@@ -285,7 +284,7 @@ impl Session {
             drained,
             next_base,
             consumed: self.next,
-            lead: self.paced.then(|| self.control.lead()),
+            lead: paced.then(|| self.control.lead()),
         })
     }
 

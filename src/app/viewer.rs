@@ -214,8 +214,7 @@ struct Viewer {
     meter: CpuMeter,
     report: Report,
     sink: SinkReport,
-    recent: VecDeque<Instant>,
-    /// When the frames of the last second went on screen.
+    /// When the frames of the last second went on screen (the title's frame rate).
     shown_at: VecDeque<Instant>,
     last_title: Instant,
     /// `--kernel`: the watcher and compile thread of its hot reload.
@@ -298,7 +297,6 @@ impl Viewer {
             meter: CpuMeter::default(),
             report: Report::default(),
             sink: SinkReport::default(),
-            recent: VecDeque::new(),
             shown_at: VecDeque::new(),
             last_title: Instant::now(),
             reload,
@@ -319,8 +317,7 @@ impl Viewer {
     fn frame(&mut self) -> Result<bool> {
         // Finished frames go on screen first: paced to the screen, the producer waits for them.
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
-        let within = if run.control.paced() { POLL } else { Duration::ZERO };
-        let done = run.show_finished(&mut self.presenter, within)?;
+        let done = run.show_finished(&mut self.presenter, POLL)?;
         self.on_screen(done);
         // Quitting: once every submitted frame is done, or they are stuck.
         let held = self.held_up()?;
@@ -368,7 +365,6 @@ impl Viewer {
         if self.consumed == warmup_frames(self.args.frame_count()) {
             self.steady_start = Some(Instant::now());
         }
-        self.count_frame();
         self.update_title();
         Ok(self.consumed < self.args.frame_count())
     }
@@ -537,15 +533,6 @@ impl Viewer {
         self.director.set_pointer(Pointer { at, buttons: self.buttons });
     }
 
-    /// Counts a shown frame for the title's frame rate.
-    fn count_frame(&mut self) {
-        let now = Instant::now();
-        self.recent.push_back(now);
-        while self.recent.front().is_some_and(|t| now.duration_since(*t) > Duration::from_secs(1)) {
-            self.recent.pop_front();
-        }
-    }
-
     fn update_title(&mut self) {
         let now = Instant::now();
         if now.duration_since(self.last_title) < Duration::from_millis(250) {
@@ -591,7 +578,7 @@ impl Viewer {
                 self.presenter.exposure(),
                 spec.tick,
                 spec.scene.cost,
-                self.recent.len(),
+                self.shown_at.len(),
                 if run.is_some_and(|r| r.producer == "cuda") { "CUDA" } else { "CPU" },
                 micros(render),
                 micros(vulkan),
@@ -728,20 +715,19 @@ fn report_swap(s: &Swapped, shown: &VecDeque<Instant>) {
         _ => Duration::ZERO,
     };
     let Some(&at) = shown.back() else { return };
-    let since = shown.iter().filter(|t| **t > s.ready).count();
+    let since = shown.iter().filter(|t| **t > s.made.ready).count();
     // Beside the compile: everything else from the change to the screen.
-    let on_screen = at.duration_since(s.changed);
-    let after = on_screen.saturating_sub(s.compile);
+    let on_screen = at.duration_since(s.made.changed);
+    let after = on_screen.saturating_sub(s.made.compile);
     let frames = if interval.is_zero() { 0.0 } else { after.as_secs_f64() / interval.as_secs_f64() };
     // The frame periods that ended with this frame: the new kernel's, and the one the compile ended in.
-    let last = shown.len().saturating_sub(1);
-    let two = shown.get(last).zip(shown.get(last.saturating_sub(2))).map(|(b, a)| b.duration_since(*a));
+    let two = shown.len().checked_sub(3).and_then(|i| shown.get(i)).map(|a| at.duration_since(*a));
     eprintln!(
         "vkcuda: kernel v{} on screen {:.0?} after the change: compile {:.0?}, then {:.1?} ({frames:.1} frames of \
          {interval:.1?}; the {} frame shown since the compile; the last two frame periods {:.1?})",
         s.version,
         on_screen,
-        s.compile,
+        s.made.compile,
         after,
         ordinal(since),
         two.unwrap_or_default(),

@@ -251,16 +251,7 @@ fn measure_all(
     if let [gpu] = gpus {
         return measure(gpu, args, variant, scene, span, caught);
     }
-    let runs: Vec<Result<Summary>> = std::thread::scope(|scope| {
-        let threads: Vec<_> = gpus
-            .iter()
-            .map(|gpu| scope.spawn(move || measure(gpu, args, variant, scene, span, caught)))
-            .collect();
-        threads
-            .into_iter()
-            .map(|t| t.join().unwrap_or_else(|_| Err(anyhow::anyhow!("a GPU's thread panicked"))))
-            .collect()
-    });
+    let runs = pairing::on_each(gpus, |gpu| measure(gpu, args, variant, scene, span, caught));
     sum_of(&runs.into_iter().collect::<Result<Vec<_>>>()?)
 }
 

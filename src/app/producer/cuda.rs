@@ -46,7 +46,7 @@ fn swap_loaded(user: &mut UserKernel, link: &ReloadLink, next: &mut Option<Loade
     let version = link.version() + 1;
     link.running(&user.arch, version);
     link.swapped(&loaded.compiled, version, g);
-    let (after, load) = (loaded.compiled.changed.elapsed(), loaded.took);
+    let (after, load) = (loaded.compiled.made.changed.elapsed(), loaded.took);
     eprintln!("vkcuda: kernel v{version} renders from frame {g}, {after:.0?} after the change (loaded in {load:.1?})");
 }
 
@@ -145,8 +145,7 @@ impl CudaProducer {
                         break;
                     }
                     // A faulted stream never lets the frame before show: go on to its error.
-                    let faulted = || matches!(self.frames.stream_state(), StreamState::Failed(_));
-                    if job.control.await_turn(g, &faulted) {
+                    if job.control.await_turn(g, &|| self.stream_failed()) {
                         break;
                     }
                 }
@@ -156,9 +155,8 @@ impl CudaProducer {
                 if let (Some(shared), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) {
                     let control = &job.control;
                     // A faulted stream never lets the consumer release: give up at once.
-                    let stream_failed = || matches!(self.frames.stream_state(), StreamState::Failed(_));
-                    let waited =
-                        shared.timelines[w.timeline].wait(w.value, &|| control.failed() || stream_failed());
+                    let waited = shared.timelines[w.timeline]
+                        .wait(w.value, &|| control.failed() || self.stream_failed());
                     if let Err(e) = waited {
                         // The stream's error is the cause, when there is one. A wait that
                         // timed out already gave a busy stream its time.
@@ -225,6 +223,11 @@ impl CudaProducer {
         result?;
         timer.finish(&mut report)?;
         Ok(report)
+    }
+
+    /// Whether a kernel or operation on the stream failed (a fault is sticky).
+    fn stream_failed(&self) -> bool {
+        matches!(self.frames.stream_state(), StreamState::Failed(_))
     }
 
     /// Waits (bounded) until the stream has finished; its error if it failed.
