@@ -1,20 +1,16 @@
-//! Compiles the viewer's Vulkan shaders in shaders/*.wgsl to SPIR-V in
+//! Compiles the run layer's Vulkan shaders in shaders/*.wgsl to SPIR-V in
 //! OUT_DIR with naga (pure Rust: no CMake, Python or glslc needed to build
-//! vkcuda). The core (`--no-default-features`) has no shaders: nothing to do.
+//! vkcuda). It is the build script of `crates/run` (the core has no shaders).
 
-#[cfg(feature = "app")]
 use std::error::Error;
-#[cfg(feature = "app")]
 use std::path::Path;
 
-#[cfg(not(feature = "app"))]
-fn main() {}
-
-#[cfg(feature = "app")]
 fn main() -> Result<(), Box<dyn Error>> {
     let out = std::env::var("OUT_DIR")?;
-    println!("cargo:rerun-if-changed=shaders");
-    for entry in std::fs::read_dir("shaders")? {
+    // The shaders sit at the repository's top, two folders above crates/run.
+    let shaders = Path::new(&std::env::var("CARGO_MANIFEST_DIR")?).join("../../shaders");
+    println!("cargo:rerun-if-changed={}", shaders.display());
+    for entry in std::fs::read_dir(&shaders)? {
         let path = entry?.path();
         if path.extension().is_none_or(|e| e != "wgsl") {
             continue;

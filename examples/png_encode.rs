@@ -4,22 +4,14 @@
 //! `encode_png`: fdeflate), with the file size each gives. The medians of 9
 //! rounds; the dump's filter choice (`PNG_FILTER`) rests on these.
 //!
-//!   cargo run --release --example png_encode
+//!   cargo run --release -p vkcuda-run --example png_encode
 
 use std::time::{Duration, Instant};
 
 use anyhow::Result;
-// The dump's encoder and the CPU reference: the binary's own files (the
-// application is not a library).
-#[allow(dead_code)]
-#[path = "../src/app/encode.rs"]
-mod encode;
-#[allow(dead_code)]
-#[path = "../src/app/scene.rs"]
-mod scene;
-
-use encode::encode_png;
-use scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
+// The dump's encoder and the CPU reference, from the run layer.
+use vkcuda_run::encode::encode_png;
+use vkcuda_run::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
 
 const ROUNDS: usize = 9;
 

@@ -31,8 +31,12 @@ cargo clippy --release "${core[@]}" --features cudarc/nvrtc --examples -- -D war
 cargo build --release "${core[@]}" --features cudarc/nvrtc --lib --example minimal
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib "${core[@]}" --quiet
 cargo tree "${core[@]}" -e normal --depth 1
-# Packages the crate and builds the package alone (what crates.io would get).
-cargo publish --dry-run --allow-dirty --quiet
+# Packages the core and builds it alone (what crates.io would get), with a CUDA version as an engine picks one.
+cargo publish --dry-run --allow-dirty --quiet -p vkcuda --features cudarc/cuda-13000
+echo "== the Python module (python/): built with maturin, tested with pytest and NumPy on this machine's Vulkan"
+cargo clippy --release -p vkcuda-python --all-targets -- -D warnings
+cargo test --release -p vkcuda-python --lib
+bash scripts/python-test.sh
 echo "== unit and end-to-end tests: validation layer $(dpkg-query -W -f='${Version}' vulkan-validationlayers), Mesa $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
 cargo test --release
 echo "== every failure stops validly: each fault at 30 frames x 8 configurations, CPU producer (scripts/fault-matrix.sh)"

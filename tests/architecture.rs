@@ -1,49 +1,62 @@
 //! The house's rules, checked on the source: the module import graph has no
-//! circle, and inside the application every import points to the same floor
-//! or one below. That the core never imports the application the compiler
-//! proves now (the application is the binary's own module tree); the test of
-//! it stays as a check of this reader.
+//! circle, every module of the run layer and the front ends has a floor, and
+//! every import there points to the same floor or one below. That the core
+//! never imports the run layer or a front end, and that no front end imports
+//! another, the compiler proves (each is a package of its own, depending only
+//! on those below it); the tests of it stay as checks of this reader.
+//!
+//! Module names: the core's as in `src/` (`vk::device`), the run layer's under
+//! `run::` (crates/run), the CLI's under `cli::` (crates/cli), the Python
+//! module's under `py::` (python/src).
 
 #![allow(clippy::unwrap_used)] // a test: a failed read is a failed test
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-/// The application's floors, bottom (1) to top (4); see `src/app/mod.rs`.
+/// The floors of the run layer and the front ends, bottom (1) to top (4);
+/// see `crates/run/src/lib.rs`.
 const FLOORS: &[(&str, u8)] = &[
-    ("app::scene", 1),
-    ("app::kernels", 1),
-    ("app::nvrtc", 1),
-    ("app::userkernel", 1),
-    ("app::reload", 1),
-    ("app::director", 1),
-    ("app::clock", 1),
-    ("app::stats", 1),
-    ("app::footprint", 1),
-    ("app::diagram", 1),
-    ("app::logger", 1),
-    ("app::outfile", 1),
-    ("app::inject", 1),
-    ("app::encode", 1),
-    ("app::kinds", 1),
-    ("app", 1),
-    ("app::producer", 2),
-    ("app::consumer", 2),
-    ("app::present", 2),
-    ("app::sink", 2),
-    ("app::display", 2),
-    ("app::setup", 2),
-    ("app::session", 2),
-    ("app::peers", 2),
-    ("app::measure", 2),
-    ("app::bench::report", 2),
-    ("app::bench::chart", 2),
-    ("app::cli", 3),
-    ("app::headless", 4),
-    ("app::viewer", 4),
-    ("app::bench", 4),
-    ("app::main", 4),
+    ("run", 1),
+    ("run::scene", 1),
+    ("run::kernels", 1),
+    ("run::nvrtc", 1),
+    ("run::userkernel", 1),
+    ("run::reload", 1),
+    ("run::director", 1),
+    ("run::clock", 1),
+    ("run::stats", 1),
+    ("run::footprint", 1),
+    ("run::diagram", 1),
+    ("run::logger", 1),
+    ("run::outfile", 1),
+    ("run::inject", 1),
+    ("run::encode", 1),
+    ("run::kinds", 1),
+    ("run::pairing", 1),
+    ("run::producer", 2),
+    ("run::consumer", 2),
+    ("run::present", 2),
+    ("run::sink", 2),
+    ("run::display", 2),
+    ("run::setup", 2),
+    ("run::session", 2),
+    ("run::peers", 2),
+    ("run::measure", 2),
+    ("run::feed", 2),
+    ("cli::bench::report", 2),
+    ("cli::bench::chart", 2),
+    ("cli::cli", 3),
+    ("cli::headless", 4),
+    ("cli::viewer", 4),
+    ("cli::bench", 4),
+    ("cli::main", 4),
+    ("py", 4),
 ];
+
+/// The source trees: where each package's files are, and the name its modules go by.
+const TREES: &[(&str, &str)] =
+    &[("src", ""), ("crates/run/src", "run"), ("crates/cli/src", "cli"), ("python/src", "py")];
 
 fn floor(module: &str) -> Option<u8> {
     // The longest listed prefix decides (app::bench::report before app::bench).
@@ -65,22 +78,21 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `src/app/producer/mod.rs` → `app::producer`; `src/lib.rs` → `` (the crate root).
-fn module_of(src: &Path, file: &Path) -> String {
-    // The binary's root is the application's top: `crate::app::…` there names the app.
+/// `crates/run/src/producer/mod.rs` → `run::producer`; `src/lib.rs` → `` (the core's root);
+/// `crates/cli/src/main.rs` → `cli::main`.
+fn module_of(tree: &str, src: &Path, file: &Path) -> String {
     if file == src.join("main.rs") {
-        return "app::main".into();
+        return format!("{tree}::main");
     }
     let rel = file.strip_prefix(src).unwrap().with_extension("");
     let parts: Vec<String> = rel.iter().map(|p| p.to_string_lossy().into_owned()).collect();
-    let parts: Vec<&str> =
-        parts.iter().map(String::as_str).filter(|p| *p != "mod" && *p != "lib" && *p != "main").collect();
-    parts.join("::")
+    let parts = parts.iter().map(String::as_str).filter(|p| *p != "mod" && *p != "lib" && *p != "main");
+    [tree].into_iter().chain(parts).filter(|p| !p.is_empty()).collect::<Vec<_>>().join("::")
 }
 
 /// The crate-internal paths a file names: `crate::a::b`, `super::c`, `{x, y}` groups expanded
 /// one level (enough for this code base's `use` style).
-fn references(module: &str, is_mod_rs: bool, text: &str) -> Vec<String> {
+fn references(tree: &str, module: &str, text: &str) -> Vec<String> {
     // Unit tests (`#[cfg(test)] mod tests`, at the end of a file) are not part of the house.
     let text = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(text);
     let code: String =
@@ -88,9 +100,14 @@ fn references(module: &str, is_mod_rs: bool, text: &str) -> Vec<String> {
     let mut out = Vec::new();
     let parent: Vec<&str> = module.split("::").filter(|p| !p.is_empty()).collect();
     // `super` is the parent module: for `a/b.rs` (module a::b) and for `a/b/mod.rs` alike.
-    let _ = is_mod_rs;
     let up = parent.len().saturating_sub(1);
-    for (prefix, root) in [("crate::", String::new()), ("super::", parent[..up].join("::"))] {
+    let roots = [
+        ("crate::", tree.to_string()),
+        ("super::", parent[..up].join("::")),
+        ("vkcuda_run::", "run".to_string()),
+        ("vkcuda::", String::new()),
+    ];
+    for (prefix, root) in roots {
         let mut rest = code.as_str();
         while let Some(i) = rest.find(prefix) {
             let before = rest[..i].chars().last();
@@ -128,31 +145,38 @@ fn references(module: &str, is_mod_rs: bool, text: &str) -> Vec<String> {
 
 fn graph() -> BTreeMap<String, BTreeSet<String>> {
     let root = PathBuf::from(env!("CARGO_MANIFEST_DIR"));
-    let src = root.join("src");
     let mut all = Vec::new();
-    files(&src, &mut all);
-    let modules: BTreeSet<String> = all.iter().map(|f| module_of(&src, f)).collect();
+    for (dir, tree) in TREES {
+        let src = root.join(dir);
+        let mut found = Vec::new();
+        files(&src, &mut found);
+        all.extend(found.into_iter().map(|f| (*tree, module_of(tree, &src, &f), f)));
+    }
+    let modules: BTreeSet<String> = all.iter().map(|(_, m, _)| m.clone()).collect();
     let mut edges = BTreeMap::new();
-    for f in &all {
-        let m = module_of(&src, f);
-        let is_mod = f.file_name().is_some_and(|n| n == "mod.rs");
+    for (tree, m, f) in &all {
         let text = std::fs::read_to_string(f).unwrap();
         let mut to = BTreeSet::new();
-        for r in references(&m, is_mod, &text) {
+        for r in references(tree, m, &text) {
             // The longest module that prefixes the path.
             let target = modules
                 .iter()
                 .filter(|c| !c.is_empty() && (r == **c || r.starts_with(&format!("{c}::"))))
                 .max_by_key(|c| c.len());
             if let Some(t) = target {
-                if *t != m {
+                if t != m {
                     to.insert(t.clone());
                 }
             }
         }
-        edges.insert(m, to);
+        edges.insert(m.clone(), to);
     }
     edges
+}
+
+/// Whether `module` belongs to the run layer or a front end (not the core).
+fn above_the_core(module: &str) -> bool {
+    TREES.iter().any(|(_, t)| !t.is_empty() && (module == *t || module.starts_with(&format!("{t}::"))))
 }
 
 type Graph = BTreeMap<String, BTreeSet<String>>;
@@ -206,18 +230,34 @@ fn no_import_circles() {
 }
 
 #[test]
-fn the_core_never_imports_the_application() {
+fn the_core_never_imports_what_stands_on_it() {
     for (from, to) in graph() {
-        if from == "app" || from.starts_with("app::") {
+        if above_the_core(&from) {
             continue;
         }
-        let up: Vec<_> = to.iter().filter(|t| *t == "app" || t.starts_with("app::")).collect();
-        assert!(up.is_empty(), "core module `{from}` imports the application: {up:?}");
+        let up: Vec<_> = to.iter().filter(|t| above_the_core(t)).collect();
+        assert!(up.is_empty(), "core module `{from}` imports the run layer or a front end: {up:?}");
     }
 }
 
 #[test]
-fn the_application_imports_only_down_or_sideways() {
+fn no_front_end_imports_another() {
+    let front = |m: &str| ["cli", "py"].into_iter().find(|t| m == *t || m.starts_with(&format!("{t}::")));
+    for (from, to) in graph() {
+        let Some(mine) = front(&from) else { continue };
+        let other: Vec<_> = to.iter().filter(|t| front(t).is_some_and(|f| f != mine)).collect();
+        assert!(other.is_empty(), "`{from}` imports another front end: {other:?}");
+    }
+}
+
+#[test]
+fn every_module_above_the_core_has_a_floor() {
+    let unplaced: Vec<_> = graph().into_keys().filter(|m| above_the_core(m) && floor(m).is_none()).collect();
+    assert!(unplaced.is_empty(), "modules without a floor in FLOORS: {unplaced:?}");
+}
+
+#[test]
+fn imports_point_only_down_or_sideways() {
     let mut checked = 0;
     for (from, to) in graph() {
         let Some(f) = floor(&from) else { continue };
@@ -233,12 +273,18 @@ fn the_application_imports_only_down_or_sideways() {
 
 #[test]
 fn the_checker_sees_circles_and_upward_imports() {
-    // The parser must find `crate::` and `super::` paths, including `{...}` groups.
-    let refs = references("app::producer::cpu", false, "use super::{Job, cuda::X};\nuse crate::sync::Plan;");
-    assert!(refs.contains(&"app::producer::cuda::X".to_string()), "{refs:?}");
-    assert!(refs.contains(&"sync::Plan".to_string()), "{refs:?}");
-    assert_eq!(floor("app::bench::report"), Some(2));
-    assert_eq!(floor("app::bench"), Some(4));
+    // The parser must find `crate::`, `super::` and the run layer's paths, including `{...}` groups.
+    let refs = references(
+        "run",
+        "run::producer::cpu",
+        "use super::{Job, cuda::X};\nuse crate::sync::Plan;\nuse vkcuda_run::scene;\nuse vkcuda::Format;",
+    );
+    for r in ["run::producer::cuda::X", "run::sync::Plan", "run::scene", "Format"] {
+        assert!(refs.contains(&r.to_string()), "{r}: {refs:?}");
+    }
+    assert_eq!(floor("cli::bench::report"), Some(2));
+    assert_eq!(floor("cli::bench"), Some(4));
+    assert_eq!(floor("vk::device"), None, "the core has no floors");
     let edge = |a: &str, b: &str| (a.to_string(), BTreeSet::from([b.to_string()]));
     let circle: Graph = [edge("a", "b"), edge("b", "c"), edge("c", "a")].into();
     assert_eq!(find_circle(&circle).map(|c| c.len()), Some(4));

@@ -5,16 +5,9 @@
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 
-// The application's CPU reference, the same file the binary compiles (the
-// application is the binary's own module tree, not a library to import).
-#[allow(dead_code)]
-#[path = "../../src/app/scene.rs"]
-pub mod scene;
-
-// The application's frame encoder (OpenEXR decoding for float dumps).
-#[allow(dead_code)]
-#[path = "../../src/app/encode.rs"]
-pub mod encode;
+// The CPU reference and the frame encoder (OpenEXR decoding for float dumps)
+// of the run layer, the library the binary is built on.
+pub use vkcuda_run::{encode, scene};
 
 use scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene};
 use vkcuda::Format;
@@ -43,7 +36,8 @@ pub fn crate_root() -> PathBuf {
     if here.join("scripts/bench-table.py").is_file() {
         return here;
     }
-    env!("CARGO_MANIFEST_DIR").into()
+    // This package is crates/cli: the repository is two folders up.
+    std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
 }
 
 pub fn bin() -> PathBuf {

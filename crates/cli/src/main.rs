@@ -1,0 +1,261 @@
+//! The `vkcuda` binary: parse arguments, run, print the summary, and map the
+//! outcome to a documented exit code (see the README).
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+mod bench;
+mod cli;
+mod headless;
+mod viewer;
+
+use crate::bench::Interrupted;
+use crate::cli::BenchArgs;
+use crate::cli::{Args, CheckKernelArgs, Command};
+use crate::headless::Summary;
+use vkcuda_run::footprint::change;
+use vkcuda_run::nvrtc::CompileError;
+use vkcuda_run::stats::micros;
+use vkcuda_run::userkernel;
+use vkcuda_run::UsageError;
+
+/// Exit codes (documented in the README).
+mod exit {
+    pub const RUNTIME: u8 = 1;
+    pub const USAGE: u8 = 2;
+    pub const MISMATCH: u8 = 3;
+    pub const VALIDATION: u8 = 4;
+}
+
+fn main() -> ExitCode {
+    vkcuda_run::logger::init();
+    let args = match Args::try_parse() {
+        Ok(a) => a,
+        Err(e) if e.use_stderr() => {
+            eprintln!("vkcuda: {} (vkcuda --help lists every option)", one_line(&e.to_string()));
+            return ExitCode::from(exit::USAGE);
+        }
+        Err(e) => {
+            // --help, --version
+            let _ = e.print();
+            return ExitCode::SUCCESS;
+        }
+    };
+    if let Some(shard) = args.shard.filter(|_| args.headless && args.frame_count() == 0) {
+        let all = args.all_frames();
+        println!("vkcuda: shard {shard} of {all} frames has none of them: nothing to render");
+        return ExitCode::SUCCESS;
+    }
+    if let Err(e) = args.check() {
+        eprintln!("vkcuda: {e}");
+        return ExitCode::from(exit::USAGE);
+    }
+    if args.list_gpus {
+        return list_gpus(&args);
+    }
+    match &args.command {
+        Some(Command::Bench(bench)) => return run_bench(&args, bench),
+        Some(Command::CheckKernel(check)) => return check_kernel(check),
+        None => {}
+    }
+    let outcome = if args.headless { headless::run(&args) } else { viewer::run(&args) };
+    match outcome {
+        Ok(summary) => report(&args, &summary),
+        Err(e) => failure(&e),
+    }
+}
+
+/// `--list-gpus`: both orders, paired by UUID.
+fn list_gpus(args: &Args) -> ExitCode {
+    let listed = vkcuda_run::setup::vulkan_instance(false, &[])
+        .and_then(|instance| vkcuda_run::pairing::Pairing::new(&instance, args.producer));
+    match listed {
+        Ok(pairing) => {
+            print!("{}", pairing.table());
+            ExitCode::SUCCESS
+        }
+        Err(e) => failure(&e),
+    }
+}
+
+fn run_bench(args: &Args, bench: &BenchArgs) -> ExitCode {
+    match bench::run(args, bench) {
+        Ok(report) => {
+            print!("{}", bench::table(&report));
+            if let Some(v) = report.validation {
+                println!("validation: {v}");
+                if !v.clean() {
+                    eprintln!("vkcuda: error: the validation layer reported {v}");
+                    return ExitCode::from(exit::VALIDATION);
+                }
+            }
+            ExitCode::SUCCESS
+        }
+        Err(e) => failure(&e),
+    }
+}
+
+/// `vkcuda check-kernel`: nothing and 0, or the diagnostics (FILE:LINE) and 2.
+fn check_kernel(check: &CheckKernelArgs) -> ExitCode {
+    match userkernel::compile_checked(&check.file, &check.entry, &check.arch) {
+        Ok(_) => ExitCode::SUCCESS,
+        Err(e) => match e.downcast_ref::<CompileError>() {
+            Some(CompileError::Source(diagnostics)) => {
+                eprint!("{diagnostics}");
+                ExitCode::from(exit::USAGE)
+            }
+            _ => failure(&e),
+        },
+    }
+}
+
+/// A clap error on one line: its message and hints, without the usage block.
+fn one_line(text: &str) -> String {
+    let kept: Vec<&str> = text
+        .lines()
+        .map(str::trim)
+        .take_while(|l| !l.starts_with("Usage:"))
+        .filter(|l| !l.is_empty() && !l.starts_with("For more information"))
+        .collect();
+    kept.join(" ").trim_start_matches("error: ").to_string()
+}
+
+/// Prints an error and maps it to its exit code.
+fn failure(e: &anyhow::Error) -> ExitCode {
+    eprintln!("vkcuda: error: {}", vkcuda_run::for_people(&format!("{e:#}")));
+    if let Some(Interrupted(sig)) = e.downcast_ref::<Interrupted>() {
+        return ExitCode::from(128 + *sig as u8);
+    }
+    let usage = e.chain().any(|c| c.downcast_ref::<UsageError>().is_some());
+    ExitCode::from(if usage { exit::USAGE } else { exit::RUNTIME })
+}
+
+fn report(args: &Args, s: &Summary) -> ExitCode {
+    if let Some(path) = &args.json {
+        let json = headless::summary_json(args, s);
+        let written = serde_json::to_string_pretty(&json)
+            .map_err(anyhow::Error::from)
+            .and_then(|text| vkcuda_run::outfile::write_atomically(path, text.as_bytes()));
+        if let Err(e) = written {
+            return failure(&e);
+        }
+    }
+    println!(
+        "vkcuda: {} frames, {:.1} fps ({} {}, {} producer, sync {}, {} buffers)",
+        s.frames,
+        s.fps,
+        args.kernel.as_ref().map_or_else(|| args.scene.to_string(), |k| k.display().to_string()),
+        s.size,
+        s.producer,
+        args.sync,
+        args.buffers
+    );
+    // --gpu all: the frames and rates above are the GPUs' sums.
+    for line in &s.gpus {
+        println!("  {line}");
+    }
+    println!(
+        "  median per frame: {} {}, Vulkan GPU {}, rendered → consumed {}",
+        match s.producer {
+            "cuda" => "CUDA kernel",
+            "staging" => "CUDA kernel + copy to host",
+            _ => "CPU render",
+        },
+        micros(s.producer_median),
+        micros(s.vulkan_median),
+        micros(s.latency_median)
+    );
+    println!(
+        "  CPU time per frame: producer thread {}, consumer thread {}",
+        micros(s.producer_cpu),
+        micros(s.consumer_cpu)
+    );
+    if let Some(readings) = s.footprint {
+        let kept: Vec<_> = readings.iter().flatten().collect();
+        let when =
+            if kept.len() == 3 { "after warm-up → half-way → end" } else { "after warm-up → end" };
+        let resident = change(&kept.iter().map(|f| f.resident).collect::<Vec<_>>());
+        let gpu: Option<Vec<u64>> = kept.iter().map(|f| f.gpu_used).collect();
+        let gpu = gpu.map_or(String::new(), |g| format!(", GPU memory in use {}", change(&g)));
+        println!("  memory {when}: resident {resident}{gpu}");
+    }
+    if (args.headless && args.dump_every > 0) || s.sink.written > 0 {
+        println!("  PNG files written: {} in {}", s.sink.written, args.out.display());
+        if s.sink.written > 0 {
+            let stages = s.sink.stages.medians();
+            let verify =
+                if args.verify { format!("verify {}, ", micros(stages.verify)) } else { String::new() };
+            println!(
+                "  PNG writer, median per frame in one of its {} threads: {verify}encode {}, write {}; \
+                 consumer thread: hand-off {}, waiting for a free buffer {} (no host copy; {} readback buffers)",
+                s.sink.workers,
+                micros(stages.encode),
+                micros(stages.write),
+                micros(stages.handoff),
+                micros(stages.buffer_wait),
+                s.sink.readback_buffers
+            );
+        }
+    }
+    let worst = s
+        .sink
+        .worst
+        .map(|(f, d)| format!(", worst frame {f}: {} pixels differ, max diff {}", d.differing, d.max));
+    if args.verify {
+        println!(
+            "  verify: {} frames compared, {} mismatches{}",
+            s.sink.verified,
+            s.sink.mismatched,
+            worst.unwrap_or_default()
+        );
+    }
+    if let Some(shard) = args.shard {
+        let (first, end) = args.frame_range();
+        println!(
+            "  shard {shard}: frames {first} to {} of the run's {}",
+            end.saturating_sub(1),
+            args.all_frames()
+        );
+    }
+    if args.validate {
+        println!("  validation: {}", s.validation);
+    }
+    if let Some(sig) = s.interrupted {
+        println!("  interrupted by signal {sig}: stopped after {} frames", s.frames);
+        return ExitCode::from(128 + sig as u8);
+    }
+    if let Some(dir) = &args.compare_to {
+        println!(
+            "  compare: {} frames compared with {}, {} differ",
+            s.sink.verified,
+            dir.display(),
+            s.sink.mismatched
+        );
+    }
+    if s.sink.mismatched > 0 {
+        let listed: Vec<String> = (s.sink.differing.iter())
+            .map(|(f, d)| {
+                format!("frame {f}: {} of {} pixels, largest difference {}", d.differing, d.pixels, d.max)
+            })
+            .collect();
+        let more = s.sink.mismatched.saturating_sub(listed.len() as u64);
+        let more = if more > 0 { format!("; and {more} more") } else { String::new() };
+        let against = match &args.compare_to {
+            Some(dir) => format!("{} (tolerance {})", dir.display(), args.tolerance),
+            None => "the CPU reference".into(),
+        };
+        eprintln!(
+            "vkcuda: error: {} frames differ from {against}: {}{more}",
+            s.sink.mismatched,
+            listed.join("; ")
+        );
+        return ExitCode::from(exit::MISMATCH);
+    }
+    if !s.validation.clean() {
+        eprintln!("vkcuda: error: the validation layer reported {}", s.validation);
+        return ExitCode::from(exit::VALIDATION);
+    }
+    let _ = exit::RUNTIME;
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,752 @@
+//! The interactive viewer: a winit window that shows the shared images,
+//! through a Vulkan swapchain or, where the device cannot present to the
+//! window, the CPU-present path. Same producer, plan, shared images and frame
+//! loop as `--headless`; only the consumer differs ([`Presenter`] instead of
+//! the offscreen copy).
+//!
+//! The event loop never blocks on the GPU: before a frame it only polls
+//! (briefly) whether the frame's slot is free, so Esc, the close button and
+//! signals are answered while a kernel runs long, and a frame held up for
+//! [`STALL`] is reported (a kernel that does not end); a quit then does
+//! not wait for it, and after [`WAIT_TIMEOUT`] the viewer gives up by itself.
+//!
+//! One frame: pace the slot (its fence) → acquire a swapchain image (nothing
+//! to acquire on the CPU path) → make sure the producer has submitted the
+//! frame's "rendered" signal (so the present never waits on a signal not yet
+//! submitted) → submit (waits: acquire + "rendered"; signals: present
+//! semaphore + "released") → present (the CPU path puts the frame in the
+//! window once it is consumed).
+
+use std::collections::VecDeque;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Context, Result};
+use ash::vk;
+use winit::application::ApplicationHandler;
+use winit::dpi::LogicalSize;
+use winit::event::{ElementState, KeyEvent, MouseButton, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
+use winit::keyboard::{Key, NamedKey};
+use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle, RawDisplayHandle};
+use winit::window::{Fullscreen, Window, WindowId};
+
+use crate::cli::{Args, SizeArg};
+use crate::headless::{cancelled, png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
+use vkcuda::types::{QueueKind, Size};
+use vkcuda::vk::device::{list_gpus, Queue};
+use vkcuda::vk::WAIT_TIMEOUT;
+use vkcuda_run::clock::CpuMeter;
+use vkcuda_run::consumer::{Completed, ExtraSync};
+use vkcuda_run::director::{Director, Pointer};
+use vkcuda_run::display;
+use vkcuda_run::kinds::{PresentMode, PresentPath};
+use vkcuda_run::present::readback::{Readback, Shot};
+use vkcuda_run::present::swapchain::SwapchainState;
+use vkcuda_run::present::window::{Acquired, Presenter};
+use vkcuda_run::present::x11;
+use vkcuda_run::producer::Report;
+use vkcuda_run::reload::{KernelReload, Swapped};
+use vkcuda_run::scene::{frame_pixel, Scene};
+use vkcuda_run::session::{warmup_frames, Session, Stopped, STALL};
+use vkcuda_run::setup::{self, Gpu};
+use vkcuda_run::sink::SinkReport;
+use vkcuda_run::stats::{median, micros, Samples};
+use vkcuda_run::UsageError;
+
+/// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
+pub fn run(args: &Args) -> Result<Summary> {
+    display::check()?;
+    let event_loop = new_event_loop()?;
+    let mut app = App { args: args.clone(), viewer: None, outcome: None, caught: watch_signals()? };
+    event_loop.run_app(&mut app).context("window event loop")?;
+    app.outcome.unwrap_or_else(|| Err(anyhow!("the window closed before the viewer started")))
+}
+
+struct App {
+    args: Args,
+    viewer: Option<Viewer>,
+    outcome: Option<Result<Summary>>,
+    caught: Arc<AtomicUsize>,
+}
+
+impl App {
+    /// Acts on what a frame (or an event) said: go on, quit, or fail.
+    fn settle(&mut self, event_loop: &ActiveEventLoop, result: Result<bool>) {
+        match result {
+            Ok(true) => {}
+            Ok(false) => self.finish(event_loop, None),
+            Err(e) => self.finish(event_loop, Some(e)),
+        }
+    }
+
+    /// Ends the run: on error, keep the first error (unless it only says a
+    /// wait gave up because the producer failed: the producer's error is the
+    /// cause); then shut the viewer down.
+    fn finish(&mut self, event_loop: &ActiveEventLoop, error: Option<anyhow::Error>) {
+        let summary = match self.viewer.take() {
+            Some(mut v) => {
+                let s = v.shutdown(&self.caught, error.is_none());
+                drop(v);
+                s
+            }
+            None => Err(anyhow!("the viewer did not start")),
+        };
+        self.outcome.get_or_insert(match (error, summary) {
+            (Some(e), Err(producer)) if cancelled(&e) => Err(producer),
+            (Some(e), Err(also)) => {
+                log::info!("while stopping: {also:#}");
+                Err(e)
+            }
+            (Some(e), Ok(_)) => Err(e),
+            (None, summary) => summary,
+        });
+        event_loop.exit();
+    }
+}
+
+impl ApplicationHandler for App {
+    fn resumed(&mut self, event_loop: &ActiveEventLoop) {
+        if self.viewer.is_some() || self.outcome.is_some() {
+            return;
+        }
+        match Viewer::new(event_loop, &self.args) {
+            Ok(v) => self.viewer = Some(v),
+            Err(e) => {
+                self.outcome = Some(Err(e));
+                event_loop.exit();
+            }
+        }
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, _id: WindowId, event: WindowEvent) {
+        let Some(viewer) = self.viewer.as_mut() else { return };
+        let result = match event {
+            WindowEvent::CloseRequested => {
+                viewer.quit = true;
+                viewer.frame()
+            }
+            WindowEvent::Resized(_) => {
+                viewer.stale = true;
+                Ok(true)
+            }
+            WindowEvent::KeyboardInput { event, .. } => viewer.key(&event),
+            WindowEvent::CursorMoved { position, .. } => {
+                viewer.cursor = Some((position.x, position.y));
+                viewer.pointer_changed();
+                Ok(true)
+            }
+            WindowEvent::CursorLeft { .. } => {
+                viewer.cursor = None;
+                viewer.pointer_changed();
+                Ok(true)
+            }
+            WindowEvent::MouseInput { state, button, .. } => {
+                let bit = match button {
+                    MouseButton::Left => 1,
+                    MouseButton::Right => 2,
+                    MouseButton::Middle => 4,
+                    _ => 0,
+                };
+                match state {
+                    ElementState::Pressed => viewer.buttons |= bit,
+                    ElementState::Released => viewer.buttons &= !bit,
+                }
+                viewer.pointer_changed();
+                Ok(true)
+            }
+            WindowEvent::RedrawRequested => {
+                if self.caught.load(Ordering::Relaxed) != 0 {
+                    viewer.quit = true;
+                }
+                viewer.frame()
+            }
+            _ => Ok(true),
+        };
+        self.settle(event_loop, result);
+    }
+
+    fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        event_loop.set_control_flow(ControlFlow::Wait);
+        let caught = self.caught.load(Ordering::Relaxed) != 0;
+        let Some(v) = self.viewer.as_mut() else { return };
+        if !v.minimized() {
+            v.window.request_redraw();
+            return;
+        }
+        // Minimized: no redraws come, so the loop sleeps until the window changes; but it
+        // looks at signals and a pending quit (close, Esc) four times a second.
+        event_loop.set_control_flow(ControlFlow::WaitUntil(Instant::now() + Duration::from_millis(250)));
+        if caught || v.quit {
+            v.quit = true;
+            let result = v.frame();
+            self.settle(event_loop, result);
+        }
+    }
+}
+
+/// The run's spec, with the hot reload's link when there is one.
+fn spec_with(args: &Args, reload: Option<&KernelReload>) -> setup::RunSpec {
+    let mut spec = args.spec();
+    spec.reload = reload.map(KernelReload::link);
+    spec
+}
+
+struct Viewer {
+    // Field order is drop order: the interop and the presenter (which owns the
+    // surface) go before the device, and the window last.
+    run: Option<Session>,
+    presenter: Presenter,
+    gpu: Gpu,
+    window: Arc<Window>,
+    director: Arc<Director>,
+    args: Args,
+    stale: bool,
+    show_stats: bool,
+    consumed: u64,
+    steady_start: Option<Instant>,
+    /// Consumed frames, numbered in consumption order across interop rebuilds.
+    completed: Samples<Completed>,
+    meter: CpuMeter,
+    report: Report,
+    sink: SinkReport,
+    /// When the frames of the last second went on screen (the title's frame rate).
+    shown_at: VecDeque<Instant>,
+    last_title: Instant,
+    /// `--kernel`: the watcher and compile thread of its hot reload.
+    reload: Option<KernelReload>,
+    /// The frame the next one waits for, while it is not ready.
+    held: Option<HeldUp>,
+    /// Esc, the close button or a signal: quit once the submitted frames are
+    /// done, or at once if they are stuck.
+    quit: bool,
+    /// The pointer in window pixels, while it is over the window.
+    cursor: Option<(f64, f64)>,
+    /// Mouse buttons held: bit 0 left, 1 right, 2 middle.
+    buttons: u32,
+    /// Paced to the screen: the most frames the producer was ahead of it.
+    lead: Option<u64>,
+}
+
+/// A frame that is not finished (or, before a present, not submitted by the
+/// producer), and since when the viewer waits for it.
+struct HeldUp {
+    frame: u64,
+    since: Instant,
+    /// Reported as stuck (after [`STALL`]).
+    said: bool,
+}
+
+/// How long one poll of the GPU may keep the event loop.
+const POLL: Duration = Duration::from_millis(10);
+
+impl Viewer {
+    fn new(event_loop: &ActiveEventLoop, args: &Args) -> Result<Self> {
+        let attributes = Window::default_attributes()
+            .with_title("vkcuda")
+            .with_inner_size(LogicalSize::new(1280.0, 720.0))
+            .with_fullscreen(args.fullscreen.then_some(Fullscreen::Borderless(None)));
+        let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
+        let (gpu, mut presenter) = match args.present {
+            PresentPath::Vulkan => open_vulkan(&window, args)?,
+            PresentPath::Cpu => open_cpu(&window, args, "asked for with --present cpu")?,
+            PresentPath::Auto => match open_vulkan(&window, args) {
+                Ok(v) => v,
+                Err(e) if e.chain().any(|c| c.downcast_ref::<UsageError>().is_some()) => return Err(e),
+                Err(e) => open_cpu(&window, args, &format!("{e:#}"))?,
+            },
+        };
+        let window_px = window.inner_size();
+        presenter
+            .recreate(vk::Extent2D { width: window_px.width.max(1), height: window_px.height.max(1) })?;
+        let e = presenter.extent();
+        let size = args.size_or(Size { width: e.width, height: e.height });
+        let director = Arc::new(Director::new(Scene {
+            kind: args.scene,
+            width: size.width,
+            height: size.height,
+            cost: args.cost,
+        }));
+        let reload = args.kernel_spec().map(|k| KernelReload::start(&k)).transpose()?;
+        if args.paced() {
+            eprintln!(
+                "vkcuda: latency low{}: the producer starts a frame once the one before is on screen \
+                 (--latency throughput: more frames per second)",
+                if args.latency.is_none() { " (the default with --kernel)" } else { "" }
+            );
+        }
+        let run =
+            Session::start(&gpu, &spec_with(args, reload.as_ref()), &director, size, args.timeline_base)?;
+        presenter.bind_shared(run.interop.frame_images())?;
+        Ok(Self {
+            run: Some(run),
+            presenter,
+            gpu,
+            window,
+            director,
+            args: args.clone(),
+            stale: false,
+            show_stats: false,
+            consumed: 0,
+            steady_start: None,
+            completed: Samples::default(),
+            meter: CpuMeter::default(),
+            report: Report::default(),
+            sink: SinkReport::default(),
+            shown_at: VecDeque::new(),
+            last_title: Instant::now(),
+            reload,
+            held: None,
+            quit: false,
+            cursor: None,
+            buttons: 0,
+            lead: None,
+        })
+    }
+
+    fn minimized(&self) -> bool {
+        let s = self.window.inner_size();
+        s.width == 0 || s.height == 0 || self.window.is_minimized() == Some(true)
+    }
+
+    /// One frame; `Ok(false)` once `--frames` frames were shown, or to quit.
+    fn frame(&mut self) -> Result<bool> {
+        // Finished frames go on screen first: paced to the screen, the producer waits for them.
+        let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
+        let done = run.show_finished(&mut self.presenter, POLL)?;
+        self.on_screen(done);
+        // Quitting: once every submitted frame is done, or they are stuck.
+        let held = self.held_up()?;
+        if self.quit && (!held || self.stuck()) {
+            return Ok(false);
+        }
+        if held || self.minimized() {
+            return Ok(true);
+        }
+        if self.stale {
+            self.rebuild()?;
+            if self.stale {
+                return Ok(true);
+            }
+        }
+        let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
+        let g = run.next;
+        let slot = (g % run.frames.slots() as u64) as usize;
+        // The slot must be free before its acquire semaphore is reused.
+        self.meter.frame(self.consumed, self.steady_start.is_some());
+        let mut done: Vec<Completed> = run.pace(&mut self.presenter)?.into_iter().collect();
+        let Acquired::Ready { state, wait, signal } = self.presenter.acquire(slot)? else {
+            self.on_screen(done);
+            self.stale = true;
+            return Ok(true);
+        };
+        let at = |s: vk::Semaphore, stage| vk::SemaphoreSubmitInfo::default().semaphore(s).stage_mask(stage);
+        let waits: Vec<_> =
+            wait.map(|s| at(s, vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)).into_iter().collect();
+        let signals: Vec<_> =
+            signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
+        let extra = ExtraSync { wait: &waits, signal: &signals };
+        done.extend(run.submit(&mut self.presenter, extra)?);
+        // Frames that have finished go on screen now, not when their slots come round again.
+        done.extend(run.show_finished(&mut self.presenter, Duration::ZERO)?);
+        self.consumed += 1;
+        let presented = self.presenter.present()?;
+        if !self.presenter.through_cpu() {
+            run.shown(g);
+        }
+        self.on_screen(done);
+        if presented == SwapchainState::Stale || state == SwapchainState::Stale {
+            self.stale = true;
+        }
+        if self.consumed == warmup_frames(self.args.frame_count()) {
+            self.steady_start = Some(Instant::now());
+        }
+        self.update_title();
+        Ok(self.consumed < self.args.frame_count())
+    }
+
+    /// Frames consumed, in order: they are on screen now (the CPU path puts
+    /// each in the window as it is consumed; a swapchain image was presented
+    /// before). The first frame of a newly swapped kernel says how long it
+    /// took to get there.
+    fn on_screen(&mut self, done: Vec<Completed>) {
+        for c in done {
+            let at = c.consumed_at;
+            self.shown_at.push_back(at);
+            while self.shown_at.front().is_some_and(|t| at.duration_since(*t) > Duration::from_secs(1)) {
+                self.shown_at.pop_front();
+            }
+            if let Some(s) = self.reload.as_ref().and_then(|r| r.link().shown(c.frame)) {
+                report_swap(&s, &self.shown_at);
+            }
+            record(&mut self.completed, c);
+        }
+    }
+
+    /// Whether the next frame (with a rebuild or a quit pending, any
+    /// submitted frame) is held up, polled for at most [`POLL`]; reports a
+    /// frame held up for [`STALL`], and fails after [`WAIT_TIMEOUT`].
+    fn held_up(&mut self) -> Result<bool> {
+        let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
+        if run.control.failed() {
+            // The producer failed: its error, which the stop returns, is the cause.
+            return Err(vkcuda::Error::Cancelled { what: format!("frame {}", run.next) }.into());
+        }
+        let produced = self.quit || !self.presenter.through_cpu();
+        let Some(frame) = run.held_up_by(self.stale || self.quit, produced, POLL)? else {
+            if let Some(h) = self.held.take().filter(|h| h.said) {
+                eprintln!("vkcuda: frame {} finished after {:.1?}", h.frame, h.since.elapsed());
+            }
+            return Ok(false);
+        };
+        // Held up without a break since the first frame that was (a quit may add more).
+        let held = self.held.get_or_insert(HeldUp { frame, since: Instant::now(), said: false });
+        let (frame, waited) = (held.frame, held.since.elapsed());
+        if waited >= WAIT_TIMEOUT {
+            bail!(
+                "frame {frame} did not finish in {WAIT_TIMEOUT:?} (a kernel that does not end?): quitting \
+                 without waiting for it"
+            );
+        }
+        if waited >= STALL && !held.said {
+            held.said = true;
+            eprintln!(
+                "vkcuda: frame {frame} has not finished after {STALL:?} (a kernel that does not end?): \
+                 Esc or Ctrl+C quits without waiting for it; the viewer gives up by itself after {WAIT_TIMEOUT:?}"
+            );
+        }
+        self.update_title();
+        Ok(true)
+    }
+
+    /// Whether the viewer has waited [`STALL`] for a frame.
+    fn stuck(&self) -> bool {
+        self.held.as_ref().is_some_and(|h| h.said)
+    }
+    /// Recreates the swapchain for the window's size; with `--size window`,
+    /// rebuilds the interop at that size too (timeline values keep rising).
+    fn rebuild(&mut self) -> Result<()> {
+        let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
+        let done = run.drain(&mut self.presenter)?;
+        done.into_iter().for_each(|c| record(&mut self.completed, c));
+        self.gpu.device.wait_idle()?;
+        let px = self.window.inner_size();
+        if px.width == 0 || px.height == 0 {
+            return Ok(()); // minimized: stay stale until restored
+        }
+        self.presenter.recreate(vk::Extent2D { width: px.width, height: px.height })?;
+        self.stale = false;
+        let e = self.presenter.extent();
+        let wanted = Size { width: e.width, height: e.height };
+        if self.args.size == SizeArg::Window && run.size != wanted {
+            let old = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+            let stopped = old.stop(&mut self.presenter, true)?;
+            let base = stopped.next_base;
+            self.absorb(stopped);
+            self.finish_snapshots();
+            let spec = spec_with(&self.args, self.reload.as_ref());
+            // Frame numbers restart with the new session.
+            self.reload.iter().for_each(|r| r.link().forget_swap());
+            let run = Session::start(&self.gpu, &spec, &self.director, wanted, base)?;
+            self.presenter.bind_shared(run.interop.frame_images())?;
+            self.run = Some(run);
+        }
+        // The frame moved in the window (or changed size): where is the pointer now?
+        self.pointer_changed();
+        Ok(())
+    }
+
+    fn absorb(&mut self, stopped: Stopped) {
+        self.lead = self.lead.max(stopped.lead);
+        let report = stopped.report;
+        self.report.frames += report.frames;
+        // Producer frame numbers restart with each session: renumber after the earlier ones.
+        let offset = self.report.frames - report.frames;
+        report.timings.iter().for_each(|(f, t)| self.report.timings.push(offset + f, *t));
+        self.report.cpu_per_frame = report.cpu_per_frame;
+        // Frame numbers restart with each session: latency is a headless measurement.
+        stopped.drained.into_iter().for_each(|c| record(&mut self.completed, c));
+    }
+
+    fn finish_snapshots(&mut self) {
+        if let Some(mut r) = self.presenter.snapshot.take() {
+            self.sink.merge(r.finish());
+        }
+    }
+
+    fn key(&mut self, event: &KeyEvent) -> Result<bool> {
+        if event.state != ElementState::Pressed {
+            return Ok(true);
+        }
+        match event.logical_key.as_ref() {
+            Key::Named(NamedKey::Escape) => self.quit = true,
+            Key::Named(NamedKey::Space) => self.director.toggle_pause(),
+            Key::Named(NamedKey::ArrowRight) => self.director.switch_scene(1),
+            Key::Named(NamedKey::ArrowLeft) => self.director.switch_scene(-1),
+            Key::Named(NamedKey::F1) => self.show_stats = !self.show_stats,
+            Key::Character("+") | Key::Character("=") => self.director.change_cost(true),
+            Key::Character("-") => self.director.change_cost(false),
+            Key::Character("v") | Key::Character("V") => {
+                let mode = self.presenter.cycle_mode();
+                eprintln!("vkcuda: present mode {mode}");
+                self.stale = true;
+            }
+            Key::Character("s") | Key::Character("S") => self.snapshot()?,
+            Key::Character("e") | Key::Character("E") => self.presenter.change_exposure(2.0),
+            Key::Character("d") | Key::Character("D") => self.presenter.change_exposure(0.5),
+            Key::Character("r") | Key::Character("R") => self.reload.iter().for_each(KernelReload::reload),
+            _ => return Ok(true),
+        }
+        self.last_title = Instant::now() - Duration::from_secs(1);
+        self.update_title();
+        Ok(true)
+    }
+
+    /// Asks for the next frame to be written as PNG (through the headless writer).
+    fn snapshot(&mut self) -> Result<()> {
+        if self.presenter.snapshot.is_none() {
+            if let Err(e) = prepare_out_dir(&self.args.out) {
+                eprintln!("vkcuda: cannot save: {e}");
+                return Ok(());
+            }
+            let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
+            let extent = vk::Extent2D { width: run.size.width, height: run.size.height };
+            let shot = Shot { extent, format: self.args.format, drawn: false };
+            let sink = png_sink(&self.args.out, self.args.reference());
+            let slots = run.frames.slots();
+            self.presenter.snapshot =
+                Some(Readback::new(self.gpu.device.clone(), self.director.clone(), shot, slots, sink)?);
+        }
+        self.presenter.request_snapshot();
+        Ok(())
+    }
+
+    /// Tells the director where the pointer is over the frame, for the next frames.
+    fn pointer_changed(&self) {
+        let frame = self.director.current().scene;
+        let frame = vk::Extent2D { width: frame.width, height: frame.height };
+        let at = self.cursor.and_then(|c| frame_pixel(self.presenter.extent(), frame, c));
+        self.director.set_pointer(Pointer { at, buttons: self.buttons });
+    }
+
+    fn update_title(&mut self) {
+        let now = Instant::now();
+        if now.duration_since(self.last_title) < Duration::from_millis(250) {
+            return;
+        }
+        self.last_title = now;
+        let spec = self.director.current();
+        let paused = if self.director.paused() { " (paused)" } else { "" };
+        // What renders: the scene, or the kernel file and the version running; a
+        // compile error of the last 10 s after it.
+        let (what, failed) = match (&self.reload, &self.args.kernel) {
+            (Some(r), Some(file)) => {
+                let name = file
+                    .file_name()
+                    .map_or_else(|| file.display().to_string(), |n| n.to_string_lossy().into());
+                let failure = r.failure().filter(|f| f.at.elapsed() < Duration::from_secs(10));
+                (format!("{name} v{}", r.link().version()), failure.map(|f| format!(" | {}", f.first_line)))
+            }
+            _ => (spec.scene.kind.to_string(), None),
+        };
+        let failed = failed.unwrap_or_default();
+        let failed = match self.held.as_ref().filter(|h| h.said) {
+            Some(h) => format!(
+                "{failed} | frame {} not finished after {} s: Esc quits",
+                h.frame,
+                h.since.elapsed().as_secs()
+            ),
+            None => failed,
+        };
+        let title = if self.show_stats {
+            let run = self.run.as_ref();
+            let skip = self.completed.len().saturating_sub(120);
+            let vulkan =
+                median(&self.completed.iter().skip(skip).map(|(_, c)| c.gpu_time).collect::<Vec<_>>());
+            let render = run.map(|r| r.control.render_time());
+            format!(
+                "vkcuda — {} {}x{} {} {} exposure {} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {}{} | {} | {} producer | sync {}{failed}",
+                what,
+                spec.scene.width,
+                spec.scene.height,
+                self.args.format,
+                self.args.layout,
+                self.presenter.exposure(),
+                spec.tick,
+                spec.scene.cost,
+                self.shown_at.len(),
+                if run.is_some_and(|r| r.producer == "cuda") { "CUDA" } else { "CPU" },
+                micros(render),
+                micros(vulkan),
+                match self.presenter.through_cpu() {
+                    true => format!(" + readback | CPU present {}", micros(Some(self.presenter.put_time()))),
+                    false => String::new(),
+                },
+                self.presenter.mode(),
+                run.map_or("?", |r| r.producer),
+                self.args.sync,
+            )
+        } else {
+            format!("vkcuda — {what}{paused}{failed}")
+        };
+        self.window.set_title(&title);
+    }
+
+    /// Stops the interop, writes pending snapshots, and summarizes.
+    fn shutdown(&mut self, caught: &AtomicUsize, healthy: bool) -> Result<Summary> {
+        let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+        let (size, producer) = (run.size, run.producer);
+        let stuck = self.stuck();
+        if stuck {
+            // Nothing will finish those frames: the producer must not wait for its stream either.
+            run.control.abandon();
+        }
+        // After a failed or stuck frame, don't wait for frames that may never come.
+        let stopped = run.stop(&mut self.presenter, healthy && !stuck)?;
+        self.absorb(stopped);
+        self.finish_snapshots();
+        if let Some(lead) = self.lead {
+            let frames = if lead == 1 { "frame" } else { "frames" };
+            eprintln!("vkcuda: paced to the screen: the producer was at most {lead} {frames} ahead of it");
+        }
+        if let Some(e) = &self.sink.error {
+            return Err(anyhow!("PNG writer: {e}"));
+        }
+        let warmup = warmup_frames(self.args.frame_count());
+        let consumed = Consumed {
+            frames: self.consumed,
+            total: self.consumed,
+            steady: self.steady_start.map_or(Duration::ZERO, |t| t.elapsed()),
+            steady_frames: self.consumed.saturating_sub(warmup),
+            completed: std::mem::take(&mut self.completed),
+            cpu_per_frame: self.meter.per_frame(self.consumed),
+            footprint: None,
+        };
+        let validation = self.gpu.device.validation();
+        let report = std::mem::take(&mut self.report);
+        Ok(summarize(consumed, report, self.sink.clone(), (producer, size), &validation, caught))
+    }
+}
+
+/// winit's event loop. winit panics when a window system library it loads at
+/// run time is missing; [`display::check`] names those first, and a panic
+/// that still happens becomes an error here, not a crash.
+fn new_event_loop() -> Result<EventLoop<()>> {
+    let hook = std::panic::take_hook();
+    std::panic::set_hook(Box::new(|_| {}));
+    let made = std::panic::catch_unwind(EventLoop::new);
+    std::panic::set_hook(hook);
+    match made {
+        Ok(made) => made.context("cannot open a window: run with --headless instead"),
+        Err(panic) => {
+            let why = panic
+                .downcast_ref::<String>()
+                .cloned()
+                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
+                .unwrap_or_else(|| "winit panicked".into());
+            Err(UsageError(format!("cannot open a window: {why}; or run with --headless")).into())
+        }
+    }
+}
+
+/// The Vulkan-present path: an instance with the window system's surface
+/// extensions, the window's surface, a device whose graphics queue can present to it.
+fn open_vulkan(window: &Arc<Window>, args: &Args) -> Result<(Gpu, Presenter)> {
+    let display = window.display_handle()?.as_raw();
+    let handle = window.window_handle()?.as_raw();
+    let required =
+        ash_window::enumerate_required_extensions(display).context("Vulkan cannot present here")?;
+    // SAFETY: ash-window returns pointers to static NUL-terminated extension names.
+    let extensions: Vec<&CStr> = required.iter().map(|p| unsafe { CStr::from_ptr(*p) }).collect();
+    let instance = setup::vulkan_instance(args.validate, &extensions)?;
+    if matches!(display, RawDisplayHandle::Xlib(_) | RawDisplayHandle::Xcb(_)) {
+        if let Some(why) = x11::nvidia_cannot_present() {
+            // Asking NVIDIA's driver about this server's surface would crash the process.
+            if list_gpus(&instance)?.iter().any(|g| g.driver.starts_with("NVIDIA")) {
+                bail!("NVIDIA's Vulkan cannot present to this window: {why}");
+            }
+        }
+    }
+    // SAFETY: the window outlives the surface (the presenter destroys it first).
+    let surface =
+        unsafe { ash_window::create_surface(&instance.entry, &instance.raw, display, handle, None) }
+            .context("creating the window's Vulkan surface")?;
+    let surface_fn = ash::khr::surface::Instance::new(&instance.entry, &instance.raw);
+    let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
+    let gpu = match setup::open_gpu(&args.spec(), instance.clone(), queue) {
+        Ok(g) => g,
+        Err(e) => {
+            // SAFETY: nothing uses the surface yet.
+            unsafe { surface_fn.destroy_surface(surface, None) };
+            return Err(e);
+        }
+    };
+    // On Wayland a fifo present blocks until the compositor's frame callback, which never
+    // comes while the window is hidden (Mesa 22 under weston: forever): mailbox by default.
+    let wayland = matches!(display, RawDisplayHandle::Wayland(_));
+    let mode = args.present_mode.unwrap_or(if wayland { PresentMode::Mailbox } else { PresentMode::Fifo });
+    let presenter = Presenter::new(gpu.device.clone(), surface_fn, surface, args.in_flight(), mode)?;
+    eprintln!("vkcuda: {}; {}; presenting through a Vulkan swapchain", gpu.device.info, gpu.why);
+    Ok((gpu, presenter))
+}
+
+/// The CPU-present path: no surface; the draw pass into an offscreen image
+/// that softbuffer puts in the window.
+fn open_cpu(window: &Arc<Window>, args: &Args, why: &str) -> Result<(Gpu, Presenter)> {
+    let instance = setup::vulkan_instance(args.validate, &[])?;
+    let queue = Queue { kind: QueueKind::Graphics, present: None };
+    let gpu = setup::open_gpu(&args.spec(), instance, queue)?;
+    let presenter = Presenter::new_cpu(gpu.device.clone(), window.clone(), args.in_flight())?;
+    eprintln!("vkcuda: {}; {}; presenting through the CPU (softbuffer): {why}", gpu.device.info, gpu.why);
+    Ok((gpu, presenter))
+}
+
+/// The first frame of swapped-in version `s` is on screen (the last of
+/// `shown`, when the frames of the last second went on screen): how long after
+/// the change, as the compile plus the rest (in frames), and how many frames
+/// went on screen since the compile ended.
+fn report_swap(s: &Swapped, shown: &VecDeque<Instant>) {
+    let interval = match (shown.front(), shown.back()) {
+        (Some(a), Some(b)) if shown.len() > 1 => b.duration_since(*a) / (shown.len() as u32 - 1),
+        _ => Duration::ZERO,
+    };
+    let Some(&at) = shown.back() else { return };
+    let since = shown.iter().filter(|t| **t > s.made.ready).count();
+    // Beside the compile: everything else from the change to the screen.
+    let on_screen = at.duration_since(s.made.changed);
+    let after = on_screen.saturating_sub(s.made.compile);
+    let frames = if interval.is_zero() { 0.0 } else { after.as_secs_f64() / interval.as_secs_f64() };
+    // The frame periods that ended with this frame: the new kernel's, and the one the compile ended in.
+    let two = shown.len().checked_sub(3).and_then(|i| shown.get(i)).map(|a| at.duration_since(*a));
+    eprintln!(
+        "vkcuda: kernel v{} on screen {:.0?} after the change: compile {:.0?}, then {:.1?} ({frames:.1} frames of \
+         {interval:.1?}; the {} frame shown since the compile; the last two frame periods {:.1?})",
+        s.version,
+        on_screen,
+        s.made.compile,
+        after,
+        ordinal(since),
+        two.unwrap_or_default(),
+    );
+}
+
+/// 1st, 2nd, 3rd, 4th...
+fn ordinal(n: usize) -> String {
+    let suffix = match (n % 10, n % 100) {
+        (1, 11) | (2, 12) | (3, 13) => "th",
+        (1, _) => "st",
+        (2, _) => "nd",
+        (3, _) => "rd",
+        _ => "th",
+    };
+    format!("{n}{suffix}")
+}
+
+/// Keeps a consumed frame, numbered in consumption order (frame numbers
+/// restart with each session).
+fn record(completed: &mut Samples<Completed>, c: Completed) {
+    let frame = completed.next_frame();
+    completed.push(frame, Completed { frame, ..c });
+}

@@ -1,0 +1,126 @@
+//! Before a window: is there a display server, and can the window system's
+//! client libraries be loaded? winit loads them at run time and panics when
+//! one is missing; this says which one, and which package has it.
+
+use std::ffi::CString;
+use std::path::PathBuf;
+
+use crate::UsageError;
+
+/// The window systems winit may use here, in the order it tries them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Server {
+    /// `WAYLAND_DISPLAY`'s socket.
+    Wayland(PathBuf),
+    /// `DISPLAY`, and its local socket when it names one.
+    X11(String, Option<PathBuf>),
+}
+
+/// The client libraries winit (and softbuffer) load for each window system,
+/// with the Debian/Ubuntu package of each.
+const WAYLAND_LIBS: &[(&str, &str)] = &[
+    ("libwayland-client.so.0", "libwayland-client0"),
+    ("libwayland-cursor.so.0", "libwayland-cursor0"),
+    ("libxkbcommon.so.0", "libxkbcommon0"),
+];
+const X11_LIBS: &[(&str, &str)] = &[
+    ("libX11.so.6", "libx11-6"),
+    ("libX11-xcb.so.1", "libx11-xcb1"),
+    ("libxcb.so.1", "libxcb1"),
+    ("libXcursor.so.1", "libxcursor1"),
+    ("libXi.so.6", "libxi6"),
+    ("libXrandr.so.2", "libxrandr2"),
+    ("libxkbcommon.so.0", "libxkbcommon0"),
+    ("libxkbcommon-x11.so.0", "libxkbcommon-x11-0"),
+];
+
+/// The display servers the environment names (`WAYLAND_DISPLAY`, `DISPLAY`).
+pub fn named() -> Vec<Server> {
+    let var = |k: &str| std::env::var(k).ok().filter(|v| !v.is_empty());
+    let mut out = Vec::new();
+    if let Some(w) = var("WAYLAND_DISPLAY") {
+        let path = PathBuf::from(&w);
+        let runtime = var("XDG_RUNTIME_DIR").map(PathBuf::from).unwrap_or_default();
+        out.push(Server::Wayland(if path.is_absolute() { path } else { runtime.join(path) }));
+    }
+    if let Some(d) = var("DISPLAY") {
+        // ":N" and "unix:N" (optionally ".screen") are local sockets; "host:N" is TCP.
+        let local = d.strip_prefix("unix:").or_else(|| d.strip_prefix(':'));
+        let socket = local.and_then(|n| n.split('.').next()).filter(|n| n.parse::<u32>().is_ok());
+        out.push(Server::X11(d.clone(), socket.map(|n| PathBuf::from(format!("/tmp/.X11-unix/X{n}")))));
+    }
+    out
+}
+
+/// Whether the server's socket is there (`None`: a TCP display, not checked).
+/// Only whether it exists: a test connection that hangs up at once made
+/// Xvfb refuse winit's connection right after it now and then (3 of 24 starts).
+fn listening(server: &Server) -> Option<bool> {
+    match server {
+        Server::Wayland(p) | Server::X11(_, Some(p)) => Some(p.exists()),
+        Server::X11(_, None) => None,
+    }
+}
+
+/// The first of `libs` that cannot be loaded, with its package.
+fn missing(libs: &[(&'static str, &'static str)]) -> Option<(&'static str, &'static str)> {
+    libs.iter().copied().find(|(lib, _)| {
+        let Ok(name) = CString::new(*lib) else { return true };
+        // SAFETY: dlopen with a NUL-terminated name. Loading runs the library's initialisers,
+        // as winit's own dlopen would a moment later. The handle is kept (the libraries stay
+        // loaded, as they would for winit): unloading X libraries and loading them again made
+        // winit's connection to the X server fail now and then (2 of 12 starts).
+        let handle = unsafe { libc::dlopen(name.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
+        handle.is_null()
+    })
+}
+
+/// Checks that a window can be opened: a display server is named and listens,
+/// and its client libraries load. The error says what is missing and how to
+/// get it (a usage error: exit code 2).
+pub fn check() -> Result<(), UsageError> {
+    let servers = named();
+    if servers.is_empty() {
+        return Err(UsageError(
+            "no display: neither WAYLAND_DISPLAY nor DISPLAY is set: run with --headless, or in a \
+             desktop session (or a virtual one: Xvfb, weston)"
+                .into(),
+        ));
+    }
+    let mut problems = Vec::new();
+    for server in &servers {
+        let (what, libs) = match server {
+            Server::Wayland(p) => (format!("WAYLAND_DISPLAY ({})", p.display()), WAYLAND_LIBS),
+            Server::X11(d, _) => (format!("DISPLAY={d}"), X11_LIBS),
+        };
+        if listening(server) == Some(false) {
+            let socket = match server {
+                Server::Wayland(p) | Server::X11(_, Some(p)) => p.display().to_string(),
+                Server::X11(d, None) => d.clone(),
+            };
+            problems.push(format!("{what} is set but there is no server socket at {socket}"));
+            continue;
+        }
+        match missing(libs) {
+            // One usable window system is enough: winit tries each.
+            None => return Ok(()),
+            Some((lib, package)) => problems
+                .push(format!("{what}: {lib} cannot be loaded (Debian/Ubuntu: apt install {package})")),
+        }
+    }
+    Err(UsageError(format!("cannot open a window: {}; or run with --headless", problems.join("; "))))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_missing_library_is_named_with_its_package() {
+        assert_eq!(
+            missing(&[("libvkcuda-no-such-library.so.9", "no-such-package")]).map(|m| m.1),
+            Some("no-such-package")
+        );
+        assert_eq!(missing(&[("libc.so.6", "libc6")]), None);
+    }
+}

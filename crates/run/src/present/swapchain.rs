@@ -1,0 +1,285 @@
+//! The window's swapchain: acquire, present, recreate on resize, present modes.
+//!
+//! Semaphores, who signals and who waits:
+//! - `acquired[slot]` (binary, one per frame slot): signalled by
+//!   `vkAcquireNextImageKHR`, waited on by the frame's submission before it
+//!   writes colour. A slot's semaphore is reused only after the slot's fence
+//!   says its last submission finished.
+//! - `rendered_to[image]` (binary, one per swapchain image): signalled by the
+//!   frame's submission, waited on by `vkQueuePresentKHR`. One per image, not
+//!   per slot, because only re-acquiring the image proves its last present
+//!   no longer waits on it.
+
+use std::sync::Arc;
+
+use anyhow::{anyhow, bail, Context, Result};
+use ash::vk;
+
+use crate::kinds::PresentMode;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::frame::COLOR;
+
+/// The swapchain and what hangs off it.
+pub struct Swapchain {
+    device: Arc<Device>,
+    surface_fn: ash::khr::surface::Instance,
+    swapchain_fn: ash::khr::swapchain::Device,
+    surface: vk::SurfaceKHR,
+    swapchain: vk::SwapchainKHR,
+    images: Vec<vk::Image>,
+    views: Vec<vk::ImageView>,
+    rendered_to: Vec<vk::Semaphore>,
+    acquired: Vec<vk::Semaphore>,
+    extent: vk::Extent2D,
+    /// The colour format of its images.
+    pub format: vk::Format,
+    mode: vk::PresentModeKHR,
+    modes: Vec<vk::PresentModeKHR>,
+    /// The image acquired for the frame being recorded.
+    current: Option<u32>,
+}
+
+/// The outcome of acquiring or presenting.
+#[derive(Debug, PartialEq, Eq)]
+pub enum SwapchainState {
+    /// Go on.
+    Ok,
+    /// The swapchain no longer fits the window: recreate it.
+    Stale,
+}
+
+/// A readable name of a present mode.
+pub fn mode_name(mode: vk::PresentModeKHR) -> &'static str {
+    match mode {
+        vk::PresentModeKHR::FIFO => "fifo",
+        vk::PresentModeKHR::MAILBOX => "mailbox",
+        vk::PresentModeKHR::IMMEDIATE => "immediate",
+        _ => "other",
+    }
+}
+
+impl Swapchain {
+    /// Picks the format and mode for `surface`, with `slots` acquire
+    /// semaphores; the swapchain itself follows with [`Swapchain::recreate`].
+    pub fn new(
+        device: Arc<Device>,
+        surface_fn: ash::khr::surface::Instance,
+        surface: vk::SurfaceKHR,
+        slots: usize,
+        mode: PresentMode,
+    ) -> Result<Self> {
+        let swapchain_fn = ash::khr::swapchain::Device::new(&device.instance, &device.raw);
+        let physical = device.info.physical;
+        // SAFETY: plain queries with a live surface.
+        let formats = unsafe { surface_fn.get_physical_device_surface_formats(physical, surface) }?;
+        // SAFETY: as above.
+        let modes = unsafe { surface_fn.get_physical_device_surface_present_modes(physical, surface) }?;
+        // UNORM, so the shared image's bytes reach the screen unchanged (no sRGB encoding).
+        let format = [vk::Format::B8G8R8A8_UNORM, vk::Format::R8G8B8A8_UNORM]
+            .into_iter()
+            .find(|f| formats.iter().any(|s| s.format == *f))
+            .ok_or_else(|| anyhow!("the window offers no UNORM 8-bit colour format ({formats:?})"))?;
+        let wanted = mode.raw();
+        let mode = if modes.contains(&wanted) {
+            wanted
+        } else {
+            log::warn!("warning: present mode {:?} is not supported here; using fifo", mode);
+            vk::PresentModeKHR::FIFO
+        };
+        let mut this = Self {
+            device,
+            surface_fn,
+            swapchain_fn,
+            surface,
+            swapchain: vk::SwapchainKHR::null(),
+            images: Vec::new(),
+            views: Vec::new(),
+            rendered_to: Vec::new(),
+            acquired: Vec::new(),
+            extent: vk::Extent2D::default(),
+            format,
+            mode,
+            modes,
+            current: None,
+        };
+        for _ in 0..slots {
+            // SAFETY: default create info; destroyed in Drop.
+            let s = unsafe { this.device.raw.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) }?;
+            this.acquired.push(s);
+        }
+        Ok(this)
+    }
+
+    /// (Re)creates the swapchain for a window of `window` pixels. The caller
+    /// made sure no submitted frame still uses the old one (queue idle).
+    pub fn recreate(&mut self, window: vk::Extent2D) -> Result<()> {
+        let physical = self.device.info.physical;
+        // SAFETY: plain query with a live surface.
+        let caps =
+            unsafe { self.surface_fn.get_physical_device_surface_capabilities(physical, self.surface) }?;
+        let extent = if caps.current_extent.width != u32::MAX {
+            caps.current_extent
+        } else {
+            vk::Extent2D {
+                width: window.width.clamp(caps.min_image_extent.width, caps.max_image_extent.width),
+                height: window.height.clamp(caps.min_image_extent.height, caps.max_image_extent.height),
+            }
+        };
+        if extent.width == 0 || extent.height == 0 {
+            bail!("cannot create a swapchain for a minimized window");
+        }
+        let mut count = caps.min_image_count + 1;
+        if caps.max_image_count > 0 {
+            count = count.min(caps.max_image_count);
+        }
+        let alpha = [vk::CompositeAlphaFlagsKHR::OPAQUE, vk::CompositeAlphaFlagsKHR::INHERIT]
+            .into_iter()
+            .find(|a| caps.supported_composite_alpha.contains(*a))
+            .unwrap_or(vk::CompositeAlphaFlagsKHR::OPAQUE);
+        let old = self.swapchain;
+        let info = vk::SwapchainCreateInfoKHR::default()
+            .surface(self.surface)
+            .min_image_count(count)
+            .image_format(self.format)
+            .image_color_space(vk::ColorSpaceKHR::SRGB_NONLINEAR)
+            .image_extent(extent)
+            .image_array_layers(1)
+            .image_usage(vk::ImageUsageFlags::COLOR_ATTACHMENT)
+            .image_sharing_mode(vk::SharingMode::EXCLUSIVE)
+            .pre_transform(caps.current_transform)
+            .composite_alpha(alpha)
+            .present_mode(self.mode)
+            .clipped(true)
+            .old_swapchain(old);
+        // SAFETY: valid create info; the old swapchain is retired by this call and destroyed below.
+        self.swapchain =
+            unsafe { self.swapchain_fn.create_swapchain(&info, None) }.context("vkCreateSwapchainKHR")?;
+        self.destroy_swapchain_objects(old);
+        // SAFETY: a live swapchain.
+        self.images = unsafe { self.swapchain_fn.get_swapchain_images(self.swapchain) }?;
+        for &image in &self.images {
+            let view_info = vk::ImageViewCreateInfo::default()
+                .image(image)
+                .view_type(vk::ImageViewType::TYPE_2D)
+                .format(self.format)
+                .subresource_range(COLOR);
+            // SAFETY: a live swapchain image; destroyed with the swapchain.
+            self.views.push(unsafe { self.device.raw.create_image_view(&view_info, None) }?);
+            // SAFETY: default create info; destroyed with the swapchain.
+            self.rendered_to.push(unsafe {
+                self.device.raw.create_semaphore(&vk::SemaphoreCreateInfo::default(), None)
+            }?);
+        }
+        self.extent = extent;
+        Ok(())
+    }
+
+    fn destroy_swapchain_objects(&mut self, swapchain: vk::SwapchainKHR) {
+        // SAFETY: the queue is idle (the caller drained it), so nothing uses these any more.
+        unsafe {
+            for v in self.views.drain(..) {
+                self.device.raw.destroy_image_view(v, None);
+            }
+            for s in self.rendered_to.drain(..) {
+                self.device.raw.destroy_semaphore(s, None);
+            }
+            if swapchain != vk::SwapchainKHR::null() {
+                self.swapchain_fn.destroy_swapchain(swapchain, None);
+            }
+        }
+    }
+
+    /// Acquires the next swapchain image with slot `slot`'s semaphore; the
+    /// returned semaphore is what the frame's submission must wait on.
+    pub fn acquire(&mut self, slot: usize) -> Result<(SwapchainState, vk::Semaphore)> {
+        let sem = self.acquired[slot];
+        // SAFETY: the slot's semaphore is unsignalled: its last waiter (the slot's previous
+        // submission) has finished, which the frame loop checked before this call.
+        let r = unsafe {
+            self.swapchain_fn.acquire_next_image(
+                self.swapchain,
+                vkcuda::vk::WAIT_TIMEOUT.as_nanos() as u64,
+                sem,
+                vk::Fence::null(),
+            )
+        };
+        match r {
+            Ok((index, suboptimal)) => {
+                self.current = Some(index);
+                // A suboptimal image is still presentable: use it, then recreate.
+                Ok((if suboptimal { SwapchainState::Stale } else { SwapchainState::Ok }, sem))
+            }
+            Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok((SwapchainState::Stale, vk::Semaphore::null())),
+            Err(vk::Result::TIMEOUT | vk::Result::NOT_READY) => {
+                bail!("timed out after {:?} acquiring a swapchain image", vkcuda::vk::WAIT_TIMEOUT)
+            }
+            Err(e) => Err(e).context("vkAcquireNextImageKHR"),
+        }
+    }
+
+    /// The semaphore the current frame's submission signals for the present.
+    pub fn present_semaphore(&self) -> Result<vk::Semaphore> {
+        let index = self.current.ok_or_else(|| anyhow!("no swapchain image acquired"))?;
+        Ok(self.rendered_to[index as usize])
+    }
+
+    /// Presents the current image once the frame's submission is done.
+    pub fn present(&mut self) -> Result<SwapchainState> {
+        let index = self.current.take().ok_or_else(|| anyhow!("no swapchain image acquired"))?;
+        let waits = [self.rendered_to[index as usize]];
+        let swapchains = [self.swapchain];
+        let indices = [index];
+        let info = vk::PresentInfoKHR::default()
+            .wait_semaphores(&waits)
+            .swapchains(&swapchains)
+            .image_indices(&indices);
+        let presented = self.device.queue_op(|| {
+            // SAFETY: the image was acquired; its semaphore's signal was submitted just before.
+            unsafe { self.swapchain_fn.queue_present(self.device.queue, &info) }
+        });
+        match presented {
+            Ok(false) => Ok(SwapchainState::Ok),
+            Ok(true) | Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(SwapchainState::Stale),
+            Err(e) => Err(e).context("vkQueuePresentKHR"),
+        }
+    }
+
+    /// The acquired image and its view, for the frame being recorded.
+    pub fn target(&self) -> Result<(vk::Image, vk::ImageView)> {
+        let index = self.current.ok_or_else(|| anyhow!("no swapchain image acquired"))? as usize;
+        Ok((self.images[index], self.views[index]))
+    }
+
+    /// Switches to the next supported present mode; returns its name. The
+    /// swapchain must be recreated for it to apply.
+    pub fn cycle_mode(&mut self) -> &'static str {
+        let order = [vk::PresentModeKHR::FIFO, vk::PresentModeKHR::MAILBOX, vk::PresentModeKHR::IMMEDIATE];
+        let supported: Vec<_> = order.into_iter().filter(|m| self.modes.contains(m)).collect();
+        let i = supported.iter().position(|m| *m == self.mode).unwrap_or(0);
+        self.mode = supported[(i + 1) % supported.len().max(1)];
+        mode_name(self.mode)
+    }
+
+    /// The present mode in use.
+    pub fn mode(&self) -> &'static str {
+        mode_name(self.mode)
+    }
+
+    /// The swapchain's size.
+    pub fn extent(&self) -> vk::Extent2D {
+        self.extent
+    }
+}
+
+impl Drop for Swapchain {
+    fn drop(&mut self) {
+        self.destroy_swapchain_objects(self.swapchain);
+        // SAFETY: the owner waited for the queue before dropping; all objects are ours.
+        unsafe {
+            for s in self.acquired.drain(..) {
+                self.device.raw.destroy_semaphore(s, None);
+            }
+            self.surface_fn.destroy_surface(self.surface, None);
+        }
+    }
+}

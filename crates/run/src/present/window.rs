@@ -1,0 +1,241 @@
+//! The windowed consumer: the draw pass ([`super::draw`]) into an acquired
+//! swapchain image ([`super::swapchain`]), then the present; or, where the
+//! Vulkan device cannot present to the window, into an offscreen image that
+//! the CPU puts in the window ([`super::cpu`]). The timelines are as in every
+//! mode (`app::consumer`).
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use ash::vk;
+
+use super::cpu::CpuOutput;
+use super::draw::{DrawPass, DISPLAY_FORMAT};
+use super::readback::Readback;
+use super::swapchain::{Swapchain, SwapchainState};
+use crate::consumer::{Consume, Source};
+use crate::kinds::PresentMode;
+use vkcuda::vk::device::Device;
+use vkcuda::vk::frame::{record_image_barrier, COLOR};
+use vkcuda::vk::shared_image::SharedImage;
+
+/// Where the drawn frame goes.
+enum Output {
+    /// A swapchain of the window's Vulkan surface.
+    Vulkan(Box<Swapchain>),
+    /// An offscreen image, read back and put in the window by the CPU.
+    Cpu(Box<CpuOutput>),
+}
+
+/// What a frame's submission waits for and signals for the window.
+pub enum Acquired {
+    /// The swapchain no longer fits the window: recreate it, skip the frame.
+    Stale,
+    /// Go on (with `state`); wait for `wait` at colour output, signal `signal`
+    /// for the present (both `None` on the CPU path).
+    Ready {
+        /// Whether to recreate after this frame.
+        state: SwapchainState,
+        /// The acquire semaphore.
+        wait: Option<vk::Semaphore>,
+        /// The present's semaphore.
+        signal: Option<vk::Semaphore>,
+    },
+}
+
+/// The output, the draw pass, and the snapshot ("S") readback.
+pub struct Presenter {
+    device: Arc<Device>,
+    // Field order is drop order: the pass before the output (and its surface).
+    draw: DrawPass,
+    output: Output,
+    /// When set, the next frame is also read back and written as PNG.
+    pub snapshot: Option<Readback>,
+    snapshot_next: bool,
+}
+
+impl Presenter {
+    /// Presents through a swapchain of `surface`; it follows with [`Presenter::recreate`].
+    pub fn new(
+        device: Arc<Device>,
+        surface_fn: ash::khr::surface::Instance,
+        surface: vk::SurfaceKHR,
+        slots: usize,
+        mode: PresentMode,
+    ) -> Result<Self> {
+        let swapchain = Swapchain::new(device.clone(), surface_fn, surface, slots, mode)?;
+        let draw = DrawPass::new(device.clone(), swapchain.format)?;
+        Ok(Self {
+            device,
+            draw,
+            output: Output::Vulkan(Box::new(swapchain)),
+            snapshot: None,
+            snapshot_next: false,
+        })
+    }
+
+    /// Presents through the CPU into `window`; the target follows with [`Presenter::recreate`].
+    pub fn new_cpu(device: Arc<Device>, window: Arc<winit::window::Window>, slots: usize) -> Result<Self> {
+        let cpu = Box::new(CpuOutput::new(device.clone(), window, slots)?);
+        let draw = DrawPass::new(device.clone(), DISPLAY_FORMAT)?;
+        Ok(Self { device, draw, output: Output::Cpu(cpu), snapshot: None, snapshot_next: false })
+    }
+
+    /// Whether frames reach the window through the CPU.
+    pub fn through_cpu(&self) -> bool {
+        matches!(self.output, Output::Cpu(_))
+    }
+
+    /// The CPU path's time from a consumed frame's buffer into the window (zero for a swapchain).
+    pub fn put_time(&self) -> std::time::Duration {
+        match &self.output {
+            Output::Vulkan(_) => std::time::Duration::ZERO,
+            Output::Cpu(c) => c.put_time,
+        }
+    }
+
+    /// Multiplies the exposure by `factor` (kept between 1/64 and 64).
+    pub fn change_exposure(&mut self, factor: f32) {
+        self.draw.exposure = (self.draw.exposure * factor).clamp(1.0 / 64.0, 64.0);
+    }
+
+    /// The exposure the frames are shown with.
+    pub fn exposure(&self) -> f32 {
+        self.draw.exposure
+    }
+
+    /// Points the draw pass at `images` (after the interop is (re)built).
+    pub fn bind_shared(&mut self, images: &[SharedImage]) -> Result<()> {
+        self.draw.bind_shared(images)
+    }
+
+    /// (Re)creates the swapchain or the CPU path's target for the window's size (queue idle).
+    pub fn recreate(&mut self, window: vk::Extent2D) -> Result<()> {
+        match &mut self.output {
+            Output::Vulkan(s) => s.recreate(window),
+            Output::Cpu(c) => c.recreate(window),
+        }
+    }
+
+    /// Acquires the next swapchain image with slot `slot`'s semaphore (nothing to acquire on the CPU path).
+    pub fn acquire(&mut self, slot: usize) -> Result<Acquired> {
+        let Output::Vulkan(s) = &mut self.output else {
+            return Ok(Acquired::Ready { state: SwapchainState::Ok, wait: None, signal: None });
+        };
+        let (state, acquired) = s.acquire(slot)?;
+        if acquired == vk::Semaphore::null() {
+            return Ok(Acquired::Stale);
+        }
+        Ok(Acquired::Ready { state, wait: Some(acquired), signal: Some(s.present_semaphore()?) })
+    }
+
+    /// Presents the current image once the frame's submission is done (the
+    /// CPU path puts a frame in the window when it is consumed instead).
+    pub fn present(&mut self) -> Result<SwapchainState> {
+        match &mut self.output {
+            Output::Vulkan(s) => s.present(),
+            Output::Cpu(_) => Ok(SwapchainState::Ok),
+        }
+    }
+
+    /// Asks for the next frame to be read back and written as PNG.
+    pub fn request_snapshot(&mut self) {
+        self.snapshot_next = self.snapshot.is_some();
+    }
+
+    /// Switches to the next supported present mode; see [`Swapchain::cycle_mode`].
+    pub fn cycle_mode(&mut self) -> &'static str {
+        match &mut self.output {
+            Output::Vulkan(s) => s.cycle_mode(),
+            Output::Cpu(_) => "cpu",
+        }
+    }
+
+    /// The present mode in use ("cpu" on the CPU path).
+    pub fn mode(&self) -> &'static str {
+        match &self.output {
+            Output::Vulkan(s) => s.mode(),
+            Output::Cpu(_) => "cpu",
+        }
+    }
+
+    /// The drawn image's size: the swapchain's or the CPU path's target.
+    pub fn extent(&self) -> vk::Extent2D {
+        match &self.output {
+            Output::Vulkan(s) => s.extent(),
+            Output::Cpu(c) => c.extent(),
+        }
+    }
+}
+
+impl Consume for Presenter {
+    fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+        // Sampled by the draw pass; copied when a snapshot is taken.
+        (
+            vk::PipelineStageFlags2::FRAGMENT_SHADER | vk::PipelineStageFlags2::COPY,
+            vk::AccessFlags2::SHADER_SAMPLED_READ | vk::AccessFlags2::TRANSFER_READ,
+        )
+    }
+
+    fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()> {
+        let Source::Image(image) = source else { anyhow::bail!("the viewer's draw pass reads images only") };
+        match &mut self.output {
+            Output::Vulkan(swapchain) => {
+                record_to_swapchain(&self.device, cmd, &self.draw, swapchain, image)?
+            }
+            Output::Cpu(cpu) => cpu.record(cmd, (slot, frame), &self.draw, image)?,
+        }
+        if std::mem::take(&mut self.snapshot_next) {
+            if let Some(r) = self.snapshot.as_mut() {
+                r.record(cmd, slot, frame, image.image)?;
+            }
+        }
+        Ok(())
+    }
+
+    fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
+        if let Output::Cpu(cpu) = &mut self.output {
+            cpu.completed(slot, frame)?;
+        }
+        self.snapshot.as_mut().map_or(Ok(()), |r| r.completed(slot, frame))
+    }
+}
+
+/// The draw pass into the acquired swapchain image, with its layout changes.
+fn record_to_swapchain(
+    device: &Device,
+    cmd: vk::CommandBuffer,
+    draw: &DrawPass,
+    swapchain: &Swapchain,
+    image: &SharedImage,
+) -> Result<()> {
+    let (target, view) = swapchain.target()?;
+    let color_out = vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT;
+    // The acquire semaphore is waited on at COLOR_ATTACHMENT_OUTPUT: chain the layout change to it.
+    let to_color = vk::ImageMemoryBarrier2::default()
+        .src_stage_mask(color_out)
+        .dst_stage_mask(color_out)
+        .dst_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
+        .old_layout(vk::ImageLayout::UNDEFINED)
+        .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+        .image(target)
+        .subresource_range(COLOR);
+    let to_present = vk::ImageMemoryBarrier2::default()
+        .src_stage_mask(color_out)
+        .src_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
+        .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
+        .new_layout(vk::ImageLayout::PRESENT_SRC_KHR)
+        .image(target)
+        .subresource_range(COLOR);
+    record_image_barrier(&device.raw, cmd, to_color);
+    draw.record(cmd, image, view, swapchain.extent())?;
+    record_image_barrier(&device.raw, cmd, to_present);
+    Ok(())
+}
+
+impl Drop for Presenter {
+    fn drop(&mut self) {
+        // SAFETY: nothing else submits now; the parts destroy their objects after this.
+        let _ = unsafe { self.device.raw.queue_wait_idle(self.device.queue) };
+    }
+}

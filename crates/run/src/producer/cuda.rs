@@ -1,0 +1,340 @@
+//! The CUDA producer: one stream, one thread. For frame `g` it enqueues
+//! wait("released") → kernel (into the shared image or buffer) →
+//! signal("rendered"), and never synchronises with the host in steady state.
+
+use std::path::Path;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result};
+use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
+
+use super::{Control, FrameTiming, Job, Report};
+use crate::clock::{now_ns, CpuMeter};
+use crate::inject::Fault;
+use crate::kernels::{Out, SceneKernels};
+use crate::reload::{Compiled, ReloadLink};
+use crate::scene::FrameArgs;
+use crate::userkernel::{KernelClock, KernelSpec, UserKernel, Version};
+use vkcuda::cuda::StreamState;
+use vkcuda::interop::{CudaFrames, SharedFrames};
+use vkcuda::vk::WAIT_TIMEOUT;
+use vkcuda::Format;
+
+/// A newly compiled version of the user's kernel, loaded, waiting for the next frame.
+struct Loaded {
+    compiled: Compiled,
+    version: Version,
+    took: Duration,
+}
+
+/// Loads the newest compiled version of the user's kernel, if there is one,
+/// to be swapped in before the next frame (a newer one replaces one that never ran).
+fn load_new_version(user: &UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>, next: &mut Option<Loaded>) {
+    let Some(compiled) = link.take() else { return };
+    let started = Instant::now();
+    match user.load_version(ctx, compiled.program.clone()) {
+        Ok(version) => *next = Some(Loaded { compiled, version, took: started.elapsed() }),
+        Err(e) => eprintln!("vkcuda: the new kernel does not load ({e:#}): keeping the old"),
+    }
+}
+
+/// Swaps the loaded version in, if there is one, from frame `g` on.
+fn swap_loaded(user: &mut UserKernel, link: &ReloadLink, next: &mut Option<Loaded>, g: u64) {
+    let Some(loaded) = next.take() else { return };
+    user.swap(loaded.version);
+    let version = link.version() + 1;
+    link.running(&user.arch, version);
+    link.swapped(&loaded.compiled, version, g);
+    let (after, load) = (loaded.compiled.made.changed.elapsed(), loaded.took);
+    eprintln!("vkcuda: kernel v{version} renders from frame {g}, {after:.0?} after the change (loaded in {load:.1?})");
+}
+
+/// Kernel timings are resolved this many frames late, so reading an event never stalls.
+const EVENT_RING: usize = 16;
+
+/// The CUDA producer's state: imports of the Vulkan objects, the stream, the kernels.
+///
+/// Ownership and ordering: built on the consumer's thread, then moved to its
+/// own thread by [`crate::setup::Producer::spawn`]; only that thread enqueues
+/// on its stream. It signals "rendered" and waits on "released" on the GPU,
+/// and as it ends synchronises the stream and drops the imports, before the
+/// Vulkan images and timelines they came from.
+pub struct CudaProducer {
+    /// The imports; their `Drop` waits until the stream is idle (on every
+    /// path out of [`CudaProducer::run`]: success, error or panic).
+    frames: CudaFrames,
+    kernels: SceneKernels,
+    /// `--kernel`: runs instead of the scene's kernel; with the viewer's hot reload.
+    user: Option<(UserKernel, Option<ReloadLink>)>,
+    format: Format,
+    stream: Arc<CudaStream>,
+    ctx: Arc<CudaContext>,
+    /// Wait on the host (`vkWaitSemaphores`, which sleeps) for "released"
+    /// before enqueuing a frame that reuses an image. Without it the stream's
+    /// wait is enqueued on a value not yet reached, and the driver then spins
+    /// this thread inside the next CUDA call until the value is reached: one
+    /// core always busy (H100: 100 % of a core at every frame rate; with the
+    /// host wait 12–34 %, docs/results-h100.md). The stream still waits too.
+    pub host_waits: Option<Arc<SharedFrames>>,
+}
+
+impl CudaProducer {
+    /// Imports the shared images and timelines into `ctx` (the core's
+    /// [`CudaFrames`]) and loads the kernels.
+    pub fn new(
+        ctx: Arc<CudaContext>,
+        shared: &Arc<SharedFrames>,
+        (ptx_cache, kernel): (&Path, Option<(&KernelSpec, Option<ReloadLink>)>),
+        high_priority: bool,
+    ) -> Result<Self> {
+        let kernels = SceneKernels::load(&ctx, ptx_cache)?;
+        let user = match kernel {
+            Some((spec, link)) => {
+                let user = UserKernel::load(&ctx, spec, link.as_ref().and_then(ReloadLink::last_good))?;
+                if let Some(link) = &link {
+                    link.running(&user.arch, link.version().max(1));
+                }
+                Some((user, link))
+            }
+            None => None,
+        };
+        ctx.bind_to_thread()?;
+        let stream = match high_priority {
+            false => ctx.new_stream(),
+            true => {
+                let (mut least, mut greatest) = (0, 0);
+                // SAFETY: out-pointers to locals; the context is bound (by the imports above).
+                let r = unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) };
+                vkcuda::cuda::check(r, "cuCtxGetStreamPriorityRange")?;
+                ctx.new_stream_with_priority(greatest)
+            }
+        }
+        .context("cuStreamCreate")?;
+        let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
+        Ok(Self { frames, kernels, user, format: shared.desc.format, stream, ctx, host_waits: None })
+    }
+
+    /// The producer thread's loop.
+    pub fn run(mut self, job: &Job) -> Result<Report> {
+        self.ctx.bind_to_thread()?;
+        let timer = KernelTimer::new(&self.ctx, &self.stream)?;
+        let mut clock = KernelClock::new(self.user.as_ref().is_some_and(|(u, _)| u.live()));
+        let mut report = Report::default();
+        let mut meter = CpuMeter::default();
+        // A version published while this waits for its turn wakes it to load it.
+        let link = self.user.as_ref().and_then(|(_, link)| link.clone());
+        if let Some(link) = &link {
+            let control = job.control.clone();
+            link.on_publish(Some(Box::new(move || control.nudge())));
+        }
+        let mut next = None;
+        let result = (|| -> Result<()> {
+            let mut g = 0;
+            while g < job.control.limit() {
+                meter.frame(g, job.control.steady(g));
+                // Paced to the screen (`--latency low`): frame g starts once g - 1 is on
+                // screen. A kernel version compiled meanwhile is loaded while this waits,
+                // off the path to the screen, and then goes ahead at once: its first frame
+                // is rendered while frame g - 1 is put on screen, not after.
+                loop {
+                    if let Some((user, Some(link))) = &self.user {
+                        load_new_version(user, link, &self.ctx, &mut next);
+                    }
+                    if next.is_some() {
+                        break;
+                    }
+                    // A faulted stream never lets the frame before show: go on to its error.
+                    if job.control.await_turn(g, &|| self.stream_failed()) {
+                        break;
+                    }
+                }
+                if g >= job.control.limit() {
+                    break;
+                }
+                if let (Some(shared), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) {
+                    let control = &job.control;
+                    // A faulted stream never lets the consumer release: give up at once.
+                    let waited = shared.timelines[w.timeline]
+                        .wait(w.value, &|| control.failed() || self.stream_failed());
+                    if let Err(e) = waited {
+                        // The stream's error is the cause, when there is one. A wait that
+                        // timed out already gave a busy stream its time.
+                        let timed_out = matches!(e, vkcuda::Error::TimedOut { .. });
+                        self.settle(control, timed_out)?;
+                        return Err(e.into());
+                    }
+                }
+                // Between frames, as late as possible: a newly compiled version replaces the running one.
+                if let Some((user, Some(link))) = &mut self.user {
+                    load_new_version(user, link, &self.ctx, &mut next);
+                    swap_loaded(user, link, &mut next, g);
+                }
+                job.inject.producer_panic(g);
+                job.inject.producer_stall(g, || job.control.failed())?;
+                // GPU-side wait: the consumer released this image (frame g - N).
+                let target = self.frames.begin(g)?;
+                if let Some(t) = timer.start(g, &self.stream, &mut report)? {
+                    job.control.set_render_time(t.render);
+                }
+                let spec = job.director.begin(g);
+                let args = FrameArgs::new(&spec.scene, spec.tick);
+                let out = Out::shared(target, self.format);
+                match &self.user {
+                    Some((user, _)) => {
+                        let size = (spec.scene.width, spec.scene.height);
+                        // The run's frame number (global with --shard): the animation's tick.
+                        let index = u64::from(spec.tick);
+                        user.launch(&self.stream, out, size, (index, clock.at(index), spec.pointer))?
+                    }
+                    None => self.kernels.launch(&self.stream, &spec.scene, &args, out)?,
+                }
+                if job.inject.at(Fault::KernelTrap, g) {
+                    self.kernels.launch_fault(&self.stream)?;
+                }
+                timer.end(g, &self.stream)?;
+                self.frames.end(g)?;
+                report.frames += 1;
+                g += 1;
+                job.control.set_produced(g);
+            }
+            self.settle(&job.control, false)
+        })();
+        if let Some(link) = &link {
+            link.on_publish(None);
+        }
+        report.cpu_per_frame = meter.per_frame(report.frames);
+        if self.frames.stream_state() == StreamState::Busy {
+            // A kernel that does not end: unloading its module or releasing the context
+            // would wait for it forever, so this thread leaves them to the driver, which
+            // ends the kernel when the process exits; so is a version loaded and not yet run.
+            std::mem::forget(self);
+            std::mem::forget(next);
+            let why = match (job.control.abandoned(), &result) {
+                (true, _) => "the run gave up on it".to_string(),
+                (false, Err(e)) => format!("{e:#}"),
+                (false, Ok(())) => format!("waited {WAIT_TIMEOUT:?} after the last frame"),
+            };
+            anyhow::bail!(
+                "a kernel is still running on the CUDA stream ({why}; a kernel that does not end?): \
+                 stopping without waiting for it"
+            );
+        }
+        result?;
+        timer.finish(&mut report)?;
+        Ok(report)
+    }
+
+    /// Whether a kernel or operation on the stream failed (a fault is sticky).
+    fn stream_failed(&self) -> bool {
+        matches!(self.frames.stream_state(), StreamState::Failed(_))
+    }
+
+    /// Waits (bounded) until the stream has finished; its error if it failed.
+    /// A stream still busy is not waited for again when the consumer gave up
+    /// on it, or when `waited` (this thread waited out the timeout already).
+    fn settle(&self, control: &Control, waited: bool) -> Result<()> {
+        if (waited || control.abandoned()) && self.frames.stream_state() == StreamState::Busy {
+            return Ok(());
+        }
+        Ok(self.frames.synchronize()?)
+    }
+}
+
+/// CUDA events around each frame's kernels, resolved [`EVENT_RING`] frames
+/// late so reading one never stalls the thread that enqueues.
+pub(crate) struct KernelTimer {
+    events: Vec<(CudaEvent, CudaEvent)>,
+    anchor: EventAnchor,
+}
+
+impl KernelTimer {
+    /// A ring of event pairs; `stream` must be idle (the anchor is recorded on it).
+    pub(crate) fn new(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<Self> {
+        let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
+        let mut events = Vec::new();
+        for _ in 0..EVENT_RING {
+            events.push((ctx.new_event(timing)?, ctx.new_event(timing)?));
+        }
+        Ok(Self { events, anchor: EventAnchor::new(ctx, stream)? })
+    }
+
+    /// Records frame `g`'s start; first resolves the frame that used the pair
+    /// before (into `report`) and returns its timing.
+    pub(crate) fn start(
+        &self,
+        g: u64,
+        stream: &CudaStream,
+        report: &mut Report,
+    ) -> Result<Option<FrameTiming>> {
+        let (start, end) = &self.events[g as usize % EVENT_RING];
+        let mut old = None;
+        if g as usize >= EVENT_RING {
+            // The pair's previous frame finished long ago; read its times before reuse.
+            let t = self.anchor.resolve(start, end)?;
+            report.timings.push(g - EVENT_RING as u64, t);
+            old = Some(t);
+        }
+        start.record(stream)?;
+        Ok(old)
+    }
+
+    /// Records frame `g`'s end (after its kernels).
+    pub(crate) fn end(&self, g: u64, stream: &CudaStream) -> Result<()> {
+        Ok(self.events[g as usize % EVENT_RING].1.record(stream)?)
+    }
+
+    /// Resolves the frames still in the ring, once the stream is idle.
+    pub(crate) fn finish(&self, report: &mut Report) -> Result<()> {
+        let first = report.frames.saturating_sub(EVENT_RING as u64);
+        for g in first..report.frames {
+            let (start, end) = &self.events[g as usize % EVENT_RING];
+            report.timings.push(g, self.anchor.resolve(start, end)?);
+        }
+        Ok(())
+    }
+}
+
+/// The time between two recorded events.
+pub(crate) fn elapsed(start: &CudaEvent, end: &CudaEvent) -> Result<Duration> {
+    end.synchronize()?;
+    Ok(Duration::from_secs_f64(f64::from(start.elapsed_ms(end)?).max(0.0) * 1e-3))
+}
+
+/// A CUDA event whose host time is known: CUDA events only measure time
+/// between events, so each frame's "rendered" moment is placed on the host's
+/// clock as this anchor's host time plus the time from the anchor to the
+/// frame's end event. The anchor is recorded on an idle stream between two
+/// host clock reads; the tightest of several tries is kept (error: half its
+/// width, a few µs). `cuEventElapsedTime` is a float of milliseconds: good to
+/// well under 1 µs for runs of minutes.
+pub(crate) struct EventAnchor {
+    event: CudaEvent,
+    host_ns: u64,
+}
+
+impl EventAnchor {
+    /// Records the anchor on `stream`, which must be idle.
+    pub(crate) fn new(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<Self> {
+        let mut best: Option<(u64, u64, CudaEvent)> = None;
+        for _ in 0..8 {
+            let event = ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DEFAULT))?;
+            let before = now_ns();
+            event.record(stream)?;
+            event.synchronize()?;
+            let after = now_ns();
+            if best.as_ref().is_none_or(|(b, a, _)| after - before < a - b) {
+                best = Some((before, after, event));
+            }
+        }
+        let (before, after, event) = best.context("no anchor event")?;
+        Ok(Self { event, host_ns: before + (after - before) / 2 })
+    }
+
+    /// A frame's timing: render time `start → end`, and the host time of `end`.
+    pub(crate) fn resolve(&self, start: &CudaEvent, end: &CudaEvent) -> Result<FrameTiming> {
+        let render = elapsed(start, end)?;
+        let since = Duration::from_secs_f64(f64::from(self.event.elapsed_ms(end)?).max(0.0) * 1e-3);
+        Ok(FrameTiming { render, rendered_ns: self.host_ns + since.as_nanos() as u64 })
+    }
+}

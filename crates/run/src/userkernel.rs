@@ -1,0 +1,249 @@
+//! Your own kernel (`--kernel FILE`): one `extern "C" __global__` entry
+//! point taking a `vk_frame` by value (`shaders/vkcuda.h`), compiled by NVRTC
+//! for the device, launched once per frame in place of the built-in scene.
+//! `vkcuda check-kernel FILE` compiles it against the same contract without a
+//! GPU (a virtual architecture: PTX only).
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use anyhow::{Context, Result};
+use cudarc::driver::{
+    CudaContext, CudaFunction, CudaModule, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+};
+use cudarc::nvrtc::Ptx;
+
+use crate::director::Pointer;
+use crate::kernels::Out;
+use crate::nvrtc::{self, CompileError, Program};
+
+/// The entry point's name unless `--entry` says otherwise.
+pub const DEFAULT_ENTRY: &str = "render";
+
+/// The architecture `check-kernel` compiles for unless `--arch` says
+/// otherwise: virtual (PTX), so no GPU is needed.
+pub const DEFAULT_CHECK_ARCH: &str = "compute_75";
+
+/// The most `--param` values a kernel gets.
+pub const PARAMS: usize = 8;
+
+/// What a user kernel is, as the command line names it.
+#[derive(Clone, Debug, PartialEq)]
+pub struct KernelSpec {
+    /// The source file.
+    pub file: PathBuf,
+    /// The entry point.
+    pub entry: String,
+    /// `vk_frame::params`.
+    pub params: [f32; PARAMS],
+    /// Threads per block (x, y).
+    pub block: (u32, u32),
+    /// Time runs on the wall clock (the viewer), not at a fixed 60 frames per second.
+    pub live: bool,
+}
+
+/// `vk_frame` of `shaders/vkcuda.h`: same fields, same C layout.
+#[repr(C)]
+#[derive(Clone, Copy, Debug)]
+pub struct KernelFrame {
+    target: Out,
+    width: i32,
+    height: i32,
+    index: u32,
+    time: f32,
+    dt: f32,
+    mouse_x: f32,
+    mouse_y: f32,
+    buttons: u32,
+    params: [f32; PARAMS],
+}
+
+// SAFETY: plain old data of the C struct's layout (no pointers Rust owns).
+unsafe impl DeviceRepr for KernelFrame {}
+
+/// The moment a frame shows.
+#[derive(Clone, Copy, Debug)]
+pub struct FrameTime {
+    /// Seconds since the first frame.
+    pub time: f32,
+    /// Seconds since the previous frame.
+    pub dt: f32,
+}
+
+impl FrameTime {
+    /// Headless and bench: a fixed 60 frames per second, so dumps repeat exactly.
+    pub fn fixed(index: u64) -> Self {
+        Self { time: index as f32 / 60.0, dt: 1.0 / 60.0 }
+    }
+}
+
+/// A kernel's clock: fixed steps, or the wall clock from the first frame.
+#[derive(Debug)]
+pub struct KernelClock {
+    live: bool,
+    start: Option<std::time::Instant>,
+    last: f32,
+}
+
+impl KernelClock {
+    /// `live`: the wall clock (the viewer).
+    pub fn new(live: bool) -> Self {
+        Self { live, start: None, last: 0.0 }
+    }
+
+    /// The time of frame `index`.
+    pub fn at(&mut self, index: u64) -> FrameTime {
+        if !self.live {
+            return FrameTime::fixed(index);
+        }
+        let time = self.start.get_or_insert_with(std::time::Instant::now).elapsed().as_secs_f32();
+        let dt = if index == 0 { 0.0 } else { time - self.last };
+        self.last = time;
+        FrameTime { time, dt }
+    }
+}
+
+/// A version of the kernel, loaded, not yet running.
+pub struct Version {
+    module: Arc<CudaModule>,
+    function: CudaFunction,
+}
+
+/// A loaded user kernel.
+pub struct UserKernel {
+    module: Arc<CudaModule>,
+    function: CudaFunction,
+    spec: KernelSpec,
+    /// Modules swapped out: kept loaded until the producer ends, since one
+    /// unloaded while its kernel may still run on the stream is undefined.
+    retired: Vec<Arc<CudaModule>>,
+    /// `sm_XY` of the device.
+    pub arch: String,
+}
+
+impl UserKernel {
+    /// Compiles `spec`'s file for `ctx`'s device (or takes `program`,
+    /// compiled for it before) and loads its entry point.
+    pub fn load(ctx: &Arc<CudaContext>, spec: &KernelSpec, program: Option<Program>) -> Result<Self> {
+        let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
+        let arch = format!("sm_{major}{minor}");
+        let program = match program {
+            Some(program) => program,
+            None => {
+                let started = std::time::Instant::now();
+                let program = compile_checked(&spec.file, &spec.entry, &arch)?;
+                log::info!("compiled {} for {arch} in {:.0?}", spec.file.display(), started.elapsed());
+                program
+            }
+        };
+        let (module, function) = Self::module(ctx, &spec.entry, program)?;
+        Ok(Self { module, function, spec: spec.clone(), retired: Vec::new(), arch })
+    }
+
+    /// Loads a new version of the kernel, to be swapped in by [`UserKernel::swap`].
+    pub fn load_version(&self, ctx: &Arc<CudaContext>, program: Program) -> Result<Version> {
+        let (module, function) = Self::module(ctx, &self.spec.entry, program)?;
+        Ok(Version { module, function })
+    }
+
+    /// Swaps in a loaded version (between frames: the stream's earlier
+    /// launches keep the old one).
+    pub fn swap(&mut self, version: Version) {
+        self.retired.push(std::mem::replace(&mut self.module, version.module));
+        self.function = version.function;
+    }
+
+    /// Loads the machine code when there is some (a PTX of a compile for a
+    /// virtual architecture goes through the driver's PTX compiler).
+    fn module(
+        ctx: &Arc<CudaContext>,
+        entry: &str,
+        program: Program,
+    ) -> Result<(Arc<CudaModule>, CudaFunction)> {
+        let image = match program.cubin {
+            Some(cubin) => Ptx::from_binary(cubin),
+            None => Ptx::from_src(program.ptx),
+        };
+        let module = ctx.load_module(image).context("loading the kernel")?;
+        let function = module.load_function(entry).context("finding the kernel's entry point")?;
+        Ok((module, function))
+    }
+
+    /// Whether its time runs on the wall clock (the viewer).
+    pub fn live(&self) -> bool {
+        self.spec.live
+    }
+
+    /// Enqueues frame `index` of `width` × `height` into `target`.
+    pub fn launch(
+        &self,
+        stream: &CudaStream,
+        target: Out,
+        (width, height): (u32, u32),
+        (index, at, pointer): (u64, FrameTime, Pointer),
+    ) -> Result<()> {
+        // Frame pixels, at the pixel's centre as VK_PIXEL's x + 0.5 would be; -1 off the frame.
+        let (mouse_x, mouse_y) = pointer.at.map_or((-1.0, -1.0), |(x, y)| (x as f32 + 0.5, y as f32 + 0.5));
+        let frame = KernelFrame {
+            target,
+            width: width as i32,
+            height: height as i32,
+            index: index as u32,
+            time: at.time,
+            dt: at.dt,
+            mouse_x,
+            mouse_y,
+            buttons: pointer.buttons,
+            params: self.spec.params,
+        };
+        let (bx, by) = self.spec.block;
+        let cfg = LaunchConfig {
+            grid_dim: (width.div_ceil(bx), height.div_ceil(by), 1),
+            block_dim: (bx, by, 1),
+            shared_mem_bytes: 0,
+        };
+        let mut launch = stream.launch_builder(&self.function);
+        launch.arg(&frame);
+        // SAFETY: compile_checked made sure the entry takes exactly one parameter of
+        // `vk_frame`'s size, which `KernelFrame` mirrors; the target covers the frame.
+        unsafe { launch.launch(cfg) }.with_context(|| format!("launching {}", self.spec.entry))?;
+        Ok(())
+    }
+}
+
+/// Compiles `file` for `arch` (`sm_90`, or a virtual `compute_75`) and checks
+/// its entry point: present, and taking one `vk_frame`. Errors name
+/// `FILE:LINE` (a [`CompileError::Source`]).
+pub fn compile_checked(file: &Path, entry: &str, arch: &str) -> Result<Program> {
+    let source = nvrtc::read_source(file)?;
+    let name = file.display().to_string();
+    let options = [format!("--gpu-architecture={arch}"), nvrtc::include_path(file)];
+    let program = nvrtc::compile(&source, &name, &options)?;
+    let frame = std::mem::size_of::<KernelFrame>();
+    match nvrtc::entry_params(&program.ptx, entry) {
+        None => Err(CompileError::Source(format!(
+            "{name}: error: no extern \"C\" __global__ function `{entry}` (the entry point: --entry)"
+        ))
+        .into()),
+        Some(p) if p == [frame] => Ok(program),
+        Some(p) => Err(CompileError::Source(format!(
+            "{name}: error: `{entry}` must take one vk_frame by value ({frame} bytes; see shaders/vkcuda.h), \
+             not parameters of {p:?} bytes"
+        ))
+        .into()),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_frame_has_the_headers_layout() {
+        // vk_target (32 bytes), 8 four-byte fields, 8 floats: 96 bytes, 8-aligned.
+        assert_eq!(std::mem::size_of::<KernelFrame>(), 96);
+        assert_eq!(std::mem::align_of::<KernelFrame>(), 8);
+        assert_eq!(std::mem::offset_of!(KernelFrame, width), 32);
+        assert_eq!(std::mem::offset_of!(KernelFrame, params), 64);
+    }
+}

@@ -1,0 +1,202 @@
+//! One run of frames of one size and format: a run-layer session fed from a
+//! [`Mailbox`], consumed on a thread of its own into the offscreen target
+//! and, when dumping, the writer pool. A new size or format ends the run and
+//! starts the next one, whose timelines count on from where this one ended.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use ash::vk;
+
+use vkcuda::sync::SyncScheme;
+use vkcuda::types::{CudaSched, Size};
+use vkcuda::{FrameDesc, Layout};
+use vkcuda_run::consumer::ExtraSync;
+use vkcuda_run::director::Director;
+use vkcuda_run::feed::Mailbox;
+use vkcuda_run::inject::Inject;
+use vkcuda_run::kinds::{ConsumeKind, Handover, ProducerKind};
+use vkcuda_run::present::offscreen::Offscreen;
+use vkcuda_run::present::readback::{Readback, Shot};
+use vkcuda_run::scene::{Scene, SceneKind};
+use vkcuda_run::session::Session;
+use vkcuda_run::setup::{Gpu, RunSpec};
+use vkcuda_run::sink::{PngSink, Reference};
+
+/// Shared frames of a run: frames can be fed while the consumer reads others.
+const BUFFERS: usize = 3;
+/// Consumer command buffers in flight.
+const IN_FLIGHT: usize = 2;
+/// Frames a run may last (the timelines' range is checked against it).
+const FOREVER: u64 = 1 << 40;
+
+/// Where a run's frames go.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// The folder every frame is written to (PNG, EXR for floats); `None`: nowhere.
+    pub dir: Option<PathBuf>,
+    /// Writer threads.
+    pub workers: usize,
+}
+
+/// What a run leaves.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ended {
+    /// The next run's first timeline value.
+    pub next_base: u64,
+    /// Frames consumed.
+    pub consumed: u64,
+    /// Frames written to the folder.
+    pub written: u64,
+}
+
+/// A running run; see the module docs.
+pub struct Run {
+    /// The shared frames' format, size and layout.
+    pub desc: FrameDesc,
+    /// Where `show` puts frames.
+    pub mailbox: Arc<Mailbox>,
+    thread: Option<JoinHandle<Result<Ended>>>,
+}
+
+impl Run {
+    /// Starts the consumer thread of frames `desc`, numbered from `first`,
+    /// with timelines from `base`.
+    pub fn start(gpu: Arc<Gpu>, desc: FrameDesc, output: Output, first: u64, base: u64) -> Result<Self> {
+        let mailbox = Mailbox::new();
+        let spec = spec(desc, mailbox.clone());
+        let size = Size { width: desc.extent.width, height: desc.extent.height };
+        let thread = std::thread::Builder::new().name("vkcuda consumer".into()).spawn(move || {
+            let result = consume(&gpu, &spec, size, (first, base), &output);
+            if let Some(m) = &spec.feed {
+                m.close();
+            }
+            result
+        })?;
+        Ok(Self { desc, mailbox, thread: Some(thread) })
+    }
+
+    /// Whether the consumer thread has ended (it failed, or the run was finished).
+    pub fn stopped(&self) -> bool {
+        self.thread.as_ref().is_none_or(|t| t.is_finished())
+    }
+
+    /// Ends the run once every frame put is consumed and written.
+    pub fn finish(mut self) -> Result<Ended> {
+        self.mailbox.close();
+        let thread = self.thread.take().ok_or_else(|| anyhow!("run already finished"))?;
+        thread.join().map_err(|_| anyhow!("the consumer thread panicked"))?
+    }
+}
+
+impl Drop for Run {
+    /// A run dropped unfinished (an error on the way) still ends its thread first.
+    fn drop(&mut self) {
+        self.mailbox.close();
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// The run-layer description of a fed run.
+fn spec(desc: FrameDesc, mailbox: Arc<Mailbox>) -> RunSpec {
+    RunSpec {
+        gpu: None,
+        announce: false,
+        producer: ProducerKind::Cpu,
+        sync: SyncScheme::Split,
+        buffers: BUFFERS,
+        format: desc.format,
+        layout: Layout::Buffer,
+        frames: FOREVER,
+        in_flight: IN_FLIGHT,
+        paced: false,
+        ptx_cache: None,
+        cuda_sched: CudaSched::Auto,
+        high_priority_stream: false,
+        host_waits: false,
+        producer_host_waits: false,
+        handover: Handover::Vkcuda,
+        kernel: None,
+        reload: None,
+        inject: Inject::default(),
+        feed: Some(mailbox),
+    }
+}
+
+/// The consumer thread: a session of `spec` at `size`, every frame the
+/// producer makes consumed (copied, and read back when writing), then the stop.
+fn consume(
+    gpu: &Gpu,
+    spec: &RunSpec,
+    size: Size,
+    (first, base): (u64, u64),
+    output: &Output,
+) -> Result<Ended> {
+    let device = gpu.device.clone();
+    let mailbox = spec.feed.clone().ok_or_else(|| anyhow!("a fed run without a mailbox"))?;
+    let scene = Scene { kind: SceneKind::Gradient, width: size.width, height: size.height, cost: 1 };
+    let director = Arc::new(Director::starting_at(scene, first));
+    let extent = vk::Extent2D { width: size.width, height: size.height };
+    let readback = match &output.dir {
+        Some(dir) => {
+            let sink = PngSink::new(dir, output.workers, Reference::None, Inject::default());
+            let shot = Shot { extent, format: spec.format, drawn: false };
+            Some(Readback::new(device.clone(), director.clone(), shot, IN_FLIGHT, sink)?)
+        }
+        None => None,
+    };
+    let desc = vkcuda_run::setup::frame_desc(spec, size);
+    let mut offscreen = Offscreen::new(device, (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
+    let mut session = Session::start(gpu, spec, &director, size, base)?;
+    let outcome = follow(&mut session, &mut offscreen, &mailbox);
+    let stopped = session.stop(&mut offscreen, outcome.is_ok());
+    let sink = offscreen.finish();
+    outcome?;
+    let stopped = stopped?;
+    if let Some(e) = sink.error {
+        bail!("frame writer: {e}");
+    }
+    Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: sink.written })
+}
+
+/// Consumes each frame once the producer has made it, until it has made its last.
+fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Mailbox) -> Result<()> {
+    loop {
+        // `ended` first: once it is seen, the producer's count is final.
+        let ended = mailbox.ended();
+        if session.next < session.control.produced() {
+            session.submit(offscreen, ExtraSync::default())?;
+            continue;
+        }
+        if ended {
+            break;
+        }
+        let seen = mailbox.counts();
+        // A frame taken but not yet made is moments away; otherwise wait for a put.
+        let within = match seen.taken > session.control.produced() {
+            true => Duration::from_micros(200),
+            false => Duration::from_millis(100),
+        };
+        mailbox.wait_change(seen, within);
+    }
+    if session.control.failed() {
+        bail!("the fed producer failed");
+    }
+    session.drain(offscreen)?;
+    Ok(())
+}
+
+/// Opens the Vulkan device frames are consumed on: `gpu` (an index or UUID
+/// prefix), else the first; with the validation layer when `validate`.
+pub fn open(validate: bool, gpu: Option<String>) -> Result<Arc<Gpu>> {
+    let instance = vkcuda_run::setup::vulkan_instance(validate, &[])?;
+    let mut spec = spec(FrameDesc::new(vk::Extent2D { width: 1, height: 1 }), Mailbox::new());
+    spec.gpu = gpu;
+    let queue = vkcuda::vk::device::Queue { kind: vkcuda::types::QueueKind::Graphics, present: None };
+    Ok(Arc::new(vkcuda_run::setup::open_gpu(&spec, instance, queue)?))
+}

@@ -1,0 +1,267 @@
+"""The Python module headless, with NumPy arrays: every case is shown, written,
+read back and compared with the array it came from (uint8 exactly, floats
+within half a unit of their last place: the GPU copies them bit for bit, so
+they compare equal), with the validation layer on and no message allowed.
+
+Runs anywhere Vulkan does (lavapipe in CI). GPU tensors are not part of this
+file: they need an NVIDIA GPU.
+"""
+
+import gc
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+import vkcuda
+
+DTYPES = [np.uint8, np.float16, np.float32]
+SHAPES = ["hw", "hw1", "hw3", "hw4", "chw3"]
+STRIDES = ["contiguous", "every-other", "transposed"]
+
+
+def make(dtype, shape, strides, height=37, width=53, seed=0):
+    """An array of `shape` kind with `strides` kind, and its expected RGBA frame."""
+    rng = np.random.default_rng(seed)
+    channels = {"hw": 1, "hw1": 1, "hw3": 3, "hw4": 4, "chw3": 3}[shape]
+    # Drawn larger when a view picks every other element.
+    scale = 2 if strides == "every-other" else 1
+    full = (height * scale, width * scale, channels)
+    if dtype == np.uint8:
+        base = rng.integers(0, 256, size=full, dtype=np.uint8)
+    else:
+        base = rng.uniform(-2.0, 4.0, size=full).astype(dtype)
+    if strides == "every-other":
+        base = base[::2, ::2]
+    elif strides == "transposed":
+        # The same values held column-major: strides that are not C order.
+        base = np.asfortranarray(base)
+    hwc = base
+    one = np.array(255 if dtype == np.uint8 else 1.0, dtype=dtype)
+    rgb = np.repeat(hwc, 3, axis=2) if channels == 1 else hwc[:, :, :3]
+    alpha = hwc[:, :, 3:4] if channels == 4 else np.broadcast_to(one, (height, width, 1))
+    expected = np.concatenate([rgb, alpha], axis=2)
+    if shape == "hw":
+        x = hwc[:, :, 0]
+    elif shape == "chw3":
+        x = hwc.transpose(2, 0, 1)  # a view: channel planes with the array's own strides
+    else:
+        x = hwc
+    return x, expected
+
+
+def frames(folder):
+    return sorted(f for f in os.listdir(folder) if f.startswith("frame_"))
+
+
+def clean(v):
+    s = v.stats()
+    assert (s["validation_errors"], s["validation_warnings"]) == (0, 0), s
+    return s
+
+
+@pytest.mark.parametrize("strides", STRIDES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_shown_frames_are_written_as_the_array(tmp_path, dtype, shape, strides):
+    x, expected = make(dtype, shape, strides)
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        v.show(x, channels_first=shape.startswith("chw"))
+        v.flush()
+        s = clean(v)
+    assert (s["shown"], s["consumed"], s["written"], s["replaced"]) == (1, 1, 1, 0), s
+    [name] = frames(tmp_path)
+    assert name == ("frame_000000.png" if dtype == np.uint8 else "frame_000000.exr")
+    got = vkcuda.read_frame(tmp_path / name, np.dtype(dtype).name)
+    assert got.shape == expected.shape
+    if dtype == np.uint8:
+        assert np.array_equal(got, expected), f"{np.count_nonzero(got != expected)} values differ"
+    else:
+        # Half a unit of the last place: the copy is exact, so this is equality.
+        assert np.allclose(got, expected, rtol=np.finfo(dtype).eps / 2, atol=0), np.abs(got - expected).max()
+
+
+def test_a_new_size_or_dtype_between_calls_is_followed(tmp_path):
+    sizes = [(1, 1), (3, 5), (64, 33), (3, 5)]
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        for i, (h, w) in enumerate(sizes):
+            v.show(np.full((h, w, 4), i, np.uint8))
+        v.show(np.full((2, 2), 0.25, np.float32))
+        v.flush()
+        s = clean(v)
+    assert s["written"] == len(sizes) + 1, s
+    names = frames(tmp_path)
+    assert names[-1] == f"frame_{len(sizes):06}.exr", names
+    for i, (h, w) in enumerate(sizes):
+        got = vkcuda.read_frame(tmp_path / names[i])
+        assert got.shape == (h, w, 4) and (got == i).all(), (names[i], got.shape)
+
+
+def test_every_frame_of_a_dump_is_kept(tmp_path):
+    n = 60
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        for i in range(n):
+            v.show(np.full((17, 29), i, np.uint8))
+    s = clean(v)
+    assert (s["shown"], s["written"], s["replaced"]) == (n, n, 0), s
+    for i, name in enumerate(frames(tmp_path)):
+        assert (vkcuda.read_frame(tmp_path / name)[:, :, 0] == i).all(), name
+
+
+def test_newest_wins_and_counts_the_frames_it_replaced():
+    n = 400
+    with vkcuda.Viewer(validate=True) as v:
+        for i in range(n):
+            v.show(np.full((256, 256, 4), i % 256, np.uint8))
+    s = clean(v)
+    assert s["shown"] == n
+    # Every frame shown was consumed or replaced by a newer one, never both, never neither.
+    assert s["consumed"] + s["replaced"] == n, s
+    assert s["consumed"] >= 1, s
+
+
+def test_the_caller_may_overwrite_the_array_right_after_show(tmp_path):
+    x = np.zeros((9, 11), np.uint8)
+    with vkcuda.Viewer(out=tmp_path) as v:
+        for i in range(20):
+            x[:] = i
+            v.show(x)
+            x[:] = 255  # after show returns: must not reach frame i
+    for i, name in enumerate(frames(tmp_path)):
+        assert (vkcuda.read_frame(tmp_path / name)[:, :, 0] == i).all(), name
+
+
+@pytest.mark.parametrize(
+    "x, error, words",
+    [
+        (np.zeros((4, 4), np.int64), TypeError, ["int64", "uint8, float16 or float32"]),
+        (np.zeros((4, 4), np.float64), TypeError, ["float64"]),
+        (np.zeros((4, 4, 2), np.uint8), ValueError, ["[4, 4, 2]", "HxWx3"]),
+        (np.zeros((4,), np.uint8), ValueError, ["[4]"]),
+        (np.zeros((2, 4, 4, 3), np.uint8), ValueError, ["[2, 4, 4, 3]"]),
+        (np.zeros((0, 4), np.uint8), ValueError, ["no pixels"]),
+        ([[1, 2], [3, 4]], TypeError, ["list", "__array_interface__"]),
+        ("pixels", TypeError, ["str"]),
+    ],
+    ids=["int64", "float64", "two-channels", "1d", "4d", "empty", "list", "str"],
+)
+def test_bad_input_says_what_was_given_and_what_is_accepted(x, error, words):
+    with vkcuda.Viewer(validate=True) as v:
+        with pytest.raises(error) as e:
+            v.show(x)
+        message = str(e.value)
+        assert "\n" not in message and all(w in message for w in words), message
+        # The viewer still works after a refusal.
+        v.show(np.zeros((2, 2), np.uint8))
+        clean(v)
+
+
+def test_channels_first_is_asked_for():
+    with vkcuda.Viewer() as v:
+        with pytest.raises(ValueError, match="CxHxW"):
+            v.show(np.zeros((5, 4, 4), np.uint8), channels_first=True)
+
+
+def test_a_frame_larger_than_the_device_allows_is_refused():
+    with vkcuda.Viewer() as v:
+        big = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(1, 1 << 20), strides=(0, 0))
+        with pytest.raises(ValueError, match="larger than this device"):
+            v.show(big)
+
+
+def test_a_closed_viewer_refuses_and_closes_again_quietly():
+    v = vkcuda.Viewer()
+    v.show(np.zeros((2, 2), np.uint8))
+    v.close()
+    assert v.closed
+    v.close()
+    with pytest.raises(RuntimeError, match="closed"):
+        v.show(np.zeros((2, 2), np.uint8))
+
+
+def test_garbage_collection_writes_what_was_shown(tmp_path):
+    v = vkcuda.Viewer(out=tmp_path)
+    for i in range(5):
+        v.show(np.full((3, 3), i, np.uint8))
+    del v
+    gc.collect()
+    assert len(frames(tmp_path)) == 5
+
+
+def run_python(script, timeout=120, extra_env=None):
+    env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
+    return subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=timeout, env=env
+    )
+
+
+def test_interpreter_exit_writes_what_was_shown(tmp_path):
+    done = run_python(
+        f"""
+        import numpy as np, vkcuda
+        v = vkcuda.Viewer(out={str(tmp_path)!r}, validate=True)
+        for i in range(7):
+            v.show(np.full((5, 6, 3), i, np.uint8))
+        print("left without close")
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert len(frames(tmp_path)) == 7, (frames(tmp_path), done.stderr)
+
+
+def test_ctrl_c_in_the_users_loop_stops_cleanly(tmp_path):
+    # SIGINT arrives while the loop shows frames: KeyboardInterrupt in the
+    # user's code, and every frame shown before it is written at exit.
+    done = run_python(
+        f"""
+        import os, signal, numpy as np, vkcuda
+        v = vkcuda.Viewer(out={str(tmp_path)!r}, validate=True)
+        shown = 0
+        try:
+            for i in range(100000):
+                v.show(np.full((64, 64, 4), i % 256, np.uint8))
+                shown += 1
+                if i == 30:
+                    os.kill(os.getpid(), signal.SIGINT)
+        except KeyboardInterrupt:
+            print("interrupted after", shown)
+            v.close()
+            s = v.stats()
+            print("written", s["written"], "errors", s["validation_errors"], "warnings", s["validation_warnings"])
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    shown = int(done.stdout.split("interrupted after ")[1].split()[0])
+    assert 31 <= shown <= 40, done.stdout
+    assert f"written {shown} errors 0 warnings 0" in done.stdout, done.stdout
+    assert len(frames(tmp_path)) == shown
+
+
+def test_a_missing_vulkan_is_reported_when_a_viewer_is_made():
+    done = run_python(
+        """
+        import vkcuda
+        try:
+            vkcuda.Viewer()
+        except RuntimeError as e:
+            print("RuntimeError:", e)
+        """,
+        extra_env={"VKCUDA_LIBVULKAN": "/nonexistent/libvulkan.so.1"},
+    )
+    assert done.returncode == 0, done.stderr
+    assert "RuntimeError: vkcuda:" in done.stdout and "libvulkan" in done.stdout, done.stdout
+
+
+def test_import_needs_no_gpu():
+    # No device is touched until a viewer is made: not even a Vulkan loader is needed.
+    done = run_python("import vkcuda; print(vkcuda.__version__)", extra_env={"VKCUDA_LIBVULKAN": "/nonexistent"})
+    assert done.returncode == 0 and done.stdout.strip() == vkcuda.__version__, done.stderr
+
+
+def test_signal_module_is_untouched():
+    # vkcuda installs no signal handler of its own: Python's SIGINT handler stays.
+    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler

@@ -1,0 +1,132 @@
+"""vkcuda for Python: show arrays through Vulkan, or dump them headless.
+
+    import numpy as np, vkcuda
+
+    with vkcuda.Viewer(out="frames") as v:      # every frame written to frames/
+        for t in range(100):
+            v.show(np.full((480, 640, 3), t, np.uint8))
+
+``Viewer.show(x)`` takes a NumPy array (anything with ``__array_interface__``)
+of dtype uint8, float16 or float32, shaped HxW, HxWx1, HxWx3, HxWx4 (or CxHxW
+with ``channels_first=True``), with any strides. It reads ``x`` before it
+returns: ``x`` may be changed right after. Frames are consumed on the
+viewer's own threads; uint8 frames are written as PNG, float frames as
+OpenEXR, named ``frame_000000.png`` and on.
+
+See docs/python.md in the repository for the semantics and how they map onto
+vkcuda's timelines.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import weakref
+from typing import Any, Optional
+
+from . import _native
+
+__all__ = ["Viewer", "read_frame", "__version__"]
+__version__: str = _native.__version__
+
+# Viewers still open at interpreter exit are closed (their frames written) then.
+_open: "weakref.WeakSet[Viewer]" = weakref.WeakSet()
+
+
+class Viewer:
+    """Shows arrays; headless, it writes every frame to ``out``.
+
+    Args:
+        out: folder every shown frame is written to (made if missing);
+            ``None``: frames are consumed but not written.
+        every_frame: ``show`` waits until the frame before was taken instead
+            of replacing it (the default when writing frames: none is dropped).
+        validate: run with the Khronos validation layer (``stats()`` counts
+            its messages).
+        gpu: a Vulkan device index or UUID prefix (default: the first).
+        headless: only ``True`` in this version; the window comes with a
+            later one.
+    """
+
+    def __init__(
+        self,
+        out: Optional[os.PathLike | str] = None,
+        *,
+        every_frame: Optional[bool] = None,
+        validate: bool = False,
+        gpu: Optional[str | int] = None,
+        headless: bool = True,
+        workers: Optional[int] = None,
+    ) -> None:
+        if not headless:
+            raise ValueError("vkcuda: this version shows frames headless only: pass headless=True")
+        if every_frame is None:
+            every_frame = out is not None
+        self._native = _native.Viewer(
+            out=None if out is None else os.fspath(out),
+            every_frame=every_frame,
+            validate=validate,
+            gpu=None if gpu is None else str(gpu),
+            workers=workers,
+        )
+        _open.add(self)
+
+    def show(self, x: Any, *, channels_first: bool = False, block: Optional[bool] = None) -> None:
+        """Shows ``x`` as it is now; returns once its pixels are copied.
+
+        ``block=True`` waits until the frame before was consumed (every frame
+        kept); ``block=False`` replaces a frame still waiting (counted in
+        ``stats()["replaced"]``); ``None``: the viewer's ``every_frame``.
+        """
+        self._native.show(x, channels_first=channels_first, block=block)
+
+    def flush(self) -> None:
+        """Waits until every frame shown so far is consumed and written."""
+        self._native.flush()
+
+    def stats(self) -> dict:
+        """Frames shown, replaced, consumed and written; validation messages; the device."""
+        return dict(self._native.stats())
+
+    def close(self) -> None:
+        """Writes what was shown, then lets the device go. Calling it again does nothing."""
+        self._native.close()
+        _open.discard(self)
+
+    @property
+    def closed(self) -> bool:
+        return self._native.closed
+
+    def __enter__(self) -> "Viewer":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def __repr__(self) -> str:
+        state = "closed" if self.closed else "open"
+        return f"<vkcuda.Viewer {state}>"
+
+
+def read_frame(path: os.PathLike | str, dtype: Optional[str] = None):
+    """Reads a frame a viewer wrote as a NumPy array (H, W, 4) of ``dtype``.
+
+    ``dtype``: "uint8" for PNG files, "float16" or "float32" for OpenEXR
+    (``None``: uint8 for .png, float32 for .exr).
+    """
+    import numpy as np
+
+    path = os.fspath(path)
+    if dtype is None:
+        dtype = "float32" if path.endswith(".exr") else "uint8"
+    width, height, pixels = _native.read_frame(path, dtype)
+    return np.frombuffer(pixels, dtype=dtype).reshape(height, width, 4)
+
+
+@atexit.register
+def _close_all() -> None:
+    for viewer in list(_open):
+        try:
+            viewer.close()
+        except Exception:  # noqa: BLE001 - exit goes on; the error was the user's to see earlier
+            pass

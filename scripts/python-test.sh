@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# Builds the Python package (python/, maturin) into a wheel and runs its tests
+# (python/tests, pytest, NumPy arrays) against that wheel, installed into a
+# folder of its own under target/. Installs maturin, pytest and NumPy with pip
+# when missing. Prints pytest's summary line ("N passed ...").
+#   PYTHON=python3.12 bash scripts/python-test.sh   another interpreter (3.11 or newer)
+set -euo pipefail
+cd "$(dirname "$0")/.."
+python=${PYTHON:-python3}
+tools=target/python-tools
+site=target/python-site
+wheels=target/wheels
+pip_install() {
+    "$python" -m pip install -q --disable-pip-version-check "$@" ||
+        "$python" -m pip install -q --disable-pip-version-check --break-system-packages "$@"
+}
+if ! PYTHONPATH=$tools "$python" -c 'import pytest, numpy' 2>/dev/null ||
+    ! { [ -x "$tools/bin/maturin" ] || command -v maturin >/dev/null; }; then
+    echo "vkcuda: installing maturin, pytest and numpy (from PyPI) into $tools" >&2
+    pip_install --target "$tools" 'maturin>=1.5,<2' pytest numpy
+fi
+export PYTHONPATH=$tools
+maturin=$tools/bin/maturin
+[ -x "$maturin" ] || maturin=$(command -v maturin)
+rm -rf "$wheels" "$site"
+# The README's install command builds the same wheel: pip install ./python
+"$maturin" build --release --quiet --manifest-path python/Cargo.toml --interpreter "$python" -o "$wheels"
+pip_install --no-deps --target "$site" "$wheels"/vkcuda-*.whl
+# The installed wheel, not the source folder: pytest runs from the top, where no vkcuda/ folder shadows it.
+PYTHONPATH=$site:$tools "$python" -m pytest -q -p no:cacheprovider python/tests "$@"
