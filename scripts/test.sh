@@ -24,7 +24,7 @@ cargo build --release --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --quiet
 echo "== the interop core alone (--no-default-features), as an integrator depends on it"
 # The core names no CUDA version: an engine picks one in its own cudarc dependency, as here.
-core=(--no-default-features --features cudarc/cuda-13000)
+core=(-p vkcuda --no-default-features --features cudarc/cuda-13000)
 cargo clippy --release "${core[@]}" --lib -- -D warnings
 # examples/minimal compiles its kernel with NVRTC: the engine's choice too.
 cargo clippy --release "${core[@]}" --features cudarc/nvrtc --examples -- -D warnings

@@ -52,6 +52,14 @@ impl Dtype {
         }
     }
 
+    /// An opaque alpha as this type's bits, in a `u32` (what the packing kernel takes).
+    pub fn opaque_bits(self) -> u32 {
+        let bytes = self.opaque();
+        let mut word = [0u8; 4];
+        word[..bytes.len()].copy_from_slice(bytes);
+        u32::from_le_bytes(word)
+    }
+
     /// An opaque alpha, as this type's bytes.
     fn opaque(self) -> &'static [u8] {
         match self {
@@ -215,6 +223,13 @@ mod tests {
         // SAFETY: the span is inside `data`, checked above.
         unsafe { layout.convert(data.as_ptr(), &mut out) };
         out
+    }
+
+    #[test]
+    fn opaque_alphas_as_bits() {
+        assert_eq!(Dtype::U8.opaque_bits(), 255);
+        assert_eq!(Dtype::F16.opaque_bits(), 0x3c00);
+        assert_eq!(Dtype::F32.opaque_bits(), 1.0f32.to_bits());
     }
 
     #[test]

@@ -11,70 +11,25 @@
 
 mod array;
 mod run;
+mod state;
+mod tensor;
 
 use std::path::PathBuf;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-use ash::vk;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use array::{Dtype, Layout};
-use run::{Ended, Output, Run};
-use vkcuda::FrameDesc;
-use vkcuda_run::feed::Mailbox;
-use vkcuda_run::setup::Gpu;
+use run::{Output, Run};
+use state::State;
+use tensor::{device_array, stream_handle, DeviceArray};
+use vkcuda_run::feed::{Mailbox, Put};
 
 /// How long a blocked `show` waits between looks at Ctrl+C.
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
-
-/// What a viewer has done, over all its runs.
-#[derive(Default)]
-struct Totals {
-    put: u64,
-    replaced: u64,
-    consumed: u64,
-    written: u64,
-}
-
-struct State {
-    gpu: Option<Arc<Gpu>>,
-    output: Output,
-    every: bool,
-    run: Option<Run>,
-    next_base: u64,
-    totals: Totals,
-}
-
-impl State {
-    /// Ends the current run once all it was given is consumed (and written).
-    fn finish_run(&mut self) -> anyhow::Result<()> {
-        let Some(run) = self.run.take() else { return Ok(()) };
-        let counts = run.mailbox.counts();
-        self.totals.put += counts.put;
-        self.totals.replaced += counts.replaced;
-        let ended: Ended = run.finish()?;
-        self.next_base = ended.next_base;
-        self.totals.consumed += ended.consumed;
-        self.totals.written += ended.written;
-        Ok(())
-    }
-
-    /// The run for frames `desc`: the current one, or a new one after it.
-    fn run_for(&mut self, desc: FrameDesc) -> anyhow::Result<&Run> {
-        let gpu = self.gpu.clone().ok_or_else(|| anyhow::anyhow!("this viewer is closed"))?;
-        if self.run.as_ref().is_some_and(|r| r.desc != desc || r.stopped()) {
-            self.finish_run()?;
-        }
-        if self.run.is_none() {
-            let first = self.totals.consumed;
-            self.run = Some(Run::start(gpu, desc, self.output.clone(), first, self.next_base)?);
-        }
-        self.run.as_ref().ok_or_else(|| anyhow::anyhow!("no run"))
-    }
-}
 
 /// Shows arrays: writes every frame to a folder (headless), counting what it
 /// consumed; see the Python package's `vkcuda.Viewer`.
@@ -187,57 +142,34 @@ impl Viewer {
             let workers =
                 workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let output = Output { dir: out, workers: workers.max(1) };
-            let state = State {
-                gpu: Some(gpu),
-                output,
-                every: every_frame,
-                run: None,
-                next_base: 0,
-                totals: Totals::default(),
-            };
-            Ok(Self { state: Mutex::new(state) })
+            Ok(Self { state: Mutex::new(State::new(gpu, output, every_frame)) })
         })
     }
 
-    /// Shows `x`: its pixels as they are now. Returns once they are copied;
-    /// the frame is consumed (and written) on the viewer's threads.
-    #[pyo3(signature = (x, channels_first=false, block=None))]
+    /// Shows `x`: its pixels as its stream has them now. Returns once the
+    /// copy is enqueued (GPU tensors) or done (host arrays); the frame is
+    /// consumed (and written) on the viewer's threads.
+    #[pyo3(signature = (x, channels_first=false, block=None, stream=None))]
     fn show(
         &self,
         py: Python<'_>,
         x: &Bound<'_, PyAny>,
         channels_first: bool,
         block: Option<bool>,
+        stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
         guarded("show()", || {
-            let array = host_array(x, channels_first)?;
+            let named = stream.map(stream_handle).transpose()?;
             let mut state = self.lock(py);
             let every = block.unwrap_or(state.every);
-            let layout = array.layout;
-            let gpu =
-                state.gpu.clone().ok_or_else(|| PyRuntimeError::new_err("vkcuda: this viewer is closed"))?;
-            let max = gpu.device.info.max_image_dimension as usize;
-            if layout.width > max || layout.height > max {
-                return Err(PyValueError::new_err(format!(
-                    "an image of {}x{} is larger than this device's largest, {max}x{max}",
-                    layout.width, layout.height
-                )));
+            // The viewer's own stream orders a tensor's data when the caller names no stream.
+            let mut own = |device: usize| -> PyResult<u64> {
+                Ok(state.cuda_for(device).map_err(runtime)?.own_stream())
+            };
+            match device_array(x, named, channels_first, &mut own)? {
+                Some(array) => show_device(py, &mut state, &array, every),
+                None => show_host(py, &mut state, &host_array(x, channels_first)?, every),
             }
-            let extent = vk::Extent2D { width: layout.width as u32, height: layout.height as u32 };
-            let desc = FrameDesc::new(extent).format(layout.format()).layout(vkcuda::Layout::Buffer);
-            let mailbox = state.run_for(desc).map_err(runtime)?.mailbox.clone();
-            let mut pixels = vec![0u8; layout.frame_bytes()];
-            let first = array.data;
-            // SAFETY: `x` (held by the caller for this call) describes `layout.span()` bytes
-            // around its data pointer as its own memory; the conversion only reads them.
-            py.detach(|| unsafe { layout.convert(first as *const u8, &mut pixels) });
-            put(py, &mailbox, pixels, every).map_err(|e| {
-                // The run's thread stopped: its own error says why.
-                match state.run.as_ref().is_some_and(Run::stopped) {
-                    true => state.finish_run().err().map(runtime).unwrap_or(e),
-                    false => e,
-                }
-            })
         })
     }
 
@@ -253,12 +185,12 @@ impl Viewer {
     /// What the viewer has done so far (frames of finished runs, and the current run's counts).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let state = self.lock(py);
-        let live = state.run.as_ref().map(|r| r.mailbox.counts()).unwrap_or_default();
+        let (live, totals) = state.counts();
         let dict = PyDict::new(py);
-        dict.set_item("shown", state.totals.put + live.put)?;
-        dict.set_item("replaced", state.totals.replaced + live.replaced)?;
-        dict.set_item("consumed", state.totals.consumed)?;
-        dict.set_item("written", state.totals.written)?;
+        dict.set_item("shown", totals.put + live.put)?;
+        dict.set_item("replaced", totals.replaced + live.replaced)?;
+        dict.set_item("consumed", totals.consumed)?;
+        dict.set_item("written", totals.written)?;
         let validation = state.gpu.as_ref().map(|g| g.device.validation()).unwrap_or_default();
         dict.set_item("validation_errors", validation.errors)?;
         dict.set_item("validation_warnings", validation.warnings)?;
@@ -274,6 +206,7 @@ impl Viewer {
             let mut state = self.lock(py);
             let state: &mut State = &mut state;
             let finished = py.detach(|| state.finish_run());
+            state.cuda = None;
             state.gpu = None;
             finished.map_err(runtime)
         })
@@ -286,19 +219,81 @@ impl Viewer {
     }
 }
 
-/// Puts a frame in the mailbox; a blocked put looks at Ctrl+C every [`SIGNAL_CHECK`].
-fn put(py: Python<'_>, mailbox: &Mailbox, pixels: Vec<u8>, every: bool) -> PyResult<()> {
-    let mut pixels = Some(pixels);
+/// Refuses an image larger than the device's largest.
+fn check_size(state: &State, layout: &Layout) -> PyResult<()> {
+    let gpu = state.gpu().map_err(runtime)?;
+    let max = gpu.device.info.max_image_dimension as usize;
+    if layout.width > max || layout.height > max {
+        return Err(PyValueError::new_err(format!(
+            "an image of {}x{} is larger than this device's largest, {max}x{max}",
+            layout.width, layout.height
+        )));
+    }
+    Ok(())
+}
+
+/// A host array: converted here, into the run's staging on the producer's thread.
+fn show_host(py: Python<'_>, state: &mut State, array: &HostArray, every: bool) -> PyResult<()> {
+    let layout = array.layout;
+    check_size(state, &layout)?;
+    let mailbox = state.host_feed(&layout).map_err(runtime)?;
+    let mut pixels = vec![0u8; layout.frame_bytes()];
+    let first = array.data;
+    // SAFETY: `x` (held by the caller for this call) describes `layout.span()` bytes
+    // around its data pointer as its own memory; the conversion only reads them.
+    py.detach(|| unsafe { layout.convert(first as *const u8, &mut pixels) });
+    put(py, &mailbox, pixels, every).map(drop).map_err(|(e, _)| stopped_or(state, e))
+}
+
+/// A GPU tensor: packed on its stream into a slot, copied into the shared buffer by the producer.
+fn show_device(py: Python<'_>, state: &mut State, array: &DeviceArray, every: bool) -> PyResult<()> {
+    check_size(state, &array.layout)?;
+    let stream = match array.stream {
+        Some(s) => s,
+        None => state.cuda_for(array.device).map_err(runtime)?.own_stream(),
+    };
+    let (mailbox, staging, slot) = state.pack(array, stream).map_err(runtime)?;
+    match put(py, &mailbox, slot, every) {
+        Ok(replaced) => {
+            replaced.into_iter().for_each(|s| staging.release(s));
+            Ok(())
+        }
+        Err((e, back)) => {
+            back.into_iter().for_each(|s| staging.release(s));
+            Err(stopped_or(state, e))
+        }
+    }
+}
+
+/// The run's own error when its thread stopped (it says why), else `e`.
+fn stopped_or(state: &mut State, e: PyErr) -> PyErr {
+    match state.run.as_ref().is_some_and(Run::stopped) {
+        true => state.finish_run().err().map(runtime).unwrap_or(e),
+        false => e,
+    }
+}
+
+/// Puts a frame in the mailbox; a blocked put looks at Ctrl+C every
+/// [`SIGNAL_CHECK`]. `Ok`: the frame it replaced; `Err`: the error and the
+/// frame, if it was not put.
+fn put<T: Send>(
+    py: Python<'_>,
+    mailbox: &Mailbox<T>,
+    frame: T,
+    every: bool,
+) -> Result<Option<T>, (PyErr, Option<T>)> {
+    let mut frame = frame;
     loop {
         let until = Instant::now() + SIGNAL_CHECK;
         let give_up = || Instant::now() >= until;
-        let frame = pixels.take().ok_or_else(|| PyRuntimeError::new_err("vkcuda: frame lost"))?;
         match py.detach(|| mailbox.put(frame, every, &give_up)) {
-            Ok(None) => return Ok(()),
-            Ok(Some(back)) => pixels = Some(back),
-            Err(e) => return Err(runtime(e)),
+            Ok(Put::Done(replaced)) => return Ok(replaced),
+            Ok(Put::GaveUp(back)) => frame = back,
+            Err(e) => return Err((runtime(e), None)),
         }
-        py.check_signals()?;
+        if let Err(e) = py.check_signals() {
+            return Err((e, Some(frame)));
+        }
     }
 }
 

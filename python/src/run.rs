@@ -16,7 +16,7 @@ use vkcuda::types::{CudaSched, Size};
 use vkcuda::{FrameDesc, Layout};
 use vkcuda_run::consumer::ExtraSync;
 use vkcuda_run::director::Director;
-use vkcuda_run::feed::Mailbox;
+use vkcuda_run::feed::{Feed, Mailbox};
 use vkcuda_run::inject::Inject;
 use vkcuda_run::kinds::{ConsumeKind, Handover, ProducerKind};
 use vkcuda_run::present::offscreen::Offscreen;
@@ -58,25 +58,35 @@ pub struct Run {
     /// The shared frames' format, size and layout.
     pub desc: FrameDesc,
     /// Where `show` puts frames.
-    pub mailbox: Arc<Mailbox>,
+    pub feed: Feed,
     thread: Option<JoinHandle<Result<Ended>>>,
 }
 
 impl Run {
-    /// Starts the consumer thread of frames `desc`, numbered from `first`,
-    /// with timelines from `base`.
-    pub fn start(gpu: Arc<Gpu>, desc: FrameDesc, output: Output, first: u64, base: u64) -> Result<Self> {
-        let mailbox = Mailbox::new();
-        let spec = spec(desc, mailbox.clone());
+    /// Starts the consumer thread of frames `desc` fed from `feed`, numbered
+    /// from `first`, with timelines from `base`.
+    pub fn start(
+        gpu: Arc<Gpu>,
+        desc: FrameDesc,
+        feed: Feed,
+        output: Output,
+        (first, base): (u64, u64),
+    ) -> Result<Self> {
+        let spec = spec(desc, feed.clone());
         let size = Size { width: desc.extent.width, height: desc.extent.height };
         let thread = std::thread::Builder::new().name("vkcuda consumer".into()).spawn(move || {
             let result = consume(&gpu, &spec, size, (first, base), &output);
-            if let Some(m) = &spec.feed {
-                m.close();
+            if let Some(feed) = &spec.feed {
+                feed.close();
             }
             result
         })?;
-        Ok(Self { desc, mailbox, thread: Some(thread) })
+        Ok(Self { desc, feed, thread: Some(thread) })
+    }
+
+    /// Whether this run takes frames from GPU memory.
+    pub fn on_device(&self) -> bool {
+        matches!(self.feed, Feed::Device { .. })
     }
 
     /// Whether the consumer thread has ended (it failed, or the run was finished).
@@ -86,7 +96,7 @@ impl Run {
 
     /// Ends the run once every frame put is consumed and written.
     pub fn finish(mut self) -> Result<Ended> {
-        self.mailbox.close();
+        self.feed.close();
         let thread = self.thread.take().ok_or_else(|| anyhow!("run already finished"))?;
         thread.join().map_err(|_| anyhow!("the consumer thread panicked"))?
     }
@@ -95,7 +105,7 @@ impl Run {
 impl Drop for Run {
     /// A run dropped unfinished (an error on the way) still ends its thread first.
     fn drop(&mut self) {
-        self.mailbox.close();
+        self.feed.close();
         if let Some(t) = self.thread.take() {
             let _ = t.join();
         }
@@ -103,7 +113,7 @@ impl Drop for Run {
 }
 
 /// The run-layer description of a fed run.
-fn spec(desc: FrameDesc, mailbox: Arc<Mailbox>) -> RunSpec {
+fn spec(desc: FrameDesc, feed: Feed) -> RunSpec {
     RunSpec {
         gpu: None,
         announce: false,
@@ -124,7 +134,7 @@ fn spec(desc: FrameDesc, mailbox: Arc<Mailbox>) -> RunSpec {
         kernel: None,
         reload: None,
         inject: Inject::default(),
-        feed: Some(mailbox),
+        feed: Some(feed),
     }
 }
 
@@ -138,7 +148,7 @@ fn consume(
     output: &Output,
 ) -> Result<Ended> {
     let device = gpu.device.clone();
-    let mailbox = spec.feed.clone().ok_or_else(|| anyhow!("a fed run without a mailbox"))?;
+    let feed = spec.feed.clone().ok_or_else(|| anyhow!("a fed run without a feed"))?;
     let scene = Scene { kind: SceneKind::Gradient, width: size.width, height: size.height, cost: 1 };
     let director = Arc::new(Director::starting_at(scene, first));
     let extent = vk::Extent2D { width: size.width, height: size.height };
@@ -153,7 +163,7 @@ fn consume(
     let desc = vkcuda_run::setup::frame_desc(spec, size);
     let mut offscreen = Offscreen::new(device, (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
     let mut session = Session::start(gpu, spec, &director, size, base)?;
-    let outcome = follow(&mut session, &mut offscreen, &mailbox);
+    let outcome = follow(&mut session, &mut offscreen, &feed);
     let stopped = session.stop(&mut offscreen, outcome.is_ok());
     let sink = offscreen.finish();
     outcome?;
@@ -165,7 +175,7 @@ fn consume(
 }
 
 /// Consumes each frame once the producer has made it, until it has made its last.
-fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Mailbox) -> Result<()> {
+fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> Result<()> {
     loop {
         // `ended` first: once it is seen, the producer's count is final.
         let ended = mailbox.ended();
@@ -195,8 +205,10 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Mailbox) -
 /// prefix), else the first; with the validation layer when `validate`.
 pub fn open(validate: bool, gpu: Option<String>) -> Result<Arc<Gpu>> {
     let instance = vkcuda_run::setup::vulkan_instance(validate, &[])?;
-    let mut spec = spec(FrameDesc::new(vk::Extent2D { width: 1, height: 1 }), Mailbox::new());
+    let mut spec = spec(FrameDesc::new(vk::Extent2D { width: 1, height: 1 }), Feed::Host(Mailbox::new()));
     spec.gpu = gpu;
+    // A CUDA twin of the device, if there is one (GPU tensors need it; host arrays do not).
+    spec.producer = ProducerKind::Auto;
     let queue = vkcuda::vk::device::Queue { kind: vkcuda::types::QueueKind::Graphics, present: None };
     Ok(Arc::new(vkcuda_run::setup::open_gpu(&spec, instance, queue)?))
 }

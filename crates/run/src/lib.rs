@@ -9,9 +9,10 @@
 //! Floors, bottom to top (an import only points down or sideways):
 //! 1. content and measurement: [`scene`] and its [`kernels`], [`nvrtc`],
 //!    [`userkernel`] (your own kernel) and its [`reload`], [`director`],
-//!    [`clock`], [`stats`], [`footprint`], [`diagram`], [`outfile`], [`encode`],
+//!    [`clock`], [`stats`], [`footprint`], `diagram` (tests), [`outfile`], [`encode`],
 //!    [`inject`] (test-only fault injection), [`kinds`] (the kinds of run);
-//! 2. the running interop: [`producer`] (CUDA, CPU, staging and fed threads),
+//! 2. the running interop: [`producer`] (CUDA, CPU and staging threads), [`feed`]
+//!    (frames a caller hands in, and the producers that take them),
 //!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
 //!    does with a frame), [`sink`] (PNG output), [`setup`] and [`session`],
 //!    [`peers`] (the hand-over patterns vkcuda is compared with), [`measure`]

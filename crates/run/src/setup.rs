@@ -9,7 +9,9 @@ use anyhow::{bail, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
-use crate::feed::{FedProducer, Mailbox};
+use crate::feed::device::FedCudaProducer;
+use crate::feed::host::FedProducer;
+use crate::feed::Feed;
 use crate::inject::Inject;
 use crate::kernels::{self, SceneKernels};
 use crate::kinds::Handover;
@@ -76,8 +78,8 @@ pub struct RunSpec {
     /// Test only: the faults to inject.
     pub inject: Inject,
     /// Frames handed in by the caller instead of rendered (the Python
-    /// module): the fed producer takes them from this mailbox.
-    pub feed: Option<Arc<Mailbox>>,
+    /// module): a fed producer takes them from here.
+    pub feed: Option<Feed>,
 }
 
 /// The chosen device and producer.
@@ -177,6 +179,8 @@ pub enum Producer {
     Staging(Box<StagingProducer>),
     /// Frames the caller hands in (host memory).
     Fed(FedProducer),
+    /// Frames the caller hands in (GPU memory).
+    FedCuda(Box<FedCudaProducer>),
 }
 
 impl Producer {
@@ -187,6 +191,7 @@ impl Producer {
             Producer::Cpu(_) => "cpu",
             Producer::Staging(_) => "staging",
             Producer::Fed(_) => "fed",
+            Producer::FedCuda(_) => "fed-cuda",
         }
     }
 
@@ -202,6 +207,7 @@ impl Producer {
                 Producer::Cpu(p) => p.run(&job),
                 Producer::Staging(p) => p.run(&job),
                 Producer::Fed(p) => p.run(&job),
+                Producer::FedCuda(p) => p.run(&job),
             };
             if result.is_err() {
                 job.control.fail();
@@ -374,10 +380,17 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
             gpu.device.info
         );
     }
-    if let Some(mailbox) = &args.feed {
-        let staging = staging_buffers()?;
-        let fed = FedProducer::new(shared.clone(), staging.clone(), mailbox.clone());
-        return Ok((Interop { shared, staging: Some(staging), views }, Producer::Fed(fed)));
+    match &args.feed {
+        Some(Feed::Host(mailbox)) => {
+            let staging = staging_buffers()?;
+            let fed = FedProducer::new(shared.clone(), staging.clone(), mailbox.clone());
+            return Ok((Interop { shared, staging: Some(staging), views }, Producer::Fed(fed)));
+        }
+        Some(Feed::Device { mailbox, staging }) => {
+            let fed = FedCudaProducer::new(&shared, staging.clone(), mailbox.clone())?;
+            return Ok((Interop { shared, staging: None, views }, Producer::FedCuda(Box::new(fed))));
+        }
+        None => {}
     }
     let (staging, producer) = match (args.producer, &gpu.cuda) {
         (ProducerKind::Cpu, _) | (ProducerKind::Auto | ProducerKind::Cuda, None) => {

@@ -97,7 +97,7 @@ impl Control {
     /// The producer, before it starts frame `g`: while paced, waits until
     /// frame g - 1 is on screen, the pacing ends (a stop), frame `g` is past
     /// the limit, a side failed, or `broken()` (asked after each
-    /// [`TURN_CHECK`] without news: a faulted stream never lets frame g - 1
+    /// `TURN_CHECK` without news: a faulted stream never lets frame g - 1
     /// show) (`true`: go on), or until [`Control::nudge`] brings news
     /// (`false`: act on it, then wait again). No timeout: a window that shows
     /// nothing (minimized) needs no frames.

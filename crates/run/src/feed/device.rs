@@ -1,0 +1,325 @@
+//! The device feed: frames in GPU memory (a tensor), never through the host.
+//!
+//! The caller, on its own stream, packs its tensor into a free slot of
+//! [`DeviceStaging`] ([`Packer::pack`]) and records the slot's "ready" event
+//! there, then puts the slot in the mailbox. [`FedCudaProducer`], on its own
+//! stream, waits for that event and for the plan's "released", copies the
+//! slot into the shared buffer, signals "rendered", and frees the slot once
+//! the copy is done. So:
+//! - the caller's stream never waits for Vulkan: a slot it packs into has
+//!   no reader left (a slot is free only once the producer's copy out of it
+//!   has finished, and three slots leave one free while one waits in the
+//!   mailbox and one is being copied);
+//! - the frame holds the tensor as the caller's stream had it when it was
+//!   shown, and the caller may overwrite the tensor on that stream at once:
+//!   the pack comes first on the same stream.
+
+use std::path::Path;
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::Duration;
+
+use anyhow::{anyhow, ensure, Context as _, Result};
+use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::nvrtc::Ptx;
+
+use super::{check_size, Mailbox};
+use crate::clock::now_ns;
+use crate::kernels::{fnv1a, read_cached, write_cached};
+use crate::nvrtc;
+use crate::producer::{FrameTiming, Job, Report};
+use vkcuda::interop::{CudaFrames, CudaTarget, SharedFrames};
+
+/// The packing kernel: any strides in, RGBA rows packed out.
+pub const SOURCE: &str = include_str!("../../../../shaders/pack.cu");
+
+/// Slots: one waiting in the mailbox, one being copied, one to pack into.
+pub const SLOTS: usize = 3;
+
+const WAIT_DEFAULT: sys::CUevent_wait_flags = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT;
+
+/// How often a wait for a free slot looks whether to give up.
+const CHECK: Duration = Duration::from_millis(50);
+
+/// One slot: a packed frame's GPU memory and the event its pack recorded.
+struct Slot {
+    pointer: sys::CUdeviceptr,
+    ready: sys::CUevent,
+}
+
+/// The slots frames are packed into, in `ctx`, and which of them are free.
+pub struct DeviceStaging {
+    ctx: Arc<CudaContext>,
+    bytes: usize,
+    slots: Vec<Slot>,
+    free: Mutex<Vec<usize>>,
+    returned: Condvar,
+}
+
+// SAFETY: the raw pointers and events are owned by this struct and used only
+// through CUDA calls, which are thread-safe; the free list is locked.
+unsafe impl Send for DeviceStaging {}
+// SAFETY: as above.
+unsafe impl Sync for DeviceStaging {}
+
+impl std::fmt::Debug for DeviceStaging {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("DeviceStaging").field("bytes", &self.bytes).field("slots", &self.slots.len()).finish()
+    }
+}
+
+impl DeviceStaging {
+    /// [`SLOTS`] slots of `bytes` each in `ctx`.
+    pub fn new(ctx: Arc<CudaContext>, bytes: usize) -> Result<Arc<Self>> {
+        ctx.bind_to_thread()?;
+        let mut this =
+            Self { ctx, bytes, slots: Vec::new(), free: Mutex::new(Vec::new()), returned: Condvar::new() };
+        for i in 0..SLOTS {
+            // SAFETY: a plain allocation in the bound context; freed in Drop.
+            let pointer =
+                unsafe { result::malloc_sync(bytes.max(1)) }.context("cuMemAlloc (a staging slot)")?;
+            let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
+            let ready = match result::event::create(flags) {
+                Ok(e) => e,
+                Err(e) => {
+                    // SAFETY: allocated just above, never used.
+                    let _ = unsafe { result::free_sync(pointer) };
+                    return Err(e).context("cuEventCreate");
+                }
+            };
+            this.slots.push(Slot { pointer, ready });
+            this.lock().push(i);
+        }
+        Ok(Arc::new(this))
+    }
+
+    fn lock(&self) -> MutexGuard<'_, Vec<usize>> {
+        self.free.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The context the slots live in.
+    pub fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// Bytes of one slot (one packed frame).
+    pub fn bytes(&self) -> usize {
+        self.bytes
+    }
+
+    /// A free slot, waiting for one until `give_up()` says so (`None`).
+    pub fn acquire(&self, give_up: &dyn Fn() -> bool) -> Option<usize> {
+        let mut free = self.lock();
+        loop {
+            if let Some(slot) = free.pop() {
+                return Some(slot);
+            }
+            if give_up() {
+                return None;
+            }
+            free = self.returned.wait_timeout(free, CHECK).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    /// Slot `slot` is free again: nothing reads it any more.
+    pub fn release(&self, slot: usize) {
+        self.lock().push(slot);
+        self.returned.notify_all();
+    }
+
+    /// Slot `slot`'s memory.
+    pub fn pointer(&self, slot: usize) -> sys::CUdeviceptr {
+        self.slots[slot].pointer
+    }
+
+    /// Slot `slot`'s "ready" event: recorded after its pack, on the packing stream.
+    pub fn ready(&self, slot: usize) -> sys::CUevent {
+        self.slots[slot].ready
+    }
+}
+
+impl Drop for DeviceStaging {
+    fn drop(&mut self) {
+        if self.ctx.bind_to_thread().is_err() {
+            return;
+        }
+        for slot in self.slots.drain(..) {
+            // A pack still running writes the slot: wait for it before freeing (a
+            // failed context answers at once).
+            // SAFETY: the event was created in this context and not destroyed.
+            let _ = unsafe { result::event::synchronize(slot.ready) };
+            // SAFETY: as above; destroyed once.
+            let _ = unsafe { result::event::destroy(slot.ready) };
+            // SAFETY: allocated in `new`, freed once, its last writer finished above.
+            let _ = unsafe { result::free_sync(slot.pointer) };
+        }
+    }
+}
+
+/// Where an image's elements are, for [`Packer::pack`].
+#[derive(Clone, Copy, Debug)]
+pub struct Packing {
+    /// Byte steps along y, x and the channels.
+    pub strides: [i64; 3],
+    /// Channels: 1, 3 or 4.
+    pub channels: i32,
+    /// Bytes per element: 1, 2 or 4.
+    pub size: i32,
+    /// Columns and rows.
+    pub width: i32,
+    /// Rows.
+    pub height: i32,
+    /// An opaque alpha, as the element's bits (255, half 1.0, float 1.0).
+    pub opaque: u32,
+}
+
+/// The packing kernel, loaded in one context.
+pub struct Packer {
+    _module: Arc<CudaModule>,
+    function: CudaFunction,
+}
+
+// SAFETY: the module and function are used only through CUDA calls, which are thread-safe.
+unsafe impl Send for Packer {}
+// SAFETY: as above.
+unsafe impl Sync for Packer {}
+
+impl Packer {
+    /// Compiles [`SOURCE`] with NVRTC for `ctx`'s device (or takes it from `cache_dir`) and loads it.
+    pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Self> {
+        let version = nvrtc::version()?;
+        let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
+        let arch = format!("--gpu-architecture=sm_{major}{minor}");
+        let key = fnv1a(&[SOURCE.as_bytes(), arch.as_bytes(), version.as_bytes()]);
+        let path = cache_dir.join(format!("pack-{key:016x}.ptx"));
+        let ptx = match read_cached(&path) {
+            Some(ptx) => ptx,
+            None => {
+                let made = nvrtc::compile(SOURCE, "pack.cu", std::slice::from_ref(&arch))
+                    .map_err(|e| anyhow!("NVRTC {version} ({arch}): {e}"))?;
+                if let Err(e) = write_cached(&path, &made.ptx) {
+                    log::warn!("cannot cache PTX in {}: {e:#}", path.display());
+                }
+                made.ptx
+            }
+        };
+        let module = ctx.load_module(Ptx::from_src(ptx)).context("loading the packing kernel")?;
+        let function = module.load_function("vk_pack").context("the packing kernel's entry")?;
+        Ok(Self { _module: module, function })
+    }
+
+    /// Enqueues on `stream` (the caller's: any stream of the context) the
+    /// pack of the image at `src` into `dst`, rows packed.
+    ///
+    /// # Safety
+    /// `stream` is a live stream of this packer's context, current on this
+    /// thread; `packing` describes memory at `src` that stays allocated until
+    /// the pack has run, and `dst` holds the packed frame.
+    pub unsafe fn pack(
+        &self,
+        stream: sys::CUstream,
+        src: sys::CUdeviceptr,
+        packing: &Packing,
+        dst: sys::CUdeviceptr,
+    ) -> Result<()> {
+        let Packing { strides: [sy, sx, sc], channels, size, width, height, opaque } = *packing;
+        let (mut src, mut dst) = (src, dst);
+        let (mut sy, mut sx, mut sc, mut channels, mut size, mut width, mut height, mut opaque) =
+            (sy, sx, sc, channels, size, width, height, opaque);
+        let mut params: [*mut std::ffi::c_void; 10] = [
+            (&mut src as *mut u64).cast(),
+            (&mut sy as *mut i64).cast(),
+            (&mut sx as *mut i64).cast(),
+            (&mut sc as *mut i64).cast(),
+            (&mut channels as *mut i32).cast(),
+            (&mut size as *mut i32).cast(),
+            (&mut width as *mut i32).cast(),
+            (&mut height as *mut i32).cast(),
+            (&mut dst as *mut u64).cast(),
+            (&mut opaque as *mut u32).cast(),
+        ];
+        let grid = ((width as u32).div_ceil(16), (height as u32).div_ceil(16), 1);
+        // SAFETY: the parameters match vk_pack's signature and outlive the call (cuLaunchKernel
+        // copies them); the caller guarantees the stream and the memory.
+        unsafe {
+            result::launch_kernel(self.function.cu_function(), grid, (16, 16, 1), 0, stream, &mut params)
+        }
+        .context("launching the packing kernel")
+    }
+}
+
+/// The fed CUDA producer; see the module docs.
+pub struct FedCudaProducer {
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    frames: CudaFrames,
+    shared: Arc<SharedFrames>,
+    staging: Arc<DeviceStaging>,
+    mailbox: Arc<Mailbox<usize>>,
+}
+
+impl FedCudaProducer {
+    /// Imports `shared` (buffer layout) into the staging slots' context, on a stream of its own.
+    pub fn new(
+        shared: &Arc<SharedFrames>,
+        staging: Arc<DeviceStaging>,
+        mailbox: Arc<Mailbox<usize>>,
+    ) -> Result<Self> {
+        let ctx = staging.context().clone();
+        ctx.bind_to_thread()?;
+        let stream = ctx.new_stream().context("cuStreamCreate")?;
+        let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
+        Ok(Self { ctx, stream, frames, shared: shared.clone(), staging, mailbox })
+    }
+
+    /// The producer thread's loop: until the mailbox is closed and empty, or the run stops.
+    pub fn run(self, job: &Job) -> Result<Report> {
+        let result = self.produce(job);
+        self.mailbox.end();
+        result
+    }
+
+    fn produce(&self, job: &Job) -> Result<Report> {
+        self.ctx.bind_to_thread()?;
+        let control = &job.control;
+        let failed = || control.failed();
+        let done = self.stream.record_event(None).context("cuEventCreate")?;
+        let mut report = Report::default();
+        let mut g = 0;
+        while g < control.limit() {
+            // The slot is held until the copy out of it is done (after an error it stays
+            // held: a pack into it could race a copy still pending).
+            let Some(slot) = self.mailbox.take(&failed) else { break };
+            let step = job.plan.producer(g);
+            // On the host first: a stream waiting on a value not yet reached blocks this thread's next call.
+            if let Some(w) = step.wait {
+                self.shared.timelines[w.timeline].wait(w.value, &failed)?;
+            }
+            // SAFETY: the stream and event are this context's; the event was recorded by the caller.
+            unsafe {
+                result::stream::wait_event(self.stream.cu_stream(), self.staging.ready(slot), WAIT_DEFAULT)
+            }
+            .context("cuStreamWaitEvent (the caller's pack)")?;
+            let CudaTarget::Buffer { pointer, pitch } = self.frames.begin(g)? else {
+                return Err(anyhow!("a fed frame needs the buffer layout"));
+            };
+            let bytes = self.shared.desc.bytes() as usize;
+            check_size(self.staging.bytes(), bytes)?;
+            ensure!(pitch == self.shared.desc.row_pitch(), "the shared buffer's rows are not packed");
+            // SAFETY: both allocations hold `bytes`; the waits above order the copy after the
+            // pack and after Vulkan's last read of the buffer.
+            unsafe {
+                result::memcpy_dtod_async(pointer, self.staging.pointer(slot), bytes, self.stream.cu_stream())
+            }
+            .context("cuMemcpyDtoDAsync (slot to shared buffer)")?;
+            self.frames.end(g)?;
+            done.record(&self.stream)?;
+            done.synchronize().context("the copy into the shared buffer")?;
+            self.staging.release(slot);
+            report.timings.push(g, FrameTiming { render: Duration::ZERO, rendered_ns: now_ns() });
+            report.frames += 1;
+            g += 1;
+            control.set_produced(g);
+        }
+        Ok(report)
+    }
+}

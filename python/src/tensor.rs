@@ -1,0 +1,270 @@
+//! GPU tensors handed to `show`: DLPack (`__dlpack__`, versioned 1.0
+//! capsules and the older ones) and `__cuda_array_interface__` (v3), read
+//! into a pointer, a [`Layout`] and the stream their data is ready on.
+
+use std::ffi::c_void;
+
+use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyCapsule, PyDict, PyTuple};
+
+use crate::array::{Dtype, Layout};
+
+/// DLPack's device types this module knows.
+const DL_CPU: i32 = 1;
+const DL_CUDA: i32 = 2;
+const DL_CUDA_HOST: i32 = 3;
+const DL_CUDA_MANAGED: i32 = 13;
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DlDevice {
+    device_type: i32,
+    device_id: i32,
+}
+
+#[repr(C)]
+#[derive(Clone, Copy)]
+struct DlDataType {
+    code: u8,
+    bits: u8,
+    lanes: u16,
+}
+
+#[repr(C)]
+struct DlTensor {
+    data: *mut c_void,
+    device: DlDevice,
+    ndim: i32,
+    dtype: DlDataType,
+    shape: *const i64,
+    strides: *const i64,
+    byte_offset: u64,
+}
+
+#[repr(C)]
+struct DlManagedTensor {
+    dl_tensor: DlTensor,
+    manager_ctx: *mut c_void,
+    deleter: *mut c_void,
+}
+
+#[repr(C)]
+struct DlManagedTensorVersioned {
+    version: [u32; 2],
+    manager_ctx: *mut c_void,
+    deleter: *mut c_void,
+    flags: u64,
+    dl_tensor: DlTensor,
+}
+
+/// A tensor in GPU memory, as `show` reads it.
+pub struct DeviceArray {
+    /// The CUDA device (ordinal) it lives on.
+    pub device: usize,
+    /// Its first element.
+    pub pointer: u64,
+    /// Where its elements are.
+    pub layout: Layout,
+    /// The stream its data is ready on (`None`: ready now, or ordered by the producer's own sync).
+    pub stream: Option<u64>,
+    /// Keeps the DLPack capsule (and so the tensor's memory) alive while it is read.
+    _capsule: Option<Py<PyAny>>,
+}
+
+/// Whether `x` is a GPU tensor (`Some`), a host array (`None`), or neither of use (an error).
+/// `own(device)` gives the viewer's own stream on that device, for a DLPack
+/// producer to order its work before when the caller names no stream.
+pub fn device_array(
+    x: &Bound<'_, PyAny>,
+    stream: Option<u64>,
+    channels_first: bool,
+    own: &mut dyn FnMut(usize) -> PyResult<u64>,
+) -> PyResult<Option<DeviceArray>> {
+    if x.hasattr("__dlpack_device__")? && x.hasattr("__dlpack__")? {
+        let (kind, id): (i32, i32) = x.call_method0("__dlpack_device__")?.extract()?;
+        return match kind {
+            DL_CPU | DL_CUDA_HOST => Ok(None),
+            DL_CUDA | DL_CUDA_MANAGED => {
+                let stream = match stream {
+                    Some(s) => s,
+                    None => own(usize::try_from(id).unwrap_or(0))?,
+                };
+                dlpack(x, Some(stream), channels_first).map(Some)
+            }
+            other => Err(PyTypeError::new_err(format!(
+                "a tensor on DLPack device type {other} (device {id}): show() takes CUDA or host memory"
+            ))),
+        };
+    }
+    if let Ok(interface) = x.getattr("__cuda_array_interface__") {
+        return cuda_array_interface(&interface, stream, channels_first).map(Some);
+    }
+    Ok(None)
+}
+
+/// Reads `x.__dlpack__(stream=...)`: the producer orders its work before
+/// `stream` (the caller's, or a viewer's own), so the data is ready there.
+fn dlpack(x: &Bound<'_, PyAny>, stream: Option<u64>, channels_first: bool) -> PyResult<DeviceArray> {
+    let py = x.py();
+    // DLPack forbids 0 for CUDA: the legacy default stream is 1.
+    let asked = stream.map(|s| if s == 0 { 1 } else { s });
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("stream", asked)?;
+    kwargs.set_item("max_version", (1, 0))?;
+    let capsule = match x.call_method("__dlpack__", (), Some(&kwargs)) {
+        Ok(c) => c,
+        Err(e) if e.is_instance_of::<PyTypeError>(py) => {
+            // A producer from before DLPack 1.0 takes no max_version.
+            kwargs.del_item("max_version")?;
+            x.call_method("__dlpack__", (), Some(&kwargs))?
+        }
+        Err(e) => return Err(e),
+    };
+    let capsule_ref = capsule
+        .cast::<PyCapsule>()
+        .map_err(|_| PyTypeError::new_err("__dlpack__ did not return a capsule"))?;
+    // SAFETY: the capsule's name lives as long as the capsule, which outlives this use.
+    let name = capsule_ref.name()?.map(|n| unsafe { n.as_cstr() }.to_str().unwrap_or("")).unwrap_or("");
+    let tensor: &DlTensor = match name {
+        "dltensor_versioned" => {
+            let p = capsule_ref
+                .pointer_checked(Some(c"dltensor_versioned"))?
+                .as_ptr()
+                .cast::<DlManagedTensorVersioned>();
+            // SAFETY: a capsule of this name holds a DLManagedTensorVersioned, alive while the capsule is.
+            let managed = unsafe { &*p };
+            if managed.version[0] != 1 {
+                return Err(PyTypeError::new_err(format!(
+                    "DLPack {}.{} is not understood",
+                    managed.version[0], managed.version[1]
+                )));
+            }
+            &managed.dl_tensor
+        }
+        "dltensor" => {
+            let p = capsule_ref.pointer_checked(Some(c"dltensor"))?.as_ptr().cast::<DlManagedTensor>();
+            // SAFETY: a capsule of this name holds a DLManagedTensor, alive while the capsule is.
+            &unsafe { &*p }.dl_tensor
+        }
+        other => {
+            return Err(PyTypeError::new_err(format!("a DLPack capsule named {other:?} (already used?)")))
+        }
+    };
+    let dtype = dl_dtype(tensor.dtype)?;
+    let ndim = usize::try_from(tensor.ndim)
+        .map_err(|_| PyValueError::new_err("a tensor with negative dimensions"))?;
+    // SAFETY: DLPack: `shape` has `ndim` entries, `strides` too unless null (C order), both alive with the capsule.
+    let shape = unsafe { std::slice::from_raw_parts(tensor.shape, ndim) };
+    let shape: Vec<usize> = shape.iter().map(|&n| n.max(0) as usize).collect();
+    let strides: Option<Vec<isize>> = (!tensor.strides.is_null()).then(|| {
+        // SAFETY: see above.
+        let s = unsafe { std::slice::from_raw_parts(tensor.strides, ndim) };
+        s.iter().map(|&e| e as isize * dtype.size() as isize).collect()
+    });
+    let layout =
+        Layout::new(dtype, &shape, strides.as_deref(), channels_first).map_err(PyValueError::new_err)?;
+    let pointer = (tensor.data as u64).wrapping_add(tensor.byte_offset);
+    let device = usize::try_from(tensor.device.device_id).unwrap_or(0);
+    Ok(DeviceArray { device, pointer, layout, stream: asked, _capsule: Some(capsule.unbind()) })
+}
+
+fn dl_dtype(t: DlDataType) -> PyResult<Dtype> {
+    match (t.code, t.bits, t.lanes) {
+        (1, 8, 1) => Ok(Dtype::U8),
+        (2, 16, 1) => Ok(Dtype::F16),
+        (2, 32, 1) => Ok(Dtype::F32),
+        (code, bits, lanes) => {
+            let kind = match code {
+                0 => "int",
+                1 => "uint",
+                2 => "float",
+                4 => "bfloat",
+                6 => "bool",
+                _ => "type",
+            };
+            let lanes = if lanes > 1 { format!("x{lanes}") } else { String::new() };
+            Err(PyTypeError::new_err(format!(
+                "dtype {kind}{bits}{lanes} is not accepted: use uint8, float16 or float32"
+            )))
+        }
+    }
+}
+
+/// Reads `__cuda_array_interface__` (v3): data pointer, shape, byte strides,
+/// type string, and the stream the data is ready on (`stream` overrides it).
+fn cuda_array_interface(
+    interface: &Bound<'_, PyAny>,
+    stream: Option<u64>,
+    channels_first: bool,
+) -> PyResult<DeviceArray> {
+    let dict = interface
+        .cast::<PyDict>()
+        .map_err(|_| PyTypeError::new_err("__cuda_array_interface__ is not a dict"))?;
+    let item = |key: &str| -> PyResult<Bound<'_, PyAny>> {
+        dict.get_item(key)?
+            .ok_or_else(|| PyTypeError::new_err(format!("__cuda_array_interface__ has no {key}")))
+    };
+    let typestr: String = item("typestr")?.extract()?;
+    let dtype = Dtype::from_typestr(&typestr).map_err(PyTypeError::new_err)?;
+    let shape: Vec<usize> = item("shape")?.extract()?;
+    let strides: Option<Vec<isize>> =
+        dict.get_item("strides")?.filter(|s| !s.is_none()).map(|s| s.extract()).transpose()?;
+    let data = item("data")?;
+    let data = data
+        .cast::<PyTuple>()
+        .map_err(|_| PyTypeError::new_err("__cuda_array_interface__'s data is not a tuple"))?;
+    let pointer: u64 = data.get_item(0)?.extract()?;
+    let own: Option<u64> =
+        dict.get_item("stream")?.filter(|s| !s.is_none()).map(|s| s.extract()).transpose()?;
+    let layout =
+        Layout::new(dtype, &shape, strides.as_deref(), channels_first).map_err(PyValueError::new_err)?;
+    let device = pointer_device(pointer)?;
+    Ok(DeviceArray { device, pointer, layout, stream: stream.or(own), _capsule: None })
+}
+
+/// The CUDA device a pointer's memory is on.
+fn pointer_device(pointer: u64) -> PyResult<usize> {
+    use cudarc::driver::sys;
+    let mut ordinal: i32 = -1;
+    // SAFETY: an out-pointer to a local of the attribute's type (int); any pointer value may be asked about.
+    let r = unsafe {
+        sys::cuPointerGetAttribute(
+            (&mut ordinal as *mut i32).cast(),
+            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
+            pointer,
+        )
+    };
+    match r {
+        sys::CUresult::CUDA_SUCCESS if ordinal >= 0 => Ok(ordinal as usize),
+        other => Err(PyValueError::new_err(format!(
+            "__cuda_array_interface__'s pointer {pointer:#x} is not CUDA memory CUDA can place ({other:?})"
+        ))),
+    }
+}
+
+/// A stream handle from what a caller passes as `stream=`.
+pub fn stream_handle(stream: &Bound<'_, PyAny>) -> PyResult<u64> {
+    if let Ok(handle) = stream.extract::<u64>() {
+        return Ok(handle);
+    }
+    if stream.hasattr("__cuda_stream__")? {
+        let (_, handle): (i64, u64) = stream.call_method0("__cuda_stream__")?.extract()?;
+        return Ok(handle);
+    }
+    for attribute in ["cuda_stream", "ptr", "handle"] {
+        if let Ok(value) = stream.getattr(attribute) {
+            if let Ok(handle) = value.extract::<u64>() {
+                return Ok(handle);
+            }
+            if let Ok(handle) = value.call_method0("__int__").and_then(|v| v.extract::<u64>()) {
+                return Ok(handle);
+            }
+        }
+    }
+    let kind = stream.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+    Err(PyTypeError::new_err(format!(
+        "stream= takes a CUDA stream handle (int), or a stream object with __cuda_stream__, .cuda_stream, .ptr \
+         or .handle, not {kind}"
+    )))
+}
