@@ -4,14 +4,26 @@
 // bits, so the frame holds exactly the caller's values. Grey becomes
 // (v, v, v, opaque), RGB gets `opaque` as its alpha.
 
+// Four elements moved as one (16, 8 or 4 bytes): what a pixel of each size is.
+template <typename T> struct Vec4;
+template <> struct Vec4<unsigned char> { typedef uchar4 type; };
+template <> struct Vec4<unsigned short> { typedef ushort4 type; };
+template <> struct Vec4<unsigned int> { typedef uint4 type; };
+
 template <typename T>
 __device__ void pack_as(const unsigned char* src, long long sy, long long sx, long long sc, int channels,
                         int width, int height, T* dst, T opaque) {
+    typedef typename Vec4<T>::type V;
     int x = blockIdx.x * blockDim.x + threadIdx.x;
     int y = blockIdx.y * blockDim.y + threadIdx.y;
     if (x >= width || y >= height) return;
     const unsigned char* p = src + y * sy + x * sx;
     T* out = dst + ((size_t)y * width + x) * 4;
+    // RGBA with its channels side by side and the pixel aligned: one load, one store.
+    if (channels == 4 && sc == (long long)sizeof(T) && ((size_t)p % sizeof(V)) == 0) {
+        *(V*)out = *(const V*)p;
+        return;
+    }
     T c0 = *(const T*)p;
     if (channels == 1) {
         out[0] = c0; out[1] = c0; out[2] = c0; out[3] = opaque;

@@ -191,7 +191,7 @@ impl Viewer {
         dict.set_item("replaced", totals.replaced + live.replaced)?;
         dict.set_item("consumed", totals.consumed)?;
         dict.set_item("written", totals.written)?;
-        let validation = state.gpu.as_ref().map(|g| g.device.validation()).unwrap_or_default();
+        let validation = state.validation();
         dict.set_item("validation_errors", validation.errors)?;
         dict.set_item("validation_warnings", validation.warnings)?;
         if let Some(gpu) = &state.gpu {
@@ -206,8 +206,7 @@ impl Viewer {
             let mut state = self.lock(py);
             let state: &mut State = &mut state;
             let finished = py.detach(|| state.finish_run());
-            state.cuda = None;
-            state.gpu = None;
+            state.close();
             finished.map_err(runtime)
         })
     }
@@ -248,11 +247,11 @@ fn show_host(py: Python<'_>, state: &mut State, array: &HostArray, every: bool) 
 /// A GPU tensor: packed on its stream into a slot, copied into the shared buffer by the producer.
 fn show_device(py: Python<'_>, state: &mut State, array: &DeviceArray, every: bool) -> PyResult<()> {
     check_size(state, &array.layout)?;
-    let stream = match array.stream {
-        Some(s) => s,
-        None => state.cuda_for(array.device).map_err(runtime)?.own_stream(),
-    };
-    let (mailbox, staging, slot) = state.pack(array, stream).map_err(runtime)?;
+    // The tensor's GPU must be the viewer's; the CUDA side is made at the first tensor.
+    let own = state.cuda_for(array.device).map_err(runtime)?.own_stream();
+    let stream = array.stream.unwrap_or(own);
+    // Without the GIL: the pack may wait for the caller's earlier packs to run.
+    let (mailbox, staging, slot) = py.detach(|| state.pack(array, stream)).map_err(runtime)?;
     match put(py, &mailbox, slot, every) {
         Ok(replaced) => {
             replaced.into_iter().for_each(|s| staging.release(s));

@@ -4,7 +4,7 @@
 //! starts the next one, whose timelines count on from where this one ended.
 
 use std::path::PathBuf;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
 
@@ -13,6 +13,7 @@ use ash::vk;
 
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{CudaSched, Size};
+use vkcuda::vk::instance::Instance;
 use vkcuda::{FrameDesc, Layout};
 use vkcuda_run::consumer::ExtraSync;
 use vkcuda_run::director::Director;
@@ -204,11 +205,27 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
 /// Opens the Vulkan device frames are consumed on: `gpu` (an index or UUID
 /// prefix), else the first; with the validation layer when `validate`.
 pub fn open(validate: bool, gpu: Option<String>) -> Result<Arc<Gpu>> {
-    let instance = vkcuda_run::setup::vulkan_instance(validate, &[])?;
+    let instance = instance(validate)?;
     let mut spec = spec(FrameDesc::new(vk::Extent2D { width: 1, height: 1 }), Feed::Host(Mailbox::new()));
     spec.gpu = gpu;
     // A CUDA twin of the device, if there is one (GPU tensors need it; host arrays do not).
     spec.producer = ProducerKind::Auto;
     let queue = vkcuda::vk::device::Queue { kind: vkcuda::types::QueueKind::Graphics, present: None };
     Ok(Arc::new(vkcuda_run::setup::open_gpu(&spec, instance, queue)?))
+}
+
+/// The process's Vulkan instance, with or without validation: made once and
+/// kept. Each instance loads the driver anew, and NVIDIA's driver (580) fails
+/// to load after about 30 instances were made and destroyed in one process:
+/// a notebook making viewer after viewer would lose Vulkan.
+fn instance(validate: bool) -> Result<Arc<Instance>> {
+    static INSTANCES: Mutex<[Option<Arc<Instance>>; 2]> = Mutex::new([None, None]);
+    let mut made = INSTANCES.lock().unwrap_or_else(|p| p.into_inner());
+    let slot = &mut made[usize::from(validate)];
+    if let Some(instance) = slot {
+        return Ok(instance.clone());
+    }
+    let instance = vkcuda_run::setup::vulkan_instance(validate, &[])?;
+    *slot = Some(instance.clone());
+    Ok(instance)
 }

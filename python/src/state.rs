@@ -11,6 +11,7 @@ use crate::array::Layout;
 use crate::run::{Ended, Output, Run};
 use crate::tensor::DeviceArray;
 use vkcuda::types::CudaSched;
+use vkcuda::vk::instance::ValidationCounts;
 use vkcuda::FrameDesc;
 use vkcuda_run::feed::device::{DeviceStaging, Packer, Packing};
 use vkcuda_run::feed::{Counts, Feed, Mailbox};
@@ -32,7 +33,22 @@ pub struct CudaSide {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     packer: Packer,
+    /// The last packs' events, round robin: before a pack is enqueued, the one
+    /// [`RUN_AHEAD`] packs before it has run.
+    recent: Vec<sys::CUevent>,
+    packs: usize,
 }
+
+// SAFETY: the events are used only through CUDA calls, which are thread-safe, and
+// only by the thread that holds the viewer's state lock.
+unsafe impl Send for CudaSide {}
+
+/// Packs of the caller's that may wait on the GPU at once. A caller that
+/// shows faster than its own GPU packs (a loop of nothing but shows) waits
+/// for the pack this many shows before, instead of queueing packs without
+/// end: each would delay every frame after it, and the newest frame would
+/// reach the screen ever later.
+const RUN_AHEAD: usize = 2;
 
 impl CudaSide {
     fn new(gpu: &Gpu) -> Result<Self> {
@@ -42,12 +58,36 @@ impl CudaSide {
         let ctx = vkcuda::cuda::context(device, CudaSched::Auto)?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;
         let packer = Packer::load(&ctx, &vkcuda_run::kernels::default_cache_dir())?;
-        Ok(Self { ctx, stream, packer })
+        // Blocking sync: a caller waiting for its earlier pack sleeps instead of spinning.
+        let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC;
+        let recent = (0..RUN_AHEAD).map(|_| result::event::create(flags)).collect::<Result<Vec<_>, _>>()?;
+        Ok(Self { ctx, stream, packer, recent, packs: 0 })
+    }
+
+    /// Waits until the pack [`RUN_AHEAD`] packs ago has run, then records this
+    /// pack's event on `stream`, after it.
+    fn bound_run_ahead(&mut self, stream: sys::CUstream) -> Result<()> {
+        let event = self.recent[self.packs % RUN_AHEAD];
+        // SAFETY: an event of this context, recorded (or never recorded: it is complete) before.
+        unsafe { result::event::synchronize(event) }.context("waiting for an earlier pack")?;
+        // SAFETY: as above; the stream is the caller's, of this context.
+        unsafe { result::event::record(event, stream) }.context("cuEventRecord (the pack)")?;
+        self.packs += 1;
+        Ok(())
     }
 
     /// The stream packs run on when the caller names none.
     pub fn own_stream(&self) -> u64 {
         self.stream.cu_stream() as u64
+    }
+}
+
+impl Drop for CudaSide {
+    fn drop(&mut self) {
+        for event in self.recent.drain(..) {
+            // SAFETY: created in `new`, destroyed once (a pending record completes on its own).
+            let _ = unsafe { result::event::destroy(event) };
+        }
     }
 }
 
@@ -60,12 +100,50 @@ pub struct State {
     pub cuda: Option<CudaSide>,
     pub next_base: u64,
     pub totals: Totals,
+    /// The validation messages counted before this viewer (the instance is the process's).
+    pub validation_before: ValidationCounts,
+    /// The instance's count when the viewer closed.
+    pub validation_at_close: Option<ValidationCounts>,
 }
 
 impl State {
     /// A viewer on `gpu`, writing to `output`.
     pub fn new(gpu: Arc<Gpu>, output: Output, every: bool) -> Self {
-        Self { gpu: Some(gpu), output, every, run: None, cuda: None, next_base: 0, totals: Totals::default() }
+        let validation_before = gpu.device.validation();
+        let totals = Totals::default();
+        let validation_at_close = None;
+        Self {
+            gpu: Some(gpu),
+            output,
+            every,
+            run: None,
+            cuda: None,
+            next_base: 0,
+            totals,
+            validation_before,
+            validation_at_close,
+        }
+    }
+
+    /// Lets the device go (after the last run): the viewer is closed.
+    pub fn close(&mut self) {
+        if let Some(gpu) = self.gpu.take() {
+            self.validation_at_close = Some(gpu.device.validation());
+        }
+        self.cuda = None;
+    }
+
+    /// The validation messages since this viewer was made (all of them on the instance
+    /// it shares with other viewers: any message while it lives counts).
+    pub fn validation(&self) -> ValidationCounts {
+        let now = match &self.gpu {
+            Some(g) => g.device.validation(),
+            None => self.validation_at_close.unwrap_or(self.validation_before),
+        };
+        ValidationCounts {
+            errors: now.errors.saturating_sub(self.validation_before.errors),
+            warnings: now.warnings.saturating_sub(self.validation_before.warnings),
+        }
     }
 
     /// The device, or the error of a closed viewer.
@@ -156,11 +234,13 @@ impl State {
             Feed::Device { mailbox, staging } => (mailbox.clone(), staging.clone()),
             Feed::Host(_) => bail!("a device run without a device feed"),
         };
-        let cuda = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?;
-        cuda.ctx.bind_to_thread()?;
         let run_stopped = || self.run.as_ref().is_none_or(Run::stopped);
         let slot = staging.acquire(&run_stopped).ok_or_else(|| anyhow!("the viewer's run stopped"))?;
-        let packed = pack_into(cuda, array, stream, &staging, slot);
+        let cuda = self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?;
+        let packed = cuda.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
+            pack_into(cuda, array, stream, &staging, slot)?;
+            cuda.bound_run_ahead(stream as sys::CUstream)
+        });
         if packed.is_err() {
             staging.release(slot);
         }
@@ -168,7 +248,8 @@ impl State {
     }
 }
 
-/// Enqueues on `stream`: the wait for the slot's previous pack, the pack, its "ready" event.
+/// Enqueues on `stream`: the waits for the slot's last pack and last copy
+/// out, the pack, its "ready" event.
 fn pack_into(
     cuda: &CudaSide,
     array: &DeviceArray,
@@ -178,10 +259,15 @@ fn pack_into(
 ) -> Result<()> {
     let stream = stream as sys::CUstream;
     let ready = staging.ready(slot);
-    // A pack into this slot on another stream may still run: this one goes after it.
-    // SAFETY: the event is the slot's, of this context; the stream is the caller's, of this context.
-    unsafe { result::stream::wait_event(stream, ready, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
-        .context("cuStreamWaitEvent (the slot's last pack)")?;
+    // A pack into this slot on another stream, or the producer's copy out of it, may
+    // still run: this pack goes after both. The copy was enqueued once Vulkan had
+    // released its buffer, so this never waits for Vulkan.
+    for (event, what) in [(ready, "the slot's last pack"), (staging.copied(slot), "the copy out of the slot")]
+    {
+        // SAFETY: the event is the slot's, of this context; the stream is the caller's, of this context.
+        unsafe { result::stream::wait_event(stream, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+            .with_context(|| format!("cuStreamWaitEvent ({what})"))?;
+    }
     let l = &array.layout;
     let packing = Packing {
         strides: l.strides.map(|s| s as i64),

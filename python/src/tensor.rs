@@ -85,13 +85,16 @@ pub fn device_array(
         let (kind, id): (i32, i32) = x.call_method0("__dlpack_device__")?.extract()?;
         return match kind {
             DL_CPU | DL_CUDA_HOST => Ok(None),
-            DL_CUDA | DL_CUDA_MANAGED => {
-                let stream = match stream {
-                    Some(s) => s,
-                    None => own(usize::try_from(id).unwrap_or(0))?,
-                };
-                dlpack(x, Some(stream), channels_first).map(Some)
-            }
+            DL_CUDA | DL_CUDA_MANAGED => match stream {
+                // The pack runs on the caller's stream, after the work that made the
+                // tensor: the producer need not order anything (DLPack's stream=None),
+                // which saves PyTorch an event and a stream query on every call.
+                Some(s) => dlpack(x, None, channels_first).map(|a| Some(a.on(s))),
+                None => {
+                    let own = own(usize::try_from(id).unwrap_or(0))?;
+                    dlpack(x, Some(own), channels_first).map(Some)
+                }
+            },
             other => Err(PyTypeError::new_err(format!(
                 "a tensor on DLPack device type {other} (device {id}): show() takes CUDA or host memory"
             ))),
@@ -103,8 +106,16 @@ pub fn device_array(
     Ok(None)
 }
 
+impl DeviceArray {
+    /// The same tensor, read on `stream`.
+    fn on(self, stream: u64) -> Self {
+        Self { stream: Some(stream), ..self }
+    }
+}
+
 /// Reads `x.__dlpack__(stream=...)`: the producer orders its work before
-/// `stream` (the caller's, or a viewer's own), so the data is ready there.
+/// `stream` (a viewer's own), so the data is ready there; `None`: no ordering
+/// (the caller's stream reads it, after the work that made it).
 fn dlpack(x: &Bound<'_, PyAny>, stream: Option<u64>, channels_first: bool) -> PyResult<DeviceArray> {
     let py = x.py();
     // DLPack forbids 0 for CUDA: the legacy default stream is 1.

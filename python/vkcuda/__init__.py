@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import os
+import sys
 import weakref
 from typing import Any, Optional
 
@@ -71,14 +72,26 @@ class Viewer:
         )
         _open.add(self)
 
-    def show(self, x: Any, *, channels_first: bool = False, block: Optional[bool] = None) -> None:
-        """Shows ``x`` as it is now; returns once its pixels are copied.
+    def show(
+        self, x: Any, *, channels_first: bool = False, block: Optional[bool] = None, stream: Any = None
+    ) -> None:
+        """Shows ``x`` as its stream has it now, without waiting for the GPU.
 
-        ``block=True`` waits until the frame before was consumed (every frame
+        ``x``: a GPU tensor (``__dlpack__`` or ``__cuda_array_interface__``:
+        PyTorch, CuPy, JAX, cuda.core, Numba...) on the viewer's GPU, or a
+        host array (``__array_interface__``: NumPy). A GPU tensor is copied
+        on ``stream``: by default the caller's current stream (PyTorch's and
+        CuPy's current stream, the stream a CUDA array interface names), else
+        the viewer's own, which the DLPack producer orders its work before.
+        Right after ``show`` returns, ``x`` may be overwritten on that stream.
+
+        ``block=True`` waits until the frame before was taken (every frame
         kept); ``block=False`` replaces a frame still waiting (counted in
         ``stats()["replaced"]``); ``None``: the viewer's ``every_frame``.
         """
-        self._native.show(x, channels_first=channels_first, block=block)
+        if stream is None:
+            stream = _current_stream(x)
+        self._native.show(x, channels_first=channels_first, block=block, stream=stream)
 
     def flush(self) -> None:
         """Waits until every frame shown so far is consumed and written."""
@@ -106,6 +119,22 @@ class Viewer:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<vkcuda.Viewer {state}>"
+
+
+def _current_stream(x: Any) -> Optional[int]:
+    """The caller's current stream for ``x``'s library, if it has the notion."""
+    module = type(x).__module__.partition(".")[0]
+    if module == "torch" and getattr(x, "is_cuda", False):
+        torch = sys.modules["torch"]
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)  # a plain int, without a Stream object
+        if raw is not None:
+            return raw(x.device.index)
+        return torch.cuda.current_stream(x.device).cuda_stream
+    if module == "cupy":
+        cupy = sys.modules["cupy"]
+        with x.device:
+            return cupy.cuda.get_current_stream().ptr
+    return None
 
 
 def read_frame(path: os.PathLike | str, dtype: Optional[str] = None):

@@ -1,15 +1,15 @@
 //! The device feed: frames in GPU memory (a tensor), never through the host.
 //!
 //! The caller, on its own stream, packs its tensor into a free slot of
-//! [`DeviceStaging`] ([`Packer::pack`]) and records the slot's "ready" event
-//! there, then puts the slot in the mailbox. [`FedCudaProducer`], on its own
-//! stream, waits for that event and for the plan's "released", copies the
-//! slot into the shared buffer, signals "rendered", and frees the slot once
-//! the copy is done. So:
-//! - the caller's stream never waits for Vulkan: a slot it packs into has
-//!   no reader left (a slot is free only once the producer's copy out of it
-//!   has finished, and three slots leave one free while one waits in the
-//!   mailbox and one is being copied);
+//! [`DeviceStaging`] ([`Packer::pack`]) after the slot's last pack and last
+//! copy out ("ready" and "copied" events), records "ready" there, and puts
+//! the slot in the mailbox. [`FedCudaProducer`] waits on the host for the
+//! plan's "released", then on its own stream for "ready", copies the slot
+//! into the shared buffer, signals "rendered", records "copied" and frees
+//! the slot. So:
+//! - the caller's stream never waits for Vulkan: the copy it may wait for
+//!   was enqueued only once Vulkan had released the shared buffer, and three
+//!   slots leave one free while one waits in the mailbox and one is taken;
 //! - the frame holds the tensor as the caller's stream had it when it was
 //!   shown, and the caller may overwrite the tensor on that stream at once:
 //!   the pack comes first on the same stream.
@@ -40,10 +40,12 @@ const WAIT_DEFAULT: sys::CUevent_wait_flags = sys::CUevent_wait_flags::CU_EVENT_
 /// How often a wait for a free slot looks whether to give up.
 const CHECK: Duration = Duration::from_millis(50);
 
-/// One slot: a packed frame's GPU memory and the event its pack recorded.
+/// One slot: a packed frame's GPU memory, the event its pack recorded, and
+/// the event the copy out of it recorded.
 struct Slot {
     pointer: sys::CUdeviceptr,
     ready: sys::CUevent,
+    copied: sys::CUevent,
 }
 
 /// The slots frames are packed into, in `ctx`, and which of them are free.
@@ -78,7 +80,15 @@ impl DeviceStaging {
             let pointer =
                 unsafe { result::malloc_sync(bytes.max(1)) }.context("cuMemAlloc (a staging slot)")?;
             let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
-            let ready = match result::event::create(flags) {
+            let events = result::event::create(flags).and_then(|ready| match result::event::create(flags) {
+                Ok(copied) => Ok((ready, copied)),
+                Err(e) => {
+                    // SAFETY: created just above, never used.
+                    let _ = unsafe { result::event::destroy(ready) };
+                    Err(e)
+                }
+            });
+            let (ready, copied) = match events {
                 Ok(e) => e,
                 Err(e) => {
                     // SAFETY: allocated just above, never used.
@@ -86,7 +96,7 @@ impl DeviceStaging {
                     return Err(e).context("cuEventCreate");
                 }
             };
-            this.slots.push(Slot { pointer, ready });
+            this.slots.push(Slot { pointer, ready, copied });
             this.lock().push(i);
         }
         Ok(Arc::new(this))
@@ -135,6 +145,11 @@ impl DeviceStaging {
     pub fn ready(&self, slot: usize) -> sys::CUevent {
         self.slots[slot].ready
     }
+
+    /// Slot `slot`'s "copied" event: recorded after the copy out of it, on the producer's stream.
+    pub fn copied(&self, slot: usize) -> sys::CUevent {
+        self.slots[slot].copied
+    }
 }
 
 impl Drop for DeviceStaging {
@@ -143,12 +158,14 @@ impl Drop for DeviceStaging {
             return;
         }
         for slot in self.slots.drain(..) {
-            // A pack still running writes the slot: wait for it before freeing (a
-            // failed context answers at once).
-            // SAFETY: the event was created in this context and not destroyed.
-            let _ = unsafe { result::event::synchronize(slot.ready) };
-            // SAFETY: as above; destroyed once.
-            let _ = unsafe { result::event::destroy(slot.ready) };
+            // A pack or copy still running uses the slot: wait for both before freeing
+            // (a failed context answers at once).
+            for event in [slot.ready, slot.copied] {
+                // SAFETY: the event was created in this context and not destroyed.
+                let _ = unsafe { result::event::synchronize(event) };
+                // SAFETY: as above; destroyed once.
+                let _ = unsafe { result::event::destroy(event) };
+            }
             // SAFETY: allocated in `new`, freed once, its last writer finished above.
             let _ = unsafe { result::free_sync(slot.pointer) };
         }
@@ -282,13 +299,13 @@ impl FedCudaProducer {
         self.ctx.bind_to_thread()?;
         let control = &job.control;
         let failed = || control.failed();
-        let done = self.stream.record_event(None).context("cuEventCreate")?;
         let mut report = Report::default();
         let mut g = 0;
         while g < control.limit() {
-            // The slot is held until the copy out of it is done (after an error it stays
-            // held: a pack into it could race a copy still pending).
+            // After an error the slot stays held: its "copied" event may not be recorded.
             let Some(slot) = self.mailbox.take(&failed) else { break };
+            // What the frame is, for the consumer's readback (a fed frame has no scene of its own).
+            job.director.begin(g);
             let step = job.plan.producer(g);
             // On the host first: a stream waiting on a value not yet reached blocks this thread's next call.
             if let Some(w) = step.wait {
@@ -312,8 +329,10 @@ impl FedCudaProducer {
             }
             .context("cuMemcpyDtoDAsync (slot to shared buffer)")?;
             self.frames.end(g)?;
-            done.record(&self.stream)?;
-            done.synchronize().context("the copy into the shared buffer")?;
+            // SAFETY: the slot's event, of this context; the stream is this producer's.
+            unsafe { result::event::record(self.staging.copied(slot), self.stream.cu_stream()) }
+                .context("cuEventRecord (the copy out of the slot)")?;
+            // Free again: the next pack into the slot waits for "copied" on its stream.
             self.staging.release(slot);
             report.timings.push(g, FrameTiming { render: Duration::ZERO, rendered_ns: now_ns() });
             report.frames += 1;
@@ -321,5 +340,24 @@ impl FedCudaProducer {
             control.set_produced(g);
         }
         Ok(report)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The packing kernel compiles (NVRTC needs no GPU: CI has PyPI's libnvrtc).
+    #[test]
+    fn the_packing_kernel_compiles() {
+        if nvrtc::load().is_err() {
+            println!("skipped: NVRTC not found");
+            return;
+        }
+        for arch in ["sm_90", "compute_75"] {
+            let made = nvrtc::compile(SOURCE, "pack.cu", &[format!("--gpu-architecture={arch}")]);
+            let made = made.unwrap_or_else(|e| panic!("{arch}: {e}"));
+            assert!(made.ptx.contains("vk_pack"), "{arch}: no vk_pack entry in the PTX");
+        }
     }
 }

@@ -1,0 +1,269 @@
+"""GPU tensors from PyTorch, CuPy, JAX and cuda.core, shown zero-copy: each
+case is written by the viewer, read back and compared with the tensor's host
+copy (uint8 exactly, floats bit for bit), validated with no message allowed.
+Needs an NVIDIA GPU and the library; otherwise each test says
+"skipped: <reason>".
+
+Also here: the stream race (a kernel on a non-default stream writes the
+tensor, show, an immediate overwrite on that stream, 1,000 times: every
+frame holds the value at the call) and 100,000 shows with host and GPU
+memory flat.
+"""
+
+import importlib
+import os
+import resource
+
+import numpy as np
+import pytest
+
+import vkcuda
+
+from test_headless import DTYPES, SHAPES, STRIDES, frames, make
+
+
+def library(name):
+    try:
+        module = __import__(name)
+    except Exception as e:  # noqa: BLE001 - any import failure is a reason to skip
+        pytest.skip(f"skipped: {name} is not importable ({type(e).__name__}: {e})")
+    return module
+
+
+def torch_gpu():
+    torch = library("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("skipped: no NVIDIA GPU (torch.cuda.is_available() is False)")
+    return torch
+
+
+def cupy_gpu():
+    cupy = library("cupy")
+    try:
+        cupy.cuda.runtime.getDeviceCount()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"skipped: no NVIDIA GPU for CuPy ({e})")
+    return cupy
+
+
+def jax_gpu():
+    jax = library("jax")
+    try:
+        gpus = jax.devices("gpu")
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"skipped: no GPU for JAX ({e})")
+    return jax, gpus[0]
+
+
+def cuda_core():
+    try:
+        core = importlib.import_module("cuda.core")
+        core.Device  # noqa: B018 - cuda-core 1.x; 0.x has it under .experimental
+    except Exception:  # noqa: BLE001
+        try:
+            core = importlib.import_module("cuda.core.experimental")
+        except Exception as e:  # noqa: BLE001
+            pytest.skip(f"skipped: cuda.core is not importable ({type(e).__name__}: {e})")
+    try:
+        device = core.Device()
+        device.set_current()
+    except Exception as e:  # noqa: BLE001
+        pytest.skip(f"skipped: no NVIDIA GPU for cuda.core ({e})")
+    return core, device
+
+
+def raw_of(x):
+    """The memory under view `x` as a flat array, and where `x` lies in it, in elements."""
+    root = x
+    while root.base is not None:
+        root = root.base
+    flat = np.lib.stride_tricks.as_strided(root, (root.size,), (root.itemsize,)).copy()
+    offset = (x.__array_interface__["data"][0] - root.__array_interface__["data"][0]) // x.itemsize
+    return flat, offset, [s // x.itemsize for s in x.strides]
+
+
+def to_torch(x):
+    torch = torch_gpu()
+    flat, offset, strides = raw_of(x)
+    return torch.as_strided(torch.from_numpy(flat).cuda(), x.shape, strides, offset)
+
+
+def to_cupy(x):
+    cupy = cupy_gpu()
+    flat, offset, strides = raw_of(x)
+    g = cupy.asarray(flat)
+    return cupy.ndarray(x.shape, x.dtype, g.data + offset * x.itemsize, [s * x.itemsize for s in strides])
+
+
+def to_jax(x):
+    jax, gpu = jax_gpu()
+    # JAX arrays have no strides of their own: the values, laid out by JAX.
+    return jax.device_put(np.array(x), gpu)
+
+
+class CoreArray:
+    """cuda.core device memory seen through __cuda_array_interface__, ready on `stream`."""
+
+    def __init__(self, buffer, pointer, x, stream):
+        self.buffer = buffer  # keeps the memory alive
+        self.__cuda_array_interface__ = {
+            "data": (pointer, False),
+            "shape": tuple(x.shape),
+            "strides": tuple(x.strides),
+            "typestr": x.dtype.str,
+            "stream": int(stream.handle),
+            "version": 3,
+        }
+
+
+def to_core(x):
+    core, device = cuda_core()
+    from cuda.bindings import driver
+
+    stream = device.create_stream()
+    flat, offset, _ = raw_of(x)
+    buffer = device.allocate(max(flat.nbytes, 1), stream=stream)
+    stream.sync()
+    (err,) = driver.cuMemcpyHtoD(int(buffer.handle), flat.ctypes.data, flat.nbytes)
+    assert err == driver.CUresult.CUDA_SUCCESS, err
+    return CoreArray(buffer, int(buffer.handle) + offset * x.itemsize, x, stream)
+
+
+PRODUCERS = {"torch": to_torch, "cupy": to_cupy, "jax": to_jax, "cuda.core": to_core}
+
+
+@pytest.mark.parametrize("strides", STRIDES)
+@pytest.mark.parametrize("shape", SHAPES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("producer", list(PRODUCERS))
+def test_gpu_tensors_are_written_as_they_are(tmp_path, producer, dtype, shape, strides):
+    x, expected = make(dtype, shape, strides, height=41, width=67, seed=3)
+    gpu = PRODUCERS[producer](x)
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        v.show(gpu, channels_first=shape.startswith("chw"))
+        v.flush()
+        s = v.stats()
+    assert (s["validation_errors"], s["validation_warnings"]) == (0, 0), s
+    assert (s["shown"], s["written"]) == (1, 1), s
+    [name] = frames(tmp_path)
+    got = vkcuda.read_frame(tmp_path / name, np.dtype(dtype).name)
+    assert got.shape == expected.shape
+    differing = np.count_nonzero(got.view(np.uint8) != np.ascontiguousarray(expected).view(np.uint8))
+    assert differing == 0, f"{differing} bytes differ"
+
+
+def test_the_frame_is_the_tensor_at_the_call_on_its_stream(tmp_path):
+    torch = torch_gpu()
+    n = 1000
+    side = torch.cuda.Stream()
+    x = torch.zeros((64, 96, 4), dtype=torch.uint8, device="cuda")
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        with torch.cuda.stream(side):
+            for i in range(n):
+                x.fill_(i % 251)  # a kernel on the non-default stream writes x
+                v.show(x)  # on the current stream: `side`
+                x.fill_(255)  # the immediate overwrite, on the same stream
+        v.flush()
+        s = v.stats()
+    assert (s["validation_errors"], s["validation_warnings"]) == (0, 0), s
+    assert (s["shown"], s["written"], s["replaced"]) == (n, n, 0), s
+    wrong = []
+    for i, name in enumerate(frames(tmp_path)):
+        got = vkcuda.read_frame(tmp_path / name)
+        if not (got == i % 251).all():
+            wrong.append((name, i % 251, sorted(set(np.unique(got).tolist()))[:4]))
+    assert not wrong, f"{len(wrong)} of {n} frames differ from the value at the call (name, want, got): {wrong[:5]}"
+    print(f"stream race: {n} frames, {len(wrong)} differ")
+
+
+def test_a_named_stream_orders_the_frame(tmp_path):
+    cupy = cupy_gpu()
+    s = cupy.cuda.Stream(non_blocking=True)
+    x = cupy.zeros((33, 17), dtype=cupy.uint8)
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        for i in range(50):
+            with s:
+                x.fill(i)
+            v.show(x, stream=s)
+            with s:
+                x.fill(255)
+    for i, name in enumerate(frames(tmp_path)):
+        assert (vkcuda.read_frame(tmp_path / name)[:, :, 0] == i).all(), name
+
+
+def rss_mib():
+    with open("/proc/self/statm") as f:
+        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def test_100000_shows_keep_memory_flat():
+    torch = torch_gpu()
+    n = int(os.environ.get("VKCUDA_SHOWS", "100000"))
+    x = torch.rand((270, 480, 4), device="cuda")
+    with vkcuda.Viewer(validate=False) as v:
+        for _ in range(2000):
+            v.show(x)
+        torch.cuda.synchronize()
+        free0, _ = torch.cuda.mem_get_info()
+        rss0 = rss_mib()
+        for i in range(n):
+            x[0, 0, 0] = i
+            v.show(x)
+        torch.cuda.synchronize()
+        free1, _ = torch.cuda.mem_get_info()
+        rss1 = rss_mib()
+        s = v.stats()
+    gpu_growth = (free0 - free1) / 2**20
+    print(f"{n} shows: host RSS {rss0:.1f} -> {rss1:.1f} MiB, GPU used +{gpu_growth:.1f} MiB, {s}")
+    assert s["shown"] == n + 2000
+    assert rss1 - rss0 < 8, (rss0, rss1)
+    assert gpu_growth < 8, gpu_growth
+    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
+
+
+def test_a_tensor_on_another_gpu_is_refused():
+    torch = torch_gpu()
+    if torch.cuda.device_count() < 2:
+        pytest.skip("skipped: needs two GPUs")
+    x = torch.zeros((4, 4), dtype=torch.uint8, device="cuda:1")
+    with vkcuda.Viewer(gpu="0") as v:
+        with pytest.raises(RuntimeError, match="CUDA device 1"):
+            v.show(x)
+
+
+def test_gpu_dtypes_outside_the_list_are_refused():
+    torch = torch_gpu()
+    with vkcuda.Viewer() as v:
+        for dtype, name in [(torch.int32, "int32"), (torch.bfloat16, "bfloat16"), (torch.float64, "float64")]:
+            with pytest.raises(TypeError, match=name):
+                v.show(torch.zeros((4, 4), dtype=dtype, device="cuda"))
+
+
+FILL = r"""
+extern "C" __global__ void fill(unsigned char* out, unsigned int value, unsigned int n) {
+    unsigned int i = blockIdx.x * blockDim.x + threadIdx.x;
+    if (i < n) out[i] = (unsigned char)value;
+}
+"""
+
+
+def test_a_cuda_core_kernel_on_its_stream_orders_the_frame(tmp_path):
+    core, device = cuda_core()
+    stream = device.create_stream()
+    program = core.Program(FILL, code_type="c++", options=core.ProgramOptions(arch=f"sm_{device.arch}"))
+    fill = program.compile("cubin").get_kernel("fill")
+    h, w, n = 31, 45, 200
+    buffer = device.allocate(h * w, stream=stream)
+    x = CoreArray(buffer, int(buffer.handle), np.zeros((h, w), np.uint8), stream)
+    config = core.LaunchConfig(grid=(h * w + 255) // 256, block=256)
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        for i in range(n):
+            core.launch(stream, config, fill, buffer, np.uint32(i % 251), np.uint32(h * w))
+            v.show(x, stream=stream)  # __cuda_stream__: the kernel's stream
+            core.launch(stream, config, fill, buffer, np.uint32(255), np.uint32(h * w))
+        v.flush()
+        s = v.stats()
+    assert (s["validation_errors"], s["validation_warnings"], s["written"]) == (0, 0, n), s
+    rgb = lambda f: vkcuda.read_frame(tmp_path / f)[:, :, :3]  # noqa: E731 - grey: alpha is opaque
+    wrong = [f for i, f in enumerate(frames(tmp_path)) if not (rgb(f) == i % 251).all()]
+    assert not wrong, f"{len(wrong)} of {n} frames differ from the value at the call"
