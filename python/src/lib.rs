@@ -10,6 +10,7 @@
 //! frame on the GPU and, when writing, reads it back for the writer pool.
 
 mod array;
+mod export;
 mod run;
 mod state;
 mod tensor;
@@ -69,7 +70,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     }
 }
 
-fn runtime(e: anyhow::Error) -> PyErr {
+pub(crate) fn runtime(e: anyhow::Error) -> PyErr {
     PyRuntimeError::new_err(format!("vkcuda: {}", vkcuda_run::for_people(&format!("{e:#}"))))
 }
 
@@ -169,6 +170,64 @@ impl Viewer {
             match device_array(x, named, channels_first, &mut own)? {
                 Some(array) => show_device(py, &mut state, &array, every),
                 None => show_host(py, &mut state, &host_array(x, channels_first)?, every),
+            }
+        })
+    }
+
+    /// A frame of `height` x `width` RGBA `dtype` to write in place: the
+    /// device memory it is copied from, as a DLPack / CUDA-array-interface
+    /// tensor. Writes are ordered on `stream` (default: the legacy default
+    /// stream), or on the stream a DLPack consumer names.
+    #[pyo3(signature = (height, width, dtype="uint8", stream=None))]
+    fn begin_frame(
+        &self,
+        py: Python<'_>,
+        height: usize,
+        width: usize,
+        dtype: &str,
+        stream: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<export::FrameSlot> {
+        guarded("frame()", || {
+            let typestr = match dtype {
+                "uint8" => "|u1",
+                "float16" => "<f2",
+                "float32" => "<f4",
+                other => other,
+            };
+            let dtype = Dtype::from_typestr(typestr).map_err(PyTypeError::new_err)?;
+            let layout =
+                Layout::new(dtype, &[height, width, 4], None, false).map_err(PyValueError::new_err)?;
+            // DLPack's 0 is no CUDA stream: the legacy default stream is 1.
+            let stream = stream.map(stream_handle).transpose()?.map_or(1, |s| if s == 0 { 1 } else { s });
+            let mut state = self.lock(py);
+            check_size(&state, &layout)?;
+            let state: &mut State = &mut state;
+            py.detach(|| state.begin_frame(&layout, stream)).map_err(runtime)
+        })
+    }
+
+    /// Shows a frame written in place ([`Viewer::begin_frame`]) once its writes are done on the GPU.
+    #[pyo3(signature = (frame, block=None))]
+    fn end_frame(&self, py: Python<'_>, frame: &export::FrameSlot, block: Option<bool>) -> PyResult<()> {
+        guarded("frame()", || {
+            if !frame.take() {
+                return Err(PyRuntimeError::new_err("vkcuda: this frame was already shown"));
+            }
+            if let Err(e) = frame.finish_writes() {
+                frame.staging.release(frame.slot);
+                return Err(runtime(e));
+            }
+            let mut state = self.lock(py);
+            let every = block.unwrap_or(state.every);
+            match put(py, &frame.mailbox, frame.slot, every) {
+                Ok(replaced) => {
+                    replaced.into_iter().for_each(|s| frame.staging.release(s));
+                    Ok(())
+                }
+                Err((e, back)) => {
+                    back.into_iter().for_each(|s| frame.staging.release(s));
+                    Err(stopped_or(&mut state, e))
+                }
             }
         })
     }
@@ -319,6 +378,7 @@ fn read_frame(py: Python<'_>, path: PathBuf, dtype: &str) -> PyResult<(u32, u32,
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Viewer>()?;
+    m.add_class::<export::FrameSlot>()?;
     m.add_function(wrap_pyfunction!(read_frame, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -2,12 +2,13 @@
 //! tensors, and what it has done. No Python here but the GIL token the waits
 //! give up while they wait.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context as _, Result};
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
 use crate::array::Layout;
+use crate::export::FrameSlot;
 use crate::run::{Ended, Output, Run};
 use crate::tensor::DeviceArray;
 use vkcuda::types::CudaSched;
@@ -225,6 +226,43 @@ impl State {
 
     /// Packs `array` on `stream` into a free slot of the device run for it and
     /// returns the run's mailbox and the slot, for [`Put`]ting.
+    /// A slot of the device run for frames of `layout` to write in place on
+    /// `stream`, after the slot's last use.
+    pub fn begin_frame(&mut self, layout: &Layout, stream: u64) -> Result<FrameSlot> {
+        let gpu = self.gpu()?.clone();
+        let device = gpu.cuda.as_ref().map(|c| c.ordinal).ok_or_else(|| {
+            anyhow!("frame() writes in GPU memory, and no CUDA device matches {}", gpu.device.info)
+        })?;
+        self.cuda_for(device)?;
+        let (mailbox, staging) = match &self.run_for(frame_desc(layout), true)?.feed {
+            Feed::Device { mailbox, staging } => (mailbox.clone(), staging.clone()),
+            Feed::Host(_) => bail!("a device run without a device feed"),
+        };
+        let run_stopped = || self.run.as_ref().is_none_or(Run::stopped);
+        let slot = staging.acquire(&run_stopped).ok_or_else(|| anyhow!("the viewer's run stopped"))?;
+        let ctx = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?.ctx.clone();
+        let waited = ctx
+            .bind_to_thread()
+            .map_err(anyhow::Error::from)
+            .and_then(|()| after_last_use(stream, &staging, slot));
+        if let Err(e) = waited {
+            staging.release(slot);
+            return Err(e);
+        }
+        Ok(FrameSlot {
+            ctx,
+            staging,
+            mailbox,
+            slot,
+            device: device as i32,
+            size: (layout.height, layout.width),
+            dtype: layout.dtype,
+            stream,
+            writers: Mutex::new(Vec::new()),
+            done: Mutex::new(false),
+        })
+    }
+
     pub fn pack(
         &mut self,
         array: &DeviceArray,
@@ -248,7 +286,7 @@ impl State {
     }
 }
 
-/// Enqueues on `stream`: the waits for the slot's last pack and last copy
+/// Enqueues on `stream`: the waits for the slot's last use ([`after_last_use`]),
 /// out, the pack, its "ready" event.
 fn pack_into(
     cuda: &CudaSide,
@@ -283,6 +321,22 @@ fn pack_into(
     unsafe { cuda.packer.pack(stream, array.pointer, &packing, staging.pointer(slot)) }?;
     // SAFETY: as above.
     unsafe { result::event::record(ready, stream) }.context("cuEventRecord (the slot's pack)")
+}
+
+/// Enqueues on `stream` the waits for the slot's last pack (or writes) and
+/// last copy out: a pack into the slot on another stream, or the producer's
+/// copy out of it, may still run. The copy was enqueued once Vulkan had
+/// released its buffer, so this never waits for Vulkan.
+fn after_last_use(stream: u64, staging: &DeviceStaging, slot: usize) -> Result<()> {
+    let stream = stream as sys::CUstream;
+    for (event, what) in
+        [(staging.ready(slot), "the slot's last pack"), (staging.copied(slot), "the copy out of the slot")]
+    {
+        // SAFETY: the event is the slot's, of this context; the stream is the caller's, of this context.
+        unsafe { result::stream::wait_event(stream, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+            .with_context(|| format!("cuStreamWaitEvent ({what})"))?;
+    }
+    Ok(())
 }
 
 /// The shared frames for an image of `layout`: its size, its format, linear memory.

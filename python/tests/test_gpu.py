@@ -267,3 +267,45 @@ def test_a_cuda_core_kernel_on_its_stream_orders_the_frame(tmp_path):
     rgb = lambda f: vkcuda.read_frame(tmp_path / f)[:, :, :3]  # noqa: E731 - grey: alpha is opaque
     wrong = [f for i, f in enumerate(frames(tmp_path)) if not (rgb(f) == i % 251).all()]
     assert not wrong, f"{len(wrong)} of {n} frames differ from the value at the call"
+
+
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+@pytest.mark.parametrize("producer", ["torch", "cupy"])
+def test_frames_written_in_place(tmp_path, producer, dtype):
+    name = np.dtype(dtype).name
+    n, h, w = 40, 37, 59
+    values = [np.array(i % 200, dtype) for i in range(n)]
+    lib = torch_gpu() if producer == "torch" else cupy_gpu()
+    side = lib.cuda.Stream() if producer == "torch" else lib.cuda.Stream(non_blocking=True)
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        for i in range(n):
+            with v.frame(h, w, name) as f:
+                if producer == "torch":
+                    with torch_gpu().cuda.stream(side):
+                        t = torch_gpu().from_dlpack(f)  # torch names its current stream: `side`
+                        t.fill_(float(values[i]))
+                else:
+                    with side:
+                        t = lib.from_dlpack(f)
+                        t.fill(values[i])
+        v.flush()
+        s = v.stats()
+    assert (s["validation_errors"], s["validation_warnings"], s["written"]) == (0, 0, n), s
+    for i, f in enumerate(frames(tmp_path)):
+        got = vkcuda.read_frame(tmp_path / f, name)
+        assert got.shape == (h, w, 4) and (got == values[i]).all(), (f, values[i], np.unique(got)[:4])
+
+
+def test_a_frame_left_by_an_exception_is_not_shown(tmp_path):
+    torch = torch_gpu()
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        with pytest.raises(ZeroDivisionError):
+            with v.frame(8, 8) as f:
+                torch.from_dlpack(f).fill_(7)
+                1 / 0
+        with v.frame(8, 8) as f:
+            torch.from_dlpack(f).fill_(9)
+        v.flush()
+        s = v.stats()
+    assert (s["shown"], s["written"], s["validation_errors"]) == (1, 1, 0), s
+    assert (vkcuda.read_frame(tmp_path / frames(tmp_path)[0]) == 9).all()

@@ -265,3 +265,15 @@ def test_import_needs_no_gpu():
 def test_signal_module_is_untouched():
     # vkcuda installs no signal handler of its own: Python's SIGINT handler stays.
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+
+
+def test_frame_in_place_needs_a_cuda_device():
+    with vkcuda.Viewer() as v:
+        if "NVIDIA" in v.stats()["device"]:
+            pytest.skip("skipped: this test is for a machine without CUDA (test_gpu.py writes frames in place)")
+        with pytest.raises(RuntimeError, match="no CUDA device matches"):
+            with v.frame(4, 4):
+                pass
+        with pytest.raises(TypeError, match="int16"):
+            with v.frame(4, 4, "int16"):
+                pass

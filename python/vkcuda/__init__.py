@@ -20,6 +20,7 @@ vkcuda's timelines.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import os
 import sys
 import weakref
@@ -92,6 +93,30 @@ class Viewer:
         if stream is None:
             stream = _current_stream(x)
         self._native.show(x, channels_first=channels_first, block=block, stream=stream)
+
+    @contextlib.contextmanager
+    def frame(self, height: int, width: int, dtype: str = "uint8", *, stream: Any = None, block: Optional[bool] = None):
+        """Writes a frame in place: yields the GPU memory it is shown from.
+
+            with v.frame(1080, 1920, "float32") as f:
+                t = torch.from_dlpack(f)      # an (H, W, 4) tensor over the frame's memory
+                my_kernel(t)                  # on the current stream
+            # leaving the block shows it once the writes are done on the GPU
+
+        ``f`` has ``__dlpack__`` (its ``stream`` argument orders the consumer's
+        stream after the frame's last use) and ``__cuda_array_interface__``
+        (ready on ``f.stream``). Writes must be on ``stream`` (default: the
+        legacy default stream) or on a stream a DLPack consumer named. An
+        exception in the block drops the frame. JAX arrays are immutable:
+        use ``show`` for them.
+        """
+        f = self._native.begin_frame(height, width, dtype, stream=stream)
+        try:
+            yield f
+        except BaseException:
+            del f  # the slot goes back, after the writes already enqueued
+            raise
+        self._native.end_frame(f, block=block)
 
     def flush(self) -> None:
         """Waits until every frame shown so far is consumed and written."""

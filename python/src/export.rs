@@ -1,0 +1,288 @@
+//! A slot handed out for the caller to write in place (`Viewer.frame()`):
+//! DLPack capsules (versioned 1.0 and older) and `__cuda_array_interface__`
+//! over the slot's GPU memory, an (H, W, 4) C-order tensor of the frame's
+//! dtype. Writes go on the frame's stream, or on a stream a DLPack consumer
+//! names, which is then ordered after the frame's stream's waits and before
+//! the frame's "ready".
+
+use std::ffi::{c_void, CStr};
+use std::sync::{Arc, Mutex};
+
+use anyhow::{Context as _, Result};
+use cudarc::driver::{result, sys, CudaContext};
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+
+use crate::array::Dtype;
+use crate::runtime;
+use vkcuda_run::feed::device::DeviceStaging;
+use vkcuda_run::feed::Mailbox;
+
+const LEGACY: &CStr = c"dltensor";
+const VERSIONED: &CStr = c"dltensor_versioned";
+
+#[repr(C)]
+struct DlTensor {
+    data: *mut c_void,
+    device: [i32; 2],
+    ndim: i32,
+    dtype: [u8; 4],
+    shape: *mut i64,
+    strides: *mut i64,
+    byte_offset: u64,
+}
+
+/// DLManagedTensor with the shape it points to, freed by its deleter.
+#[repr(C)]
+struct Legacy {
+    tensor: DlTensor,
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut Legacy)>,
+    shape: [i64; 3],
+}
+
+/// DLManagedTensorVersioned (1.0) with the shape it points to.
+#[repr(C)]
+struct Versioned {
+    version: [u32; 2],
+    manager_ctx: *mut c_void,
+    deleter: Option<unsafe extern "C" fn(*mut Versioned)>,
+    flags: u64,
+    tensor: DlTensor,
+    shape: [i64; 3],
+}
+
+unsafe extern "C" fn delete_legacy(m: *mut Legacy) {
+    // SAFETY: made by Box::into_raw in `capsule`, deleted once (by its consumer or the capsule).
+    drop(unsafe { Box::from_raw(m) });
+}
+
+unsafe extern "C" fn delete_versioned(m: *mut Versioned) {
+    // SAFETY: as above.
+    drop(unsafe { Box::from_raw(m) });
+}
+
+/// The capsule's destructor: a capsule nobody consumed (still named
+/// "dltensor"/"dltensor_versioned") deletes its tensor; a consumer renames it first.
+unsafe extern "C" fn drop_capsule(capsule: *mut pyo3::ffi::PyObject) {
+    for (name, versioned) in [(LEGACY, false), (VERSIONED, true)] {
+        // SAFETY: a live capsule (CPython calls this from its deallocation).
+        if unsafe { pyo3::ffi::PyCapsule_IsValid(capsule, name.as_ptr()) } == 1 {
+            // SAFETY: valid under this name, checked just above.
+            let p = unsafe { pyo3::ffi::PyCapsule_GetPointer(capsule, name.as_ptr()) };
+            match versioned {
+                // SAFETY: the pointer is the Box this module made for this name.
+                false => unsafe { delete_legacy(p.cast()) },
+                // SAFETY: as above.
+                true => unsafe { delete_versioned(p.cast()) },
+            }
+        }
+    }
+}
+
+/// A DLPack capsule over `pointer`: an (H, W, 4) C-order tensor of `dtype` on CUDA device `device`.
+fn capsule(
+    py: Python<'_>,
+    pointer: u64,
+    device: i32,
+    (h, w): (usize, usize),
+    dtype: Dtype,
+    versioned: bool,
+) -> PyResult<Py<PyAny>> {
+    let (code, bits) = match dtype {
+        Dtype::U8 => (1u8, 8u8),
+        Dtype::F16 => (2, 16),
+        Dtype::F32 => (2, 32),
+    };
+    let tensor = |shape: *mut i64| DlTensor {
+        data: pointer as *mut c_void,
+        device: [2, device],
+        ndim: 3,
+        dtype: [code, bits, 1, 0],
+        shape,
+        strides: std::ptr::null_mut(),
+        byte_offset: 0,
+    };
+    let shape = [h as i64, w as i64, 4];
+    let (raw, name): (*mut c_void, &CStr) = if versioned {
+        let boxed = Box::into_raw(Box::new(Versioned {
+            version: [1, 0],
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_versioned),
+            flags: 0,
+            tensor: tensor(std::ptr::null_mut()),
+            shape,
+        }));
+        // SAFETY: just made; the shape lives in the same box as the tensor that points to it.
+        unsafe { (*boxed).tensor.shape = (*boxed).shape.as_mut_ptr() };
+        (boxed.cast(), VERSIONED)
+    } else {
+        let boxed = Box::into_raw(Box::new(Legacy {
+            tensor: tensor(std::ptr::null_mut()),
+            manager_ctx: std::ptr::null_mut(),
+            deleter: Some(delete_legacy),
+            shape,
+        }));
+        // SAFETY: as above.
+        unsafe { (*boxed).tensor.shape = (*boxed).shape.as_mut_ptr() };
+        (boxed.cast(), LEGACY)
+    };
+    // SAFETY: a valid pointer, a static name, and a destructor that frees it unless consumed.
+    let made = unsafe { pyo3::ffi::PyCapsule_New(raw, name.as_ptr(), Some(drop_capsule)) };
+    if made.is_null() {
+        // SAFETY: the capsule was not made: the box is still ours.
+        unsafe { drop_capsule_box(raw, versioned) };
+        return Err(PyErr::fetch(py));
+    }
+    // SAFETY: a new reference CPython just returned.
+    Ok(unsafe { Bound::from_owned_ptr(py, made) }.unbind())
+}
+
+/// Frees a box `capsule` made when the capsule itself could not be made.
+unsafe fn drop_capsule_box(raw: *mut c_void, versioned: bool) {
+    match versioned {
+        // SAFETY: the caller's: `raw` is the box, unowned by any capsule.
+        false => unsafe { delete_legacy(raw.cast()) },
+        // SAFETY: as above.
+        true => unsafe { delete_versioned(raw.cast()) },
+    }
+}
+
+/// One frame being written in place; see the module docs.
+#[pyclass(module = "vkcuda._native")]
+pub struct FrameSlot {
+    pub(crate) ctx: Arc<CudaContext>,
+    pub(crate) staging: Arc<DeviceStaging>,
+    pub(crate) mailbox: Arc<Mailbox<usize>>,
+    pub(crate) slot: usize,
+    pub(crate) device: i32,
+    pub(crate) size: (usize, usize),
+    pub(crate) dtype: Dtype,
+    /// The stream writes are ordered on; other writers' streams join it at the end.
+    pub(crate) stream: u64,
+    pub(crate) writers: Mutex<Vec<u64>>,
+    /// Put in the mailbox, or given back: nothing more to do.
+    pub(crate) done: Mutex<bool>,
+}
+
+impl FrameSlot {
+    /// `later` waits (on the GPU) for what is enqueued on `earlier` so far.
+    fn order(&self, earlier: u64, later: u64) -> Result<()> {
+        self.ctx.bind_to_thread()?;
+        let event = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+        // SAFETY: a new event of this context; both streams are of this context.
+        let ordered = unsafe { result::event::record(event, earlier as sys::CUstream) }.and_then(|()| {
+            // SAFETY: as above.
+            unsafe {
+                result::stream::wait_event(
+                    later as sys::CUstream,
+                    event,
+                    sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
+                )
+            }
+        });
+        // SAFETY: destroying a recorded event is fine: the wait already holds what it needs.
+        let _ = unsafe { result::event::destroy(event) };
+        ordered.context("ordering two streams")
+    }
+
+    /// Ends the writes: every writer's stream joins the frame's, which records "ready".
+    pub(crate) fn finish_writes(&self) -> Result<()> {
+        let writers = std::mem::take(&mut *self.writers.lock().unwrap_or_else(|p| p.into_inner()));
+        for w in writers {
+            self.order(w, self.stream)?;
+        }
+        // SAFETY: the slot's event and the frame's stream, of this context (bound by `order` or here).
+        self.ctx.bind_to_thread()?;
+        // SAFETY: as above.
+        unsafe { result::event::record(self.staging.ready(self.slot), self.stream as sys::CUstream) }
+            .context("cuEventRecord (the frame's writes)")
+    }
+
+    /// Marks the slot done; `false` if it already was.
+    pub(crate) fn take(&self) -> bool {
+        !std::mem::replace(&mut *self.done.lock().unwrap_or_else(|p| p.into_inner()), true)
+    }
+}
+
+#[pymethods]
+impl FrameSlot {
+    /// DLPack: the slot as an (H, W, 4) tensor; `stream`: where the consumer
+    /// writes (ordered after the slot's last use).
+    #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
+    fn __dlpack__(
+        &self,
+        py: Python<'_>,
+        stream: Option<i64>,
+        max_version: Option<(u32, u32)>,
+        dl_device: Option<(i32, i32)>,
+        copy: Option<bool>,
+    ) -> PyResult<Py<PyAny>> {
+        if *self.done.lock().unwrap_or_else(|p| p.into_inner()) {
+            return Err(PyRuntimeError::new_err("vkcuda: this frame was already shown"));
+        }
+        if copy == Some(true) || dl_device.is_some_and(|d| d != (2, self.device)) {
+            return Err(pyo3::exceptions::PyBufferError::new_err(
+                "vkcuda: a frame is exported in place on its GPU only",
+            ));
+        }
+        let consumer = match stream {
+            None | Some(-1) => None,
+            Some(0) => Some(1), // DLPack: 0 is not a CUDA stream; the legacy default is 1
+            Some(s) => Some(s as u64),
+        };
+        if let Some(s) = consumer.filter(|s| *s != self.stream) {
+            self.order(self.stream, s).map_err(runtime)?;
+            self.writers.lock().unwrap_or_else(|p| p.into_inner()).push(s);
+        }
+        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        capsule(py, self.staging.pointer(self.slot), self.device, self.size, self.dtype, versioned)
+    }
+
+    fn __dlpack_device__(&self) -> (i32, i32) {
+        (2, self.device)
+    }
+
+    /// The slot for CUDA array interface consumers (Numba, CuPy): ready on the frame's stream.
+    #[getter]
+    fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        let d = PyDict::new(py);
+        let typestr = match self.dtype {
+            Dtype::U8 => "|u1",
+            Dtype::F16 => "<f2",
+            Dtype::F32 => "<f4",
+        };
+        d.set_item("shape", (self.size.0, self.size.1, 4))?;
+        d.set_item("typestr", typestr)?;
+        d.set_item("data", (self.staging.pointer(self.slot), false))?;
+        d.set_item("strides", py.None())?;
+        d.set_item("stream", self.stream)?;
+        d.set_item("version", 3)?;
+        Ok(d)
+    }
+
+    /// The frame's shape: (H, W, 4).
+    #[getter]
+    fn shape(&self) -> (usize, usize, usize) {
+        (self.size.0, self.size.1, 4)
+    }
+
+    /// The stream writes are ordered on (a CUDA stream handle).
+    #[getter]
+    fn stream(&self) -> u64 {
+        self.stream
+    }
+}
+
+impl Drop for FrameSlot {
+    /// A frame never shown gives its slot back, after the writes already enqueued.
+    fn drop(&mut self) {
+        if self.take() {
+            if let Err(e) = self.finish_writes() {
+                log::error!("a frame left unshown: {e:#}");
+            }
+            self.staging.release(self.slot);
+        }
+    }
+}
