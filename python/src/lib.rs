@@ -14,6 +14,7 @@ mod export;
 mod run;
 mod state;
 mod tensor;
+mod window;
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
@@ -125,7 +126,8 @@ impl Viewer {
     /// `show` waits rather than replace a frame not yet consumed; `validate`: the
     /// Khronos validation layer; `gpu`: a Vulkan device index or UUID prefix.
     #[new]
-    #[pyo3(signature = (out=None, every_frame=false, validate=false, gpu=None, workers=None))]
+    #[pyo3(signature = (out=None, every_frame=false, validate=false, gpu=None, workers=None, window=None, title="vkcuda"))]
+    #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn new(
         py: Python<'_>,
         out: Option<PathBuf>,
@@ -133,17 +135,46 @@ impl Viewer {
         validate: bool,
         gpu: Option<String>,
         workers: Option<usize>,
+        window: Option<(u32, u32)>,
+        title: &str,
     ) -> PyResult<Self> {
         guarded("Viewer()", || {
+            if window.is_some() && out.is_some() {
+                return Err(PyValueError::new_err(
+                    "out= writes frames headless; a window shows them: pass one",
+                ));
+            }
             if let Some(dir) = &out {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| PyValueError::new_err(format!("out={}: {e}", dir.display())))?;
             }
-            let gpu = py.detach(|| run::open(validate, gpu)).map_err(runtime)?;
             let workers =
                 workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
             let output = Output { dir: out, workers: workers.max(1) };
-            Ok(Self { state: Mutex::new(State::new(gpu, output, every_frame)) })
+            let state = match window {
+                None => {
+                    State::new(py.detach(|| run::open(validate, gpu)).map_err(runtime)?, output, every_frame)
+                }
+                Some((w, h)) => {
+                    if w == 0 || h == 0 {
+                        return Err(PyValueError::new_err(format!("a window of {w}x{h} pixels has none")));
+                    }
+                    let title = title.to_string();
+                    let opened = py
+                        .detach(|| {
+                            window::ask(|reply| window::Command::Open {
+                                size: (w, h),
+                                title,
+                                validate,
+                                gpu,
+                                reply,
+                            })
+                        })
+                        .map_err(runtime)?;
+                    State::in_window(opened, output, every_frame)
+                }
+            };
+            Ok(Self { state: Mutex::new(state) })
         })
     }
 
@@ -219,7 +250,9 @@ impl Viewer {
             }
             let mut state = self.lock(py);
             let every = block.unwrap_or(state.every);
-            match put(py, &frame.mailbox, frame.slot, every) {
+            let put = put(py, &frame.mailbox, frame.slot, every);
+            state.wake();
+            match put {
                 Ok(replaced) => {
                     replaced.into_iter().for_each(|s| frame.staging.release(s));
                     Ok(())
@@ -256,6 +289,7 @@ impl Viewer {
         if let Some(gpu) = &state.gpu {
             dict.set_item("device", gpu.device.info.to_string())?;
         }
+        dict.set_item("window", state.window_state())?;
         Ok(dict)
     }
 
@@ -264,8 +298,11 @@ impl Viewer {
         guarded("close()", || {
             let mut state = self.lock(py);
             let state: &mut State = &mut state;
-            let finished = py.detach(|| state.finish_run());
-            state.close();
+            let finished = py.detach(|| {
+                let finished = state.finish_run();
+                state.close();
+                finished
+            });
             finished.map_err(runtime)
         })
     }
@@ -300,7 +337,9 @@ fn show_host(py: Python<'_>, state: &mut State, array: &HostArray, every: bool) 
     // SAFETY: `x` (held by the caller for this call) describes `layout.span()` bytes
     // around its data pointer as its own memory; the conversion only reads them.
     py.detach(|| unsafe { layout.convert(first as *const u8, &mut pixels) });
-    put(py, &mailbox, pixels, every).map(drop).map_err(|(e, _)| stopped_or(state, e))
+    let put = put(py, &mailbox, pixels, every).map(drop).map_err(|(e, _)| stopped_or(state, e));
+    state.wake();
+    put
 }
 
 /// A GPU tensor: packed on its stream into a slot, copied into the shared buffer by the producer.
@@ -311,7 +350,9 @@ fn show_device(py: Python<'_>, state: &mut State, array: &DeviceArray, every: bo
     let stream = array.stream.unwrap_or(own);
     // Without the GIL: the pack may wait for the caller's earlier packs to run.
     let (mailbox, staging, slot) = py.detach(|| state.pack(array, stream)).map_err(runtime)?;
-    match put(py, &mailbox, slot, every) {
+    let put = put(py, &mailbox, slot, every);
+    state.wake();
+    match put {
         Ok(replaced) => {
             replaced.into_iter().for_each(|s| staging.release(s));
             Ok(())
@@ -323,11 +364,16 @@ fn show_device(py: Python<'_>, state: &mut State, array: &DeviceArray, every: bo
     }
 }
 
-/// The run's own error when its thread stopped (it says why), else `e`.
+/// Why a put failed once the run's consumer stopped: the window was closed,
+/// or the run's own error; else `e`.
 fn stopped_or(state: &mut State, e: PyErr) -> PyErr {
-    match state.run.as_ref().is_some_and(Run::stopped) {
-        true => state.finish_run().err().map(runtime).unwrap_or(e),
-        false => e,
+    if !state.run.as_ref().is_some_and(Run::stopped) {
+        return e;
+    }
+    let finished = state.finish_run();
+    match state.gpu() {
+        Err(closed) => runtime(closed),
+        Ok(_) => finished.err().map(runtime).unwrap_or(e),
     }
 }
 

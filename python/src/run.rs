@@ -3,7 +3,9 @@
 //! and, when dumping, the writer pool. A new size or format ends the run and
 //! starts the next one, whose timelines count on from where this one ended.
 
+use std::ffi::{CStr, CString};
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -54,13 +56,21 @@ pub struct Ended {
     pub written: u64,
 }
 
+/// Who consumes a run's frames.
+enum Consumer {
+    /// A thread of its own (headless).
+    Thread(JoinHandle<Result<Ended>>),
+    /// The window thread, for window `id`.
+    Window { id: u64, closed: Arc<AtomicBool> },
+}
+
 /// A running run; see the module docs.
 pub struct Run {
     /// The shared frames' format, size and layout.
     pub desc: FrameDesc,
     /// Where `show` puts frames.
     pub feed: Feed,
-    thread: Option<JoinHandle<Result<Ended>>>,
+    consumer: Option<Consumer>,
 }
 
 impl Run {
@@ -73,7 +83,7 @@ impl Run {
         output: Output,
         (first, base): (u64, u64),
     ) -> Result<Self> {
-        let spec = spec(desc, feed.clone());
+        let spec = fed_spec(desc, feed.clone());
         let size = Size { width: desc.extent.width, height: desc.extent.height };
         let thread = std::thread::Builder::new().name("vkcuda consumer".into()).spawn(move || {
             let result = consume(&gpu, &spec, size, (first, base), &output);
@@ -82,7 +92,20 @@ impl Run {
             }
             result
         })?;
-        Ok(Self { desc, feed, thread: Some(thread) })
+        Ok(Self { desc, feed, consumer: Some(Consumer::Thread(thread)) })
+    }
+
+    /// Starts consuming frames `desc` fed from `feed` in window `id` (see [`Run::start`]).
+    pub fn start_in(
+        window: (u64, Arc<AtomicBool>),
+        desc: FrameDesc,
+        feed: Feed,
+        at: (u64, u64),
+    ) -> Result<Self> {
+        let (id, closed) = window;
+        let f = feed.clone();
+        crate::window::ask(|reply| crate::window::Command::Start { id, desc, feed: f, at, reply })?;
+        Ok(Self { desc, feed, consumer: Some(Consumer::Window { id, closed }) })
     }
 
     /// Whether this run takes frames from GPU memory.
@@ -92,14 +115,24 @@ impl Run {
 
     /// Whether the consumer thread has ended (it failed, or the run was finished).
     pub fn stopped(&self) -> bool {
-        self.thread.as_ref().is_none_or(|t| t.is_finished())
+        match &self.consumer {
+            None => true,
+            Some(Consumer::Thread(t)) => t.is_finished(),
+            Some(Consumer::Window { closed, .. }) => closed.load(Ordering::Acquire),
+        }
     }
 
     /// Ends the run once every frame put is consumed and written.
     pub fn finish(mut self) -> Result<Ended> {
         self.feed.close();
-        let thread = self.thread.take().ok_or_else(|| anyhow!("run already finished"))?;
-        thread.join().map_err(|_| anyhow!("the consumer thread panicked"))?
+        match self.consumer.take().ok_or_else(|| anyhow!("run already finished"))? {
+            Consumer::Thread(thread) => thread.join().map_err(|_| anyhow!("the consumer thread panicked"))?,
+            // A window its user closed has stopped its session already.
+            Consumer::Window { closed, .. } if closed.load(Ordering::Acquire) => Ok(Ended::default()),
+            Consumer::Window { id, .. } => {
+                crate::window::ask(|reply| crate::window::Command::Finish { id, reply })
+            }
+        }
     }
 }
 
@@ -107,14 +140,21 @@ impl Drop for Run {
     /// A run dropped unfinished (an error on the way) still ends its thread first.
     fn drop(&mut self) {
         self.feed.close();
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
+        match self.consumer.take() {
+            Some(Consumer::Thread(t)) => {
+                let _ = t.join();
+            }
+            Some(Consumer::Window { id, closed }) if !closed.load(Ordering::Acquire) => {
+                let _ = crate::window::ask(|reply| crate::window::Command::Finish { id, reply });
+            }
+            Some(Consumer::Window { .. }) => {}
+            None => {}
         }
     }
 }
 
 /// The run-layer description of a fed run.
-fn spec(desc: FrameDesc, feed: Feed) -> RunSpec {
+pub fn fed_spec(desc: FrameDesc, feed: Feed) -> RunSpec {
     RunSpec {
         gpu: None,
         announce: false,
@@ -205,27 +245,35 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
 /// Opens the Vulkan device frames are consumed on: `gpu` (an index or UUID
 /// prefix), else the first; with the validation layer when `validate`.
 pub fn open(validate: bool, gpu: Option<String>) -> Result<Arc<Gpu>> {
-    let instance = instance(validate)?;
-    let mut spec = spec(FrameDesc::new(vk::Extent2D { width: 1, height: 1 }), Feed::Host(Mailbox::new()));
-    spec.gpu = gpu;
-    // A CUDA twin of the device, if there is one (GPU tensors need it; host arrays do not).
-    spec.producer = ProducerKind::Auto;
+    let instance = instance(validate, &[])?;
     let queue = vkcuda::vk::device::Queue { kind: vkcuda::types::QueueKind::Graphics, present: None };
-    Ok(Arc::new(vkcuda_run::setup::open_gpu(&spec, instance, queue)?))
+    Ok(Arc::new(vkcuda_run::setup::open_gpu(&device_spec(gpu), instance, queue)?))
+}
+
+/// What picks a viewer's device: `gpu` (an index or UUID prefix), else the
+/// first with a CUDA twin (GPU tensors need one; host arrays do not), else the first.
+pub fn device_spec(gpu: Option<String>) -> RunSpec {
+    let mut spec = fed_spec(FrameDesc::new(vk::Extent2D { width: 1, height: 1 }), Feed::Host(Mailbox::new()));
+    spec.gpu = gpu;
+    spec.producer = ProducerKind::Auto;
+    spec
 }
 
 /// The process's Vulkan instance, with or without validation: made once and
 /// kept. Each instance loads the driver anew, and NVIDIA's driver (580) fails
 /// to load after about 30 instances were made and destroyed in one process:
 /// a notebook making viewer after viewer would lose Vulkan.
-fn instance(validate: bool) -> Result<Arc<Instance>> {
-    static INSTANCES: Mutex<[Option<Arc<Instance>>; 2]> = Mutex::new([None, None]);
+/// `extensions`: the window system's surface extensions for a window's
+/// instance, or none; one instance is kept for each combination.
+pub fn instance(validate: bool, extensions: &[&CStr]) -> Result<Arc<Instance>> {
+    type Key = (bool, Vec<CString>);
+    static INSTANCES: Mutex<Vec<(Key, Arc<Instance>)>> = Mutex::new(Vec::new());
+    let key: Key = (validate, extensions.iter().map(|e| CString::from(*e)).collect());
     let mut made = INSTANCES.lock().unwrap_or_else(|p| p.into_inner());
-    let slot = &mut made[usize::from(validate)];
-    if let Some(instance) = slot {
+    if let Some((_, instance)) = made.iter().find(|(k, _)| *k == key) {
         return Ok(instance.clone());
     }
-    let instance = vkcuda_run::setup::vulkan_instance(validate, &[])?;
-    *slot = Some(instance.clone());
+    let instance = vkcuda_run::setup::vulkan_instance(validate, extensions)?;
+    made.push((key, instance.clone()));
     Ok(instance)
 }

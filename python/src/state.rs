@@ -11,6 +11,7 @@ use crate::array::Layout;
 use crate::export::FrameSlot;
 use crate::run::{Ended, Output, Run};
 use crate::tensor::DeviceArray;
+use crate::window::Opened;
 use vkcuda::types::CudaSched;
 use vkcuda::vk::instance::ValidationCounts;
 use vkcuda::FrameDesc;
@@ -105,6 +106,8 @@ pub struct State {
     pub validation_before: ValidationCounts,
     /// The instance's count when the viewer closed.
     pub validation_at_close: Option<ValidationCounts>,
+    /// The window frames are shown in; `None`: headless.
+    pub window: Option<Opened>,
 }
 
 impl State {
@@ -123,7 +126,29 @@ impl State {
             totals,
             validation_before,
             validation_at_close,
+            window: None,
         }
+    }
+
+    /// A viewer showing frames in the window `opened`.
+    pub fn in_window(opened: Opened, output: Output, every: bool) -> Self {
+        let mut state = Self::new(opened.gpu.clone(), output, every);
+        state.window = Some(opened);
+        state
+    }
+
+    /// Tells the window thread a frame was put (nothing to do headless).
+    pub fn wake(&self) {
+        if self.window.is_some() {
+            let _ = crate::window::send(crate::window::Command::Wake);
+        }
+    }
+
+    /// "open" or "closed" for a window; `None` headless.
+    pub fn window_state(&self) -> Option<&'static str> {
+        let w = self.window.as_ref()?;
+        let closed = w.closed.load(std::sync::atomic::Ordering::Acquire) || self.gpu.is_none();
+        Some(if closed { "closed" } else { "open" })
     }
 
     /// Lets the device go (after the last run): the viewer is closed.
@@ -132,6 +157,12 @@ impl State {
             self.validation_at_close = Some(gpu.device.validation());
         }
         self.cuda = None;
+        if let Some(w) = &self.window {
+            let id = w.id;
+            if let Err(e) = crate::window::ask(|reply| crate::window::Command::Close { id, reply }) {
+                log::error!("closing the window: {e:#}");
+            }
+        }
     }
 
     /// The validation messages since this viewer was made (all of them on the instance
@@ -147,8 +178,15 @@ impl State {
         }
     }
 
-    /// The device, or the error of a closed viewer.
+    /// The device, or the error of a closed viewer (or window).
     pub fn gpu(&self) -> Result<&Arc<Gpu>> {
+        if let Some(w) = self.window.as_ref().filter(|w| w.closed.load(std::sync::atomic::Ordering::Acquire))
+        {
+            return match w.error.lock().unwrap_or_else(|p| p.into_inner()).as_ref() {
+                Some(e) => Err(anyhow!("the window closed after an error: {e}")),
+                None => Err(anyhow!("the window was closed")),
+            };
+        }
         self.gpu.as_ref().ok_or_else(|| anyhow!("this viewer is closed"))
     }
 
@@ -189,7 +227,10 @@ impl State {
                 }
             };
             let at = (self.totals.consumed, self.next_base);
-            self.run = Some(Run::start(gpu, desc, feed, self.output.clone(), at)?);
+            self.run = Some(match &self.window {
+                Some(w) => Run::start_in((w.id, w.closed.clone()), desc, feed, at)?,
+                None => Run::start(gpu, desc, feed, self.output.clone(), at)?,
+            });
         }
         self.run.as_ref().ok_or_else(|| anyhow!("no run"))
     }
@@ -321,6 +362,17 @@ fn pack_into(
     unsafe { cuda.packer.pack(stream, array.pointer, &packing, staging.pointer(slot)) }?;
     // SAFETY: as above.
     unsafe { result::event::record(ready, stream) }.context("cuEventRecord (the slot's pack)")
+}
+
+impl Drop for State {
+    /// A viewer garbage-collected without `close()`: its window closes too
+    /// (the run, dropped after, ends its frames first where it is headless).
+    fn drop(&mut self) {
+        if self.window.is_some() {
+            let _ = self.finish_run();
+            self.close();
+        }
+    }
 }
 
 /// Enqueues on `stream` the waits for the slot's last pack (or writes) and

@@ -200,7 +200,7 @@ def test_100000_shows_keep_memory_flat():
     torch = torch_gpu()
     n = int(os.environ.get("VKCUDA_SHOWS", "100000"))
     x = torch.rand((270, 480, 4), device="cuda")
-    with vkcuda.Viewer(validate=False) as v:
+    with vkcuda.Viewer(headless=True, validate=False) as v:
         for _ in range(2000):
             v.show(x)
         torch.cuda.synchronize()
@@ -226,14 +226,14 @@ def test_a_tensor_on_another_gpu_is_refused():
     if torch.cuda.device_count() < 2:
         pytest.skip("skipped: needs two GPUs")
     x = torch.zeros((4, 4), dtype=torch.uint8, device="cuda:1")
-    with vkcuda.Viewer(gpu="0") as v:
+    with vkcuda.Viewer(headless=True, gpu="0") as v:
         with pytest.raises(RuntimeError, match="CUDA device 1"):
             v.show(x)
 
 
 def test_gpu_dtypes_outside_the_list_are_refused():
     torch = torch_gpu()
-    with vkcuda.Viewer() as v:
+    with vkcuda.Viewer(headless=True) as v:
         for dtype, name in [(torch.int32, "int32"), (torch.bfloat16, "bfloat16"), (torch.float64, "float64")]:
             with pytest.raises(TypeError, match=name):
                 v.show(torch.zeros((4, 4), dtype=dtype, device="cuda"))

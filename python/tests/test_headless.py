@@ -114,7 +114,7 @@ def test_every_frame_of_a_dump_is_kept(tmp_path):
 
 def test_newest_wins_and_counts_the_frames_it_replaced():
     n = 400
-    with vkcuda.Viewer(validate=True) as v:
+    with vkcuda.Viewer(headless=True, validate=True) as v:
         for i in range(n):
             v.show(np.full((256, 256, 4), i % 256, np.uint8))
     s = clean(v)
@@ -150,7 +150,7 @@ def test_the_caller_may_overwrite_the_array_right_after_show(tmp_path):
     ids=["int64", "float64", "two-channels", "1d", "4d", "empty", "list", "str"],
 )
 def test_bad_input_says_what_was_given_and_what_is_accepted(x, error, words):
-    with vkcuda.Viewer(validate=True) as v:
+    with vkcuda.Viewer(headless=True, validate=True) as v:
         with pytest.raises(error) as e:
             v.show(x)
         message = str(e.value)
@@ -161,20 +161,20 @@ def test_bad_input_says_what_was_given_and_what_is_accepted(x, error, words):
 
 
 def test_channels_first_is_asked_for():
-    with vkcuda.Viewer() as v:
+    with vkcuda.Viewer(headless=True) as v:
         with pytest.raises(ValueError, match="CxHxW"):
             v.show(np.zeros((5, 4, 4), np.uint8), channels_first=True)
 
 
 def test_a_frame_larger_than_the_device_allows_is_refused():
-    with vkcuda.Viewer() as v:
+    with vkcuda.Viewer(headless=True) as v:
         big = np.lib.stride_tricks.as_strided(np.zeros(1, np.uint8), shape=(1, 1 << 20), strides=(0, 0))
         with pytest.raises(ValueError, match="larger than this device"):
             v.show(big)
 
 
 def test_a_closed_viewer_refuses_and_closes_again_quietly():
-    v = vkcuda.Viewer()
+    v = vkcuda.Viewer(headless=True)
     v.show(np.zeros((2, 2), np.uint8))
     v.close()
     assert v.closed
@@ -246,7 +246,7 @@ def test_a_missing_vulkan_is_reported_when_a_viewer_is_made():
         """
         import vkcuda
         try:
-            vkcuda.Viewer()
+            vkcuda.Viewer(headless=True)
         except RuntimeError as e:
             print("RuntimeError:", e)
         """,
@@ -268,7 +268,7 @@ def test_signal_module_is_untouched():
 
 
 def test_frame_in_place_needs_a_cuda_device():
-    with vkcuda.Viewer() as v:
+    with vkcuda.Viewer(headless=True) as v:
         if "NVIDIA" in v.stats()["device"]:
             pytest.skip("skipped: this test is for a machine without CUDA (test_gpu.py writes frames in place)")
         with pytest.raises(RuntimeError, match="no CUDA device matches"):

@@ -36,7 +36,7 @@ _open: "weakref.WeakSet[Viewer]" = weakref.WeakSet()
 
 
 class Viewer:
-    """Shows arrays; headless, it writes every frame to ``out``.
+    """Shows arrays and tensors in a window, or headless (writing every frame to ``out``).
 
     Args:
         out: folder every shown frame is written to (made if missing);
@@ -46,8 +46,11 @@ class Viewer:
         validate: run with the Khronos validation layer (``stats()`` counts
             its messages).
         gpu: a Vulkan device index or UUID prefix (default: the first).
-        headless: only ``True`` in this version; the window comes with a
-            later one.
+        headless: ``False``: a window (its own thread keeps it responsive:
+            Esc or its close button closes it); ``True``: no window;
+            ``None``: headless when ``out`` is given or there is no display.
+        size: the window's size in pixels (frames are letterboxed into it).
+        title: the window's title.
     """
 
     def __init__(
@@ -57,11 +60,14 @@ class Viewer:
         every_frame: Optional[bool] = None,
         validate: bool = False,
         gpu: Optional[str | int] = None,
-        headless: bool = True,
+        headless: Optional[bool] = None,
         workers: Optional[int] = None,
+        size: tuple = (1280, 720),
+        title: str = "vkcuda",
     ) -> None:
-        if not headless:
-            raise ValueError("vkcuda: this version shows frames headless only: pass headless=True")
+        if headless is None:
+            display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
+            headless = out is not None or not display
         if every_frame is None:
             every_frame = out is not None
         self._native = _native.Viewer(
@@ -70,6 +76,8 @@ class Viewer:
             validate=validate,
             gpu=None if gpu is None else str(gpu),
             workers=workers,
+            window=None if headless else (int(size[0]), int(size[1])),
+            title=title,
         )
         _open.add(self)
 

@@ -28,25 +28,22 @@ use ash::vk;
 use winit::application::ApplicationHandler;
 use winit::dpi::LogicalSize;
 use winit::event::{ElementState, KeyEvent, MouseButton, WindowEvent};
-use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoop};
+use winit::event_loop::{ActiveEventLoop, ControlFlow};
 use winit::keyboard::{Key, NamedKey};
-use winit::raw_window_handle::{HasDisplayHandle, HasWindowHandle, RawDisplayHandle};
 use winit::window::{Fullscreen, Window, WindowId};
 
 use crate::cli::{Args, SizeArg};
 use crate::headless::{cancelled, png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
-use vkcuda::types::{QueueKind, Size};
-use vkcuda::vk::device::{list_gpus, Queue};
+use vkcuda::types::Size;
 use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda_run::clock::CpuMeter;
 use vkcuda_run::consumer::{Completed, ExtraSync};
 use vkcuda_run::director::{Director, Pointer};
 use vkcuda_run::display;
-use vkcuda_run::kinds::{PresentMode, PresentPath};
+use vkcuda_run::present::open::{event_loop, open, PresentSpec};
 use vkcuda_run::present::readback::{Readback, Shot};
 use vkcuda_run::present::swapchain::SwapchainState;
 use vkcuda_run::present::window::{Acquired, Presenter};
-use vkcuda_run::present::x11;
 use vkcuda_run::producer::Report;
 use vkcuda_run::reload::{KernelReload, Swapped};
 use vkcuda_run::scene::{frame_pixel, Scene};
@@ -54,12 +51,11 @@ use vkcuda_run::session::{warmup_frames, Session, Stopped, STALL};
 use vkcuda_run::setup::{self, Gpu};
 use vkcuda_run::sink::SinkReport;
 use vkcuda_run::stats::{median, micros, Samples};
-use vkcuda_run::UsageError;
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
 pub fn run(args: &Args) -> Result<Summary> {
     display::check()?;
-    let event_loop = new_event_loop()?;
+    let event_loop = event_loop::<()>(false)?;
     let mut app = App { args: args.clone(), viewer: None, outcome: None, caught: watch_signals()? };
     event_loop.run_app(&mut app).context("window event loop")?;
     app.outcome.unwrap_or_else(|| Err(anyhow!("the window closed before the viewer started")))
@@ -249,15 +245,7 @@ impl Viewer {
             .with_inner_size(LogicalSize::new(1280.0, 720.0))
             .with_fullscreen(args.fullscreen.then_some(Fullscreen::Borderless(None)));
         let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
-        let (gpu, mut presenter) = match args.present {
-            PresentPath::Vulkan => open_vulkan(&window, args)?,
-            PresentPath::Cpu => open_cpu(&window, args, "asked for with --present cpu")?,
-            PresentPath::Auto => match open_vulkan(&window, args) {
-                Ok(v) => v,
-                Err(e) if e.chain().any(|c| c.downcast_ref::<UsageError>().is_some()) => return Err(e),
-                Err(e) => open_cpu(&window, args, &format!("{e:#}"))?,
-            },
-        };
+        let (gpu, mut presenter) = open_presenter(&window, args)?;
         let window_px = window.inner_size();
         presenter
             .recreate(vk::Extent2D { width: window_px.width.max(1), height: window_px.height.max(1) })?;
@@ -630,76 +618,19 @@ impl Viewer {
     }
 }
 
-/// winit's event loop. winit panics when a window system library it loads at
-/// run time is missing; [`display::check`] names those first, and a panic
-/// that still happens becomes an error here, not a crash.
-fn new_event_loop() -> Result<EventLoop<()>> {
-    let hook = std::panic::take_hook();
-    std::panic::set_hook(Box::new(|_| {}));
-    let made = std::panic::catch_unwind(EventLoop::new);
-    std::panic::set_hook(hook);
-    match made {
-        Ok(made) => made.context("cannot open a window: run with --headless instead"),
-        Err(panic) => {
-            let why = panic
-                .downcast_ref::<String>()
-                .cloned()
-                .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
-                .unwrap_or_else(|| "winit panicked".into());
-            Err(UsageError(format!("cannot open a window: {why}; or run with --headless")).into())
-        }
-    }
-}
-
-/// The Vulkan-present path: an instance with the window system's surface
-/// extensions, the window's surface, a device whose graphics queue can present to it.
-fn open_vulkan(window: &Arc<Window>, args: &Args) -> Result<(Gpu, Presenter)> {
-    let display = window.display_handle()?.as_raw();
-    let handle = window.window_handle()?.as_raw();
-    let required =
-        ash_window::enumerate_required_extensions(display).context("Vulkan cannot present here")?;
-    // SAFETY: ash-window returns pointers to static NUL-terminated extension names.
-    let extensions: Vec<&CStr> = required.iter().map(|p| unsafe { CStr::from_ptr(*p) }).collect();
-    let instance = setup::vulkan_instance(args.validate, &extensions)?;
-    if matches!(display, RawDisplayHandle::Xlib(_) | RawDisplayHandle::Xcb(_)) {
-        if let Some(why) = x11::nvidia_cannot_present() {
-            // Asking NVIDIA's driver about this server's surface would crash the process.
-            if list_gpus(&instance)?.iter().any(|g| g.driver.starts_with("NVIDIA")) {
-                bail!("NVIDIA's Vulkan cannot present to this window: {why}");
-            }
-        }
-    }
-    // SAFETY: the window outlives the surface (the presenter destroys it first).
-    let surface =
-        unsafe { ash_window::create_surface(&instance.entry, &instance.raw, display, handle, None) }
-            .context("creating the window's Vulkan surface")?;
-    let surface_fn = ash::khr::surface::Instance::new(&instance.entry, &instance.raw);
-    let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
-    let gpu = match setup::open_gpu(&args.spec(), instance.clone(), queue) {
-        Ok(g) => g,
-        Err(e) => {
-            // SAFETY: nothing uses the surface yet.
-            unsafe { surface_fn.destroy_surface(surface, None) };
-            return Err(e);
-        }
+/// The device and presenter for the window, as the arguments ask.
+fn open_presenter(window: &Arc<Window>, args: &Args) -> Result<(Gpu, Presenter)> {
+    let run = args.spec();
+    let instance = |extensions: &[&CStr]| setup::vulkan_instance(args.validate, extensions);
+    let spec = PresentSpec {
+        run: &run,
+        instance: &instance,
+        path: args.present,
+        mode: args.present_mode,
+        slots: args.in_flight(),
     };
-    // On Wayland a fifo present blocks until the compositor's frame callback, which never
-    // comes while the window is hidden (Mesa 22 under weston: forever): mailbox by default.
-    let wayland = matches!(display, RawDisplayHandle::Wayland(_));
-    let mode = args.present_mode.unwrap_or(if wayland { PresentMode::Mailbox } else { PresentMode::Fifo });
-    let presenter = Presenter::new(gpu.device.clone(), surface_fn, surface, args.in_flight(), mode)?;
-    eprintln!("vkcuda: {}; {}; presenting through a Vulkan swapchain", gpu.device.info, gpu.why);
-    Ok((gpu, presenter))
-}
-
-/// The CPU-present path: no surface; the draw pass into an offscreen image
-/// that softbuffer puts in the window.
-fn open_cpu(window: &Arc<Window>, args: &Args, why: &str) -> Result<(Gpu, Presenter)> {
-    let instance = setup::vulkan_instance(args.validate, &[])?;
-    let queue = Queue { kind: QueueKind::Graphics, present: None };
-    let gpu = setup::open_gpu(&args.spec(), instance, queue)?;
-    let presenter = Presenter::new_cpu(gpu.device.clone(), window.clone(), args.in_flight())?;
-    eprintln!("vkcuda: {}; {}; presenting through the CPU (softbuffer): {why}", gpu.device.info, gpu.why);
+    let (gpu, presenter, line) = open(window, &spec)?;
+    eprintln!("vkcuda: {line}");
     Ok((gpu, presenter))
 }
 

@@ -1,0 +1,356 @@
+//! Windows of viewers made with `headless=False`: one event-loop thread per
+//! process (winit allows one event loop per process) hosts every window, so
+//! the Python thread never runs the loop and a window stays responsive (keys,
+//! resize, close) while Python trains or renders, in a script, `python -i` or
+//! a Jupyter kernel.
+//!
+//! Each window runs the run layer's pieces: [`Presenter`] (a swapchain of the
+//! window's surface, or the CPU path) and, once frames come, a [`Session`]
+//! fed from the viewer's mailbox. Frames are consumed as the producer makes
+//! them: drawn, letterboxed, into the window and presented. The Python side
+//! talks to the thread with [`Command`]s through the loop's proxy; a command
+//! that needs an answer carries a channel for it.
+
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, Context as _, Result};
+use ash::vk;
+use winit::application::ApplicationHandler;
+use winit::dpi::PhysicalSize;
+use winit::event::{ElementState, WindowEvent};
+use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoopProxy};
+use winit::keyboard::{Key, NamedKey};
+use winit::window::{Window, WindowId};
+
+use crate::run::{self, Ended};
+use vkcuda::types::Size;
+use vkcuda::FrameDesc;
+use vkcuda_run::consumer::ExtraSync;
+use vkcuda_run::director::Director;
+use vkcuda_run::feed::Feed;
+use vkcuda_run::kinds::PresentPath;
+use vkcuda_run::present::open::{event_loop, open, PresentSpec};
+use vkcuda_run::present::swapchain::SwapchainState;
+use vkcuda_run::present::window::{Acquired, Presenter};
+use vkcuda_run::scene::{Scene, SceneKind};
+use vkcuda_run::session::Session;
+use vkcuda_run::setup::Gpu;
+
+/// How often the loop looks at a window whose frames are in flight.
+const POLL: Duration = Duration::from_millis(1);
+
+/// What the Python side asks of the window thread.
+pub enum Command {
+    /// Open a window of `size` pixels titled `title`.
+    Open {
+        size: (u32, u32),
+        title: String,
+        validate: bool,
+        gpu: Option<String>,
+        reply: Sender<Result<Opened>>,
+    },
+    /// Start consuming frames `desc` from `feed` (numbered from `at.0`, timelines from `at.1`).
+    Start { id: u64, desc: FrameDesc, feed: Feed, at: (u64, u64), reply: Sender<Result<()>> },
+    /// End the frames of the current session (its feed is closed).
+    Finish { id: u64, reply: Sender<Result<Ended>> },
+    /// Close the window.
+    Close { id: u64, reply: Sender<Result<()>> },
+    /// A frame was put: look at the windows.
+    Wake,
+}
+
+/// An open window, as the Python side holds it.
+pub struct Opened {
+    /// The window's number.
+    pub id: u64,
+    /// Its device.
+    pub gpu: Arc<Gpu>,
+    /// Set once the window closed (by its user or an error) and `error` says why, if an error.
+    pub closed: Arc<AtomicBool>,
+    /// The error that closed it.
+    pub error: Arc<Mutex<Option<String>>>,
+}
+
+/// The window thread's proxy, made with the thread at the first window.
+static PROXY: Mutex<Option<EventLoopProxy<Command>>> = Mutex::new(None);
+
+/// Sends `command` to the window thread, starting it first if need be.
+pub fn send(command: Command) -> Result<()> {
+    let mut proxy = PROXY.lock().unwrap_or_else(|p| p.into_inner());
+    if proxy.is_none() {
+        *proxy = Some(start_thread()?);
+    }
+    let proxy = proxy.as_ref().ok_or_else(|| anyhow!("no window thread"))?;
+    proxy.send_event(command).map_err(|_| anyhow!("the window thread has ended"))
+}
+
+/// Asks the window thread and waits for its answer.
+pub fn ask<T>(make: impl FnOnce(Sender<Result<T>>) -> Command) -> Result<T> {
+    let (reply, answer) = channel();
+    send(make(reply))?;
+    answer.recv().map_err(|_| anyhow!("the window thread has ended"))?
+}
+
+fn start_thread() -> Result<EventLoopProxy<Command>> {
+    vkcuda_run::display::check()?;
+    let (tx, rx) = channel();
+    std::thread::Builder::new().name("vkcuda windows".into()).spawn(move || {
+        let made = event_loop::<Command>(true);
+        let event_loop = match made {
+            Ok(l) => l,
+            Err(e) => {
+                let _ = tx.send(Err(e));
+                return;
+            }
+        };
+        let _ = tx.send(Ok(event_loop.create_proxy()));
+        let mut app = App { windows: HashMap::new(), next_id: 0 };
+        if let Err(e) = event_loop.run_app(&mut app) {
+            log::error!("the window event loop ended: {e}");
+        }
+    })?;
+    rx.recv().map_err(|_| anyhow!("the window thread did not start"))?
+}
+
+struct App {
+    windows: HashMap<u64, Shown>,
+    next_id: u64,
+}
+
+/// One window and what runs in it.
+struct Shown {
+    // Field order is drop order: the session and the presenter (which owns the
+    // surface) before the device, the window last.
+    session: Option<Session>,
+    /// The session's feed (its producer's end tells when the last frame is made).
+    feed: Option<Feed>,
+    presenter: Presenter,
+    gpu: Arc<Gpu>,
+    window: Arc<Window>,
+    stale: bool,
+    closed: Arc<AtomicBool>,
+    error: Arc<Mutex<Option<String>>>,
+}
+
+impl ApplicationHandler<Command> for App {
+    fn resumed(&mut self, _event_loop: &ActiveEventLoop) {}
+
+    fn user_event(&mut self, event_loop: &ActiveEventLoop, command: Command) {
+        match command {
+            Command::Open { size, title, validate, gpu, reply } => {
+                let id = self.next_id;
+                self.next_id += 1;
+                let opened = Shown::open(event_loop, (size, &title), validate, gpu).map(|w| {
+                    let opened =
+                        Opened { id, gpu: w.gpu.clone(), closed: w.closed.clone(), error: w.error.clone() };
+                    self.windows.insert(id, w);
+                    opened
+                });
+                let _ = reply.send(opened);
+            }
+            Command::Start { id, desc, feed, at, reply } => {
+                let _ = reply.send(self.with(id, |w| w.start(desc, feed, at)));
+            }
+            Command::Finish { id, reply } => {
+                let _ = reply.send(self.with(id, Shown::finish));
+            }
+            Command::Close { id, reply } => {
+                if let Some(mut w) = self.windows.remove(&id) {
+                    w.close(None);
+                }
+                let _ = reply.send(Ok(()));
+            }
+            Command::Wake => {}
+        }
+        self.look(event_loop);
+    }
+
+    fn window_event(&mut self, event_loop: &ActiveEventLoop, window: WindowId, event: WindowEvent) {
+        let Some((&id, w)) = self.windows.iter_mut().find(|(_, w)| w.window.id() == window) else { return };
+        let quit = match event {
+            WindowEvent::CloseRequested => true,
+            WindowEvent::KeyboardInput { event, .. } => {
+                event.state == ElementState::Pressed && event.logical_key == Key::Named(NamedKey::Escape)
+            }
+            WindowEvent::Resized(_) => {
+                w.stale = true;
+                false
+            }
+            WindowEvent::RedrawRequested => {
+                if let Err(e) = w.frame() {
+                    w.close(Some(e));
+                    self.windows.remove(&id);
+                }
+                false
+            }
+            _ => false,
+        };
+        if quit {
+            if let Some(mut w) = self.windows.remove(&id) {
+                w.close(None);
+            }
+        }
+        self.look(event_loop);
+    }
+
+    fn about_to_wait(&mut self, event_loop: &ActiveEventLoop) {
+        self.look(event_loop);
+    }
+}
+
+impl App {
+    /// Runs `f` on window `id`, or says it is closed.
+    fn with<T>(&mut self, id: u64, f: impl FnOnce(&mut Shown) -> Result<T>) -> Result<T> {
+        let w = self.windows.get_mut(&id).ok_or_else(|| anyhow!("the window was closed"))?;
+        f(w)
+    }
+
+    /// Asks for a redraw of every window with frames to consume or in flight,
+    /// and looks again soon while there are.
+    fn look(&mut self, event_loop: &ActiveEventLoop) {
+        let mut busy = false;
+        for w in self.windows.values() {
+            if w.has_work() {
+                w.window.request_redraw();
+                busy = true;
+            }
+        }
+        event_loop.set_control_flow(match busy {
+            true => ControlFlow::WaitUntil(Instant::now() + POLL),
+            false => ControlFlow::Wait,
+        });
+    }
+}
+
+impl Shown {
+    fn open(
+        event_loop: &ActiveEventLoop,
+        ((width, height), title): ((u32, u32), &str),
+        validate: bool,
+        gpu: Option<String>,
+    ) -> Result<Self> {
+        let attributes =
+            Window::default_attributes().with_title(title).with_inner_size(PhysicalSize::new(width, height));
+        let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
+        let spec = run::device_spec(gpu);
+        let instance = |extensions: &[&CStr]| run::instance(validate, extensions);
+        let present =
+            PresentSpec { run: &spec, instance: &instance, path: PresentPath::Auto, mode: None, slots: 2 };
+        let (gpu, mut presenter, line) = open(&window, &present)?;
+        log::info!("{line}");
+        let px = window.inner_size();
+        presenter.recreate(vk::Extent2D { width: px.width.max(1), height: px.height.max(1) })?;
+        Ok(Self {
+            session: None,
+            feed: None,
+            presenter,
+            gpu: Arc::new(gpu),
+            window,
+            stale: false,
+            closed: Arc::new(AtomicBool::new(false)),
+            error: Arc::new(Mutex::new(None)),
+        })
+    }
+
+    fn start(&mut self, desc: FrameDesc, feed: Feed, (first, base): (u64, u64)) -> Result<()> {
+        anyhow::ensure!(self.session.is_none(), "a session is running already");
+        let size = Size { width: desc.extent.width, height: desc.extent.height };
+        let scene = Scene { kind: SceneKind::Gradient, width: size.width, height: size.height, cost: 1 };
+        let director = Arc::new(Director::starting_at(scene, first));
+        let session = Session::start(&self.gpu, &run::fed_spec(desc, feed.clone()), &director, size, base)?;
+        self.presenter.bind_shared(session.interop.frame_images())?;
+        self.session = Some(session);
+        self.feed = Some(feed);
+        Ok(())
+    }
+
+    /// Whether frames wait to be consumed or are in flight.
+    fn has_work(&self) -> bool {
+        self.session.as_ref().is_some_and(|s| {
+            s.next < s.control.produced()
+                || s.frames.unfinished(None, Duration::ZERO).ok().flatten().is_some()
+        })
+    }
+
+    /// Consumes the next frame if it is made and its slot is free: draws it into the window and presents it.
+    fn frame(&mut self) -> Result<()> {
+        let Some(run) = self.session.as_mut() else { return Ok(()) };
+        run.show_finished(&mut self.presenter, Duration::ZERO)?;
+        if self.stale {
+            run.drain(&mut self.presenter)?;
+            self.gpu.device.wait_idle()?;
+            let px = self.window.inner_size();
+            if px.width == 0 || px.height == 0 {
+                return Ok(()); // minimized: stay stale until restored
+            }
+            self.presenter.recreate(vk::Extent2D { width: px.width, height: px.height })?;
+            self.stale = false;
+        }
+        if run.next >= run.control.produced() || run.held_up_by(false, true, Duration::ZERO)?.is_some() {
+            return Ok(());
+        }
+        let slot = (run.next % run.frames.slots() as u64) as usize;
+        run.pace(&mut self.presenter)?;
+        let Acquired::Ready { state, wait, signal } = self.presenter.acquire(slot)? else {
+            self.stale = true;
+            return Ok(());
+        };
+        let at = |s: vk::Semaphore, stage| vk::SemaphoreSubmitInfo::default().semaphore(s).stage_mask(stage);
+        let waits: Vec<_> =
+            wait.map(|s| at(s, vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)).into_iter().collect();
+        let signals: Vec<_> =
+            signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
+        run.submit(&mut self.presenter, ExtraSync { wait: &waits, signal: &signals })?;
+        run.show_finished(&mut self.presenter, Duration::ZERO)?;
+        if self.presenter.present()? == SwapchainState::Stale || state == SwapchainState::Stale {
+            self.stale = true;
+        }
+        Ok(())
+    }
+
+    /// Ends the session (its feed is closed): every frame the producer makes
+    /// is shown first, then the session stops.
+    fn finish(&mut self) -> Result<Ended> {
+        let started = Instant::now();
+        while let Some(run) = self.session.as_ref() {
+            // `ended` first: once it is seen, the producer's count is final.
+            let ended = self.feed.as_ref().is_none_or(Feed::ended);
+            if ended && run.next >= run.control.produced() {
+                break;
+            }
+            if run.control.failed() || started.elapsed() > vkcuda::vk::WAIT_TIMEOUT {
+                break; // the stop says why
+            }
+            let before = run.next;
+            self.frame()?;
+            if self.session.as_ref().is_some_and(|r| r.next == before) {
+                std::thread::sleep(Duration::from_micros(200));
+            }
+        }
+        self.feed = None;
+        let session = self.session.take().ok_or_else(|| anyhow!("no session to finish"))?;
+        let stopped = session.stop(&mut self.presenter, true)?;
+        Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: 0 })
+    }
+
+    /// Closes the window: the session stops (on an error, aborts), and the Python side is told.
+    fn close(&mut self, error: Option<anyhow::Error>) {
+        if let Some(e) = &error {
+            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{e:#}"));
+        }
+        // First: a show failing on the feed the stop closes must see why.
+        self.closed.store(true, Ordering::Release);
+        self.feed = None;
+        if let Some(s) = self.session.take() {
+            if let Err(e) = s.stop(&mut self.presenter, error.is_none()) {
+                log::error!("closing a window: {e:#}");
+            }
+        }
+        self.window.set_visible(false);
+    }
+}

@@ -1,0 +1,182 @@
+"""The viewer's window, in a real X server of the test's own (Xvfb): what it
+shows is captured (xwd) and compared with the array; Esc and closing end it
+while the Python thread keeps working; validated, no message allowed.
+Without Xvfb, xdotool and xwd each test says "skipped: <reason>". On the
+H100, NVIDIA's Vulkan cannot present to Xvfb: the window takes the CPU path.
+"""
+
+import os
+import shutil
+import struct
+import subprocess
+import sys
+import textwrap
+
+import numpy as np
+import pytest
+
+
+@pytest.fixture
+def xvfb():
+    missing = [t for t in ("Xvfb", "xdotool", "xwd") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"skipped: {', '.join(missing)} not installed")
+    x = subprocess.Popen(
+        ["Xvfb", "-displayfd", "1", "-screen", "0", "640x480x24", "-nolisten", "tcp"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.DEVNULL,
+    )
+    display = ":" + x.stdout.readline().decode().strip()
+    try:
+        yield display
+    finally:
+        x.kill()
+        x.wait()
+
+
+def parse_xwd(data):
+    """An XWD capture (ZPixmap, 32 bits per pixel) as an (H, W, 3) uint8 array."""
+    field = lambda i: struct.unpack(">I", data[i * 4 : i * 4 + 4])[0]  # noqa: E731
+    header, fmt, width, height = field(0), field(2), field(4), field(5)
+    byte_order, bpp, line, ncolors = field(7), field(11), field(12), field(19)
+    masks = field(14), field(15), field(16)
+    assert fmt == 2 and bpp == 32, (fmt, bpp)
+    start = header + ncolors * 12
+    rows = np.frombuffer(data, np.uint8, count=height * line, offset=start).reshape(height, line)
+    pixels = rows[:, : width * 4].copy().view("<u4" if byte_order == 0 else ">u4")
+    shift = lambda m: (m & -m).bit_length() - 1  # noqa: E731
+    return np.stack([((pixels & m) >> shift(m)).astype(np.uint8) for m in masks], axis=2)
+
+
+def child(display, script):
+    env = dict(os.environ, DISPLAY=display, PYTHONUNBUFFERED="1")
+    env.pop("WAYLAND_DISPLAY", None)
+    return subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(script)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=env,
+    )
+
+
+def expect(p, word):
+    """Waits for the child to print a line starting with `word` (its state, not a time)."""
+    for line in p.stdout:
+        if line.startswith(word):
+            return line
+    p.wait(timeout=30)
+    raise AssertionError(f"the child ended before '{word}': rc={p.returncode}\n{p.stderr.read()}")
+
+
+def test_the_window_shows_the_array(xvfb, tmp_path):
+    h, w = 48, 64
+    p = child(
+        xvfb,
+        f"""
+        import numpy as np, vkcuda
+        y, x = np.mgrid[0:{h}, 0:{w}]
+        a = np.stack([x * 4, y * 5, (x + y) * 2, np.full_like(x, 255)], axis=2).astype(np.uint8)
+        v = vkcuda.Viewer(headless=False, size=({w}, {h}), validate=True, title="vkcuda-test")
+        v.show(a)
+        v.flush()  # consumed: drawn into the window and presented
+        print("shown", v.stats()["window"], flush=True)
+        input()
+        v.close()
+        s = v.stats()
+        print("closed", s["validation_errors"], s["validation_warnings"], s["consumed"], flush=True)
+        """,
+    )
+    assert expect(p, "shown").split()[1] == "open"
+    capture = tmp_path / "window.xwd"
+    subprocess.run(["xwd", "-root", "-silent", "-display", xvfb, "-out", str(capture)], check=True, timeout=30)
+    p.stdin.write("\n")
+    p.stdin.flush()
+    errors, warnings, consumed = map(int, expect(p, "closed").split()[1:])
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+    assert (errors, warnings, consumed) == (0, 0, 1)
+    got = parse_xwd(capture.read_bytes())[:h, :w].astype(int)
+    y, x = np.mgrid[0:h, 0:w]
+    want = np.stack([x * 4, y * 5, (x + y) * 2], axis=2)
+    worst = np.abs(got - want).max()
+    assert worst <= 2, f"the window differs from the array by up to {worst} levels"
+
+
+def test_esc_closes_the_window_while_python_works(xvfb):
+    p = child(
+        xvfb,
+        """
+        import numpy as np, vkcuda
+        v = vkcuda.Viewer(headless=False, size=(96, 64), validate=True, title="vkcuda-test")
+        a = np.zeros((64, 96, 4), np.uint8)
+        shown = 0
+        try:
+            while True:
+                a[...] = shown % 256  # the Python thread keeps working; the window thread answers keys
+                v.show(a)
+                shown += 1
+                if shown == 20:
+                    print("showing", flush=True)
+        except RuntimeError as e:
+            print("stopped:", e, flush=True)
+        s = v.stats()
+        v.close()
+        print("after", s["window"], s["validation_errors"], s["validation_warnings"], flush=True)
+        """,
+    )
+    expect(p, "showing")
+    ids = subprocess.run(
+        ["timeout", "20", "xdotool", "search", "--sync", "--name", "^vkcuda-test"],
+        env=dict(os.environ, DISPLAY=xvfb),
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    env = dict(os.environ, DISPLAY=xvfb)
+    subprocess.run(["xdotool", "windowfocus", "--sync", ids[0]], env=env, check=True, timeout=30)
+    subprocess.run(["xdotool", "key", "Escape"], env=env, check=True, timeout=30)
+    assert "the window was closed" in expect(p, "stopped:")
+    assert expect(p, "after").split()[1:] == ["closed", "0", "0"]
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+
+
+def test_garbage_collection_and_exit_close_the_windows(xvfb):
+    p = child(
+        xvfb,
+        """
+        import gc, subprocess, numpy as np, vkcuda
+        def windows(name):
+            found = subprocess.run(["xdotool", "search", "--name", name], capture_output=True, text=True)
+            return len(found.stdout.split())
+        v = vkcuda.Viewer(headless=False, size=(32, 24), title="vkcuda-gc")
+        v.show(np.zeros((24, 32), np.uint8))
+        v.flush()
+        print("before", windows("^vkcuda-gc$"), flush=True)
+        del v
+        gc.collect()
+        print("after", windows("^vkcuda-gc$"), flush=True)
+        w = vkcuda.Viewer(headless=False, size=(32, 24), title="vkcuda-exit")
+        w.show(np.zeros((24, 32), np.uint8))
+        print("left open", flush=True)
+        """,
+    )
+    assert expect(p, "before").split()[1] == "1"
+    assert expect(p, "after").split()[1] == "0"
+    expect(p, "left open")
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+
+
+def test_no_display_is_reported_when_a_window_is_asked_for():
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    env.pop("DISPLAY", None)
+    env.pop("WAYLAND_DISPLAY", None)
+    done = subprocess.run(
+        [sys.executable, "-c", "import vkcuda\ntry:\n    vkcuda.Viewer(headless=False)\nexcept Exception as e:\n    print(type(e).__name__, e)"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=env,
+    )
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.startswith("RuntimeError vkcuda:") and "display" in done.stdout.lower(), done.stdout
