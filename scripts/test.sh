@@ -58,4 +58,6 @@ if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     bash scripts/debian13.sh run bash scripts/fault-matrix.sh
     bash scripts/debian13.sh run bash scripts/stall-matrix.sh
     bash scripts/debian13.sh run bash scripts/format-matrix.sh
+    echo "== the Python module again in Debian 13 (its python3, NumPy and pytest; the wheel built above)"
+    bash scripts/debian13.sh run env PYTHONPATH=target/python-site python3 -m pytest -q -p no:cacheprovider python/tests
 fi
