@@ -12,6 +12,7 @@
 mod array;
 mod export;
 mod run;
+mod spec;
 mod state;
 mod tensor;
 mod window;
@@ -153,7 +154,7 @@ impl Viewer {
             let output = Output { dir: out, workers: workers.max(1) };
             let state = match window {
                 None => {
-                    State::new(py.detach(|| run::open(validate, gpu)).map_err(runtime)?, output, every_frame)
+                    State::new(py.detach(|| spec::open(validate, gpu)).map_err(runtime)?, output, every_frame)
                 }
                 Some((w, h)) => {
                     if w == 0 || h == 0 {

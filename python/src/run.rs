@@ -3,38 +3,29 @@
 //! and, when dumping, the writer pool. A new size or format ends the run and
 //! starts the next one, whose timelines count on from where this one ended.
 
-use std::ffi::{CStr, CString};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Result};
 use ash::vk;
 
-use vkcuda::sync::SyncScheme;
-use vkcuda::types::{CudaSched, Size};
-use vkcuda::vk::instance::Instance;
-use vkcuda::{FrameDesc, Layout};
+use crate::spec::{fed_spec, Ended, IN_FLIGHT};
+use vkcuda::types::Size;
+use vkcuda::FrameDesc;
 use vkcuda_run::consumer::ExtraSync;
 use vkcuda_run::director::Director;
-use vkcuda_run::feed::{Feed, Mailbox};
+use vkcuda_run::feed::Feed;
 use vkcuda_run::inject::Inject;
-use vkcuda_run::kinds::{ConsumeKind, Handover, ProducerKind};
+use vkcuda_run::kinds::ConsumeKind;
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Readback, Shot};
 use vkcuda_run::scene::{Scene, SceneKind};
 use vkcuda_run::session::Session;
 use vkcuda_run::setup::{Gpu, RunSpec};
 use vkcuda_run::sink::{PngSink, Reference};
-
-/// Shared frames of a run: frames can be fed while the consumer reads others.
-const BUFFERS: usize = 3;
-/// Consumer command buffers in flight.
-const IN_FLIGHT: usize = 2;
-/// Frames a run may last (the timelines' range is checked against it).
-const FOREVER: u64 = 1 << 40;
 
 /// Where a run's frames go.
 #[derive(Clone, Debug)]
@@ -43,17 +34,6 @@ pub struct Output {
     pub dir: Option<PathBuf>,
     /// Writer threads.
     pub workers: usize,
-}
-
-/// What a run leaves.
-#[derive(Clone, Copy, Debug, Default)]
-pub struct Ended {
-    /// The next run's first timeline value.
-    pub next_base: u64,
-    /// Frames consumed.
-    pub consumed: u64,
-    /// Frames written to the folder.
-    pub written: u64,
 }
 
 /// Who consumes a run's frames.
@@ -153,32 +133,6 @@ impl Drop for Run {
     }
 }
 
-/// The run-layer description of a fed run.
-pub fn fed_spec(desc: FrameDesc, feed: Feed) -> RunSpec {
-    RunSpec {
-        gpu: None,
-        announce: false,
-        producer: ProducerKind::Cpu,
-        sync: SyncScheme::Split,
-        buffers: BUFFERS,
-        format: desc.format,
-        layout: Layout::Buffer,
-        frames: FOREVER,
-        in_flight: IN_FLIGHT,
-        paced: false,
-        ptx_cache: None,
-        cuda_sched: CudaSched::Auto,
-        high_priority_stream: false,
-        host_waits: false,
-        producer_host_waits: false,
-        handover: Handover::Vkcuda,
-        kernel: None,
-        reload: None,
-        inject: Inject::default(),
-        feed: Some(feed),
-    }
-}
-
 /// The consumer thread: a session of `spec` at `size`, every frame the
 /// producer makes consumed (copied, and read back when writing), then the stop.
 fn consume(
@@ -240,40 +194,4 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
     }
     session.drain(offscreen)?;
     Ok(())
-}
-
-/// Opens the Vulkan device frames are consumed on: `gpu` (an index or UUID
-/// prefix), else the first; with the validation layer when `validate`.
-pub fn open(validate: bool, gpu: Option<String>) -> Result<Arc<Gpu>> {
-    let instance = instance(validate, &[])?;
-    let queue = vkcuda::vk::device::Queue { kind: vkcuda::types::QueueKind::Graphics, present: None };
-    Ok(Arc::new(vkcuda_run::setup::open_gpu(&device_spec(gpu), instance, queue)?))
-}
-
-/// What picks a viewer's device: `gpu` (an index or UUID prefix), else the
-/// first with a CUDA twin (GPU tensors need one; host arrays do not), else the first.
-pub fn device_spec(gpu: Option<String>) -> RunSpec {
-    let mut spec = fed_spec(FrameDesc::new(vk::Extent2D { width: 1, height: 1 }), Feed::Host(Mailbox::new()));
-    spec.gpu = gpu;
-    spec.producer = ProducerKind::Auto;
-    spec
-}
-
-/// The process's Vulkan instance, with or without validation: made once and
-/// kept. Each instance loads the driver anew, and NVIDIA's driver (580) fails
-/// to load after about 30 instances were made and destroyed in one process:
-/// a notebook making viewer after viewer would lose Vulkan.
-/// `extensions`: the window system's surface extensions for a window's
-/// instance, or none; one instance is kept for each combination.
-pub fn instance(validate: bool, extensions: &[&CStr]) -> Result<Arc<Instance>> {
-    type Key = (bool, Vec<CString>);
-    static INSTANCES: Mutex<Vec<(Key, Arc<Instance>)>> = Mutex::new(Vec::new());
-    let key: Key = (validate, extensions.iter().map(|e| CString::from(*e)).collect());
-    let mut made = INSTANCES.lock().unwrap_or_else(|p| p.into_inner());
-    if let Some((_, instance)) = made.iter().find(|(k, _)| *k == key) {
-        return Ok(instance.clone());
-    }
-    let instance = vkcuda_run::setup::vulkan_instance(validate, extensions)?;
-    made.push((key, instance.clone()));
-    Ok(instance)
 }

@@ -9,7 +9,8 @@ use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
 use crate::array::Layout;
 use crate::export::FrameSlot;
-use crate::run::{Ended, Output, Run};
+use crate::run::{Output, Run};
+use crate::spec::Ended;
 use crate::tensor::DeviceArray;
 use crate::window::Opened;
 use vkcuda::types::CudaSched;

@@ -27,7 +27,7 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoopProxy};
 use winit::keyboard::{Key, NamedKey};
 use winit::window::{Window, WindowId};
 
-use crate::run::{self, Ended};
+use crate::spec::{self, Ended};
 use vkcuda::types::Size;
 use vkcuda::FrameDesc;
 use vkcuda_run::consumer::ExtraSync;
@@ -237,8 +237,8 @@ impl Shown {
         let attributes =
             Window::default_attributes().with_title(title).with_inner_size(PhysicalSize::new(width, height));
         let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
-        let spec = run::device_spec(gpu);
-        let instance = |extensions: &[&CStr]| run::instance(validate, extensions);
+        let spec = spec::device_spec(gpu);
+        let instance = |extensions: &[&CStr]| spec::instance(validate, extensions);
         let present =
             PresentSpec { run: &spec, instance: &instance, path: PresentPath::Auto, mode: None, slots: 2 };
         let (gpu, mut presenter, line) = open(&window, &present)?;
@@ -262,7 +262,7 @@ impl Shown {
         let size = Size { width: desc.extent.width, height: desc.extent.height };
         let scene = Scene { kind: SceneKind::Gradient, width: size.width, height: size.height, cost: 1 };
         let director = Arc::new(Director::starting_at(scene, first));
-        let session = Session::start(&self.gpu, &run::fed_spec(desc, feed.clone()), &director, size, base)?;
+        let session = Session::start(&self.gpu, &spec::fed_spec(desc, feed.clone()), &director, size, base)?;
         self.presenter.bind_shared(session.interop.frame_images())?;
         self.session = Some(session);
         self.feed = Some(feed);
