@@ -30,13 +30,11 @@ use winit::window::{Window, WindowId};
 use crate::spec::{self, Ended};
 use vkcuda::types::Size;
 use vkcuda::FrameDesc;
-use vkcuda_run::consumer::ExtraSync;
 use vkcuda_run::director::Director;
 use vkcuda_run::feed::Feed;
 use vkcuda_run::kinds::PresentPath;
 use vkcuda_run::present::open::{event_loop, open, PresentSpec};
-use vkcuda_run::present::swapchain::SwapchainState;
-use vkcuda_run::present::window::{Acquired, Presenter};
+use vkcuda_run::present::window::{present_next, refit, Presenter};
 use vkcuda_run::scene::{Scene, SceneKind};
 use vkcuda_run::session::Session;
 use vkcuda_run::setup::Gpu;
@@ -282,34 +280,16 @@ impl Shown {
         let Some(run) = self.session.as_mut() else { return Ok(()) };
         run.show_finished(&mut self.presenter, Duration::ZERO)?;
         if self.stale {
-            run.drain(&mut self.presenter)?;
-            self.gpu.device.wait_idle()?;
             let px = self.window.inner_size();
-            if px.width == 0 || px.height == 0 {
+            if !refit(run, &mut self.presenter, (px.width, px.height))?.1 {
                 return Ok(()); // minimized: stay stale until restored
             }
-            self.presenter.recreate(vk::Extent2D { width: px.width, height: px.height })?;
             self.stale = false;
         }
         if run.next >= run.control.produced() || run.held_up_by(false, true, Duration::ZERO)?.is_some() {
             return Ok(());
         }
-        let slot = (run.next % run.frames.slots() as u64) as usize;
-        run.pace(&mut self.presenter)?;
-        let Acquired::Ready { state, wait, signal } = self.presenter.acquire(slot)? else {
-            self.stale = true;
-            return Ok(());
-        };
-        let at = |s: vk::Semaphore, stage| vk::SemaphoreSubmitInfo::default().semaphore(s).stage_mask(stage);
-        let waits: Vec<_> =
-            wait.map(|s| at(s, vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)).into_iter().collect();
-        let signals: Vec<_> =
-            signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
-        run.submit(&mut self.presenter, ExtraSync { wait: &waits, signal: &signals })?;
-        run.show_finished(&mut self.presenter, Duration::ZERO)?;
-        if self.presenter.present()? == SwapchainState::Stale || state == SwapchainState::Stale {
-            self.stale = true;
-        }
+        self.stale |= present_next(run, &mut self.presenter)?.stale;
         Ok(())
     }
 

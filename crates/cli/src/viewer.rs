@@ -37,13 +37,12 @@ use crate::headless::{cancelled, png_sink, prepare_out_dir, summarize, watch_sig
 use vkcuda::types::Size;
 use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda_run::clock::CpuMeter;
-use vkcuda_run::consumer::{Completed, ExtraSync};
+use vkcuda_run::consumer::Completed;
 use vkcuda_run::director::{Director, Pointer};
 use vkcuda_run::display;
 use vkcuda_run::present::open::{event_loop, open, PresentSpec};
 use vkcuda_run::present::readback::{Readback, Shot};
-use vkcuda_run::present::swapchain::SwapchainState;
-use vkcuda_run::present::window::{Acquired, Presenter};
+use vkcuda_run::present::window::{present_next, refit, Presenter};
 use vkcuda_run::producer::Report;
 use vkcuda_run::reload::{KernelReload, Swapped};
 use vkcuda_run::scene::{frame_pixel, Scene};
@@ -320,34 +319,14 @@ impl Viewer {
             }
         }
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
-        let g = run.next;
-        let slot = (g % run.frames.slots() as u64) as usize;
-        // The slot must be free before its acquire semaphore is reused.
         self.meter.frame(self.consumed, self.steady_start.is_some());
-        let mut done: Vec<Completed> = run.pace(&mut self.presenter)?.into_iter().collect();
-        let Acquired::Ready { state, wait, signal } = self.presenter.acquire(slot)? else {
-            self.on_screen(done);
-            self.stale = true;
+        let presented = present_next(run, &mut self.presenter)?;
+        self.on_screen(presented.done);
+        self.stale |= presented.stale;
+        if presented.frame.is_none() {
             return Ok(true);
-        };
-        let at = |s: vk::Semaphore, stage| vk::SemaphoreSubmitInfo::default().semaphore(s).stage_mask(stage);
-        let waits: Vec<_> =
-            wait.map(|s| at(s, vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)).into_iter().collect();
-        let signals: Vec<_> =
-            signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
-        let extra = ExtraSync { wait: &waits, signal: &signals };
-        done.extend(run.submit(&mut self.presenter, extra)?);
-        // Frames that have finished go on screen now, not when their slots come round again.
-        done.extend(run.show_finished(&mut self.presenter, Duration::ZERO)?);
+        }
         self.consumed += 1;
-        let presented = self.presenter.present()?;
-        if !self.presenter.through_cpu() {
-            run.shown(g);
-        }
-        self.on_screen(done);
-        if presented == SwapchainState::Stale || state == SwapchainState::Stale {
-            self.stale = true;
-        }
         if self.consumed == warmup_frames(self.args.frame_count()) {
             self.steady_start = Some(Instant::now());
         }
@@ -417,14 +396,12 @@ impl Viewer {
     /// rebuilds the interop at that size too (timeline values keep rising).
     fn rebuild(&mut self) -> Result<()> {
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
-        let done = run.drain(&mut self.presenter)?;
-        done.into_iter().for_each(|c| record(&mut self.completed, c));
-        self.gpu.device.wait_idle()?;
         let px = self.window.inner_size();
-        if px.width == 0 || px.height == 0 {
+        let (done, fitted) = refit(run, &mut self.presenter, (px.width, px.height))?;
+        done.into_iter().for_each(|c| record(&mut self.completed, c));
+        if !fitted {
             return Ok(()); // minimized: stay stale until restored
         }
-        self.presenter.recreate(vk::Extent2D { width: px.width, height: px.height })?;
         self.stale = false;
         let e = self.presenter.extent();
         let wanted = Size { width: e.width, height: e.height };
