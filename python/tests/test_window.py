@@ -167,6 +167,67 @@ def test_garbage_collection_and_exit_close_the_windows(xvfb):
     assert p.wait(timeout=60) == 0, p.stderr.read()
 
 
+def write_png(path, rgb):
+    """A minimal PNG writer (the capture's RGB rows), so the tests need no imaging library."""
+    import zlib
+
+    h, w, _ = rgb.shape
+    raw = b"".join(b"\x00" + rgb[y].tobytes() for y in range(h))
+    chunk = lambda kind, data: (  # noqa: E731
+        struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data) & 0xFFFFFFFF)
+    )
+    header = struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0)
+    with open(path, "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", header) + chunk(b"IDAT", zlib.compress(raw, 9)) + chunk(b"IEND", b""))
+
+
+def test_the_readme_example_in_a_window(xvfb, tmp_path):
+    """The README's example with a window: PyTorch where it runs (the H100), NumPy elsewhere.
+    VKCUDA_PICTURE=path keeps the captured window as a PNG (assets/python-window.png)."""
+    w, h = 480, 270
+    p = child(
+        xvfb,
+        f"""
+        import numpy as np, vkcuda
+        try:
+            import torch
+            assert torch.cuda.is_available()
+            y, x = torch.meshgrid(torch.arange({h}, device="cuda"), torch.arange({w}, device="cuda"), indexing="ij")
+            lib = "torch"
+        except Exception:
+            y, x = np.mgrid[0:{h}, 0:{w}]
+            lib = "numpy"
+        v = vkcuda.Viewer(headless=False, size=({w}, {h}), title="vkcuda-readme", validate=True)
+        for t in range(60):
+            r = ((x + 4 * t) % 256)
+            g = ((y * 255) // {h})
+            b = (((x // 40 + y // 40) % 2) * 160 + 40)
+            frame = (np if lib == "numpy" else torch).stack([r, g, b, r * 0 + 255], axis=2 if lib == "numpy" else -1)
+            v.show(frame.astype(np.uint8) if lib == "numpy" else frame.to(torch.uint8))
+        v.flush()
+        print("shown", lib, flush=True)
+        input()
+        s = v.stats()
+        v.close()
+        print("closed", s["validation_errors"], s["validation_warnings"], flush=True)
+        """,
+    )
+    lib = expect(p, "shown").split()[1]
+    capture = tmp_path / "readme.xwd"
+    subprocess.run(["xwd", "-root", "-silent", "-display", xvfb, "-out", str(capture)], check=True, timeout=30)
+    p.stdin.write("\n")
+    p.stdin.flush()
+    assert expect(p, "closed").split()[1:] == ["0", "0"]
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+    got = parse_xwd(capture.read_bytes())[:h, :w]
+    y, x = np.mgrid[0:h, 0:w]
+    want = np.stack([(x + 4 * 59) % 256, (y * 255) // h, ((x // 40 + y // 40) % 2) * 160 + 40], axis=2)
+    worst = np.abs(got.astype(int) - want).max()
+    assert worst <= 2, f"{lib}: the window differs from the last frame by up to {worst} levels"
+    if os.environ.get("VKCUDA_PICTURE"):
+        write_png(os.environ["VKCUDA_PICTURE"], got)
+
+
 def test_no_display_is_reported_when_a_window_is_asked_for():
     env = dict(os.environ, PYTHONUNBUFFERED="1")
     env.pop("DISPLAY", None)
