@@ -193,9 +193,8 @@ impl FrameSlot {
         for w in writers {
             self.order(w, self.stream)?;
         }
-        // SAFETY: the slot's event and the frame's stream, of this context (bound by `order` or here).
         self.ctx.bind_to_thread()?;
-        // SAFETY: as above.
+        // SAFETY: the slot's event and the frame's stream, both of this context, which is bound.
         unsafe { result::event::record(self.staging.ready(self.slot), self.stream as sys::CUstream) }
             .context("cuEventRecord (the frame's writes)")
     }
