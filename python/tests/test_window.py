@@ -141,6 +141,41 @@ def test_esc_closes_the_window_while_python_works(xvfb):
     assert p.wait(timeout=60) == 0, p.stderr.read()
 
 
+def test_the_window_answers_while_python_i_waits_at_its_prompt(xvfb):
+    env = dict(os.environ, DISPLAY=xvfb, PYTHONUNBUFFERED="1")
+    env.pop("WAYLAND_DISPLAY", None)
+    p = subprocess.Popen(
+        [sys.executable, "-i", "-q"], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env
+    )
+    p.stdin.write(
+        "import numpy as np, vkcuda\n"
+        "v = vkcuda.Viewer(headless=False, size=(64, 48), title='vkcuda-prompt', validate=True)\n"
+        "v.show(np.zeros((48, 64), np.uint8)); v.flush(); print('at the prompt', v.stats()['window'])\n"
+    )
+    p.stdin.flush()
+    assert expect(p, "at the prompt").split()[-1] == "open"
+    # The interpreter waits at its prompt: the window thread alone answers the key.
+    env.pop("PYTHONUNBUFFERED")
+    ids = subprocess.run(
+        ["timeout", "20", "xdotool", "search", "--sync", "--name", "^vkcuda-prompt"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    subprocess.run(["xdotool", "windowfocus", "--sync", ids[0]], env=env, check=True, timeout=30)
+    subprocess.run(["xdotool", "key", "Escape"], env=env, check=True, timeout=30)
+    subprocess.run(
+        ["timeout", "20", "sh", "-c", "while xdotool search --onlyvisible --name ^vkcuda-prompt >/dev/null; do sleep 0.05; done"],
+        env=env,
+        check=True,
+    )
+    p.stdin.write("print('after', v.stats()['window'], v.stats()['validation_errors'])\nv.close()\n")
+    p.stdin.close()
+    assert expect(p, "after").split()[1:] == ["closed", "0"]
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+
+
 def test_garbage_collection_and_exit_close_the_windows(xvfb):
     p = child(
         xvfb,
