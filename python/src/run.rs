@@ -171,8 +171,13 @@ fn consume(
 
 /// Consumes each frame once the producer has made it, until it has made its last.
 fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> Result<()> {
+    // The device producer says when it made a frame; the host producer's is polled for.
+    let told = matches!(mailbox, Feed::Device { .. });
     loop {
-        // `ended` first: once it is seen, the producer's count is final.
+        // Counts first, then `ended`, then "produced": a frame made after the counts
+        // were read changes them, so the wait below does not miss it; once `ended`
+        // is seen, the producer's count is final.
+        let seen = mailbox.counts();
         let ended = mailbox.ended();
         if session.next < session.control.produced() {
             session.submit(offscreen, ExtraSync::default())?;
@@ -181,9 +186,8 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
         if ended {
             break;
         }
-        let seen = mailbox.counts();
-        // A frame taken but not yet made is moments away; otherwise wait for a put.
-        let within = match seen.taken > session.control.produced() {
+        // A frame taken but not yet made is moments away; otherwise wait for a change.
+        let within = match !told && seen.taken > session.control.produced() {
             true => Duration::from_micros(200),
             false => Duration::from_millis(100),
         };

@@ -338,6 +338,7 @@ impl FedCudaProducer {
             report.frames += 1;
             g += 1;
             control.set_produced(g);
+            self.mailbox.made();
         }
         Ok(report)
     }

@@ -84,6 +84,8 @@ pub struct Counts {
     pub taken: u64,
     /// Frames replaced by a newer one before the producer took them.
     pub replaced: u64,
+    /// Frames the device producer has made (counted after its "produced" count rises).
+    pub made: u64,
 }
 
 struct State<T> {
@@ -187,6 +189,13 @@ impl<T> Mailbox<T> {
         self.ended.load(Ordering::Acquire)
     }
 
+    /// The producer made a frame (after its "produced" count rose): a
+    /// consumer waiting in [`Mailbox::wait_change`] wakes at once.
+    fn made(&self) {
+        self.lock().counts.made += 1;
+        self.changed.notify_all();
+    }
+
     /// The fed producer has left its loop, after its last "produced" count:
     /// a consumer that sees [`Mailbox::ended`] sees every frame made. Closes
     /// the mailbox, so a caller's next put fails.
@@ -217,7 +226,7 @@ mod tests {
         let mailbox = Mailbox::new();
         assert_eq!(mailbox.put(vec![1], false, &|| false).unwrap(), Put::Done(None));
         assert_eq!(mailbox.put(vec![2], false, &|| false).unwrap(), Put::Done(Some(vec![1])), "handed back");
-        assert_eq!(mailbox.counts(), Counts { put: 2, taken: 0, replaced: 1 });
+        assert_eq!(mailbox.counts(), Counts { put: 2, taken: 0, replaced: 1, made: 0 });
         assert_eq!(mailbox.take(&|| false), Some(vec![2]));
         mailbox.close();
         assert_eq!(mailbox.take(&|| false), None, "closed and empty");
@@ -237,13 +246,28 @@ mod tests {
         assert_eq!(mailbox.take(&|| false), Some(vec![1]));
         assert_eq!(rx.recv_timeout(Duration::from_secs(20)), Ok(true));
         assert_eq!(mailbox.take(&|| false), Some(vec![2]));
-        assert_eq!(mailbox.counts(), Counts { put: 2, taken: 2, replaced: 0 });
+        assert_eq!(mailbox.counts(), Counts { put: 2, taken: 2, replaced: 0, made: 0 });
         assert_eq!(mailbox.put(vec![3], true, &|| false).unwrap(), Put::Done(None));
         assert_eq!(
             mailbox.put(vec![4], true, &|| true).unwrap(),
             Put::GaveUp(vec![4]),
             "given back on giving up"
         );
+    }
+
+    #[test]
+    fn a_frame_made_wakes_a_waiting_consumer() {
+        let mailbox = Mailbox::<usize>::new();
+        let (tx, rx) = channel();
+        let m = mailbox.clone();
+        let seen = mailbox.counts();
+        std::thread::spawn(move || {
+            // Far longer than the receive below: only the notification ends it in time.
+            m.wait_change(seen, Duration::from_secs(120));
+            let _ = tx.send(m.counts().made);
+        });
+        mailbox.made();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(20)), Ok(1), "the consumer did not wake");
     }
 
     #[test]
