@@ -1,17 +1,23 @@
-"""vkcuda for Python: show arrays through Vulkan, or dump them headless.
+"""vkcuda for Python: show a GPU tensor (or a NumPy array) through Vulkan
+without copying it to the host, in a window or headless.
 
-    import numpy as np, vkcuda
+    import torch, vkcuda
 
-    with vkcuda.Viewer(out="frames") as v:      # every frame written to frames/
-        for t in range(100):
-            v.show(np.full((480, 640, 3), t, np.uint8))
+    x = torch.zeros((1080, 1920, 4), dtype=torch.uint8, device="cuda")
+    with vkcuda.Viewer(headless=False) as v:    # a window; its own thread keeps it responsive
+        for t in range(600):
+            x[..., 0] = t % 256
+            v.show(x)                            # packed on the current stream; returns at once
 
-``Viewer.show(x)`` takes a NumPy array (anything with ``__array_interface__``)
-of dtype uint8, float16 or float32, shaped HxW, HxWx1, HxWx3, HxWx4 (or CxHxW
-with ``channels_first=True``), with any strides. It reads ``x`` before it
-returns: ``x`` may be changed right after. Frames are consumed on the
-viewer's own threads; uint8 frames are written as PNG, float frames as
-OpenEXR, named ``frame_000000.png`` and on.
+``Viewer.show(x)`` takes anything with ``__dlpack__`` or
+``__cuda_array_interface__`` (PyTorch, CuPy, JAX, cuda.core, Numba) on the
+viewer's GPU, or ``__array_interface__`` (NumPy), of dtype uint8, float16 or
+float32, shaped HxW, HxWx1, HxWx3, HxWx4 (or CxHxW with
+``channels_first=True``), with any strides. ``x`` may be overwritten right
+after ``show`` returns (on the stream it was shown on). Headless, with
+``out=``, every frame is written as PNG (OpenEXR for floats), named
+``frame_000000.png`` and on. ``Viewer.frame()`` hands out a frame's memory
+to write in place.
 
 See docs/python.md in the repository for the semantics and how they map onto
 vkcuda's timelines.
