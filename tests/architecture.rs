@@ -47,6 +47,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("cli::bench::report", 2),
     ("cli::bench::chart", 2),
     ("cli::cli", 3),
+    ("cli::checkdump", 4),
     ("cli::headless", 4),
     ("cli::viewer", 4),
     ("cli::bench", 4),

@@ -14,6 +14,94 @@ pub fn register(t: &mut Tests) {
         t.push((name, Box::new(move || pass(shards_merge(frames, n, extra)))));
     }
     t.push(("shard_bad_input".into(), Box::new(|| pass(shard_bad_input()))));
+    t.push((
+        "check_dump_verdicts_on_whole_gapped_corrupted_and_leftover_folders".into(),
+        Box::new(|| pass(check_dump())),
+    ));
+}
+
+/// `vkcuda check-dump`'s exit code and words on `dir` for `frames` dumped `every`.
+fn verdict(dir: &Path, frames: &str, every: &str) -> Result<(Option<i32>, String), String> {
+    let o = run(&["check-dump", dir.to_str().ok_or("path")?, "--frames", frames, "--dump-every", every]);
+    let (stdout, stderr) = text(&o);
+    Ok((o.status.code(), format!("{stdout}{stderr}")))
+}
+
+fn check_dump() -> Outcome {
+    let dir = tmp("check-dump");
+    let o = run(&[
+        "--headless",
+        "--producer",
+        "cpu",
+        "--size",
+        "61x33",
+        "--frames",
+        "7",
+        "--dump-every",
+        "2",
+        "--validate",
+        "--out",
+        dir.to_str().ok_or("path")?,
+    ]);
+    if !o.status.success() {
+        return Err(format!("dump: {:?}", text(&o)));
+    }
+    let expect = |what: &str, code: i32, words: &[&str]| -> Outcome {
+        let (got, said) = verdict(&dir, "7", "2")?;
+        if got != Some(code) || !words.iter().all(|w| said.contains(w)) {
+            return Err(format!("{what}: exit {got:?}, wanted {code} and {words:?}:\n{said}"));
+        }
+        println!("  check-dump, {what}: exit {code}: {}", said.trim().replace('\n', " | "));
+        Ok(())
+    };
+    expect("whole", 0, &["4 of 4 frames present and decodable: whole"])?;
+    let frame4 = dir.join("frame_000004.png");
+    let kept = std::fs::read(&frame4).map_err(|e| e.to_string())?;
+    std::fs::remove_file(&frame4).map_err(|e| e.to_string())?;
+    expect("gapped", 3, &["3 of 4", "NOT whole", "missing: 1 frames: 4"])?;
+    std::fs::write(&frame4, &kept[..10]).map_err(|e| e.to_string())?;
+    expect("corrupted", 3, &["undecodable: frame_000004.png"])?;
+    std::fs::write(&frame4, &kept).map_err(|e| e.to_string())?;
+    std::fs::write(dir.join(".frame_000006.png.tmp"), b"half").map_err(|e| e.to_string())?;
+    expect("a killed run's leftover", 3, &["temporary files a killed run left: .frame_000006.png.tmp"])?;
+    std::fs::remove_file(dir.join(".frame_000006.png.tmp")).map_err(|e| e.to_string())?;
+    expect("whole again", 0, &["whole"])?;
+    // Float frames are OpenEXR.
+    let exr = tmp("check-dump-exr");
+    let o = run(&[
+        "--headless",
+        "--producer",
+        "cpu",
+        "--size",
+        "17x9",
+        "--frames",
+        "3",
+        "--format",
+        "rgba16f",
+        "--out",
+        exr.to_str().ok_or("path")?,
+    ]);
+    let (code, said) = verdict(&exr, "3", "1")?;
+    if !o.status.success() || code != Some(0) || !said.contains("3 of 3") {
+        return Err(format!("EXR dump: exit {code:?}:\n{said}"));
+    }
+    // Bad input: exit 2, one line.
+    for (args, words) in [
+        (vec!["check-dump", "/nonexistent/dump", "--frames", "3"], "/nonexistent/dump"),
+        (
+            vec!["check-dump", exr.to_str().ok_or("path")?, "--frames", "3", "--dump-every", "0"],
+            "--dump-every 0",
+        ),
+    ] {
+        let o = run(&args);
+        let (stdout, stderr) = text(&o);
+        if o.status.code() != Some(2) || !stderr.contains(words) || stderr.trim().lines().count() != 1 {
+            return Err(format!("{args:?}: exit {:?}\n{stdout}{stderr}", o.status.code()));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    let _ = std::fs::remove_dir_all(&exr);
+    Ok(())
 }
 
 fn shards_merge(frames: &str, n: u64, extra: &[&str]) -> Outcome {

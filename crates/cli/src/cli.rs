@@ -398,6 +398,23 @@ pub enum Command {
     /// with NVRTC, no GPU needed: prints the errors as FILE:LINE and exits 2,
     /// or prints nothing and exits 0.
     CheckKernel(CheckKernelArgs),
+    /// Check that a dump folder is whole (the last step of a farm job): every
+    /// frame 0, K, 2K, … below --frames present once and decodable, all of one
+    /// size, no temporary file a killed run left. Exits 0 only then; 3 if not.
+    CheckDump(CheckDumpArgs),
+}
+
+/// `vkcuda check-dump`.
+#[derive(clap::Args, Debug, Clone)]
+pub struct CheckDumpArgs {
+    /// The dump folder (the union of every shard's files).
+    pub dir: PathBuf,
+    /// Frames of the whole run (all shards).
+    #[arg(long)]
+    pub frames: u64,
+    /// The run's --dump-every.
+    #[arg(long, default_value_t = 1)]
+    pub dump_every: u64,
 }
 
 /// `vkcuda check-kernel`.

@@ -6,13 +6,14 @@ use std::process::ExitCode;
 use clap::Parser;
 
 mod bench;
+mod checkdump;
 mod cli;
 mod headless;
 mod viewer;
 
 use crate::bench::Interrupted;
 use crate::cli::BenchArgs;
-use crate::cli::{Args, CheckKernelArgs, Command};
+use crate::cli::{Args, CheckDumpArgs, CheckKernelArgs, Command};
 use crate::headless::Summary;
 use vkcuda_run::footprint::change;
 use vkcuda_run::nvrtc::CompileError;
@@ -57,6 +58,7 @@ fn main() -> ExitCode {
     match &args.command {
         Some(Command::Bench(bench)) => return run_bench(&args, bench),
         Some(Command::CheckKernel(check)) => return check_kernel(check),
+        Some(Command::CheckDump(check)) => return check_dump(check),
         None => {}
     }
     let outcome = if args.headless { headless::run(&args) } else { viewer::run(&args) };
@@ -107,6 +109,19 @@ fn check_kernel(check: &CheckKernelArgs) -> ExitCode {
             }
             _ => failure(&e),
         },
+    }
+}
+
+fn check_dump(args: &CheckDumpArgs) -> ExitCode {
+    match checkdump::check(&args.dir, args.frames, args.dump_every) {
+        Ok(v) => {
+            print!("{}", checkdump::report(&args.dir, &v));
+            match v.whole() {
+                true => ExitCode::SUCCESS,
+                false => ExitCode::from(exit::MISMATCH),
+            }
+        }
+        Err(e) => failure(&e),
     }
 }
 
