@@ -34,6 +34,17 @@ impl Dtype {
         }
     }
 
+    /// From a dtype's name as NumPy and the frame functions spell it
+    /// ("uint8", "float16", "float32"), or a NumPy type string.
+    pub fn from_name(name: &str) -> Result<Self, String> {
+        Self::from_typestr(match name {
+            "uint8" => "|u1",
+            "float16" => "<f2",
+            "float32" => "<f4",
+            other => other,
+        })
+    }
+
     /// Bytes per element.
     pub fn size(self) -> usize {
         match self {
@@ -240,6 +251,8 @@ mod tests {
         let e = Dtype::from_typestr("<i8").unwrap_err();
         assert!(e.contains("int64") && e.contains("uint8, float16 or float32"), "{e}");
         assert!(Dtype::from_typestr(">f4").is_err(), "big-endian floats");
+        assert_eq!(Dtype::from_name("float16"), Ok(Dtype::F16));
+        assert!(Dtype::from_name("int16").unwrap_err().contains("int16"));
     }
 
     #[test]

@@ -27,7 +27,7 @@ use pyo3::types::{PyDict, PyTuple};
 
 use array::{Dtype, Layout};
 use run::{Output, Run};
-use state::State;
+use state::{Held, State};
 use tensor::{device_array, stream_handle, DeviceArray};
 use vkcuda_run::feed::{Mailbox, Put};
 
@@ -220,13 +220,7 @@ impl Viewer {
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<export::FrameSlot> {
         guarded("frame()", || {
-            let typestr = match dtype {
-                "uint8" => "|u1",
-                "float16" => "<f2",
-                "float32" => "<f4",
-                other => other,
-            };
-            let dtype = Dtype::from_typestr(typestr).map_err(PyTypeError::new_err)?;
+            let dtype = Dtype::from_name(dtype).map_err(PyTypeError::new_err)?;
             let layout =
                 Layout::new(dtype, &[height, width, 4], None, false).map_err(PyValueError::new_err)?;
             // DLPack's 0 is no CUDA stream: the legacy default stream is 1.
@@ -251,18 +245,9 @@ impl Viewer {
             }
             let mut state = self.lock(py);
             let every = block.unwrap_or(state.every);
-            let put = put(py, &frame.mailbox, frame.slot, every);
-            state.wake();
-            match put {
-                Ok(replaced) => {
-                    replaced.into_iter().for_each(|s| frame.staging.release(s));
-                    Ok(())
-                }
-                Err((e, back)) => {
-                    back.into_iter().for_each(|s| frame.staging.release(s));
-                    Err(stopped_or(&mut state, e))
-                }
-            }
+            let held =
+                Held { mailbox: frame.mailbox.clone(), staging: frame.staging.clone(), slot: frame.slot };
+            put_slot(py, &mut state, held, every)
         })
     }
 
@@ -350,16 +335,22 @@ fn show_device(py: Python<'_>, state: &mut State, array: &DeviceArray, every: bo
     let own = state.cuda_for(array.device).map_err(runtime)?.own_stream();
     let stream = array.stream.unwrap_or(own);
     // Without the GIL: the pack may wait for the caller's earlier packs to run.
-    let (mailbox, staging, slot) = py.detach(|| state.pack(array, stream)).map_err(runtime)?;
-    let put = put(py, &mailbox, slot, every);
+    let held = py.detach(|| state.pack(array, stream)).map_err(runtime)?;
+    put_slot(py, state, held, every)
+}
+
+/// Puts a packed or written slot in its run's mailbox; the slot it replaced,
+/// or this one if it was not put, goes back to the free list.
+fn put_slot(py: Python<'_>, state: &mut State, held: Held, every: bool) -> PyResult<()> {
+    let put = put(py, &held.mailbox, held.slot, every);
     state.wake();
     match put {
         Ok(replaced) => {
-            replaced.into_iter().for_each(|s| staging.release(s));
+            replaced.into_iter().for_each(|s| held.staging.release(s));
             Ok(())
         }
         Err((e, back)) => {
-            back.into_iter().for_each(|s| staging.release(s));
+            back.into_iter().for_each(|s| held.staging.release(s));
             Err(stopped_or(state, e))
         }
     }
@@ -406,14 +397,7 @@ fn put<T: Send>(
 /// RGBA of `dtype` ("uint8": PNG; "float16", "float32": OpenEXR), rows packed.
 #[pyfunction]
 fn read_frame(py: Python<'_>, path: PathBuf, dtype: &str) -> PyResult<(u32, u32, Py<PyAny>)> {
-    let format = Dtype::from_typestr(match dtype {
-        "uint8" => "|u1",
-        "float16" => "<f2",
-        "float32" => "<f4",
-        other => other,
-    })
-    .map_err(PyTypeError::new_err)?
-    .format();
+    let format = Dtype::from_name(dtype).map_err(PyTypeError::new_err)?.format();
     let bytes =
         std::fs::read(&path).map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
     let (width, height, pixels) = vkcuda_run::encode::decode_frame(&bytes, format)

@@ -12,17 +12,15 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Result};
 use ash::vk;
 
-use crate::spec::{fed_spec, Ended, IN_FLIGHT};
+use crate::spec::{fed_director, fed_spec, Ended, IN_FLIGHT};
 use vkcuda::types::Size;
 use vkcuda::FrameDesc;
 use vkcuda_run::consumer::ExtraSync;
-use vkcuda_run::director::Director;
 use vkcuda_run::feed::Feed;
 use vkcuda_run::inject::Inject;
 use vkcuda_run::kinds::ConsumeKind;
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Readback, Shot};
-use vkcuda_run::scene::{Scene, SceneKind};
 use vkcuda_run::session::Session;
 use vkcuda_run::setup::{Gpu, RunSpec};
 use vkcuda_run::sink::{PngSink, Reference};
@@ -144,8 +142,7 @@ fn consume(
 ) -> Result<Ended> {
     let device = gpu.device.clone();
     let feed = spec.feed.clone().ok_or_else(|| anyhow!("a fed run without a feed"))?;
-    let scene = Scene { kind: SceneKind::Gradient, width: size.width, height: size.height, cost: 1 };
-    let director = Arc::new(Director::starting_at(scene, first));
+    let director = fed_director(size, first);
     let extent = vk::Extent2D { width: size.width, height: size.height };
     let readback = match &output.dir {
         Some(dir) => {

@@ -9,12 +9,14 @@ use anyhow::Result;
 use ash::vk;
 
 use vkcuda::sync::SyncScheme;
-use vkcuda::types::CudaSched;
+use vkcuda::types::{CudaSched, Size};
 use vkcuda::vk::instance::Instance;
 use vkcuda::{FrameDesc, Layout};
+use vkcuda_run::director::Director;
 use vkcuda_run::feed::{Feed, Mailbox};
 use vkcuda_run::inject::Inject;
 use vkcuda_run::kinds::{Handover, ProducerKind};
+use vkcuda_run::scene::{Scene, SceneKind};
 use vkcuda_run::setup::{Gpu, RunSpec};
 
 /// Shared frames of a run: frames can be fed while the consumer reads others.
@@ -95,4 +97,11 @@ pub fn instance(validate: bool, extensions: &[&CStr]) -> Result<Arc<Instance>> {
     let instance = vkcuda_run::setup::vulkan_instance(validate, extensions)?;
     made.push((key, instance.clone()));
     Ok(instance)
+}
+
+/// What a fed frame is, for the consumer's readback and the frame numbers:
+/// frames of `size` numbered from `first` (a fed frame has no scene of its own).
+pub fn fed_director(size: Size, first: u64) -> Arc<Director> {
+    let scene = Scene { kind: SceneKind::Gradient, width: size.width, height: size.height, cost: 1 };
+    Arc::new(Director::starting_at(scene, first))
 }

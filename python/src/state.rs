@@ -276,12 +276,7 @@ impl State {
             anyhow!("frame() writes in GPU memory, and no CUDA device matches {}", gpu.device.info)
         })?;
         self.cuda_for(device)?;
-        let (mailbox, staging) = match &self.run_for(frame_desc(layout), true)?.feed {
-            Feed::Device { mailbox, staging } => (mailbox.clone(), staging.clone()),
-            Feed::Host(_) => bail!("a device run without a device feed"),
-        };
-        let run_stopped = || self.run.as_ref().is_none_or(Run::stopped);
-        let slot = staging.acquire(&run_stopped).ok_or_else(|| anyhow!("the viewer's run stopped"))?;
+        let Held { mailbox, staging, slot } = self.free_slot(layout)?;
         let ctx = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?.ctx.clone();
         let waited = ctx
             .bind_to_thread()
@@ -305,31 +300,41 @@ impl State {
         })
     }
 
-    pub fn pack(
-        &mut self,
-        array: &DeviceArray,
-        stream: u64,
-    ) -> Result<(Arc<Mailbox<usize>>, Arc<DeviceStaging>, usize)> {
-        let (mailbox, staging) = match &self.run_for(frame_desc(&array.layout), true)?.feed {
+    pub fn pack(&mut self, array: &DeviceArray, stream: u64) -> Result<Held> {
+        let held = self.free_slot(&array.layout)?;
+        let cuda = self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?;
+        let packed = cuda.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
+            pack_into(cuda, array, stream, &held.staging, held.slot)?;
+            cuda.bound_run_ahead(stream as sys::CUstream)
+        });
+        if packed.is_err() {
+            held.staging.release(held.slot);
+        }
+        packed.map(|()| held)
+    }
+
+    /// A free slot of the device run for frames of `layout` (waiting for one
+    /// while the run goes on), with the run's mailbox it is put in.
+    fn free_slot(&mut self, layout: &Layout) -> Result<Held> {
+        let (mailbox, staging) = match &self.run_for(frame_desc(layout), true)?.feed {
             Feed::Device { mailbox, staging } => (mailbox.clone(), staging.clone()),
             Feed::Host(_) => bail!("a device run without a device feed"),
         };
         let run_stopped = || self.run.as_ref().is_none_or(Run::stopped);
         let slot = staging.acquire(&run_stopped).ok_or_else(|| anyhow!("the viewer's run stopped"))?;
-        let cuda = self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?;
-        let packed = cuda.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
-            pack_into(cuda, array, stream, &staging, slot)?;
-            cuda.bound_run_ahead(stream as sys::CUstream)
-        });
-        if packed.is_err() {
-            staging.release(slot);
-        }
-        packed.map(|()| (mailbox, staging, slot))
+        Ok(Held { mailbox, staging, slot })
     }
 }
 
-/// Enqueues on `stream`: the waits for the slot's last use ([`after_last_use`]),
-/// out, the pack, its "ready" event.
+/// A device slot taken from its run's free list, to put in `mailbox` (or give back).
+pub struct Held {
+    pub mailbox: Arc<Mailbox<usize>>,
+    pub staging: Arc<DeviceStaging>,
+    pub slot: usize,
+}
+
+/// Enqueues on `stream`: the waits for the slot's last use
+/// ([`after_last_use`]), the pack, its "ready" event.
 fn pack_into(
     cuda: &CudaSide,
     array: &DeviceArray,

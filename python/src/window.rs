@@ -30,12 +30,10 @@ use winit::window::{Window, WindowId};
 use crate::spec::{self, Ended};
 use vkcuda::types::Size;
 use vkcuda::FrameDesc;
-use vkcuda_run::director::Director;
 use vkcuda_run::feed::Feed;
 use vkcuda_run::kinds::PresentPath;
 use vkcuda_run::present::open::{event_loop, open, PresentSpec};
 use vkcuda_run::present::window::{present_next, refit, Presenter};
-use vkcuda_run::scene::{Scene, SceneKind};
 use vkcuda_run::session::Session;
 use vkcuda_run::setup::Gpu;
 
@@ -258,8 +256,7 @@ impl Shown {
     fn start(&mut self, desc: FrameDesc, feed: Feed, (first, base): (u64, u64)) -> Result<()> {
         anyhow::ensure!(self.session.is_none(), "a session is running already");
         let size = Size { width: desc.extent.width, height: desc.extent.height };
-        let scene = Scene { kind: SceneKind::Gradient, width: size.width, height: size.height, cost: 1 };
-        let director = Arc::new(Director::starting_at(scene, first));
+        let director = spec::fed_director(size, first);
         let session = Session::start(&self.gpu, &spec::fed_spec(desc, feed.clone()), &director, size, base)?;
         self.presenter.bind_shared(session.interop.frame_images())?;
         self.session = Some(session);
