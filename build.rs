@@ -22,7 +22,8 @@ fn main() -> Result<(), Box<dyn Error>> {
             .map_err(|e| format!("{name}: {}", e.emit_to_string(&source)))?;
         let info = naga::valid::Validator::new(
             naga::valid::ValidationFlags::all(),
-            naga::valid::Capabilities::IMMEDIATES,
+            // Unpacking half floats (RGBA16F buffers) is GLSL.std.450's UnpackHalf2x16: core SPIR-V.
+            naga::valid::Capabilities::IMMEDIATES | naga::valid::Capabilities::SHADER_FLOAT16_IN_FLOAT32,
         )
         .validate(&module)
         .map_err(|e| format!("{name}: {}", e.emit_to_string(&source)))?;

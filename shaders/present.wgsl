@@ -1,6 +1,11 @@
-// The viewer's present pass: one fullscreen triangle that samples the ready
-// shared image. The letterbox is the viewport (set per frame); the area
+// The viewer's present pass: one fullscreen triangle that shows the ready
+// shared frame. The letterbox is the viewport (set per frame); the area
 // around it is cleared to black. Compiled to SPIR-V by build.rs (naga).
+//
+// Fragment entries: `fs_main` samples a shared image (array layout); the
+// `fs_buffer_*` ones, one per format, read a shared buffer (buffer layout) as
+// it is, packed rows of the frame's format, and filter it themselves, so no
+// per-frame copy into an image is needed.
 
 struct VsOut {
     @builtin(position) position: vec4<f32>,
@@ -21,14 +26,27 @@ fn vs_main(@builtin(vertex_index) index: u32) -> VsOut {
 @group(0) @binding(0) var frame_texture: texture_2d<f32>;
 @group(0) @binding(1) var frame_sampler: sampler;
 
-// How to show the frame (`Show` in src/app/present/draw.rs): float frames are
-// scaled by the exposure and clamped; R32F is shown grey; an sRGB frame,
-// which the sampler decoded to linear, is encoded again for the 8-bit target.
+// Bindings 2-4 (the `fs_buffer_*` entries): the shared buffer, as 32-bit
+// words, as 64-bit pairs (RGBA16F: one load per pixel) and as 128-bit
+// quads (RGBA32F: one load per pixel).
+@group(0) @binding(2) var<storage, read> words: array<u32>;
+@group(0) @binding(3) var<storage, read> pairs: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read> quads: array<vec4<u32>>;
+
+// How to show the frame (`Show` in crates/run/src/present/draw.rs): float
+// frames are scaled by the exposure and clamped; R32F is shown grey; an sRGB
+// frame, decoded to linear before filtering, is encoded again for the 8-bit
+// target. `width`, `height` and `exact` describe a buffer (`fs_buffer_*`).
 struct Show {
     exposure: f32,
     mono: u32,
     encode_srgb: u32,
-    pad: u32,
+    width: u32,
+    height: u32,
+    // 1: the frame is drawn at its own size, so every pixel is one texel.
+    exact: u32,
+    pad0: u32,
+    pad1: u32,
 };
 var<immediate> show: Show;
 
@@ -38,9 +56,15 @@ fn srgb(c: vec3<f32>) -> vec3<f32> {
     return select(hi, lo, c <= vec3<f32>(0.0031308));
 }
 
-@fragment
-fn fs_main(in: VsOut) -> @location(0) vec4<f32> {
-    var c = textureSample(frame_texture, frame_sampler, in.uv).rgb;
+fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
+    let lo = c / 12.92;
+    let hi = pow((c + 0.055) / 1.055, vec3<f32>(2.4));
+    return select(hi, lo, c <= vec3<f32>(0.04045));
+}
+
+// The filtered colour, linear, as the target shows it.
+fn shown(filtered: vec3<f32>) -> vec4<f32> {
+    var c = filtered;
     if (show.mono != 0u) {
         c = c.rrr;
     }
@@ -49,4 +73,119 @@ fn fs_main(in: VsOut) -> @location(0) vec4<f32> {
         c = srgb(c);
     }
     return vec4<f32>(c, 1.0);
+}
+
+@fragment
+fn fs_main(in: VsOut) -> @location(0) vec4<f32> {
+    return shown(textureSample(frame_texture, frame_sampler, in.uv).rgb);
+}
+
+// The four texels around a buffer pixel's centre, clamped to the edge, and
+// the weights between them: bilinear filtering as the sampler of `fs_main`
+// does it (and the CPU reference, `scene::drawn_reference`). Drawn at the
+// frame's own size, a pixel's centre is a texel's: one texel, weight 0.
+struct Taps {
+    i00: u32,
+    i10: u32,
+    i01: u32,
+    i11: u32,
+    a: vec2<f32>,
+};
+
+fn taps(uv: vec2<f32>) -> Taps {
+    let size = vec2<f32>(f32(show.width), f32(show.height));
+    let last = vec2<i32>(i32(show.width) - 1, i32(show.height) - 1);
+    var t: Taps;
+    if (show.exact != 0u) {
+        let c = clamp(vec2<i32>(floor(uv * size)), vec2<i32>(0), last);
+        t.i00 = u32(c.y) * show.width + u32(c.x);
+        t.i10 = t.i00;
+        t.i01 = t.i00;
+        t.i11 = t.i00;
+        t.a = vec2<f32>(0.0);
+        return t;
+    }
+    let p = uv * size - 0.5;
+    let base = floor(p);
+    t.a = p - base;
+    let lo = clamp(vec2<i32>(base), vec2<i32>(0), last);
+    let hi = clamp(vec2<i32>(base) + 1, vec2<i32>(0), last);
+    let row0 = u32(lo.y) * show.width;
+    let row1 = u32(hi.y) * show.width;
+    t.i00 = row0 + u32(lo.x);
+    t.i10 = row0 + u32(hi.x);
+    t.i01 = row1 + u32(lo.x);
+    t.i11 = row1 + u32(hi.x);
+    return t;
+}
+
+fn bilinear(t: Taps, c00: vec3<f32>, c10: vec3<f32>, c01: vec3<f32>, c11: vec3<f32>) -> vec3<f32> {
+    return mix(mix(c00, c10, t.a.x), mix(c01, c11, t.a.x), t.a.y);
+}
+
+// One entry per buffer format: each pixel's loads are the format's own.
+@fragment
+fn fs_buffer_rgba8(in: VsOut) -> @location(0) vec4<f32> {
+    let t = taps(in.uv);
+    let c00 = unpack4x8unorm(words[t.i00]).rgb;
+    let c10 = unpack4x8unorm(words[t.i10]).rgb;
+    let c01 = unpack4x8unorm(words[t.i01]).rgb;
+    let c11 = unpack4x8unorm(words[t.i11]).rgb;
+    return shown(bilinear(t, c00, c10, c01, c11));
+}
+
+// sRGB bytes are decoded before filtering, as the sampler does.
+@fragment
+fn fs_buffer_rgba8_srgb(in: VsOut) -> @location(0) vec4<f32> {
+    let t = taps(in.uv);
+    let c00 = srgb_to_linear(unpack4x8unorm(words[t.i00]).rgb);
+    let c10 = srgb_to_linear(unpack4x8unorm(words[t.i10]).rgb);
+    let c01 = srgb_to_linear(unpack4x8unorm(words[t.i01]).rgb);
+    let c11 = srgb_to_linear(unpack4x8unorm(words[t.i11]).rgb);
+    return shown(bilinear(t, c00, c10, c01, c11));
+}
+
+@fragment
+fn fs_buffer_bgra8(in: VsOut) -> @location(0) vec4<f32> {
+    let t = taps(in.uv);
+    let c00 = unpack4x8unorm(words[t.i00]).bgr;
+    let c10 = unpack4x8unorm(words[t.i10]).bgr;
+    let c01 = unpack4x8unorm(words[t.i01]).bgr;
+    let c11 = unpack4x8unorm(words[t.i11]).bgr;
+    return shown(bilinear(t, c00, c10, c01, c11));
+}
+
+fn half4(p: vec2<u32>) -> vec3<f32> {
+    return vec3<f32>(unpack2x16float(p.x), unpack2x16float(p.y).x);
+}
+
+@fragment
+fn fs_buffer_rgba16f(in: VsOut) -> @location(0) vec4<f32> {
+    let t = taps(in.uv);
+    let c00 = half4(pairs[t.i00]);
+    let c10 = half4(pairs[t.i10]);
+    let c01 = half4(pairs[t.i01]);
+    let c11 = half4(pairs[t.i11]);
+    return shown(bilinear(t, c00, c10, c01, c11));
+}
+
+@fragment
+fn fs_buffer_rgba32f(in: VsOut) -> @location(0) vec4<f32> {
+    let t = taps(in.uv);
+    let c00 = bitcast<vec4<f32>>(quads[t.i00]).rgb;
+    let c10 = bitcast<vec4<f32>>(quads[t.i10]).rgb;
+    let c01 = bitcast<vec4<f32>>(quads[t.i01]).rgb;
+    let c11 = bitcast<vec4<f32>>(quads[t.i11]).rgb;
+    return shown(bilinear(t, c00, c10, c01, c11));
+}
+
+// One float channel, shown grey (`shown` repeats red).
+@fragment
+fn fs_buffer_r32f(in: VsOut) -> @location(0) vec4<f32> {
+    let t = taps(in.uv);
+    let c00 = vec3<f32>(bitcast<f32>(words[t.i00]), 0.0, 0.0);
+    let c10 = vec3<f32>(bitcast<f32>(words[t.i10]), 0.0, 0.0);
+    let c01 = vec3<f32>(bitcast<f32>(words[t.i01]), 0.0, 0.0);
+    let c11 = vec3<f32>(bitcast<f32>(words[t.i11]), 0.0, 0.0);
+    return shown(bilinear(t, c00, c10, c01, c11));
 }

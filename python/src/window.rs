@@ -258,7 +258,7 @@ impl Shown {
         let size = Size { width: desc.extent.width, height: desc.extent.height };
         let director = spec::fed_director(size, first);
         let session = Session::start(&self.gpu, &spec::fed_spec(desc, feed.clone()), &director, size, base)?;
-        self.presenter.bind_shared(session.interop.frame_images())?;
+        self.presenter.bind_shared(session.interop.frames())?;
         self.session = Some(session);
         self.feed = Some(feed);
         Ok(())

@@ -96,7 +96,7 @@ core_value_enum!(Format {
 core_value_enum!(Layout {
     Array = "array": "A Vulkan image CUDA maps as an array: surface (and texture) objects",
     Buffer = "buffer": "A Vulkan buffer CUDA maps as linear memory: a pointer and a pitch \
-        (what tensor libraries write); Vulkan copies it into an image to draw it",
+        (what tensor libraries write); the draw pass reads it as a storage buffer",
 });
 
 core_value_enum!(QueueKind {

@@ -350,7 +350,7 @@ pub(crate) fn run_session(
         );
     }
     let mut session = Session::start(gpu, &args.spec(), director, size, args.timeline_base)?;
-    if let Err(e) = offscreen.bind(session.interop.frame_images()) {
+    if let Err(e) = offscreen.bind(session.interop.frames()) {
         let _ = session.stop(offscreen, false);
         return Err(e);
     }

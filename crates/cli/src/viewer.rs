@@ -266,7 +266,7 @@ impl Viewer {
         }
         let run =
             Session::start(&gpu, &spec_with(args, reload.as_ref()), &director, size, args.timeline_base)?;
-        presenter.bind_shared(run.interop.frame_images())?;
+        presenter.bind_shared(run.interop.frames())?;
         Ok(Self {
             run: Some(run),
             presenter,
@@ -415,7 +415,7 @@ impl Viewer {
             // Frame numbers restart with the new session.
             self.reload.iter().for_each(|r| r.link().forget_swap());
             let run = Session::start(&self.gpu, &spec, &self.director, wanted, base)?;
-            self.presenter.bind_shared(run.interop.frame_images())?;
+            self.presenter.bind_shared(run.interop.frames())?;
             self.run = Some(run);
         }
         // The frame moved in the window (or changed size): where is the pointer now?

@@ -42,6 +42,16 @@ pub enum Source<'a> {
     Buffer(&'a SharedBuffer),
 }
 
+/// All the frames of a session, as a consumer that binds them up front (the
+/// draw pass) reads them.
+#[derive(Clone, Copy)]
+pub enum Frames<'a> {
+    /// The shared images, or the images the loop copies shared buffers into.
+    Images(&'a [SharedImage]),
+    /// The shared buffers themselves.
+    Buffers(&'a [SharedBuffer]),
+}
+
 /// What a consumer does with the ready frame.
 pub trait Consume {
     /// The stage and access of the consumer's first (and last) use of the

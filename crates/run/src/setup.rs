@@ -9,6 +9,7 @@ use anyhow::{bail, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
+use crate::consumer::Frames;
 use crate::feed::device::FedCudaProducer;
 use crate::feed::host::FedProducer;
 use crate::feed::Feed;
@@ -151,22 +152,45 @@ pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result
 
 /// The interop objects: the core's shared frames (plan, images or buffers,
 /// timelines), for a host producer the staging buffers the consumer uploads
-/// from, and for the buffer layout the images the consumer copies each
-/// buffer into when it reads images (the draw pass).
+/// from, and for buffers too large for the draw pass to read as storage
+/// buffers the images the consumer copies each buffer into when it draws.
 pub struct Interop {
     /// Plan, shared images and timelines; shared with a host producer's thread.
     pub shared: Arc<SharedFrames>,
     /// CPU and staging producers only: the staging buffers the consumer uploads from.
     pub staging: Option<Arc<Vec<Buffer>>>,
-    /// Buffer layout only: one image per shared buffer (Vulkan's own, in `GENERAL`).
+    /// Buffers beyond the device's storage-buffer range only: one image per
+    /// shared buffer (Vulkan's own, in `GENERAL`).
     pub views: Option<Arc<Vec<SharedImage>>>,
 }
 
 impl Interop {
-    /// The images a consumer reads the frames from: the shared images, or the buffers' views.
-    pub fn frame_images(&self) -> &[SharedImage] {
-        self.views.as_deref().map_or(&self.shared.images, |v| v.as_slice())
+    /// What the draw pass binds: the shared images, the shared buffers, or
+    /// (too large to read as storage buffers) the buffers' view images.
+    pub fn frames(&self) -> Frames<'_> {
+        match (&self.views, self.shared.desc.layout) {
+            (Some(views), _) => Frames::Images(views),
+            (None, Layout::Buffer) => Frames::Buffers(&self.shared.buffers),
+            (None, Layout::Array) => Frames::Images(&self.shared.images),
+        }
     }
+}
+
+/// Whether the draw pass can read a shared buffer of `desc` as a storage
+/// buffer (the frame fits the device's `maxStorageBufferRange`).
+pub fn drawable_buffer(device: &Device, desc: &FrameDesc) -> bool {
+    // SAFETY: the physical device belongs to the device's instance.
+    let limits = unsafe { device.instance.get_physical_device_properties(device.info.physical) }.limits;
+    let fits = desc.bytes() <= u64::from(limits.max_storage_buffer_range);
+    if !fits {
+        log::info!(
+            "a {desc} frame is {} bytes, beyond this device's storage-buffer range ({} bytes): the draw \
+             pass reads each buffer through an image it is copied into",
+            desc.bytes(),
+            limits.max_storage_buffer_range
+        );
+    }
+    fits
 }
 
 /// A producer ready to be moved onto its thread.
@@ -362,9 +386,9 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
     let export_images = gpu.cuda.is_some() || check_export(device, &desc).is_ok();
     let shared = SharedFrames::with_images(device, plan, desc, export_images, gpu.cuda.is_some())?;
     let shared = Arc::new(shared);
-    let views = match desc.layout {
-        Layout::Array => None,
-        Layout::Buffer => Some(Arc::new(view_images(device, &desc, plan.images())?)),
+    let views = match desc.layout == Layout::Buffer && !drawable_buffer(device, &desc) {
+        true => Some(Arc::new(view_images(device, &desc, plan.images())?)),
+        false => None,
     };
     let staging_buffers = || -> Result<Arc<Vec<Buffer>>> {
         let usage = vk::BufferUsageFlags::TRANSFER_SRC;

@@ -22,7 +22,7 @@ use ash::vk;
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 use indicatif::ProgressBar;
 
-use crate::consumer::{Completed, Consume, FrameLoop, Source, Submission};
+use crate::consumer::{Completed, Consume, FrameLoop, Frames, Source, Submission};
 use crate::director::Director;
 use crate::kernels::{self, Out, SceneKernels};
 use crate::kinds::Handover;
@@ -57,7 +57,7 @@ pub fn run(
     let kind = spec.handover;
     director.resize(size.width, size.height);
     let mut rig = Rig::new(gpu, spec, base, director.clone(), size)?;
-    offscreen.bind(&rig.shared.images)?;
+    offscreen.bind(Frames::Images(&rig.shared.images))?;
     let mut stop = Stop { clock: SpanClock::new(span), limit: spec.frames, caught, progress };
     let outcome = match kind {
         Handover::CpuGated => cpu_gated::run(&mut rig, offscreen, &mut stop),

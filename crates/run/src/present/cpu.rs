@@ -14,10 +14,10 @@ use gpu_allocator::MemoryLocation;
 use winit::window::Window;
 
 use super::draw::{DrawPass, DrawTarget};
-use super::readback::copy_to_host;
+use super::readback::{copy_to_host, Readable};
+use crate::consumer::Source;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::memory::Buffer;
-use vkcuda::vk::shared_image::SharedImage;
 use vkcuda::FrameDesc;
 
 /// The window-sized target, one readback buffer per frame slot, and the window's softbuffer surface.
@@ -88,11 +88,12 @@ impl CpuOutput {
         cmd: vk::CommandBuffer,
         (slot, frame): (usize, u64),
         pass: &DrawPass,
-        image: &SharedImage,
+        shown: Source<'_>,
     ) -> Result<()> {
         let target = self.target.as_ref().context("no target")?;
-        target.record(cmd, pass, image, true)?;
-        copy_to_host(&self.device.raw, cmd, target.raw(), &self.buffers[slot], target.extent);
+        target.record(cmd, pass, shown, true)?;
+        let drawn = Readable::Image(target.raw());
+        copy_to_host(&self.device.raw, cmd, drawn, &self.buffers[slot], target.extent);
         self.pending[slot] = Some(frame);
         Ok(())
     }

@@ -1,17 +1,19 @@
-//! The viewer's draw pass: a fullscreen triangle that samples the ready
-//! shared image, letterboxed to keep its aspect ratio, into a colour target
-//! (a swapchain image, in [`super::window`]).
+//! The viewer's draw pass: a fullscreen triangle that shows the ready
+//! shared frame, letterboxed to keep its aspect ratio, into a colour target
+//! (a swapchain image, in [`super::window`]). It samples a shared image, or
+//! reads a shared buffer as a storage buffer and filters it in the shader:
+//! the buffer layout is drawn without a per-frame copy into an image.
 
 use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
+use crate::consumer::{Frames, Source};
 use crate::scene::letterbox;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{image_barrier, record_image_barrier, COLOR};
 use vkcuda::vk::memory::Image;
-use vkcuda::vk::shared_image::SharedImage;
 use vkcuda::Format;
 
 /// The format of every image the draw pass draws into offscreen (the
@@ -25,7 +27,12 @@ struct Show {
     exposure: f32,
     mono: u32,
     encode_srgb: u32,
-    pad: u32,
+    width: u32,
+    height: u32,
+    /// 1: drawn at the frame's own size (one texel per pixel, no filtering).
+    exact: u32,
+    /// The shader's struct is 32 bytes.
+    pad: [u32; 2],
 }
 
 /// At most this many shared images (`--buffers` is 1..=3 in a window).
@@ -33,75 +40,72 @@ const MAX_SHARED: usize = 3;
 
 const SPIRV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/present.spv"));
 
-/// The pipeline, its sampler, and one descriptor set per shared image.
-pub struct DrawPass {
-    device: Arc<Device>,
-    format: vk::Format,
+/// One pipeline of the pass: what it binds, and how.
+#[derive(Default)]
+struct Pipe {
     set_layout: vk::DescriptorSetLayout,
     layout: vk::PipelineLayout,
     pipeline: vk::Pipeline,
+    /// Its descriptor sets, one per shared frame it can be bound to.
+    sets: Vec<vk::DescriptorSet>,
+}
+
+/// A shared frame the pass is bound to: its image or buffer, the image's view
+/// (null for a buffer), and the descriptor set that reads it.
+struct Bound {
+    handle: u64,
+    view: vk::ImageView,
+    set: vk::DescriptorSet,
+}
+
+/// The two pipelines (images, buffers), the sampler, and the bound frames.
+pub struct DrawPass {
+    device: Arc<Device>,
+    format: vk::Format,
+    /// Samples a shared image (`fs_main`).
+    images: Pipe,
+    /// Reads a shared buffer (`fs_buffer_*`); its pipeline is made for the
+    /// format of the buffers bound last.
+    buffers: Pipe,
+    buffer_format: Option<Format>,
     sampler: vk::Sampler,
     pool: vk::DescriptorPool,
-    sets: Vec<vk::DescriptorSet>,
-    /// Per shared image: the image, its view, and the descriptor set that samples it.
-    shared: Vec<(vk::Image, vk::ImageView, vk::DescriptorSet)>,
+    shared: Vec<Bound>,
+    /// Whether `shared` holds buffers.
+    bound_to_buffers: bool,
     shared_extent: vk::Extent2D,
     shared_format: Format,
     /// What the shown colours are multiplied by before they are clamped (float frames' exposure).
     pub exposure: f32,
 }
 
+/// The image pipeline's bindings: the image and the sampler.
+const IMAGE_BINDINGS: [(u32, vk::DescriptorType); 2] =
+    [(0, vk::DescriptorType::SAMPLED_IMAGE), (1, vk::DescriptorType::SAMPLER)];
+/// The buffer pipeline's bindings: the buffer as 32-, 64- and 128-bit elements.
+const BUFFER_BINDINGS: [(u32, vk::DescriptorType); 3] = [
+    (2, vk::DescriptorType::STORAGE_BUFFER),
+    (3, vk::DescriptorType::STORAGE_BUFFER),
+    (4, vk::DescriptorType::STORAGE_BUFFER),
+];
+
 impl DrawPass {
-    /// The pipeline for colour targets of `format`.
+    /// The pipelines for colour targets of `format`.
     pub fn new(device: Arc<Device>, format: vk::Format) -> Result<Self> {
         let mut this = Self {
             device,
             format,
-            set_layout: vk::DescriptorSetLayout::null(),
-            layout: vk::PipelineLayout::null(),
-            pipeline: vk::Pipeline::null(),
+            images: Pipe::default(),
+            buffers: Pipe::default(),
+            buffer_format: None,
             sampler: vk::Sampler::null(),
             pool: vk::DescriptorPool::null(),
-            sets: Vec::new(),
             shared: Vec::new(),
+            bound_to_buffers: false,
             shared_extent: vk::Extent2D::default(),
             shared_format: Format::Rgba8,
             exposure: 1.0,
         };
-        this.create_pipeline()?;
-        Ok(this)
-    }
-
-    fn create_pipeline(&mut self) -> Result<()> {
-        let dev = &self.device.raw;
-        let bindings = [
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(0)
-                .descriptor_type(vk::DescriptorType::SAMPLED_IMAGE)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::FRAGMENT),
-            vk::DescriptorSetLayoutBinding::default()
-                .binding(1)
-                .descriptor_type(vk::DescriptorType::SAMPLER)
-                .descriptor_count(1)
-                .stage_flags(vk::ShaderStageFlags::FRAGMENT),
-        ];
-        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
-        // SAFETY: valid create info; destroyed in Drop.
-        self.set_layout = unsafe { dev.create_descriptor_set_layout(&info, None) }?;
-        let set_layouts = [self.set_layout];
-        let push = [vk::PushConstantRange::default()
-            .stage_flags(vk::ShaderStageFlags::FRAGMENT)
-            .size(std::mem::size_of::<Show>() as u32)];
-        // SAFETY: valid create info; destroyed in Drop.
-        self.layout = unsafe {
-            dev.create_pipeline_layout(
-                &vk::PipelineLayoutCreateInfo::default()
-                    .set_layouts(&set_layouts)
-                    .push_constant_ranges(&push),
-                None,
-            )
-        }?;
         let sampler = vk::SamplerCreateInfo::default()
             .mag_filter(vk::Filter::LINEAR)
             .min_filter(vk::Filter::LINEAR)
@@ -109,8 +113,98 @@ impl DrawPass {
             .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
             .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE);
         // SAFETY: valid create info; destroyed in Drop.
-        self.sampler = unsafe { dev.create_sampler(&sampler, None) }?;
+        this.sampler = unsafe { this.device.raw.create_sampler(&sampler, None) }?;
+        this.images = this.create_pipe(&IMAGE_BINDINGS, Some(c"fs_main"))?;
+        this.buffers = this.create_pipe(&BUFFER_BINDINGS, None)?;
+        this.allocate_sets()?;
+        Ok(this)
+    }
 
+    /// Whether the pass reads shared buffers themselves (bound with
+    /// [`Frames::Buffers`]), rather than images.
+    pub fn reads_buffers(&self) -> bool {
+        self.bound_to_buffers
+    }
+
+    /// The stage and access of the pass's read of a shared frame.
+    pub fn frame_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+        let access = match self.bound_to_buffers {
+            true => vk::AccessFlags2::SHADER_STORAGE_READ,
+            false => vk::AccessFlags2::SHADER_SAMPLED_READ,
+        };
+        (vk::PipelineStageFlags2::FRAGMENT_SHADER, access)
+    }
+
+    /// One descriptor pool with [`MAX_SHARED`] sets of each pipeline's layout.
+    fn allocate_sets(&mut self) -> Result<()> {
+        let dev = &self.device.raw;
+        let n = MAX_SHARED as u32;
+        let sizes = [
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::SAMPLED_IMAGE, descriptor_count: n },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::SAMPLER, descriptor_count: n },
+            vk::DescriptorPoolSize { ty: vk::DescriptorType::STORAGE_BUFFER, descriptor_count: 3 * n },
+        ];
+        let info = vk::DescriptorPoolCreateInfo::default().max_sets(2 * n).pool_sizes(&sizes);
+        // SAFETY: valid create info; destroyed in Drop.
+        self.pool = unsafe { dev.create_descriptor_pool(&info, None) }?;
+        for pipe in [&mut self.images, &mut self.buffers] {
+            let layouts = [pipe.set_layout; MAX_SHARED];
+            let alloc =
+                vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.pool).set_layouts(&layouts);
+            // SAFETY: the pool has room for MAX_SHARED sets of each layout.
+            pipe.sets = unsafe { dev.allocate_descriptor_sets(&alloc) }?;
+        }
+        Ok(())
+    }
+
+    /// The layouts for `bindings` (set 0), and the pipeline whose fragment
+    /// shader is `entry` (`None`: made later, [`DrawPass::bind_shared`]).
+    fn create_pipe(
+        &self,
+        bindings: &[(u32, vk::DescriptorType)],
+        entry: Option<&std::ffi::CStr>,
+    ) -> Result<Pipe> {
+        let dev = &self.device.raw;
+        let bindings: Vec<_> = bindings
+            .iter()
+            .map(|&(binding, ty)| {
+                vk::DescriptorSetLayoutBinding::default()
+                    .binding(binding)
+                    .descriptor_type(ty)
+                    .descriptor_count(1)
+                    .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+            })
+            .collect();
+        let info = vk::DescriptorSetLayoutCreateInfo::default().bindings(&bindings);
+        // SAFETY: valid create info; destroyed in Drop (through `Pipe::destroy`).
+        let set_layout = unsafe { dev.create_descriptor_set_layout(&info, None) }?;
+        let mut pipe = Pipe { set_layout, ..Pipe::default() };
+        let set_layouts = [pipe.set_layout];
+        let push = [vk::PushConstantRange::default()
+            .stage_flags(vk::ShaderStageFlags::FRAGMENT)
+            .size(std::mem::size_of::<Show>() as u32)];
+        let info =
+            vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&push);
+        // SAFETY: valid create info; destroyed in Drop (through `Pipe::destroy`).
+        pipe.layout = match unsafe { dev.create_pipeline_layout(&info, None) } {
+            Ok(layout) => layout,
+            Err(e) => {
+                pipe.destroy(dev);
+                return Err(e.into());
+            }
+        };
+        match entry.map(|entry| self.create_pipeline(pipe.layout, entry)).transpose() {
+            Ok(pipeline) => pipe.pipeline = pipeline.unwrap_or_default(),
+            Err(e) => {
+                pipe.destroy(dev);
+                return Err(e);
+            }
+        }
+        Ok(pipe)
+    }
+
+    fn create_pipeline(&self, layout: vk::PipelineLayout, entry: &std::ffi::CStr) -> Result<vk::Pipeline> {
+        let dev = &self.device.raw;
         let code = ash::util::read_spv(&mut std::io::Cursor::new(SPIRV)).context("reading present.spv")?;
         // SAFETY: SPIR-V produced and validated by naga at build time.
         let module =
@@ -123,7 +217,7 @@ impl DrawPass {
             vk::PipelineShaderStageCreateInfo::default()
                 .stage(vk::ShaderStageFlags::FRAGMENT)
                 .module(module)
-                .name(c"fs_main"),
+                .name(entry),
         ];
         let vertex_input = vk::PipelineVertexInputStateCreateInfo::default();
         let assembly = vk::PipelineInputAssemblyStateCreateInfo::default()
@@ -152,97 +246,144 @@ impl DrawPass {
             .multisample_state(&multisample)
             .color_blend_state(&blend)
             .dynamic_state(&dynamic)
-            .layout(self.layout)
+            .layout(layout)
             .push_next(&mut rendering);
         // SAFETY: every pointer in `info` points into locals that outlive the call.
         let pipelines = unsafe { dev.create_graphics_pipelines(vk::PipelineCache::null(), &[info], None) };
         // SAFETY: the module is only needed while the pipeline is created.
         unsafe { dev.destroy_shader_module(module, None) };
-        self.pipeline = pipelines.map_err(|(_, e)| e).context("creating the present pipeline")?[0];
+        Ok(pipelines.map_err(|(_, e)| e).context("creating the present pipeline")?[0])
+    }
+
+    /// Points the descriptor sets at a new session's shared frames (after
+    /// the interop is (re)built). The pool and sets live as long as the pass.
+    pub fn bind_shared(&mut self, frames: Frames<'_>) -> Result<()> {
+        self.release_views();
+        let count = match frames {
+            Frames::Images(images) => images.len(),
+            Frames::Buffers(buffers) => buffers.len(),
+        };
+        if count > MAX_SHARED {
+            bail!("{count} shared frames, the presenter has sets for {MAX_SHARED}");
+        }
+        match frames {
+            Frames::Images(images) => {
+                for (image, &set) in images.iter().zip(&self.images.sets) {
+                    let view = self.bind_image(image.image, image.format, set)?;
+                    self.shared.push(Bound { handle: vk::Handle::as_raw(image.image), view, set });
+                }
+            }
+            Frames::Buffers(buffers) => {
+                if let Some(first) = buffers.first() {
+                    self.buffer_pipeline(first.desc.format)?;
+                }
+                for (buffer, &set) in buffers.iter().zip(&self.buffers.sets) {
+                    let info = [vk::DescriptorBufferInfo::default().buffer(buffer.buffer).range(buffer.size)];
+                    let writes = BUFFER_BINDINGS.map(|(binding, ty)| {
+                        vk::WriteDescriptorSet::default()
+                            .dst_set(set)
+                            .dst_binding(binding)
+                            .descriptor_type(ty)
+                            .buffer_info(&info)
+                    });
+                    // SAFETY: the queue is idle (interop rebuilds drain first), so no pending
+                    // command buffer uses the set.
+                    unsafe { self.device.raw.update_descriptor_sets(&writes, &[]) };
+                    let handle = vk::Handle::as_raw(buffer.buffer);
+                    self.shared.push(Bound { handle, view: vk::ImageView::null(), set });
+                }
+            }
+        }
+        self.bound_to_buffers = matches!(frames, Frames::Buffers(_));
+        let desc = match frames {
+            Frames::Images(images) => images.first().map(|i| (i.extent, i.format)),
+            Frames::Buffers(buffers) => buffers.first().map(|b| (b.desc.extent, b.desc.format)),
+        };
+        (self.shared_extent, self.shared_format) = desc.unwrap_or((vk::Extent2D::default(), Format::Rgba8));
         Ok(())
     }
 
-    /// Points the descriptor sets at `images` (after the interop is (re)built).
-    /// The pool and sets live as long as the presenter; only the views change.
-    pub fn bind_shared(&mut self, images: &[SharedImage]) -> Result<()> {
-        self.release_views();
-        let dev = &self.device.raw;
-        if self.pool == vk::DescriptorPool::null() {
-            let n = MAX_SHARED as u32;
-            let sizes = [
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::SAMPLED_IMAGE, descriptor_count: n },
-                vk::DescriptorPoolSize { ty: vk::DescriptorType::SAMPLER, descriptor_count: n },
-            ];
-            let info = vk::DescriptorPoolCreateInfo::default().max_sets(n).pool_sizes(&sizes);
-            // SAFETY: valid create info; destroyed in Drop.
-            self.pool = unsafe { dev.create_descriptor_pool(&info, None) }?;
-            let layouts = [self.set_layout; MAX_SHARED];
-            let alloc =
-                vk::DescriptorSetAllocateInfo::default().descriptor_pool(self.pool).set_layouts(&layouts);
-            // SAFETY: the pool has room for MAX_SHARED sets.
-            self.sets = unsafe { dev.allocate_descriptor_sets(&alloc) }?;
+    /// Makes the buffer pipeline for `format`, unless it is made (queue idle).
+    fn buffer_pipeline(&mut self, format: Format) -> Result<()> {
+        if self.buffer_format == Some(format) {
+            return Ok(());
         }
-        if images.len() > self.sets.len() {
-            bail!("{} shared images, the presenter has sets for {}", images.len(), self.sets.len());
-        }
-        for (image, &set) in images.iter().zip(&self.sets) {
-            let view_info = vk::ImageViewCreateInfo::default()
-                .image(image.image)
-                .view_type(vk::ImageViewType::TYPE_2D)
-                .format(image.format.vk())
-                .subresource_range(COLOR);
-            // SAFETY: a live image; destroyed in release_views.
-            let view = unsafe { dev.create_image_view(&view_info, None) }?;
-            self.shared.push((image.image, view, set));
-            let image_info =
-                [vk::DescriptorImageInfo::default().image_view(view).image_layout(vk::ImageLayout::GENERAL)];
-            let sampler_info = [vk::DescriptorImageInfo::default().sampler(self.sampler)];
-            let writes = [
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(0)
-                    .descriptor_type(vk::DescriptorType::SAMPLED_IMAGE)
-                    .image_info(&image_info),
-                vk::WriteDescriptorSet::default()
-                    .dst_set(set)
-                    .dst_binding(1)
-                    .descriptor_type(vk::DescriptorType::SAMPLER)
-                    .image_info(&sampler_info),
-            ];
-            // SAFETY: the queue is idle (interop rebuilds drain first), so no pending command
-            // buffer uses the set.
-            unsafe { dev.update_descriptor_sets(&writes, &[]) };
-        }
-        self.shared_extent = images.first().map(|i| i.extent).unwrap_or_default();
-        self.shared_format = images.first().map_or(Format::Rgba8, |i| i.format);
+        let entry = match format {
+            Format::Rgba8 => c"fs_buffer_rgba8",
+            Format::Rgba8Srgb => c"fs_buffer_rgba8_srgb",
+            Format::Bgra8 => c"fs_buffer_bgra8",
+            Format::Rgba16f => c"fs_buffer_rgba16f",
+            Format::Rgba32f => c"fs_buffer_rgba32f",
+            Format::R32f => c"fs_buffer_r32f",
+        };
+        let pipeline = self.create_pipeline(self.buffers.layout, entry)?;
+        let old = std::mem::replace(&mut self.buffers.pipeline, pipeline);
+        // SAFETY: the queue is idle (interop rebuilds drain first): no command buffer uses it.
+        unsafe { self.device.raw.destroy_pipeline(old, None) };
+        self.buffer_format = Some(format);
         Ok(())
+    }
+
+    /// A view of `image` for `set` to sample (the caller keeps it in `shared`).
+    fn bind_image(&self, image: vk::Image, format: Format, set: vk::DescriptorSet) -> Result<vk::ImageView> {
+        let dev = &self.device.raw;
+        let view_info = vk::ImageViewCreateInfo::default()
+            .image(image)
+            .view_type(vk::ImageViewType::TYPE_2D)
+            .format(format.vk())
+            .subresource_range(COLOR);
+        // SAFETY: a live image; destroyed in release_views.
+        let view = unsafe { dev.create_image_view(&view_info, None) }?;
+        let image_info =
+            [vk::DescriptorImageInfo::default().image_view(view).image_layout(vk::ImageLayout::GENERAL)];
+        let sampler_info = [vk::DescriptorImageInfo::default().sampler(self.sampler)];
+        let writes = [
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(0)
+                .descriptor_type(vk::DescriptorType::SAMPLED_IMAGE)
+                .image_info(&image_info),
+            vk::WriteDescriptorSet::default()
+                .dst_set(set)
+                .dst_binding(1)
+                .descriptor_type(vk::DescriptorType::SAMPLER)
+                .image_info(&sampler_info),
+        ];
+        // SAFETY: the queue is idle (interop rebuilds drain first), so no pending command
+        // buffer uses the set.
+        unsafe { dev.update_descriptor_sets(&writes, &[]) };
+        Ok(view)
     }
 
     fn release_views(&mut self) {
         // SAFETY: called with the queue idle (interop rebuilds drain first); the views are ours.
         unsafe {
-            for (_, view, _) in self.shared.drain(..) {
-                self.device.raw.destroy_image_view(view, None);
+            for bound in self.shared.drain(..).filter(|b| b.view != vk::ImageView::null()) {
+                self.device.raw.destroy_image_view(bound.view, None);
             }
         }
     }
 
     /// Records the pass: clears `target` (a `COLOR_ATTACHMENT_OPTIMAL` view of
-    /// `extent` pixels) and draws `image` (bound with [`DrawPass::bind_shared`]) letterboxed.
+    /// `extent` pixels) and draws `frame` (bound with [`DrawPass::bind_shared`]) letterboxed.
     pub fn record(
         &self,
         cmd: vk::CommandBuffer,
-        image: &SharedImage,
+        frame: Source<'_>,
         target: vk::ImageView,
         extent: vk::Extent2D,
     ) -> Result<()> {
         let dev = &self.device.raw;
+        let (handle, pipe) = match frame {
+            Source::Image(image) => (vk::Handle::as_raw(image.image), &self.images),
+            Source::Buffer(buffer) => (vk::Handle::as_raw(buffer.buffer), &self.buffers),
+        };
         let set = self
             .shared
             .iter()
-            .find(|(i, _, _)| *i == image.image)
-            .map(|s| s.2)
-            .ok_or_else(|| anyhow!("shared image not bound to the draw pass"))?;
+            .find(|b| b.handle == handle && (pipe.sets.contains(&b.set)))
+            .map(|b| b.set)
+            .ok_or_else(|| anyhow!("shared frame not bound to the draw pass"))?;
         let attachments = [vk::RenderingAttachmentInfo::default()
             .image_view(target)
             .image_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
@@ -265,16 +406,19 @@ impl DrawPass {
             exposure: self.exposure,
             mono: u32::from(self.shared_format == Format::R32f),
             encode_srgb: u32::from(self.shared_format == Format::Rgba8Srgb),
-            pad: 0,
+            width: self.shared_extent.width,
+            height: self.shared_extent.height,
+            exact: u32::from(bx.extent == self.shared_extent),
+            pad: [0; 2],
         };
         // SAFETY: recording; every handle is live.
         unsafe {
             dev.cmd_begin_rendering(cmd, &rendering);
-            dev.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, self.pipeline);
-            dev.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::GRAPHICS, self.layout, 0, &[set], &[]);
+            dev.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, pipe.pipeline);
+            dev.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::GRAPHICS, pipe.layout, 0, &[set], &[]);
             dev.cmd_set_viewport(cmd, 0, &[viewport]);
             dev.cmd_set_scissor(cmd, 0, &[whole]);
-            dev.cmd_push_constants(cmd, self.layout, vk::ShaderStageFlags::FRAGMENT, 0, &show.bytes());
+            dev.cmd_push_constants(cmd, pipe.layout, vk::ShaderStageFlags::FRAGMENT, 0, &show.bytes());
             dev.cmd_draw(cmd, 3, 1, 0, 0);
             dev.cmd_end_rendering(cmd);
         }
@@ -283,12 +427,25 @@ impl DrawPass {
 }
 
 impl Show {
-    fn bytes(&self) -> [u8; 16] {
-        let mut b = [0u8; 16];
+    fn bytes(&self) -> [u8; std::mem::size_of::<Show>()] {
+        let words = [self.mono, self.encode_srgb, self.width, self.height, self.exact];
+        let mut b = [0u8; std::mem::size_of::<Show>()];
         b[0..4].copy_from_slice(&self.exposure.to_ne_bytes());
-        b[4..8].copy_from_slice(&self.mono.to_ne_bytes());
-        b[8..12].copy_from_slice(&self.encode_srgb.to_ne_bytes());
+        for (i, w) in words.iter().enumerate() {
+            b[4 + 4 * i..8 + 4 * i].copy_from_slice(&w.to_ne_bytes());
+        }
         b
+    }
+}
+
+impl Pipe {
+    fn destroy(&mut self, dev: &ash::Device) {
+        // SAFETY: the owner waited for the queue; the objects are ours (null ones are ignored).
+        unsafe {
+            dev.destroy_pipeline(self.pipeline, None);
+            dev.destroy_pipeline_layout(self.layout, None);
+            dev.destroy_descriptor_set_layout(self.set_layout, None);
+        }
     }
 }
 
@@ -328,13 +485,13 @@ impl DrawTarget {
         self.image.raw
     }
 
-    /// Records `pass` drawing `image` into the target; with `then_copy`, leaves
+    /// Records `pass` drawing `frame` into the target; with `then_copy`, leaves
     /// the target in `GENERAL`, ready to be copied from.
     pub fn record(
         &self,
         cmd: vk::CommandBuffer,
         pass: &DrawPass,
-        image: &SharedImage,
+        frame: Source<'_>,
         then_copy: bool,
     ) -> Result<()> {
         let dev = &self.device.raw;
@@ -344,7 +501,7 @@ impl DrawTarget {
             .old_layout(vk::ImageLayout::UNDEFINED)
             .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
         record_image_barrier(dev, cmd, to_color);
-        pass.record(cmd, image, self.view, self.extent)?;
+        pass.record(cmd, frame, self.view, self.extent)?;
         if then_copy {
             let to_copy = image_barrier(self.image.raw, COLOR_W, COPY_R)
                 .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
@@ -364,11 +521,10 @@ impl Drop for DrawTarget {
 impl Drop for DrawPass {
     fn drop(&mut self) {
         self.release_views();
-        // SAFETY: the owner waited for the queue before dropping; all objects are ours.
+        self.images.destroy(&self.device.raw);
+        self.buffers.destroy(&self.device.raw);
+        // SAFETY: the owner waited for the queue before dropping; both objects are ours.
         unsafe {
-            self.device.raw.destroy_pipeline(self.pipeline, None);
-            self.device.raw.destroy_pipeline_layout(self.layout, None);
-            self.device.raw.destroy_descriptor_set_layout(self.set_layout, None);
             self.device.raw.destroy_sampler(self.sampler, None);
             self.device.raw.destroy_descriptor_pool(self.pool, None);
         }

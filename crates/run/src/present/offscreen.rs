@@ -1,6 +1,7 @@
-//! The headless consumer: copies the ready shared image into a device-local
-//! target image (`--consume copy`), or draws it there with the viewer's draw
-//! pass, letterboxed into a target of another size (`--consume draw`, on a
+//! The headless consumer: copies the ready shared frame into a device-local
+//! target of its layout (`--consume copy`: an image for the array layout, a
+//! buffer for the buffer layout), or draws it with the viewer's draw pass,
+//! letterboxed into a target image of another size (`--consume draw`, on a
 //! graphics queue: the viewer's GPU work without a window). Every K-th frame
 //! also copies the target into a host-visible readback buffer, whose bytes go
 //! to the PNG pool once the frame is consumed.
@@ -11,20 +12,27 @@ use anyhow::{bail, Result};
 use ash::vk;
 
 use super::draw::{DrawPass, DrawTarget, DISPLAY_FORMAT};
-use super::readback::Readback;
-use crate::consumer::{Consume, Source};
+use super::readback::{Readable, Readback};
+use crate::consumer::{Consume, Frames, Source};
 use crate::kinds::ConsumeKind;
 use crate::sink::SinkReport;
 use vkcuda::vk::device::Device;
-use vkcuda::vk::frame::{copy_layers, image_barrier, record_image_barrier};
-use vkcuda::vk::memory::Image;
-use vkcuda::vk::shared_image::SharedImage;
-use vkcuda::FrameDesc;
+use vkcuda::vk::frame::{buffer_barrier, copy_layers, image_barrier, record_image_barrier};
+use vkcuda::vk::memory::{Buffer, Image};
+use vkcuda::{FrameDesc, Layout};
+
+/// Where `--consume copy` copies a frame: a frame of the shared frames' layout.
+enum CopyTarget {
+    /// An image in `GENERAL` (array layout).
+    Image(Image),
+    /// A buffer of one packed frame (buffer layout).
+    Buffer(Buffer),
+}
 
 /// What the consumer does with each frame, and its target.
 enum Mode {
-    /// `copies` full-image copies into `target`.
-    Copy { copies: u32, target: Image },
+    /// `copies` full copies of the frame into `target`.
+    Copy { copies: u32, target: CopyTarget },
     /// The draw pass into `target`.
     Draw { pass: Box<DrawPass>, target: DrawTarget },
 }
@@ -63,17 +71,7 @@ impl Offscreen {
         readback: Option<Readback>,
     ) -> Result<Self> {
         let mode = match kind {
-            ConsumeKind::Copy => {
-                let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
-                let format = frame.format.vk();
-                let target = Image::new(device.clone(), "offscreen target", format, extent, usage)?;
-                device.run_once("preparing the offscreen target", |cmd| {
-                    let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
-                    let b = image_barrier(target.raw, none, COPY_W).old_layout(vk::ImageLayout::UNDEFINED);
-                    record_image_barrier(&device.raw, cmd, b);
-                })?;
-                Mode::Copy { copies: copies.max(1), target }
-            }
+            ConsumeKind::Copy => Mode::Copy { copies: copies.max(1), target: copy_target(&device, frame)? },
             ConsumeKind::Draw => {
                 let pass = Box::new(DrawPass::new(device.clone(), DISPLAY_FORMAT)?);
                 let target = DrawTarget::new(device.clone(), "offscreen draw target", extent)?;
@@ -83,11 +81,11 @@ impl Offscreen {
         Ok(Self { device, extent, mode, dump_every, readback, last_dump: None })
     }
 
-    /// Points the draw pass at a new session's shared images (nothing to do for copies).
-    pub fn bind(&mut self, images: &[SharedImage]) -> Result<()> {
+    /// Points the draw pass at a new session's shared frames (nothing to do for copies).
+    pub fn bind(&mut self, frames: Frames<'_>) -> Result<()> {
         match &mut self.mode {
             Mode::Copy { .. } => Ok(()),
-            Mode::Draw { pass, .. } => pass.bind_shared(images),
+            Mode::Draw { pass, .. } => pass.bind_shared(frames),
         }
     }
 
@@ -96,48 +94,72 @@ impl Offscreen {
         self.readback.as_mut().map(Readback::finish).unwrap_or_default()
     }
 
-    fn record_copies(&self, cmd: vk::CommandBuffer, source: Source<'_>, (copies, target): (u32, &Image)) {
+    /// Records `copies` copies of the frame into `target`, the last one made
+    /// visible to the readback when `dump`; returns what the readback reads.
+    fn record_copies(
+        &self,
+        cmd: vk::CommandBuffer,
+        source: Source<'_>,
+        target: &CopyTarget,
+        (copies, dump): (u32, bool),
+    ) -> Result<Readable> {
         let dev = &self.device.raw;
         let extent = vk::Extent3D { width: self.extent.width, height: self.extent.height, depth: 1 };
-        // The previous frame's copies into and out of the target must finish first.
-        let b = [image_barrier(target.raw, COPY_RW, COPY_W)];
         let region = [vk::ImageCopy::default()
             .src_subresource(copy_layers())
             .dst_subresource(copy_layers())
             .extent(extent)];
-        let from_buffer =
-            [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
         let general = vk::ImageLayout::GENERAL;
-        for _ in 0..copies {
-            // SAFETY: recording; source and target are live, in GENERAL (images), and hold
-            // frames of the same size and format.
-            unsafe {
-                dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b));
-                match source {
-                    Source::Image(image) => {
-                        dev.cmd_copy_image(cmd, image.image, general, target.raw, general, &region)
-                    }
-                    Source::Buffer(buffer) => {
-                        dev.cmd_copy_buffer_to_image(cmd, buffer.buffer, target.raw, general, &from_buffer)
-                    }
+        // The previous copy into or out of the target must finish first.
+        let before = |dependency: &vk::DependencyInfo<'_>| {
+            // SAFETY: recording.
+            unsafe { dev.cmd_pipeline_barrier2(cmd, dependency) }
+        };
+        match (source, target) {
+            (Source::Image(image), CopyTarget::Image(target)) => {
+                let b = [image_barrier(target.raw, COPY_RW, COPY_W)];
+                for _ in 0..copies {
+                    before(&vk::DependencyInfo::default().image_memory_barriers(&b));
+                    // SAFETY: recording; both images are live, in GENERAL, of one size and format.
+                    unsafe { dev.cmd_copy_image(cmd, image.image, general, target.raw, general, &region) };
                 }
+                if dump {
+                    record_image_barrier(dev, cmd, image_barrier(target.raw, COPY_W, COPY_R));
+                }
+                Ok(Readable::Image(target.raw))
             }
+            (Source::Buffer(buffer), CopyTarget::Buffer(target)) => {
+                let b = [buffer_barrier(target.raw, COPY_RW, COPY_W)];
+                let whole = [vk::BufferCopy::default().size(buffer.size)];
+                for _ in 0..copies {
+                    before(&vk::DependencyInfo::default().buffer_memory_barriers(&b));
+                    // SAFETY: recording; both buffers are live and hold one packed frame.
+                    unsafe { dev.cmd_copy_buffer(cmd, buffer.buffer, target.raw, &whole) };
+                }
+                if dump {
+                    let b = [buffer_barrier(target.raw, COPY_W, COPY_R)];
+                    before(&vk::DependencyInfo::default().buffer_memory_barriers(&b));
+                }
+                Ok(Readable::Buffer(target.raw, buffer.size))
+            }
+            _ => bail!("the copy target's layout is not the shared frames'"),
         }
     }
 }
 
 impl Consume for Offscreen {
     fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
-        match self.mode {
+        match &self.mode {
             Mode::Copy { .. } => COPY_R,
-            Mode::Draw { .. } => {
-                (vk::PipelineStageFlags2::FRAGMENT_SHADER, vk::AccessFlags2::SHADER_SAMPLED_READ)
-            }
+            Mode::Draw { pass, .. } => pass.frame_use(),
         }
     }
 
     fn takes_buffers(&self) -> bool {
-        matches!(self.mode, Mode::Copy { .. })
+        match &self.mode {
+            Mode::Copy { .. } => true,
+            Mode::Draw { pass, .. } => pass.reads_buffers(),
+        }
     }
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()> {
@@ -148,17 +170,10 @@ impl Consume for Offscreen {
             self.last_dump = Some(frame);
         }
         let target = match &self.mode {
-            Mode::Copy { copies, target } => {
-                self.record_copies(cmd, source, (*copies, target));
-                if dump {
-                    record_image_barrier(&self.device.raw, cmd, image_barrier(target.raw, COPY_W, COPY_R));
-                }
-                target.raw
-            }
+            Mode::Copy { copies, target } => self.record_copies(cmd, source, target, (*copies, dump))?,
             Mode::Draw { pass, target } => {
-                let Source::Image(image) = source else { bail!("the draw pass reads images only") };
-                target.record(cmd, pass, image, dump)?;
-                target.raw()
+                target.record(cmd, pass, source, dump)?;
+                Readable::Image(target.raw())
             }
         };
         if let Some(readback) = self.readback.as_mut().filter(|_| dump) {
@@ -174,4 +189,28 @@ impl Consume for Offscreen {
     fn standalone(&self) -> bool {
         true
     }
+}
+
+/// The `--consume copy` target for frames of `frame`: an image in `GENERAL`
+/// or a buffer, as the shared frames are.
+fn copy_target(device: &Arc<Device>, frame: FrameDesc) -> Result<CopyTarget> {
+    if frame.layout == Layout::Buffer {
+        let usage = vk::BufferUsageFlags::TRANSFER_DST | vk::BufferUsageFlags::TRANSFER_SRC;
+        let location = gpu_allocator::MemoryLocation::GpuOnly;
+        return Ok(CopyTarget::Buffer(Buffer::new(
+            device.clone(),
+            "offscreen target",
+            frame.bytes(),
+            usage,
+            location,
+        )?));
+    }
+    let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
+    let target = Image::new(device.clone(), "offscreen target", frame.format.vk(), frame.extent, usage)?;
+    device.run_once("preparing the offscreen target", |cmd| {
+        let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
+        let b = image_barrier(target.raw, none, COPY_W).old_layout(vk::ImageLayout::UNDEFINED);
+        record_image_barrier(&device.raw, cmd, b);
+    })?;
+    Ok(CopyTarget::Image(target))
 }

@@ -22,6 +22,16 @@ use vkcuda::vk::frame::{buffer_barrier, copy_layers};
 use vkcuda::vk::memory::Buffer;
 use vkcuda::{Format, FrameDesc};
 
+/// What a readback copies from: an image in `GENERAL`, or a buffer's first
+/// `bytes` (a packed frame).
+#[derive(Clone, Copy)]
+pub enum Readable {
+    /// An image, readable by transfers.
+    Image(vk::Image),
+    /// A buffer and the frame's size in bytes.
+    Buffer(vk::Buffer, u64),
+}
+
 /// Readback buffers nobody holds, and a signal for each one given back.
 #[derive(Default)]
 struct Pool {
@@ -200,22 +210,16 @@ impl Readback {
         self.director.first()
     }
 
-    /// Records a copy of `image` (in `GENERAL`, readable by transfers) into a
-    /// free buffer for slot `slot`'s frame `frame`, made visible to the host.
-    pub fn record(
-        &mut self,
-        cmd: vk::CommandBuffer,
-        slot: usize,
-        frame: u64,
-        image: vk::Image,
-    ) -> Result<()> {
+    /// Records a copy of `from` into a free buffer for slot `slot`'s frame
+    /// `frame`, made visible to the host.
+    pub fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, from: Readable) -> Result<()> {
         // A frame of this slot that was never consumed (a stop, a window
         // rebuild) is done with the GPU by now: its buffer goes back first.
         self.pending[slot] = None;
         let started = Instant::now();
         let (lent, waited) = self.lend()?;
         if let Some(buffer) = lent.buffer() {
-            copy_to_host(&self.device.raw, cmd, image, buffer, self.extent);
+            copy_to_host(&self.device.raw, cmd, from, buffer, self.extent);
         }
         let working = started.elapsed().saturating_sub(waited);
         self.pending[slot] = Some(Pending { frame, lent, working, waited });
@@ -255,12 +259,12 @@ impl Readback {
     }
 }
 
-/// Records a copy of the whole `extent`-sized `image` (in `GENERAL`) into
+/// Records a copy of the whole `extent`-sized frame in `from` into
 /// `buffer`, made visible to the host once the submission completes.
 pub fn copy_to_host(
     dev: &ash::Device,
     cmd: vk::CommandBuffer,
-    image: vk::Image,
+    from: Readable,
     buffer: &Buffer,
     extent: vk::Extent2D,
 ) {
@@ -274,7 +278,15 @@ pub fn copy_to_host(
     // SAFETY: recording; the buffer holds one packed frame of the image's format and size, and
     // the host reads it only once the frame is consumed.
     unsafe {
-        dev.cmd_copy_image_to_buffer(cmd, image, vk::ImageLayout::GENERAL, buffer.raw, &region);
+        match from {
+            Readable::Image(image) => {
+                dev.cmd_copy_image_to_buffer(cmd, image, vk::ImageLayout::GENERAL, buffer.raw, &region)
+            }
+            Readable::Buffer(source, bytes) => {
+                let whole = [vk::BufferCopy::default().size(bytes.min(buffer.size))];
+                dev.cmd_copy_buffer(cmd, source, buffer.raw, &whole)
+            }
+        }
         dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&to_host));
     }
 }

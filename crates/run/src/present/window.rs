@@ -11,14 +11,13 @@ use ash::vk;
 
 use super::cpu::CpuOutput;
 use super::draw::{DrawPass, DISPLAY_FORMAT};
-use super::readback::Readback;
+use super::readback::{Readable, Readback};
 use super::swapchain::{Swapchain, SwapchainState};
-use crate::consumer::{Completed, Consume, ExtraSync, Source};
+use crate::consumer::{Completed, Consume, ExtraSync, Frames, Source};
 use crate::kinds::PresentMode;
 use crate::session::Session;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{record_image_barrier, COLOR};
-use vkcuda::vk::shared_image::SharedImage;
 
 /// Where the drawn frame goes.
 enum Output {
@@ -105,9 +104,9 @@ impl Presenter {
         self.draw.exposure
     }
 
-    /// Points the draw pass at `images` (after the interop is (re)built).
-    pub fn bind_shared(&mut self, images: &[SharedImage]) -> Result<()> {
-        self.draw.bind_shared(images)
+    /// Points the draw pass at a session's frames (after the interop is (re)built).
+    pub fn bind_shared(&mut self, frames: Frames<'_>) -> Result<()> {
+        self.draw.bind_shared(frames)
     }
 
     /// (Re)creates the swapchain or the CPU path's target for the window's size (queue idle).
@@ -171,24 +170,25 @@ impl Presenter {
 
 impl Consume for Presenter {
     fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
-        // Sampled by the draw pass; copied when a snapshot is taken.
-        (
-            vk::PipelineStageFlags2::FRAGMENT_SHADER | vk::PipelineStageFlags2::COPY,
-            vk::AccessFlags2::SHADER_SAMPLED_READ | vk::AccessFlags2::TRANSFER_READ,
-        )
+        // Read by the draw pass; copied when a snapshot is taken.
+        let (stage, access) = self.draw.frame_use();
+        (stage | vk::PipelineStageFlags2::COPY, access | vk::AccessFlags2::TRANSFER_READ)
+    }
+
+    fn takes_buffers(&self) -> bool {
+        self.draw.reads_buffers()
     }
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()> {
-        let Source::Image(image) = source else { anyhow::bail!("the viewer's draw pass reads images only") };
         match &mut self.output {
             Output::Vulkan(swapchain) => {
-                record_to_swapchain(&self.device, cmd, &self.draw, swapchain, image)?
+                record_to_swapchain(&self.device, cmd, &self.draw, swapchain, source)?
             }
-            Output::Cpu(cpu) => cpu.record(cmd, (slot, frame), &self.draw, image)?,
+            Output::Cpu(cpu) => cpu.record(cmd, (slot, frame), &self.draw, source)?,
         }
         if std::mem::take(&mut self.snapshot_next) {
             if let Some(r) = self.snapshot.as_mut() {
-                r.record(cmd, slot, frame, image.image)?;
+                r.record(cmd, slot, frame, readable(source))?;
             }
         }
         Ok(())
@@ -259,7 +259,7 @@ fn record_to_swapchain(
     cmd: vk::CommandBuffer,
     draw: &DrawPass,
     swapchain: &Swapchain,
-    image: &SharedImage,
+    frame: Source<'_>,
 ) -> Result<()> {
     let (target, view) = swapchain.target()?;
     let color_out = vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT;
@@ -280,9 +280,17 @@ fn record_to_swapchain(
         .image(target)
         .subresource_range(COLOR);
     record_image_barrier(&device.raw, cmd, to_color);
-    draw.record(cmd, image, view, swapchain.extent())?;
+    draw.record(cmd, frame, view, swapchain.extent())?;
     record_image_barrier(&device.raw, cmd, to_present);
     Ok(())
+}
+
+/// A shared frame as a readback copies it.
+pub fn readable(source: Source<'_>) -> Readable {
+    match source {
+        Source::Image(image) => Readable::Image(image.image),
+        Source::Buffer(buffer) => Readable::Buffer(buffer.buffer, buffer.size),
+    }
 }
 
 impl Drop for Presenter {
