@@ -30,6 +30,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("run::diagram", 1),
     ("run::logger", 1),
     ("run::outfile", 1),
+    ("run::dumpdir", 2),
     ("run::inject", 1),
     ("run::encode", 1),
     ("run::kinds", 1),

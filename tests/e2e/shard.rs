@@ -18,6 +18,128 @@ pub fn register(t: &mut Tests) {
         "check_dump_verdicts_on_whole_gapped_corrupted_and_leftover_folders".into(),
         Box::new(|| pass(check_dump())),
     ));
+    for (signal, number) in [("TERM", 15), ("KILL", 9)] {
+        let name = format!("sig{}_then_resume_3_times_is_byte_equal_to_one_run", signal.to_lowercase());
+        t.push((name, Box::new(move || pass(resume_after(signal, number)))));
+    }
+    t.push((
+        "sigterm_at_4k_float_writes_the_frames_in_flight_and_exits_143_within_30_s".into(),
+        Box::new(|| pass(sigterm_at_4k_float())),
+    ));
+    t.push(("resume_bad_input".into(), Box::new(|| pass(resume_bad_input()))));
+}
+
+/// The frames of the resume tests: long enough that a stop lands mid-run.
+const RESUMED: [&str; 14] = [
+    "--headless",
+    "--producer",
+    "cpu",
+    "--size",
+    "160x90",
+    "--scene",
+    "julia",
+    "--cost",
+    "400",
+    "--frames",
+    "300",
+    "--verify",
+    "--validate",
+    "--out",
+];
+
+/// A run stopped the way Slurm preempts a task (SIGTERM: frames in flight
+/// are written, exit 143) or killed outright (SIGKILL: temporary files may
+/// stay), after 5, 40 and 90 frames, then run again with `--resume`: the
+/// frames there are kept, leftovers removed, only the missing rendered, and
+/// the folder ends byte-equal to one uninterrupted run's.
+fn resume_after(signal: &str, number: i32) -> Outcome {
+    let single = tmp(&format!("resume-single-{signal}"));
+    let o = run(&[&RESUMED[..], &[single.to_str().ok_or("path")?]].concat());
+    if !o.status.success() {
+        return Err(format!("the single run: {:?}", text(&o)));
+    }
+    let want = files(&single)?;
+    for after in [5, 40, 90] {
+        let dir = tmp(&format!("resume-{signal}-{after}"));
+        let path = dir.to_str().ok_or("path")?;
+        let child = std::process::Command::new(bin())
+            .args(RESUMED)
+            .arg(path)
+            .stdout(std::process::Stdio::piped())
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let stopped = wait_for_pngs(&dir, after, 30).and_then(|()| send_signal(child.id(), signal));
+        let o = wait_bounded(child, 30)?;
+        match number {
+            9 => stopped.map_err(|e| format!("{e}: {:?}", text(&o)))?,
+            _ => drop(ended_by_signal(&o, stopped, number)?),
+        }
+        let before = files(&dir)?;
+        let kept = before.keys().filter(|n| n.starts_with("frame_")).count();
+        let leftovers = before.keys().filter(|n| n.ends_with(".tmp")).count();
+        let o = run(&[&RESUMED[..], &[path, "--resume"]].concat());
+        let (stdout, stderr) = text(&o);
+        let said = format!("resumed: {kept} dumped frames kept, {} frames rendered", 300 - kept);
+        let clean = ["validation: 0 errors, 0 warnings", " 0 mismatches", &said];
+        if !o.status.success() || !clean.iter().all(|w| stdout.contains(w)) {
+            return Err(format!(
+                "resume after {after} ({kept} kept): exit {:?}\n{stdout}{stderr}",
+                o.status.code()
+            ));
+        }
+        if leftovers > 0 && !stdout.contains(&format!("removed {leftovers} temporary files")) {
+            return Err(format!("{leftovers} leftovers, the summary does not say they went:\n{stdout}"));
+        }
+        if files(&dir)? != want {
+            return Err(format!("resumed after {after}: the folder differs from the single run's"));
+        }
+        println!(
+            "  SIG{signal} after {after}: {kept} frames kept, {leftovers} leftovers removed, byte-equal"
+        );
+        let _ = std::fs::remove_dir_all(&dir);
+    }
+    let _ = std::fs::remove_dir_all(&single);
+    Ok(())
+}
+
+/// SIGTERM as a scheduler sends it, to a 4K RGBA32F dump: the frames in
+/// flight are finished and written (the folder is whole for the frames the
+/// summary counts), and the run exits 143 well within Slurm's KillWait (30 s).
+fn sigterm_at_4k_float() -> Outcome {
+    let dir = tmp("sigterm-4k-float");
+    let path = dir.to_str().ok_or("path")?;
+    let child = std::process::Command::new(bin())
+        .args(["--headless", "--producer", "cpu", "--size", "3840x2160", "--format", "rgba32f", "--validate"])
+        .args(["--frames", "1000000", "--out", path])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let sent = wait_for_pngs(&dir, 1, 60).and_then(|()| send_signal(child.id(), "TERM"));
+    let at = std::time::Instant::now();
+    let o = wait_bounded(child, 60)?;
+    let took = at.elapsed();
+    let (stdout, _) = ended_by_signal(&o, sent, 15)?;
+    let frames: u64 = stdout
+        .split("stopped after ")
+        .nth(1)
+        .and_then(|r| r.split(' ').next()?.parse().ok())
+        .ok_or_else(|| format!("no frame count in:\n{stdout}"))?;
+    let (code, said) = verdict(&dir, &frames.to_string(), "1")?;
+    let _ = std::fs::remove_dir_all(&dir);
+    if code != Some(0) || took.as_secs() >= 30 {
+        return Err(format!("exit 143 after {took:?}; check-dump exit {code:?}:\n{said}"));
+    }
+    println!(
+        "  SIGTERM at 4K RGBA32F: exit 143 {:.1} s after the signal, {frames} frames whole",
+        took.as_secs_f64()
+    );
+    Ok(())
+}
+
+fn resume_bad_input() -> Outcome {
+    usage_error(&["--resume", "--dump-every", "0"], "--resume renders the frames --out lacks")
 }
 
 /// `vkcuda check-dump`'s exit code and words on `dir` for `frames` dumped `every`.

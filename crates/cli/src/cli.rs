@@ -201,6 +201,10 @@ pub struct Args {
     /// in the whole run, so the shards' folders merge into the unsharded run's.
     #[arg(long, value_name = "K/N")]
     pub shard: Option<Shard>,
+    /// Headless: render only the dumped frames of this run (or shard) that
+    /// --out lacks, keeping those there: a preempted or killed run, run again.
+    #[arg(long)]
+    pub resume: bool,
     /// Set by `--gpu all` for each GPU's part of the run: the frames
     /// `first..end` it renders (numbered in the whole run).
     #[arg(skip)]
@@ -536,6 +540,12 @@ impl Args {
         }
         if self.shard.is_some() && !self.headless {
             return Err(UsageError("--shard splits a --headless run's frames".into()));
+        }
+        if self.resume && !(self.headless && self.dump_every > 0) {
+            return Err(UsageError(
+                "--resume renders the frames --out lacks: it is for a --headless run that dumps (--dump-every 1 or more)"
+                    .into(),
+            ));
         }
         if self.verify && self.dump_every == 0 {
             return Err(UsageError("--verify checks dumped frames: it needs --dump-every 1 or more".into()));

@@ -16,6 +16,7 @@ use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, Layout};
 use vkcuda_run::consumer::{Completed, ExtraSync};
 use vkcuda_run::director::Director;
+use vkcuda_run::dumpdir;
 use vkcuda_run::footprint::{self, Footprint};
 use vkcuda_run::inject::Inject;
 use vkcuda_run::kinds::{ConsumeKind, Handover, ProducerKind};
@@ -67,6 +68,10 @@ pub struct Summary {
     pub device: String,
     /// `--gpu all`: a line per GPU.
     pub gpus: Vec<String>,
+    /// Temporary files of this run's frames that a killed run left, removed.
+    pub leftovers_removed: usize,
+    /// `--resume`: the dumped frames kept from before (the frames rendered are `frames`).
+    pub kept: Option<u64>,
 }
 
 /// A PNG pool writing into `dir`, [`png_workers`] threads.
@@ -147,19 +152,91 @@ pub fn watch_signals() -> Result<Arc<AtomicUsize>> {
     Ok(caught)
 }
 
-/// Runs `--headless`: on one GPU, or with `--gpu all` on each.
+/// Runs `--headless`: on one GPU, or with `--gpu all` on each; with
+/// `--resume`, only the runs of frames `--out` lacks, one after another.
 pub fn run(args: &Args) -> Result<Summary> {
     if let Some(p) = &args.json {
         outfile::check_output(p, None)?;
     }
     let caught = watch_signals()?;
     let instance = setup::vulkan_instance(args.validate, &[])?;
+    // A killed run of these frames may have left temporary files: they go (other shards' stay).
+    let removed = match args.dump_every > 0 {
+        true => dumpdir::remove_leftovers(&args.out, args.frame_range())?,
+        false => 0,
+    };
+    let mut summary = match args.resume {
+        true => resume(args, &instance, &caught)?,
+        false => run_parts(args, &instance, &caught)?,
+    };
+    summary.leftovers_removed = removed;
+    Ok(summary)
+}
+
+/// The frames `args` names, on one GPU or (`--gpu all`) on each.
+fn run_parts(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> Result<Summary> {
     if args.all_gpus() {
-        return run_all(args, &instance, &caught);
+        return run_all(args, instance, caught);
     }
     let progress = progress_bar(args.frame_count());
     let run = Run { workers: png_workers(), progress: &progress, out_ready: false };
-    run_on(args, &instance, &caught, run)
+    run_on(args, instance, caught, run)
+}
+
+/// `--resume`: keeps the dumped frames `--out` holds and renders each run of
+/// missing ones as a part of its own, in order; a signal stops the rest.
+fn resume(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> Result<Summary> {
+    let survey = dumpdir::survey(&args.out, args.frame_range(), args.dump_every, args.format)?;
+    eprintln!(
+        "vkcuda: resuming: {} dumped frames kept, {} frames to render in {} runs",
+        survey.kept,
+        survey.to_render(),
+        survey.missing.len()
+    );
+    let started = std::time::Instant::now();
+    let mut done = Vec::new();
+    for part in &survey.missing {
+        let mut sub = args.clone();
+        sub.part = Some(*part);
+        let summary = run_parts(&sub, instance, caught)?;
+        let stop = summary.interrupted.is_some();
+        done.push(summary);
+        if stop {
+            break;
+        }
+    }
+    let mut all = match done.last() {
+        Some(_) => sum_of(&done)?,
+        None => nothing_to_render(args),
+    };
+    // The parts ran one after another: the rate is over all of them; validation counts are the instance's.
+    all.fps = all.frames as f64 / started.elapsed().as_secs_f64().max(1e-9);
+    all.validation = done.last().map_or(instance.validation().counts(), |s| s.validation);
+    all.kept = Some(survey.kept);
+    Ok(all)
+}
+
+/// The summary of a resumed run that found every frame there.
+fn nothing_to_render(args: &Args) -> Summary {
+    Summary {
+        frames: 0,
+        fps: 0.0,
+        size: args.size_or(Size { width: 1920, height: 1080 }),
+        producer: "none",
+        producer_median: None,
+        vulkan_median: None,
+        latency_median: None,
+        producer_cpu: None,
+        consumer_cpu: None,
+        footprint: None,
+        sink: SinkReport::default(),
+        validation: ValidationCounts::default(),
+        interrupted: None,
+        device: String::new(),
+        gpus: Vec::new(),
+        leftovers_removed: 0,
+        kept: None,
+    }
 }
 
 /// What a headless run on one GPU is given besides its arguments.
@@ -478,6 +555,8 @@ pub fn summary_json(args: &Args, s: &Summary) -> serde_json::Value {
         },
         "validation": { "errors": s.validation.errors, "warnings": s.validation.warnings },
         "interrupted_by_signal": s.interrupted,
+        "resumed_frames_kept": s.kept,
+        "leftovers_removed": s.leftovers_removed,
     })
 }
 
@@ -521,5 +600,7 @@ pub(crate) fn summarize(
         },
         device: String::new(),
         gpus: Vec::new(),
+        leftovers_removed: 0,
+        kept: None,
     }
 }

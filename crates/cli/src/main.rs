@@ -233,6 +233,12 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
             args.all_frames()
         );
     }
+    if s.leftovers_removed > 0 {
+        println!("  removed {} temporary files a killed run left", s.leftovers_removed);
+    }
+    if let Some(kept) = s.kept {
+        println!("  resumed: {kept} dumped frames kept, {} frames rendered", s.frames);
+    }
     if args.validate {
         println!("  validation: {}", s.validation);
     }

@@ -28,6 +28,7 @@ pub mod consumer;
 pub mod diagram;
 pub mod director;
 pub mod display;
+pub mod dumpdir;
 pub mod encode;
 pub mod feed;
 pub mod footprint;
