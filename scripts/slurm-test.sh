@@ -125,43 +125,51 @@ done
 same "$work/single" "$work/array" || fail "the array's folder differs from the single run's"
 say "array $job: 4 tasks COMPLETED in ${took%???????} s, $(ls "$work/array" | wc -l) files, byte-equal to the single run's 40 (verified, 0 validation messages)"
 
-# 2. Preemption: SIGTERM to task 1 (exit 143), SIGKILL to task 2's process, both resubmitted.
+# 2. Preemption: SIGTERM to one running task (exit 143), SIGKILL to another's process.
 opts="--producer cpu --size 160x90 --scene julia --cost 1500 --verify --validate"
 single 400 "$opts" "$work/single2"
 env="ALL,FRAMES=400,SHARDS=4,OUT=$work/farm,VKCUDA=$BIN,VKCUDA_ARGS=$opts"
 job=$(submit --array=0-3 --requeue --export="$env") || fail "sbatch refused the array"
-# Stop each mid-run: once its shard has written 10 frames (frames 100.. and 200..).
-for pair in "1 TERM 000110" "2 KILL 000210"; do
-    set -- $pair
-    for _ in $(seq 600); do [ -e "$work/farm/frame_$3.png" ] && break; sleep 0.1; done
-    [ -e "$work/farm/frame_$3.png" ] || fail "task $1 wrote no frame_$3.png in 60 s"
-    if [ "$2" = TERM ]; then
-        # Its exit status is not the test: scancel may retry and then report the task gone,
-        # since the task ends at once; the task's state and exit code below say what happened.
-        scancel --full --signal=TERM "${job}_$1" 2>/dev/null
-    else
-        # Slurm cancels with SIGTERM first (then SIGKILL after KillWait): a node lost or an
-        # out-of-memory kill is SIGKILL alone, sent here to the task's process itself.
-        pkill -KILL -f -- "--shard $1/4 " || fail "no process of task $1 to kill"
-    fi
-done
+# A running task other than $1 whose shard has 10 to 60 of its 100 frames in the folder (Slurm
+# starts array tasks in no set order, two at a time here): mid-run, whichever it is.
+running_task() {
+    for _ in $(seq 1200); do
+        for t in $(squeue -h -j "$job" -t R -o %K 2>/dev/null); do
+            [ "$t" = "$1" ] && continue
+            n=$(ls "$work/farm" 2>/dev/null | awk -F'[_.]' -v a=$((t * 100)) \
+                '/^frame_[0-9]+\.png$/ { f = $2 + 0; if (f >= a && f < a + 100) c++ } END { print c + 0 }')
+            [ "$n" -ge 10 ] && [ "$n" -le 60 ] && { echo "$t"; return 0; }
+        done
+        sleep 0.05
+    done
+    return 1
+}
+termed=$(running_task none) || fail "no task of $job was caught mid-run: $(squeue)"
+# Its exit status is not the test: scancel may retry and then report the task gone, since the
+# task ends at once; the task's state and exit code below say what happened.
+scancel --full --signal=TERM "${job}_$termed" 2>/dev/null
+# Slurm cancels with SIGTERM first (then SIGKILL after KillWait): a node lost or an
+# out-of-memory kill is SIGKILL alone, sent here to the task's process itself.
+killed=$(running_task "$termed") || fail "no second task of $job was caught mid-run: $(squeue)"
+pkill -KILL -f -- "--shard $killed/4 " ||
+    fail "no process of task $killed to kill: $(squeue; pgrep -af vkcuda; tail -n3 "$work/${job}_$killed.out")"
 wait_gone "$job"
 lines=$(task_lines "$job")
-echo "$lines" | grep -q 'ArrayTaskId=1 JobState=FAILED ExitCode=143:0' ||
-    fail "task 1 did not exit 143 on SIGTERM: $lines $(tail -n3 "$work/${job}_1.out")"
-echo "$lines" | grep -q 'ArrayTaskId=2 JobState=FAILED ExitCode=0:9' ||
-    fail "task 2 was not killed by SIGKILL: $lines"
+echo "$lines" | grep -q "ArrayTaskId=$termed JobState=FAILED ExitCode=143:0" ||
+    fail "task $termed did not exit 143 on SIGTERM: $lines $(tail -n3 "$work/${job}_$termed.out")"
+echo "$lines" | grep -q "ArrayTaskId=$killed JobState=FAILED ExitCode=0:9" ||
+    fail "task $killed was not killed by SIGKILL: $lines"
 kept=$(ls "$work/farm" | grep -c '^frame_')
 leftovers=$(ls -A "$work/farm" | grep -c '\.tmp$')
-say "array $job: task 1 SIGTERM → exit 143 ($(grep -o 'stopped after [0-9]* frames' "$work/${job}_1.out")), task 2 SIGKILL; $kept of 400 frames there, $leftovers temporary files"
-# Task 1 requeued (the job asked for --requeue), task 2 resubmitted: both resume.
-scontrol requeue "${job}_1" || fail "scontrol requeue ${job}_1"
+say "array $job: task $termed SIGTERM → exit 143 ($(grep -o 'stopped after [0-9]* frames' "$work/${job}_$termed.out")), task $killed SIGKILL; $kept of 400 frames there, $leftovers temporary files"
+# The first requeued (the job asked for --requeue), the second resubmitted: both resume.
+scontrol requeue "${job}_$termed" || fail "scontrol requeue ${job}_$termed"
 # A requeued job waits about two minutes before it may start again (BeginTime): start it now.
-scontrol update JobId="${job}_1" StartTime=now || fail "scontrol update ${job}_1 StartTime=now"
-again=$(submit --array=2 --export="$env") || fail "sbatch refused the resubmission"
+scontrol update JobId="${job}_$termed" StartTime=now || fail "scontrol update ${job}_$termed StartTime=now"
+again=$(submit --array="$killed" --export="$env") || fail "sbatch refused the resubmission"
 wait_gone "$job"
 wait_gone "$again"
-for t in "$job 1" "$again 2"; do
+for t in "$job $termed" "$again $killed"; do
     set -- $t
     task_lines "$1" | grep -q "ArrayTaskId=$2 JobState=COMPLETED ExitCode=0:0" ||
         fail "task $2 again ($1): $(task_lines "$1")"

@@ -334,8 +334,12 @@ fn show_device(py: Python<'_>, state: &mut State, array: &DeviceArray, every: bo
     // The tensor's GPU must be the viewer's; the CUDA side is made at the first tensor.
     let own = state.cuda_for(array.device).map_err(runtime)?.own_stream();
     let stream = array.stream.unwrap_or(own);
-    // Without the GIL: the pack may wait for the caller's earlier packs to run.
-    let held = py.detach(|| state.pack(array, stream)).map_err(runtime)?;
+    // Without the GIL where the pack may wait (for a free slot, or the caller's earlier packs).
+    let held = match state.pack_if_ready(array, stream) {
+        Some(packed) => packed,
+        None => py.detach(|| state.pack(array, stream)),
+    };
+    let held = held.map_err(runtime)?;
     put_slot(py, state, held, every)
 }
 

@@ -67,12 +67,20 @@ impl CudaSide {
         Ok(Self { ctx, stream, packer, recent, packs: 0 })
     }
 
+    /// Whether the pack [`RUN_AHEAD`] packs ago has run (the next pack will not wait for it).
+    fn ahead_done(&self) -> bool {
+        // SAFETY: an event of this context, recorded (or never recorded: it is complete) before.
+        unsafe { result::event::query(self.recent[self.packs % RUN_AHEAD]) }.is_ok()
+    }
+
     /// Waits until the pack [`RUN_AHEAD`] packs ago has run, then records this
     /// pack's event on `stream`, after it.
     fn bound_run_ahead(&mut self, stream: sys::CUstream) -> Result<()> {
         let event = self.recent[self.packs % RUN_AHEAD];
-        // SAFETY: an event of this context, recorded (or never recorded: it is complete) before.
-        unsafe { result::event::synchronize(event) }.context("waiting for an earlier pack")?;
+        if !self.ahead_done() {
+            // SAFETY: as in `ahead_done`.
+            unsafe { result::event::synchronize(event) }.context("waiting for an earlier pack")?;
+        }
         // SAFETY: as above; the stream is the caller's, of this context.
         unsafe { result::event::record(event, stream) }.context("cuEventRecord (the pack)")?;
         self.packs += 1;
@@ -266,8 +274,6 @@ impl State {
         self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))
     }
 
-    /// Packs `array` on `stream` into a free slot of the device run for it and
-    /// returns the run's mailbox and the slot, for [`Put`]ting.
     /// A slot of the device run for frames of `layout` to write in place on
     /// `stream`, after the slot's last use.
     pub fn begin_frame(&mut self, layout: &Layout, stream: u64) -> Result<FrameSlot> {
@@ -300,6 +306,20 @@ impl State {
         })
     }
 
+    /// [`State::pack`] when it would not wait (the run goes on with these
+    /// frames, a slot is free, the pack [`RUN_AHEAD`] before has run), so the
+    /// caller need not give up the GIL; `None` otherwise.
+    pub fn pack_if_ready(&mut self, array: &DeviceArray, stream: u64) -> Option<Result<Held>> {
+        let desc = frame_desc(&array.layout);
+        let run = self.run.as_ref().filter(|r| r.desc == desc && r.on_device() && !r.stopped())?;
+        let Feed::Device { staging, .. } = &run.feed else { return None };
+        let ready = staging.has_free() && self.cuda.as_ref().is_some_and(CudaSide::ahead_done);
+        ready.then(|| self.pack(array, stream))
+    }
+
+    /// Packs `array` on `stream` into a free slot of the device run for it and
+    /// returns the run's mailbox and the slot, for putting; waits for a free
+    /// slot and for the pack [`RUN_AHEAD`] before.
     pub fn pack(&mut self, array: &DeviceArray, stream: u64) -> Result<Held> {
         let held = self.free_slot(&array.layout)?;
         let cuda = self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?;
@@ -342,17 +362,9 @@ fn pack_into(
     staging: &DeviceStaging,
     slot: usize,
 ) -> Result<()> {
+    after_last_use(stream, staging, slot)?;
     let stream = stream as sys::CUstream;
     let ready = staging.ready(slot);
-    // A pack into this slot on another stream, or the producer's copy out of it, may
-    // still run: this pack goes after both. The copy was enqueued once Vulkan had
-    // released its buffer, so this never waits for Vulkan.
-    for (event, what) in [(ready, "the slot's last pack"), (staging.copied(slot), "the copy out of the slot")]
-    {
-        // SAFETY: the event is the slot's, of this context; the stream is the caller's, of this context.
-        unsafe { result::stream::wait_event(stream, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
-            .with_context(|| format!("cuStreamWaitEvent ({what})"))?;
-    }
     let l = &array.layout;
     let packing = Packing {
         strides: l.strides.map(|s| s as i64),
@@ -390,6 +402,13 @@ fn after_last_use(stream: u64, staging: &DeviceStaging, slot: usize) -> Result<(
     for (event, what) in
         [(staging.ready(slot), "the slot's last pack"), (staging.copied(slot), "the copy out of the slot")]
     {
+        // Done already: nothing to order (a query costs less than a wait). Only this thread
+        // records the pack's event, and the copy's only after the slot is put: neither can be
+        // recorded again between the query and the pack.
+        // SAFETY: the event is the slot's, of this context.
+        if unsafe { result::event::query(event) }.is_ok() {
+            continue;
+        }
         // SAFETY: the event is the slot's, of this context; the stream is the caller's, of this context.
         unsafe { result::stream::wait_event(stream, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
             .with_context(|| format!("cuStreamWaitEvent ({what})"))?;

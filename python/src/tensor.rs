@@ -81,24 +81,21 @@ pub fn device_array(
     channels_first: bool,
     own: &mut dyn FnMut(usize) -> PyResult<u64>,
 ) -> PyResult<Option<DeviceArray>> {
-    if x.hasattr("__dlpack_device__")? && x.hasattr("__dlpack__")? {
-        let (kind, id): (i32, i32) = x.call_method0("__dlpack_device__")?.extract()?;
-        return match kind {
-            DL_CPU | DL_CUDA_HOST => Ok(None),
-            DL_CUDA | DL_CUDA_MANAGED => match stream {
-                // The pack runs on the caller's stream, after the work that made the
-                // tensor: the producer need not order anything (DLPack's stream=None),
-                // which saves PyTorch an event and a stream query on every call.
-                Some(s) => dlpack(x, None, channels_first).map(|a| Some(a.on(s))),
-                None => {
-                    let own = own(usize::try_from(id).unwrap_or(0))?;
-                    dlpack(x, Some(own), channels_first).map(Some)
-                }
-            },
-            other => Err(PyTypeError::new_err(format!(
-                "a tensor on DLPack device type {other} (device {id}): show() takes CUDA or host memory"
-            ))),
-        };
+    if x.hasattr("__dlpack__")? {
+        if let Some(s) = stream {
+            // The pack runs on the caller's stream, after the work that made the tensor: the
+            // producer need not order anything (no `stream` argument; PyTorch spends an event
+            // and a stream query on an explicit None), and the capsule says the device.
+            return Ok(dlpack(x, None, channels_first)?.map(|a| a.on(s)));
+        }
+        if x.hasattr("__dlpack_device__")? {
+            let (kind, id): (i32, i32) = x.call_method0("__dlpack_device__")?.extract()?;
+            if matches!(kind, DL_CUDA | DL_CUDA_MANAGED) {
+                let own = own(usize::try_from(id).unwrap_or(0))?;
+                return dlpack(x, Some(own), channels_first);
+            }
+            return device_kind(kind, id).map(|()| None);
+        }
     }
     if let Ok(interface) = x.getattr("__cuda_array_interface__") {
         return cuda_array_interface(&interface, stream, channels_first).map(Some);
@@ -113,15 +110,29 @@ impl DeviceArray {
     }
 }
 
+/// Host memory (`Ok`: shown through the host), or an error naming a device
+/// `show` cannot read, by its DLPack device type.
+fn device_kind(kind: i32, id: i32) -> PyResult<()> {
+    match kind {
+        DL_CPU | DL_CUDA_HOST => Ok(()),
+        other => Err(PyTypeError::new_err(format!(
+            "a tensor on DLPack device type {other} (device {id}): show() takes CUDA or host memory"
+        ))),
+    }
+}
+
 /// Reads `x.__dlpack__(stream=...)`: the producer orders its work before
 /// `stream` (a viewer's own), so the data is ready there; `None`: no ordering
-/// (the caller's stream reads it, after the work that made it).
-fn dlpack(x: &Bound<'_, PyAny>, stream: Option<u64>, channels_first: bool) -> PyResult<DeviceArray> {
+/// (the caller's stream reads it, after the work that made it). `Ok(None)`:
+/// the capsule is of host memory.
+fn dlpack(x: &Bound<'_, PyAny>, stream: Option<u64>, channels_first: bool) -> PyResult<Option<DeviceArray>> {
     let py = x.py();
     // DLPack forbids 0 for CUDA: the legacy default stream is 1.
     let asked = stream.map(|s| if s == 0 { 1 } else { s });
     let kwargs = PyDict::new(py);
-    kwargs.set_item("stream", asked)?;
+    if let Some(s) = asked {
+        kwargs.set_item("stream", s)?;
+    }
     kwargs.set_item("max_version", (1, 0))?;
     let capsule = match x.call_method("__dlpack__", (), Some(&kwargs)) {
         Ok(c) => c,
@@ -162,6 +173,10 @@ fn dlpack(x: &Bound<'_, PyAny>, stream: Option<u64>, channels_first: bool) -> Py
             return Err(PyTypeError::new_err(format!("a DLPack capsule named {other:?} (already used?)")))
         }
     };
+    let (kind, id) = (tensor.device.device_type, tensor.device.device_id);
+    if !matches!(kind, DL_CUDA | DL_CUDA_MANAGED) {
+        return device_kind(kind, id).map(|()| None);
+    }
     let dtype = dl_dtype(tensor.dtype)?;
     let ndim = usize::try_from(tensor.ndim)
         .map_err(|_| PyValueError::new_err("a tensor with negative dimensions"))?;
@@ -177,7 +192,7 @@ fn dlpack(x: &Bound<'_, PyAny>, stream: Option<u64>, channels_first: bool) -> Py
         Layout::new(dtype, &shape, strides.as_deref(), channels_first).map_err(PyValueError::new_err)?;
     let pointer = (tensor.data as u64).wrapping_add(tensor.byte_offset);
     let device = usize::try_from(tensor.device.device_id).unwrap_or(0);
-    Ok(DeviceArray { device, pointer, layout, stream: asked, _capsule: Some(capsule.unbind()) })
+    Ok(Some(DeviceArray { device, pointer, layout, stream: asked, _capsule: Some(capsule.unbind()) }))
 }
 
 fn dl_dtype(t: DlDataType) -> PyResult<Dtype> {

@@ -85,6 +85,18 @@ def test_shown_frames_are_written_as_the_array(tmp_path, dtype, shape, strides):
         assert np.allclose(got, expected, rtol=np.finfo(dtype).eps / 2, atol=0), np.abs(got - expected).max()
 
 
+def test_a_host_array_with_a_stream_named_is_shown_from_the_host(tmp_path):
+    # With a stream named, show() asks __dlpack__ for the capsule without __dlpack_device__:
+    # NumPy's capsule says host memory, and the array goes through the host.
+    x, expected = make(np.uint8, "hw4", "contiguous")
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        v.show(x, stream=1)
+        v.flush()
+        s = clean(v)
+    assert (s["shown"], s["written"]) == (1, 1), s
+    assert np.array_equal(vkcuda.read_frame(tmp_path / "frame_000000.png"), expected)
+
+
 def test_a_new_size_or_dtype_between_calls_is_followed(tmp_path):
     sizes = [(1, 1), (3, 5), (64, 33), (3, 5)]
     with vkcuda.Viewer(out=tmp_path, validate=True) as v:

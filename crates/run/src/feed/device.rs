@@ -116,6 +116,11 @@ impl DeviceStaging {
         self.bytes
     }
 
+    /// Whether a slot is free now ([`DeviceStaging::acquire`] would not wait).
+    pub fn has_free(&self) -> bool {
+        !self.lock().is_empty()
+    }
+
     /// A free slot, waiting for one until `give_up()` says so (`None`).
     pub fn acquire(&self, give_up: &dyn Fn() -> bool) -> Option<usize> {
         let mut free = self.lock();
