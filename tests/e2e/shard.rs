@@ -27,6 +27,75 @@ pub fn register(t: &mut Tests) {
         Box::new(|| pass(sigterm_at_4k_float())),
     ));
     t.push(("resume_bad_input".into(), Box::new(|| pass(resume_bad_input()))));
+    t.push((
+        "a_run_removes_the_leftovers_of_its_own_frames_only".into(),
+        Box::new(|| pass(leftovers_of_its_own_frames())),
+    ));
+    t.push(("an_exr_write_error_names_the_openexr_writer".into(), Box::new(|| pass(exr_write_error()))));
+}
+
+/// A run (no --resume) into a folder where a killed run left temporary
+/// files: those of its own frames go, and the summary says so; another
+/// shard's stay (it may be writing them now).
+fn leftovers_of_its_own_frames() -> Outcome {
+    let dir = tmp("leftovers");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    for name in [".frame_000001.png.tmp", ".frame_000007.png.tmp"] {
+        std::fs::write(dir.join(name), b"half a frame").map_err(|e| e.to_string())?;
+    }
+    let o = run(&[
+        "--headless",
+        "--producer",
+        "cpu",
+        "--size",
+        "61x33",
+        "--frames",
+        "8",
+        "--shard",
+        "0/2",
+        "--validate",
+        "--out",
+        dir.to_str().ok_or("path")?,
+    ]);
+    let (stdout, stderr) = text(&o);
+    let left: Vec<String> = files(&dir)?.into_keys().filter(|n| n.ends_with(".tmp")).collect();
+    let _ = std::fs::remove_dir_all(&dir);
+    if !o.status.success() || !stdout.contains("removed 1 temporary files a killed run left") {
+        return Err(format!("exit {:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    if left != [".frame_000007.png.tmp"] {
+        return Err(format!("left in the folder: {left:?} (frame 7 is shard 1's)"));
+    }
+    Ok(())
+}
+
+/// A float dump that cannot write its file: the error names the OpenEXR
+/// writer and the .exr file, not a PNG writer.
+fn exr_write_error() -> Outcome {
+    let dir = tmp("exr-write-error");
+    let o = run(&[
+        "--headless",
+        "--producer",
+        "cpu",
+        "--size",
+        "64x36",
+        "--format",
+        "rgba16f",
+        "--frames",
+        "20",
+        "--inject",
+        "png-write@3",
+        "--validate",
+        "--out",
+        dir.to_str().ok_or("path")?,
+    ]);
+    let (stdout, stderr) = text(&o);
+    let _ = std::fs::remove_dir_all(&dir);
+    let said = stderr.lines().find(|l| l.starts_with("vkcuda: error")).unwrap_or_default();
+    if o.status.code() != Some(1) || !said.contains("OpenEXR writer: writing") || !said.contains(".exr") {
+        return Err(format!("exit {:?}, error line {said:?}\n{stdout}{stderr}", o.status.code()));
+    }
+    Ok(())
 }
 
 /// The frames of the resume tests: long enough that a stop lands mid-run.

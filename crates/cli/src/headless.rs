@@ -374,7 +374,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     }
     let (consumed, report, producer) = result?;
     if let Some(e) = &sink.error {
-        anyhow::bail!("PNG writer: {e}");
+        anyhow::bail!("{}: {e}", vkcuda_run::encode::writer_name(args.format));
     }
     let validation = device.validation();
     let mut summary = summarize(consumed, report, sink, (producer, size), &validation, caught);

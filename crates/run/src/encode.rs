@@ -34,6 +34,14 @@ pub fn extension(format: vkcuda::Format) -> &'static str {
     }
 }
 
+/// What writes frames of `format`, for messages: "PNG writer" or "OpenEXR writer".
+pub fn writer_name(format: vkcuda::Format) -> &'static str {
+    match format.is_float() {
+        true => "OpenEXR writer",
+        false => "PNG writer",
+    }
+}
+
 /// Encodes a packed frame of `format` and `(width, height)` in memory: PNG
 /// for 8-bit formats (BGRA8 reordered to RGBA; sRGB marked as such), OpenEXR
 /// for float formats (RGBA16F as half, RGBA32F as float, R32F as one float

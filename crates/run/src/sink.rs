@@ -258,10 +258,10 @@ impl PngSink {
     /// Queues a frame (never blocks).
     pub fn send(&self, job: FrameJob) -> Result<()> {
         if let Some(e) = self.error() {
-            return Err(anyhow!("PNG writer: {e}"));
+            return Err(anyhow!("{}: {e}", crate::encode::writer_name(job.format)));
         }
-        let tx = self.tx.as_ref().ok_or_else(|| anyhow!("PNG writer already finished"))?;
-        tx.send(job).map_err(|_| anyhow!("the PNG writer threads have stopped"))
+        let tx = self.tx.as_ref().ok_or_else(|| anyhow!("the frame writer already finished"))?;
+        tx.send(job).map_err(|_| anyhow!("the frame writer threads have stopped"))
     }
 
     /// Writes what is queued, stops the workers and reports.
