@@ -17,6 +17,14 @@ use cudarc::driver::sys::CUarray_format;
 /// (`ushort4` bits or `__half`), RGBA32F as `float4`, R32F as `float`. CUDA
 /// knows no colour spaces: for RGBA8 sRGB the kernel writes sRGB-encoded
 /// bytes, which Vulkan's sampler decodes.
+///
+/// ```
+/// use vkcuda::Format;
+/// assert_eq!(Format::Rgba16f.bytes_per_pixel(), 8);
+/// assert!(Format::R32f.is_float() && !Format::Bgra8.is_float());
+/// assert_eq!(Format::Bgra8.vk(), ash::vk::Format::B8G8R8A8_UNORM);
+/// assert_eq!(Format::Rgba8Srgb.to_string(), "rgba8-srgb");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 #[cfg_attr(feature = "serde", derive(serde::Serialize), serde(rename_all = "kebab-case"))]
 pub enum Format {
@@ -126,6 +134,17 @@ impl fmt::Display for Layout {
 
 /// One shared frame: format, extent and layout (every frame of a
 /// [`crate::interop::SharedFrames`] has the same).
+///
+/// ```
+/// use ash::vk;
+/// use vkcuda::{Format, FrameDesc, Layout};
+/// let extent = vk::Extent2D { width: 1917, height: 1079 };
+/// let desc = FrameDesc::new(extent).format(Format::Rgba32f).layout(Layout::Buffer);
+/// // Linear frames are packed: a row is width x 16 bytes, whatever the driver's alignment.
+/// assert_eq!(desc.row_pitch(), 1917 * 16);
+/// assert_eq!(desc.bytes(), 1917 * 16 * 1079);
+/// assert_eq!(desc.to_string(), "1917x1079 rgba32f buffer");
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FrameDesc {
     /// The pixel format.

@@ -50,6 +50,14 @@ pub struct Requirements {
 }
 
 /// What vkcuda needs; call it before creating your instance and device.
+///
+/// ```
+/// let needs = vkcuda::interop::requirements();
+/// assert_eq!(needs.api_version, ash::vk::API_VERSION_1_3);
+/// // On Linux: VK_KHR_external_memory_fd and VK_KHR_external_semaphore_fd.
+/// let names: Vec<_> = needs.device_extensions.iter().map(|e| e.to_str().unwrap()).collect();
+/// assert_eq!(names, ["VK_KHR_external_memory_fd", "VK_KHR_external_semaphore_fd"]);
+/// ```
 pub fn requirements() -> Requirements {
     Requirements {
         api_version: vk::API_VERSION_1_3,
@@ -156,6 +164,18 @@ impl SharedFrames {
     /// submission to the device's queue, waited for). With `export`, the
     /// driver is asked first whether it can export the combination: if not,
     /// [`Error::FormatUnsupported`] says which.
+    ///
+    /// ```no_run
+    /// # fn demo(device: &std::sync::Arc<vkcuda::vk::device::Device>) -> vkcuda::Result<()> {
+    /// use ash::vk;
+    /// use vkcuda::{interop::SharedFrames, sync::{FramePlan, SyncScheme}, FrameDesc};
+    /// let plan = FramePlan::new(SyncScheme::Split, 3, 0, 1 << 40)?;
+    /// let desc = FrameDesc::new(vk::Extent2D { width: 1280, height: 720 });
+    /// let shared = SharedFrames::new(device, plan, desc, true)?;
+    /// // One image per frame in rotation, and the plan's timelines.
+    /// assert_eq!((shared.images.len(), shared.timelines.len()), (3, 2));
+    /// # Ok(()) }
+    /// ```
     pub fn new(device: &Arc<Device>, plan: FramePlan, desc: FrameDesc, export: bool) -> Result<Self> {
         Self::with_images(device, plan, desc, export, export)
     }
@@ -270,6 +290,22 @@ impl SharedFrames {
 /// (with the export's handle type and the images' usage), for the buffer
 /// layout to `vkGetPhysicalDeviceExternalBufferProperties`; an
 /// [`Error::FormatUnsupported`] names the combination and the reason.
+///
+/// ```no_run
+/// # fn demo(device: &vkcuda::vk::device::Device) {
+/// use ash::vk;
+/// use vkcuda::{interop, Error, Format, FrameDesc, Layout};
+/// let desc = FrameDesc::new(vk::Extent2D { width: 1920, height: 1080 }).format(Format::Rgba8Srgb);
+/// match interop::check_export(device, &desc) {
+///     Ok(()) => println!("{desc}: CUDA can share it"),
+///     Err(Error::FormatUnsupported { format, layout, context }) => {
+///         println!("{format} {layout}: {context}; try the other layout");
+///         let _ = interop::check_export(device, &desc.layout(Layout::Buffer));
+///     }
+///     Err(e) => println!("{e}"),
+/// }
+/// # }
+/// ```
 pub fn check_export(device: &Device, desc: &FrameDesc) -> Result<()> {
     match desc.layout {
         Layout::Array => crate::vk::shared_image::check_export(device, desc),

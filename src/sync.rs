@@ -84,6 +84,23 @@ pub const RENDERED: usize = 0;
 pub const RELEASED: usize = 1;
 
 /// The pure frame/value plan. Cheap to copy; every method is O(1).
+///
+/// ```
+/// use vkcuda::sync::{FramePlan, SyncScheme, RELEASED, RENDERED};
+/// // Two frames in rotation, one timeline per signaller, from 0, for up to 1000 frames.
+/// let plan = FramePlan::new(SyncScheme::Split, 2, 0, 1000)?;
+/// // Frame 5 uses frame 1 of the two; CUDA first waits until Vulkan released
+/// // frame 3, that frame's last reader...
+/// let cuda = plan.producer(5);
+/// assert_eq!(cuda.image, 1);
+/// assert_eq!(cuda.wait.map(|w| (w.timeline, w.value)), Some((RELEASED, 4)));
+/// // ...then signals "rendered" = 6, which Vulkan waits for before it reads it.
+/// assert_eq!((cuda.signal.timeline, cuda.signal.value), (RENDERED, 6));
+/// assert_eq!(plan.consumer(5).wait, Some(cuda.signal));
+/// // The first frames of each image wait for nothing.
+/// assert_eq!(plan.producer(1).wait, None);
+/// # Ok::<(), vkcuda::Error>(())
+/// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct FramePlan {
     scheme: SyncScheme,
@@ -97,6 +114,17 @@ impl FramePlan {
     /// `base` is 0 in normal runs; tests start near 2^63 to prove nothing
     /// assumes small values. Fails when `images` is 0 or when `frames` frames
     /// would overflow a 64-bit timeline.
+    ///
+    /// ```
+    /// use vkcuda::sync::{FramePlan, SyncScheme};
+    /// assert!(FramePlan::new(SyncScheme::Shared, 0, 0, 10).is_err()); // no frame to share
+    /// assert!(FramePlan::new(SyncScheme::Shared, 2, u64::MAX - 10, 10).is_err()); // overflows
+    /// // The shared scheme takes two values per frame: 1000 frames from 2^63 still fit.
+    /// let plan = FramePlan::new(SyncScheme::Shared, 3, 1 << 63, 1000)?;
+    /// assert_eq!(plan.timeline_names(), ["frame"]);
+    /// assert_eq!(plan.past_end(1000), (1 << 63) + 2002);
+    /// # Ok::<(), vkcuda::Error>(())
+    /// ```
     pub fn new(scheme: SyncScheme, images: usize, base: u64, frames: u64) -> crate::Result<Self> {
         if images == 0 {
             return Err(crate::Error::unsupported("a frame plan needs at least one image"));

@@ -143,6 +143,17 @@ pub struct Device {
 impl Device {
     /// Creates the device with one queue of kind `queue`. `export_semaphores` asks for semaphore export
     /// (needed by the CUDA producer); external memory is enabled whenever present.
+    ///
+    /// ```no_run
+    /// use vkcuda::types::QueueKind;
+    /// use vkcuda::vk::{device::{self, Device, Queue}, instance::Instance};
+    /// let instance = Instance::new(false, &[])?;
+    /// let gpu = device::list_gpus(&instance)?.into_iter().next().expect("a Vulkan device");
+    /// // A transfer queue (copy engines) if the device has one; no window, so no surface.
+    /// let device = Device::new(instance, gpu, true, Queue { kind: QueueKind::Transfer, present: None })?;
+    /// println!("queue family {} of {}", device.queue_family, device.info);
+    /// # Ok::<(), vkcuda::Error>(())
+    /// ```
     pub fn new(
         instance: Arc<Instance>,
         info: GpuInfo,

@@ -66,6 +66,18 @@ pub struct Instance {
 impl Instance {
     /// Loads libvulkan and creates a Vulkan 1.3 instance; with `validate`,
     /// with the validation layer and synchronization validation on.
+    ///
+    /// ```no_run
+    /// use vkcuda::vk::{device, instance::Instance};
+    /// let instance = Instance::new(true, &[])?;
+    /// for gpu in device::list_gpus(&instance)? {
+    ///     println!("{gpu}"); // index, name and UUID: what CUDA pairs by
+    /// }
+    /// // Every message the validation layer sent so far, counted.
+    /// let counts = instance.validation().counts();
+    /// assert_eq!((counts.errors, counts.warnings), (0, 0));
+    /// # Ok::<(), vkcuda::Error>(())
+    /// ```
     pub fn new(validate: bool, extensions: &[&CStr]) -> Result<Arc<Self>> {
         Self::with_loader(None, validate, extensions)
     }
