@@ -67,6 +67,8 @@ for golden in assets/goldens/*/; do
 done
 echo "sizes: every size, copy and draw (odd targets), both schemes, every frame verified and decoded (scripts/size-matrix.sh)"
 VKCUDA_BIN=$BIN bash scripts/size-matrix.sh | grep -v '^ok ' || fail=1
+echo "draws: every format x layout, magnified and minified, julia, verified (scripts/draw-matrix.sh)"
+VKCUDA_BIN=$BIN bash scripts/draw-matrix.sh | grep -v '^ok ' || fail=1
 echo "faults: each fault at 6 frames (30 frames per configuration), 8 configurations, with signals (scripts/fault-matrix.sh)"
 VKCUDA_BIN=$BIN PRODUCER=cuda FRAMES=6 SPREAD=1 JOBS=14 bash scripts/fault-matrix.sh || fail=1
 echo "stalls: a stalled producer and a kernel that never ends, ended by SIGINT (6 each) and by timeout (2 each), 8 configurations (scripts/stall-matrix.sh)"

@@ -2,7 +2,8 @@
 // shared frame. The letterbox is the viewport (set per frame); the area
 // around it is cleared to black. Compiled to SPIR-V by build.rs (naga).
 //
-// Fragment entries: `fs_main` samples a shared image (array layout); the
+// Fragment entries: `fs_main` samples a shared image (array layout;
+// `fs_image_loaded` for sRGB images); the
 // `fs_buffer_*` ones, one per format, read a shared buffer (buffer layout) as
 // it is, packed rows of the frame's format, and filter it themselves, so no
 // per-frame copy into an image is needed.
@@ -78,6 +79,25 @@ fn shown(filtered: vec3<f32>) -> vec4<f32> {
 @fragment
 fn fs_main(in: VsOut) -> @location(0) vec4<f32> {
     return shown(textureSample(frame_texture, frame_sampler, in.uv).rgb);
+}
+
+// sRGB images: the four texels around the pixel's centre loaded (each decoded
+// exactly) and filtered here, as the reference does. NVIDIA's sampler filters
+// sRGB texels less precisely: at sharp edges up to 17 levels off the
+// reference, where every other format is within 4 (docs/results.md).
+@fragment
+fn fs_image_loaded(in: VsOut) -> @location(0) vec4<f32> {
+    let dims = vec2<i32>(textureDimensions(frame_texture));
+    let p = in.uv * vec2<f32>(dims) - 0.5;
+    let base = floor(p);
+    let a = p - base;
+    let lo = clamp(vec2<i32>(base), vec2<i32>(0), dims - 1);
+    let hi = clamp(vec2<i32>(base) + 1, vec2<i32>(0), dims - 1);
+    let c00 = textureLoad(frame_texture, lo, 0).rgb;
+    let c10 = textureLoad(frame_texture, vec2<i32>(hi.x, lo.y), 0).rgb;
+    let c01 = textureLoad(frame_texture, vec2<i32>(lo.x, hi.y), 0).rgb;
+    let c11 = textureLoad(frame_texture, hi, 0).rgb;
+    return shown(mix(mix(c00, c10, a.x), mix(c01, c11, a.x), a.y));
 }
 
 // The four texels around a buffer pixel's centre, clamped to the edge, and

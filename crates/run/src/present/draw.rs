@@ -64,6 +64,8 @@ pub struct DrawPass {
     format: vk::Format,
     /// Samples a shared image (`fs_main`).
     images: Pipe,
+    /// Loads and filters an sRGB shared image itself (`fs_image_loaded`), with `images`' layouts.
+    srgb_images: vk::Pipeline,
     /// Reads a shared buffer (`fs_buffer_*`); its pipeline is made for the
     /// format of the buffers bound last.
     buffers: Pipe,
@@ -96,6 +98,7 @@ impl DrawPass {
             device,
             format,
             images: Pipe::default(),
+            srgb_images: vk::Pipeline::null(),
             buffers: Pipe::default(),
             buffer_format: None,
             sampler: vk::Sampler::null(),
@@ -115,6 +118,7 @@ impl DrawPass {
         // SAFETY: valid create info; destroyed in Drop.
         this.sampler = unsafe { this.device.raw.create_sampler(&sampler, None) }?;
         this.images = this.create_pipe(&IMAGE_BINDINGS, Some(c"fs_main"))?;
+        this.srgb_images = this.create_pipeline(this.images.layout, c"fs_image_loaded")?;
         this.buffers = this.create_pipe(&BUFFER_BINDINGS, None)?;
         this.allocate_sets()?;
         Ok(this)
@@ -378,6 +382,10 @@ impl DrawPass {
             Source::Image(image) => (vk::Handle::as_raw(image.image), &self.images),
             Source::Buffer(buffer) => (vk::Handle::as_raw(buffer.buffer), &self.buffers),
         };
+        let pipeline = match (frame, self.shared_format) {
+            (Source::Image(_), Format::Rgba8Srgb) => self.srgb_images,
+            _ => pipe.pipeline,
+        };
         let set = self
             .shared
             .iter()
@@ -414,7 +422,7 @@ impl DrawPass {
         // SAFETY: recording; every handle is live.
         unsafe {
             dev.cmd_begin_rendering(cmd, &rendering);
-            dev.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, pipe.pipeline);
+            dev.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, pipeline);
             dev.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::GRAPHICS, pipe.layout, 0, &[set], &[]);
             dev.cmd_set_viewport(cmd, 0, &[viewport]);
             dev.cmd_set_scissor(cmd, 0, &[whole]);
@@ -523,8 +531,9 @@ impl Drop for DrawPass {
         self.release_views();
         self.images.destroy(&self.device.raw);
         self.buffers.destroy(&self.device.raw);
-        // SAFETY: the owner waited for the queue before dropping; both objects are ours.
+        // SAFETY: the owner waited for the queue before dropping; the objects are ours.
         unsafe {
+            self.device.raw.destroy_pipeline(self.srgb_images, None);
             self.device.raw.destroy_sampler(self.sampler, None);
             self.device.raw.destroy_descriptor_pool(self.pool, None);
         }
