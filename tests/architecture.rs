@@ -293,3 +293,49 @@ fn the_checker_sees_circles_and_upward_imports() {
     let line: Graph = [edge("a", "b"), edge("b", "c")].into();
     assert_eq!(find_circle(&line), None);
 }
+
+/// The command-line flags (`--name`) inside the string literals of `code`
+/// (comment lines left out; escaped quotes and quote characters ignored).
+fn flags_in_strings(code: &str) -> Vec<String> {
+    let code: String = code
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n")
+        .replace("\\\"", "")
+        .replace("'\"'", "");
+    // The odd-numbered pieces between quotes are inside string literals.
+    let mut found = Vec::new();
+    for s in code.split('"').skip(1).step_by(2) {
+        let mut rest = s;
+        while let Some(at) = rest.find("--") {
+            let name: String =
+                rest[at + 2..].chars().take_while(|c| c.is_ascii_lowercase() || *c == '-').collect();
+            if !name.is_empty() {
+                found.push(format!("--{name}"));
+            }
+            rest = &rest[at + 2..];
+        }
+    }
+    found
+}
+
+/// The library serves engines as much as the CLI: its messages say what went
+/// wrong in the library's terms, never which CLI flag to use.
+#[test]
+fn no_library_message_names_a_cli_flag() {
+    let mut paths = Vec::new();
+    files(Path::new(env!("CARGO_MANIFEST_DIR")).join("src").as_path(), &mut paths);
+    let mut found = Vec::new();
+    for path in paths {
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.split("#[cfg(test)]\nmod tests").next().unwrap_or(&text);
+        for flag in flags_in_strings(code) {
+            found.push(format!("{}: {flag}", path.display()));
+        }
+    }
+    assert!(found.is_empty(), "library messages naming CLI flags:\n{}", found.join("\n"));
+    // The check itself sees one, on a continued line too, and not in comments or code.
+    let seen = flags_in_strings("bail!(\"needs \\\n  --validate here\");\n// --size\nlet x = a--b;");
+    assert_eq!(seen, ["--validate"]);
+}

@@ -114,7 +114,7 @@ impl Instance {
             let found = available.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER));
             if !found {
                 bail!(
-                    "--validate needs the Khronos validation layer, which is not installed \
+                    "validation needs the Khronos validation layer (VK_LAYER_KHRONOS_validation), which is not installed \
                      (Debian/Ubuntu: apt install vulkan-validationlayers; or set VK_LAYER_PATH)"
                 );
             }
