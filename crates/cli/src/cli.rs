@@ -437,6 +437,15 @@ pub struct CheckKernelArgs {
 impl Args {
     /// Checks what clap's types cannot, before any device is touched.
     pub fn check(&self) -> Result<(), UsageError> {
+        self.check_modes()?;
+        self.check_handover()?;
+        self.check_kernel()?;
+        self.check_reference()?;
+        self.check_run()
+    }
+
+    /// The viewer's options against the headless run's.
+    fn check_modes(&self) -> Result<(), UsageError> {
         if self.headless && self.size == SizeArg::Window {
             return Err(UsageError(
                 "--size window needs the viewer: drop --headless or give WIDTHxHEIGHT".into(),
@@ -461,6 +470,11 @@ impl Args {
                 "--consume draw runs the draw pass on a graphics queue: drop --queue".into(),
             ));
         }
+        Ok(())
+    }
+
+    /// A peer's hand-over, and `--json`: headless only.
+    fn check_handover(&self) -> Result<(), UsageError> {
         if self.handover != Handover::Vkcuda {
             if !self.headless {
                 return Err(UsageError(format!(
@@ -484,6 +498,11 @@ impl Args {
         if self.json.is_some() && !self.headless {
             return Err(UsageError("--json writes a headless run's summary: add --headless".into()));
         }
+        Ok(())
+    }
+
+    /// Your kernel's options.
+    fn check_kernel(&self) -> Result<(), UsageError> {
         if self.kernel.is_some() {
             if self.verify {
                 return Err(UsageError(
@@ -510,6 +529,11 @@ impl Args {
                 return Err(UsageError("--loads kernel runs your kernel: add --kernel FILE".into()));
             }
         }
+        Ok(())
+    }
+
+    /// `--compare-to` and `--verify`: one reference, and a folder that is not the dump's.
+    fn check_reference(&self) -> Result<(), UsageError> {
         if let Some(golden) = &self.compare_to {
             if !self.headless || self.dump_every == 0 {
                 return Err(UsageError(
@@ -531,6 +555,11 @@ impl Args {
                 return Err(UsageError(format!("--compare-to {}: no such folder", golden.display())));
             }
         }
+        Ok(())
+    }
+
+    /// Which frames run where: GPUs, shards, resume, the timelines' range.
+    fn check_run(&self) -> Result<(), UsageError> {
         let bench = matches!(self.command, Some(Command::Bench(_)));
         if self.all_gpus() && !(self.headless || bench) {
             return Err(UsageError(

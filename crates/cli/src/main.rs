@@ -146,6 +146,7 @@ fn failure(e: &anyhow::Error) -> ExitCode {
     ExitCode::from(if usage { exit::USAGE } else { exit::RUNTIME })
 }
 
+/// Writes the summary (and `--json`), and says how the run ended: its exit code.
 fn report(args: &Args, s: &Summary) -> ExitCode {
     if let Some(path) = &args.json {
         let json = headless::summary_json(args, s);
@@ -156,6 +157,14 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
             return failure(&e);
         }
     }
+    print_timing(args, s);
+    print_output(args, s);
+    print_run(args, s);
+    verdict(args, s)
+}
+
+/// The rate and where the time went: per frame, per thread, in memory.
+fn print_timing(args: &Args, s: &Summary) {
     println!(
         "vkcuda: {} frames, {:.1} fps ({} {}, {} producer, sync {}, {} buffers)",
         s.frames,
@@ -195,6 +204,10 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         let gpu = gpu.map_or(String::new(), |g| format!(", GPU memory in use {}", change(&g)));
         println!("  memory {when}: resident {resident}{gpu}");
     }
+}
+
+/// What was written and verified.
+fn print_output(args: &Args, s: &Summary) {
     if (args.headless && args.dump_every > 0) || s.sink.written > 0 {
         println!("  PNG files written: {} in {}", s.sink.written, args.out.display());
         if s.sink.written > 0 {
@@ -225,6 +238,10 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
             worst.unwrap_or_default()
         );
     }
+}
+
+/// The run's part of a longer one, what it found in its folder, validation.
+fn print_run(args: &Args, s: &Summary) {
     if let Some(shard) = args.shard {
         let (first, end) = args.frame_range();
         println!(
@@ -242,6 +259,10 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
     if args.validate {
         println!("  validation: {}", s.validation);
     }
+}
+
+/// The exit code: a signal's, a mismatch's, validation's, or success (each with its line).
+fn verdict(args: &Args, s: &Summary) -> ExitCode {
     if let Some(sig) = s.interrupted {
         println!("  interrupted by signal {sig}: stopped after {} frames", s.frames);
         return ExitCode::from(128 + sig as u8);
