@@ -392,7 +392,6 @@ fn functions_are_at_most_80_lines() {
         ("crates/cli/src/bench/chart.rs", "svg", 112),
         ("src/vk/device.rs", "new", 111),
         ("crates/run/src/producer/cuda.rs", "run", 108),
-        ("src/vk/instance.rs", "with_loader", 88),
         ("crates/cli/src/bench/mod.rs", "run_variant", 88),
         ("crates/cli/src/bench/mod.rs", "run", 84),
         ("src/sync.rs", "simulate", 82),
@@ -402,17 +401,20 @@ fn functions_are_at_most_80_lines() {
     for dir in ["src", "crates", "python/src", "examples"] {
         files(&root.join(dir), &mut paths);
     }
-    let mut found = Vec::new();
+    let (mut found, mut still) = (Vec::new(), Vec::new());
     for path in paths {
         let rel = path.strip_prefix(root).unwrap().display().to_string();
         for (line, name, len) in long_functions(&std::fs::read_to_string(&path).unwrap(), 80) {
-            let listed = STILL_TO_SPLIT.iter().any(|&(f, n, most)| f == rel && n == name && len <= most);
-            if !listed {
-                found.push(format!("{rel}:{line}: fn {name}: {len} lines"));
+            match STILL_TO_SPLIT.iter().find(|&&(f, n, most)| f == rel && n == name && len <= most) {
+                Some(listed) => still.push(*listed),
+                None => found.push(format!("{rel}:{line}: fn {name}: {len} lines")),
             }
         }
     }
     assert!(found.is_empty(), "functions over 80 lines:\n{}", found.join("\n"));
+    // A listed function that was split leaves the list.
+    let split: Vec<_> = STILL_TO_SPLIT.iter().filter(|l| !still.contains(l)).collect();
+    assert!(split.is_empty(), "split now, take them off STILL_TO_SPLIT: {split:?}");
     let long = format!("fn f() {{\n{}}}\n", "    x();\n".repeat(81));
     assert_eq!(long_functions(&long, 80), [(1, "f".to_string(), 83)]);
     assert!(long_functions("fn g() {}\nfn h();\n", 80).is_empty());

@@ -63,6 +63,40 @@ pub struct Instance {
     log: Arc<ValidationLog>,
 }
 
+/// Loads the Vulkan loader at `loader`, or the system's `libvulkan.so.1`.
+fn load(loader: Option<&std::path::Path>) -> Result<ash::Entry> {
+    // SAFETY: loading libvulkan runs its initialisers; it is a Vulkan loader the user chose
+    // (the system's by default).
+    unsafe {
+        match loader {
+            Some(path) => ash::Entry::load_from(path),
+            None => ash::Entry::load(),
+        }
+    }
+    .map_err(|e| {
+        let which = loader.map_or("libvulkan.so.1".into(), |p| p.to_string_lossy().into_owned());
+        Error::Library {
+            context: format!(
+                "cannot load the Vulkan loader ({which}): {e}. Install it \
+                 (Debian/Ubuntu: apt install libvulkan1 mesa-vulkan-drivers) or set LD_LIBRARY_PATH"
+            ),
+        }
+    })
+}
+
+/// Whether the Khronos validation layer is installed; an error saying how to install it if not.
+fn check_validation_layer(entry: &ash::Entry) -> Result<()> {
+    // SAFETY: plain query; the entry is loaded.
+    let available = unsafe { entry.enumerate_instance_layer_properties() }?;
+    if !available.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER)) {
+        bail!(
+            "validation needs the Khronos validation layer (VK_LAYER_KHRONOS_validation), which is not installed \
+             (Debian/Ubuntu: apt install vulkan-validationlayers; or set VK_LAYER_PATH)"
+        );
+    }
+    Ok(())
+}
+
 impl Instance {
     /// Loads libvulkan and creates a Vulkan 1.3 instance; with `validate`,
     /// with the validation layer and synchronization validation on.
@@ -89,35 +123,11 @@ impl Instance {
         validate: bool,
         extensions: &[&CStr],
     ) -> Result<Arc<Self>> {
-        // SAFETY: loading libvulkan runs its initialisers; it is a Vulkan loader the user chose
-        // (the system's by default).
-        let entry = unsafe {
-            match loader {
-                Some(path) => ash::Entry::load_from(path),
-                None => ash::Entry::load(),
-            }
-        }
-        .map_err(|e| {
-            let which = loader.map_or("libvulkan.so.1".into(), |p| p.to_string_lossy().into_owned());
-            Error::Library {
-                context: format!(
-                    "cannot load the Vulkan loader ({which}): {e}. Install it \
-                     (Debian/Ubuntu: apt install libvulkan1 mesa-vulkan-drivers) or set LD_LIBRARY_PATH"
-                ),
-            }
-        })?;
+        let entry = load(loader)?;
         let mut ext: Vec<*const i8> = extensions.iter().map(|e| e.as_ptr()).collect();
         let mut layers = Vec::new();
         if validate {
-            // SAFETY: plain query; the entry is loaded.
-            let available = unsafe { entry.enumerate_instance_layer_properties() }?;
-            let found = available.iter().any(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER));
-            if !found {
-                bail!(
-                    "validation needs the Khronos validation layer (VK_LAYER_KHRONOS_validation), which is not installed \
-                     (Debian/Ubuntu: apt install vulkan-validationlayers; or set VK_LAYER_PATH)"
-                );
-            }
+            check_validation_layer(&entry)?;
             layers.push(VALIDATION_LAYER.as_ptr());
             ext.push(ash::ext::debug_utils::NAME.as_ptr());
             ext.push(ash::ext::validation_features::NAME.as_ptr());

@@ -275,6 +275,13 @@ pub fn register(tests: &mut Tests) {
         }),
     ));
     tests.push((
+        "no_validation_layer_is_a_clear_error".into(),
+        Box::new(|| {
+            let env = [("VK_LAYER_PATH", "/nonexistent")];
+            pass(runtime_error(&["--validate"], &env, "validation needs the Khronos validation layer"))
+        }),
+    ));
+    tests.push((
         "no_vulkan_driver_is_a_clear_error".into(),
         Box::new(|| {
             let none = [("VK_ICD_FILENAMES", "/nonexistent.json"), ("VK_DRIVER_FILES", "/nonexistent.json")];
