@@ -392,8 +392,6 @@ fn functions_are_at_most_80_lines() {
         ("crates/cli/src/bench/chart.rs", "svg", 112),
         ("src/vk/device.rs", "new", 111),
         ("crates/run/src/producer/cuda.rs", "run", 108),
-        ("crates/cli/src/bench/mod.rs", "run_variant", 88),
-        ("crates/cli/src/bench/mod.rs", "run", 84),
         ("src/sync.rs", "simulate", 82),
     ];
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));

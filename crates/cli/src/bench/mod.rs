@@ -65,14 +65,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
             eprintln!("vkcuda: {}, {queue:?} queue; {}", gpu.device.info, gpu.why);
         }
         let gpu = &gpus[0];
-        about.get_or_insert_with(|| {
-            let name = gpu.device.info.name.clone();
-            (
-                if gpus.len() > 1 { format!("{} GPUs: {name}", gpus.len()) } else { name },
-                gpu.device.info.driver.trim().to_string(),
-                gpu.cuda.as_ref().and_then(|_| vkcuda::cuda::driver_version().ok()),
-            )
-        });
+        about.get_or_insert_with(|| device_words(&gpus));
         for size in &bench.sizes {
             for load in &loads {
                 let balance = match load {
@@ -108,16 +101,33 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
         rows,
         validation: args.validate.then(|| instance.validation().counts()),
     };
+    write_outputs(bench, &report)?;
+    Ok(report)
+}
+
+/// The device, driver and CUDA driver version a report names (`--gpu all`: how many GPUs).
+fn device_words(gpus: &[Gpu]) -> (String, String, Option<String>) {
+    let gpu = &gpus[0];
+    let name = gpu.device.info.name.clone();
+    (
+        if gpus.len() > 1 { format!("{} GPUs: {name}", gpus.len()) } else { name },
+        gpu.device.info.driver.trim().to_string(),
+        gpu.cuda.as_ref().and_then(|_| vkcuda::cuda::driver_version().ok()),
+    )
+}
+
+/// The JSON, the chart and the headline table, each where it was asked for.
+fn write_outputs(bench: &BenchArgs, report: &Report) -> Result<()> {
     if let Some(p) = &bench.json {
-        write_atomically(p, serde_json::to_string_pretty(&report)?.as_bytes())?;
+        write_atomically(p, serde_json::to_string_pretty(report)?.as_bytes())?;
     }
     if let Some(p) = &bench.chart {
-        write_atomically(p, chart::svg(&report).as_bytes())?;
+        write_atomically(p, chart::svg(report).as_bytes())?;
     }
     if let Some(p) = &bench.markdown {
-        write_atomically(p, headline(&report).as_bytes())?;
+        write_atomically(p, headline(report).as_bytes())?;
     }
-    Ok(report)
+    Ok(())
 }
 
 /// A bench stopped by SIGINT/SIGTERM: no output files are written.
@@ -194,20 +204,8 @@ fn run_variant(
         busiest_thread_core: None,
         fps_repeats: Vec::new(),
     };
-    if variant.is_peer() && (args.format, args.layout) != (Format::Rgba8, Layout::Array) {
-        row.skipped = Some("the peers' patterns run RGBA8 arrays".into());
-        return Ok(row);
-    }
-    if variant.needs_cuda() && gpu.cuda.is_none() {
-        row.skipped = Some("no CUDA device".into());
-        return Ok(row);
-    }
-    if kernel.is_some() && !matches!(variant, Variant::Interop { .. } | Variant::Draw { .. }) {
-        row.skipped = Some("your kernel runs on vkcuda's CUDA producer (split-N, shared-N, draw-N)".into());
-        return Ok(row);
-    }
-    if matches!(variant, Variant::Draw { .. }) && args.queue_kind() != QueueKind::Graphics {
-        row.skipped = Some("the draw pass needs a graphics queue (--queues graphics)".into());
+    if let Some(why) = skip_reason(variant, args, gpu, kernel.is_some()) {
+        row.skipped = Some(why.into());
         return Ok(row);
     }
     let span = Span {
@@ -222,6 +220,29 @@ fn run_variant(
         }
         runs.push(measure_all(gpus, args, variant, scene, span, caught)?);
     }
+    fill_medians(&mut row, &runs);
+    Ok(row)
+}
+
+/// Why `variant` does not run in this configuration, if it does not.
+fn skip_reason(variant: Variant, args: &Args, gpu: &Gpu, kernel: bool) -> Option<&'static str> {
+    if variant.is_peer() && (args.format, args.layout) != (Format::Rgba8, Layout::Array) {
+        return Some("the peers' patterns run RGBA8 arrays");
+    }
+    if variant.needs_cuda() && gpu.cuda.is_none() {
+        return Some("no CUDA device");
+    }
+    if kernel && !matches!(variant, Variant::Interop { .. } | Variant::Draw { .. }) {
+        return Some("your kernel runs on vkcuda's CUDA producer (split-N, shared-N, draw-N)");
+    }
+    if matches!(variant, Variant::Draw { .. }) && args.queue_kind() != QueueKind::Graphics {
+        return Some("the draw pass needs a graphics queue (--queues graphics)");
+    }
+    None
+}
+
+/// A row's figures: the medians of its repeats.
+fn fill_medians(row: &mut Row, runs: &[Summary]) {
     let med = |f: &dyn Fn(&Summary) -> Option<Duration>| {
         let v: Vec<f64> = runs.iter().filter_map(f).map(|d| d.as_secs_f64() * 1e6).collect();
         median_f64(&v)
@@ -236,7 +257,6 @@ fn run_variant(
     row.latency_us = med(&|s| s.latency_median);
     let busiest = row.producer_cpu_us.unwrap_or(0.0).max(row.consumer_cpu_us.unwrap_or(0.0));
     row.busiest_thread_core = row.us_per_frame.filter(|_| busiest > 0.0).map(|us| busiest / us);
-    Ok(row)
 }
 
 /// One repeat on every GPU at once (a thread each): their frame rates add up.
