@@ -91,6 +91,12 @@ impl Run {
         matches!(self.feed, Feed::Device { .. })
     }
 
+    /// Whether frames `desc` from host or (`device`) GPU memory go to this
+    /// run: it has their size, format and feed, and goes on.
+    pub fn serves(&self, desc: FrameDesc, device: bool) -> bool {
+        self.desc == desc && self.on_device() == device && !self.stopped()
+    }
+
     /// Whether the consumer thread has ended (it failed, or the run was finished).
     pub fn stopped(&self) -> bool {
         match &self.consumer {

@@ -221,7 +221,7 @@ impl State {
     /// current one, or a new one after it.
     fn run_for(&mut self, desc: FrameDesc, device: bool) -> Result<&Run> {
         let gpu = self.gpu()?.clone();
-        if self.run.as_ref().is_some_and(|r| r.desc != desc || r.on_device() != device || r.stopped()) {
+        if self.run.as_ref().is_some_and(|r| !r.serves(desc, device)) {
             self.finish_run()?;
         }
         if self.run.is_none() {
@@ -311,7 +311,7 @@ impl State {
     /// caller need not give up the GIL; `None` otherwise.
     pub fn pack_if_ready(&mut self, array: &DeviceArray, stream: u64) -> Option<Result<Held>> {
         let desc = frame_desc(&array.layout);
-        let run = self.run.as_ref().filter(|r| r.desc == desc && r.on_device() && !r.stopped())?;
+        let run = self.run.as_ref().filter(|r| r.serves(desc, true))?;
         let Feed::Device { staging, .. } = &run.feed else { return None };
         let ready = staging.has_free() && self.cuda.as_ref().is_some_and(CudaSide::ahead_done);
         ready.then(|| self.pack(array, stream))

@@ -209,9 +209,10 @@ fn resume(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> R
         Some(_) => sum_of(&done)?,
         None => nothing_to_render(args),
     };
-    // The parts ran one after another: the rate is over all of them; validation counts are the instance's.
+    // The parts ran one after another: the rate is over all of them; every part's device
+    // counted its validation messages on this one instance.
     all.fps = all.frames as f64 / started.elapsed().as_secs_f64().max(1e-9);
-    all.validation = done.last().map_or(instance.validation().counts(), |s| s.validation);
+    all.validation = instance.validation().counts();
     all.kept = Some(survey.kept);
     Ok(all)
 }
