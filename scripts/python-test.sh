@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Python package (python/, maturin) into a wheel and runs its tests
 # (python/tests, pytest, NumPy arrays) against that wheel, installed into a
-# folder of its own under target/. Installs maturin, pytest and NumPy with pip
+# folder of its own under target/. Installs maturin, pytest, NumPy, and
+# ipykernel with jupyter_client (the window test in a Jupyter kernel) with pip
 # when missing. Prints pytest's summary line ("N passed ...").
 #   PYTHON=python3.12 bash scripts/python-test.sh   another interpreter (3.11 or newer)
 set -euo pipefail
@@ -14,10 +15,10 @@ pip_install() {
     "$python" -m pip install -q --disable-pip-version-check "$@" ||
         "$python" -m pip install -q --disable-pip-version-check --break-system-packages "$@"
 }
-if ! PYTHONPATH=$tools "$python" -c 'import pytest, numpy' 2>/dev/null ||
+if ! PYTHONPATH=$tools "$python" -c 'import pytest, numpy, ipykernel, jupyter_client' 2>/dev/null ||
     ! { [ -x "$tools/bin/maturin" ] || command -v maturin >/dev/null; }; then
-    echo "vkcuda: installing maturin, pytest and numpy (from PyPI) into $tools" >&2
-    pip_install --target "$tools" 'maturin>=1.5,<2' pytest numpy
+    echo "vkcuda: installing maturin, pytest, numpy, ipykernel and jupyter_client (from PyPI) into $tools" >&2
+    pip_install --target "$tools" 'maturin>=1.5,<2' pytest numpy ipykernel jupyter_client
 fi
 export PYTHONPATH=$tools
 maturin=$tools/bin/maturin

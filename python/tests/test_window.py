@@ -176,6 +176,110 @@ def test_the_window_answers_while_python_i_waits_at_its_prompt(xvfb):
     assert p.wait(timeout=60) == 0, p.stderr.read()
 
 
+class Kernel:
+    """A Jupyter kernel (ipykernel, started by jupyter_client) with the test's display."""
+
+    def __init__(self, display):
+        try:
+            from jupyter_client.manager import start_new_kernel
+        except ImportError as e:
+            pytest.skip(f"skipped: jupyter_client is not importable ({e})")
+        try:
+            import ipykernel  # noqa: F401
+        except ImportError as e:
+            pytest.skip(f"skipped: ipykernel is not importable ({e})")
+        env = dict(os.environ, DISPLAY=display)
+        env.pop("WAYLAND_DISPLAY", None)
+        self.manager, self.client = start_new_kernel(kernel_name="python3", env=env, startup_timeout=120)
+
+    def start(self, code):
+        """Sends a cell; it runs while the test goes on."""
+        return self.client.execute(code)
+
+    def printed(self, cell, until=None, timeout=60):
+        """What `cell` prints: up to a line starting with `until`, else until it ends (then it must have passed)."""
+        text = ""
+        while True:
+            msg = self.client.get_iopub_msg(timeout=timeout)
+            if msg["parent_header"].get("msg_id") != cell:
+                continue
+            kind, content = msg["msg_type"], msg["content"]
+            if kind == "stream":
+                text += content["text"]
+                if until and any(line.startswith(until) for line in text.splitlines()):
+                    return text
+            elif kind == "error":
+                raise AssertionError("the cell failed: " + "\n".join(content["traceback"]))
+            elif kind == "status" and content["execution_state"] == "idle":
+                assert until is None, f"the cell ended before '{until}': {text}"
+                return text
+
+    def run(self, code):
+        return self.printed(self.start(code))
+
+    def close(self):
+        self.client.stop_channels()
+        self.manager.shutdown_kernel(now=False)
+
+
+def press_escape(display, title):
+    env = dict(os.environ, DISPLAY=display)
+    ids = subprocess.run(
+        ["timeout", "20", "xdotool", "search", "--sync", "--onlyvisible", "--name", f"^{title}$"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout.split()
+    subprocess.run(["xdotool", "windowfocus", "--sync", ids[0]], env=env, check=True, timeout=30)
+    subprocess.run(["xdotool", "key", "Escape"], env=env, check=True, timeout=30)
+
+
+def test_the_window_answers_in_a_jupyter_kernel_running_a_cell_and_idle(xvfb):
+    kernel = Kernel(xvfb)
+    try:
+        assert kernel.run("import numpy as np, vkcuda\nprint('ready')").strip() == "ready"
+        # A cell keeps Python busy (showing frames) until the window is closed by its key.
+        cell = kernel.start(
+            "v = vkcuda.Viewer(headless=False, size=(96, 64), validate=True, title='vkcuda-cell')\n"
+            "a = np.zeros((64, 96, 4), np.uint8)\n"
+            "shown = 0\n"
+            "try:\n"
+            "    while True:\n"
+            "        a[...] = shown % 256\n"
+            "        v.show(a)\n"
+            "        shown += 1\n"
+            "        if shown == 20:\n"
+            "            print('showing', flush=True)\n"
+            "except RuntimeError as e:\n"
+            "    print('stopped:', e, flush=True)\n"
+            "s = v.stats()\n"
+            "v.close()\n"
+            "print('after', s['window'], s['validation_errors'], s['validation_warnings'], flush=True)\n"
+        )
+        kernel.printed(cell, until="showing")
+        press_escape(xvfb, "vkcuda-cell")
+        out = kernel.printed(cell)
+        assert "the window was closed" in out, out
+        assert out.splitlines()[-1].split()[1:] == ["closed", "0", "0"], out
+        # Between cells the kernel waits for messages: the window thread alone answers.
+        out = kernel.run(
+            "w = vkcuda.Viewer(headless=False, size=(64, 48), validate=True, title='vkcuda-idle')\n"
+            "w.show(np.zeros((48, 64), np.uint8)); w.flush(); print(w.stats()['window'])\n"
+        )
+        assert out.strip() == "open"
+        press_escape(xvfb, "vkcuda-idle")
+        subprocess.run(
+            ["timeout", "20", "sh", "-c", "while xdotool search --onlyvisible --name ^vkcuda-idle$ >/dev/null; do sleep 0.05; done"],
+            env=dict(os.environ, DISPLAY=xvfb),
+            check=True,
+        )
+        out = kernel.run("s = w.stats(); w.close(); print(s['window'], s['validation_errors'], s['validation_warnings'])")
+        assert out.split() == ["closed", "0", "0"], out
+    finally:
+        kernel.close()
+
+
 def test_garbage_collection_and_exit_close_the_windows(xvfb):
     p = child(
         xvfb,
