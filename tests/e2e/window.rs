@@ -617,8 +617,31 @@ pub fn kernel_hot_reload_test(mode: &[&str]) -> Outcome {
     if stderr.contains("presenting through the CPU") {
         swaps_paced_to_the_screen(&stderr)?;
     }
+    old_versions_are_unloaded(&stderr)?;
     let _ = std::fs::remove_dir_all(&dir);
     Ok(())
+}
+
+/// A swapped-out version is unloaded once its frames end: at each swap at
+/// most the version just swapped out and one before it are still loaded
+/// (each swap's line says how many), not every version since the start.
+fn old_versions_are_unloaded(stderr: &str) -> Outcome {
+    let swaps: Vec<&str> = stderr.lines().filter(|l| l.contains(" renders from frame ")).collect();
+    for line in &swaps {
+        let kept = line
+            .split(" older versions loaded")
+            .next()
+            .and_then(|l| l.rsplit(' ').next())
+            .and_then(|n| n.parse::<u32>().ok())
+            .ok_or_else(|| format!("no count of older versions in '{line}'"))?;
+        if kept > 2 {
+            return Err(format!("old kernel versions stay loaded: '{line}'"));
+        }
+    }
+    match swaps.len() {
+        3.. => Ok(()),
+        n => Err(format!("{n} swaps reported, 3 made")),
+    }
 }
 
 /// With `--kernel` the viewer's producer is paced to the screen (`--latency

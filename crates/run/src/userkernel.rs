@@ -4,12 +4,13 @@
 //! `vkcuda check-kernel FILE` compiles it against the same contract without a
 //! GPU (a virtual architecture: PTX only).
 
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use cudarc::driver::{
-    CudaContext, CudaFunction, CudaModule, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
+    CudaContext, CudaEvent, CudaFunction, CudaModule, CudaStream, DeviceRepr, LaunchConfig, PushKernelArg,
 };
 use cudarc::nvrtc::Ptx;
 
@@ -114,9 +115,10 @@ pub struct UserKernel {
     module: Arc<CudaModule>,
     function: CudaFunction,
     spec: KernelSpec,
-    /// Modules swapped out: kept loaded until the producer ends, since one
-    /// unloaded while its kernel may still run on the stream is undefined.
-    retired: Vec<Arc<CudaModule>>,
+    /// Modules swapped out, each with an event recorded on the stream after
+    /// its last launch: unloading a module whose kernel may still run is
+    /// undefined, so each is unloaded once its event has completed.
+    retired: VecDeque<(Arc<CudaModule>, CudaEvent)>,
     /// `sm_XY` of the device.
     pub arch: String,
 }
@@ -137,7 +139,7 @@ impl UserKernel {
             }
         };
         let (module, function) = Self::module(ctx, &spec.entry, program)?;
-        Ok(Self { module, function, spec: spec.clone(), retired: Vec::new(), arch })
+        Ok(Self { module, function, spec: spec.clone(), retired: VecDeque::new(), arch })
     }
 
     /// Loads a new version of the kernel, to be swapped in by [`UserKernel::swap`].
@@ -146,11 +148,24 @@ impl UserKernel {
         Ok(Version { module, function })
     }
 
-    /// Swaps in a loaded version (between frames: the stream's earlier
-    /// launches keep the old one).
-    pub fn swap(&mut self, version: Version) {
-        self.retired.push(std::mem::replace(&mut self.module, version.module));
+    /// Swaps in a loaded version (between frames: the launches already on
+    /// `stream` keep the old one, which is unloaded after them).
+    pub fn swap(&mut self, version: Version, stream: &CudaStream) -> Result<()> {
+        let after = stream.context().new_event(None).context("cuEventCreate (retiring a kernel version)")?;
+        after.record(stream).context("cuEventRecord (retiring a kernel version)")?;
+        self.retired.push_back((std::mem::replace(&mut self.module, version.module), after));
         self.function = version.function;
+        Ok(())
+    }
+
+    /// Unloads the swapped-out versions whose last launch has ended; returns
+    /// how many stay loaded. A faulted stream's events never complete: those
+    /// versions stay until the producer ends.
+    pub fn unload_finished(&mut self) -> usize {
+        while self.retired.front().is_some_and(|(_, after)| after.is_complete()) {
+            self.retired.pop_front();
+        }
+        self.retired.len()
     }
 
     /// Loads the machine code when there is some (a PTX of a compile for a

@@ -39,15 +39,27 @@ fn load_new_version(user: &UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>
     }
 }
 
-/// Swaps the loaded version in, if there is one, from frame `g` on.
-fn swap_loaded(user: &mut UserKernel, link: &ReloadLink, next: &mut Option<Loaded>, g: u64) {
-    let Some(loaded) = next.take() else { return };
-    user.swap(loaded.version);
+/// Swaps the loaded version in, if there is one, from frame `g` on; the
+/// versions swapped out earlier are unloaded once their launches have ended.
+fn swap_loaded(
+    (user, stream): (&mut UserKernel, &CudaStream),
+    link: &ReloadLink,
+    next: &mut Option<Loaded>,
+    g: u64,
+) -> Result<()> {
+    user.unload_finished();
+    let Some(loaded) = next.take() else { return Ok(()) };
+    user.swap(loaded.version, stream)?;
+    let kept = user.unload_finished();
     let version = link.version() + 1;
     link.running(&user.arch, version);
     link.swapped(&loaded.compiled, version, g);
     let (after, load) = (loaded.compiled.made.changed.elapsed(), loaded.took);
-    eprintln!("vkcuda: kernel v{version} renders from frame {g}, {after:.0?} after the change (loaded in {load:.1?})");
+    eprintln!(
+        "vkcuda: kernel v{version} renders from frame {g}, {after:.0?} after the change (loaded in {load:.1?}; \
+         {kept} older versions loaded until their frames end)"
+    );
+    Ok(())
 }
 
 /// Kernel timings are resolved this many frames late, so reading an event never stalls.
@@ -168,7 +180,7 @@ impl CudaProducer {
                 // Between frames, as late as possible: a newly compiled version replaces the running one.
                 if let Some((user, Some(link))) = &mut self.user {
                     load_new_version(user, link, &self.ctx, &mut next);
-                    swap_loaded(user, link, &mut next, g);
+                    swap_loaded((user, &self.stream), link, &mut next, g)?;
                 }
                 job.inject.producer_panic(g);
                 job.inject.producer_stall(g, || job.control.failed())?;
