@@ -45,6 +45,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("run::peers", 2),
     ("run::measure", 2),
     ("run::feed", 2),
+    ("run::drive", 3),
     ("cli::bench::report", 2),
     ("cli::bench::chart", 2),
     ("cli::cli", 3),
@@ -242,9 +243,14 @@ fn the_core_never_imports_what_stands_on_it() {
     }
 }
 
+/// The front ends: the CLI's modes (viewer, headless dump, bench, check-dump)
+/// and the Python module. `cli::cli` (the command line they share) and
+/// `cli::main` (which picks one) are neither.
+const FRONT_ENDS: &[&str] = &["cli::viewer", "cli::headless", "cli::bench", "cli::checkdump", "py"];
+
 #[test]
 fn no_front_end_imports_another() {
-    let front = |m: &str| ["cli", "py"].into_iter().find(|t| m == *t || m.starts_with(&format!("{t}::")));
+    let front = |m: &str| FRONT_ENDS.iter().copied().find(|t| m == *t || m.starts_with(&format!("{t}::")));
     for (from, to) in graph() {
         let Some(mine) = front(&from) else { continue };
         let other: Vec<_> = to.iter().filter(|t| front(t).is_some_and(|f| f != mine)).collect();
@@ -256,6 +262,44 @@ fn no_front_end_imports_another() {
 fn every_module_above_the_core_has_a_floor() {
     let unplaced: Vec<_> = graph().into_keys().filter(|m| above_the_core(m) && floor(m).is_none()).collect();
     assert!(unplaced.is_empty(), "modules without a floor in FLOORS: {unplaced:?}");
+}
+
+/// The floors the run layer's docs (`crates/run/src/lib.rs`, "Floors") give
+/// its modules: the modules named in the paragraph of floor N.
+fn documented_floors() -> BTreeMap<String, u8> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("crates/run/src/lib.rs");
+    let text = std::fs::read_to_string(path).unwrap();
+    let mut floors = BTreeMap::new();
+    let mut current = None;
+    for line in text.lines().filter_map(|l| l.strip_prefix("//!")) {
+        let line = line.trim_start();
+        if let Some((n, _)) = line.split_once(". ").filter(|(n, _)| n.parse::<u8>().is_ok()) {
+            current = n.parse::<u8>().ok();
+        } else if line.is_empty()
+            || !line.starts_with(|c: char| c.is_lowercase() || c == '[' || c == '`' || c == '(')
+        {
+            current = None;
+        }
+        let Some(f) = current else { continue };
+        for name in line.split('`').skip(1).step_by(2) {
+            floors.insert(format!("run::{}", name.trim_matches(|c| c == '[' || c == ']')), f);
+        }
+    }
+    floors
+}
+
+#[test]
+fn the_floors_match_the_run_layers_docs() {
+    let documented = documented_floors();
+    let mut checked = 0;
+    for (module, f) in FLOORS.iter().filter(|(m, _)| m.starts_with("run::") && m.matches("::").count() == 1) {
+        let said = documented.get(*module);
+        assert_eq!(said, Some(f), "`{module}` is at floor {f}; crates/run/src/lib.rs says {said:?}");
+        checked += 1;
+    }
+    let unknown: Vec<_> = documented.keys().filter(|m| !FLOORS.iter().any(|(f, _)| f == m)).collect();
+    assert!(unknown.is_empty(), "crates/run/src/lib.rs places modules the test does not: {unknown:?}");
+    assert!(checked > 20, "only {checked} modules checked");
 }
 
 #[test]

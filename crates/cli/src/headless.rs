@@ -1,12 +1,11 @@
 //! The headless run: the producer on its thread, the offscreen consumer on
 //! this one, frames dumped to PNG, and a summary with measured timings.
 
-use std::path::Path;
-use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::atomic::AtomicUsize;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{anyhow, Context, Result};
+use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::Args;
@@ -14,83 +13,23 @@ use vkcuda::types::Size;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, Layout};
-use vkcuda_run::consumer::{Completed, ExtraSync};
 use vkcuda_run::director::Director;
+use vkcuda_run::drive::{
+    png_workers, prepare_out_dir, run_session, spare_cores, sum_of, summarize, watch_signals, Summary,
+    MAX_PNG_WORKERS,
+};
 use vkcuda_run::dumpdir;
-use vkcuda_run::footprint::{self, Footprint};
 use vkcuda_run::inject::Inject;
-use vkcuda_run::kinds::{ConsumeKind, Handover, ProducerKind};
-pub use vkcuda_run::measure::{Consumed, Span, SpanClock};
+use vkcuda_run::kinds::{ConsumeKind, ProducerKind};
+use vkcuda_run::measure::Span;
 use vkcuda_run::outfile;
 use vkcuda_run::pairing;
 use vkcuda_run::peers;
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Readback, Shot};
-use vkcuda_run::producer::Report;
 use vkcuda_run::scene::Scene;
-use vkcuda_run::session::{Session, STALL};
 use vkcuda_run::setup::{self, Gpu, MemoryNeed};
-use vkcuda_run::sink::{PngSink, Reference, SinkReport};
-use vkcuda_run::stats::{median, median_f64, Samples};
-use vkcuda_run::UsageError;
-
-/// What a run measured.
-#[derive(Clone, Debug)]
-pub struct Summary {
-    /// Frames consumed.
-    pub frames: u64,
-    /// Frames per second over the frames after warm-up (wall clock).
-    pub fps: f64,
-    /// Size of the shared images (the last size, if the viewer resized them).
-    pub size: Size,
-    /// Which producer ran.
-    pub producer: &'static str,
-    /// Median producer render time per frame (CUDA events, or CPU wall clock).
-    pub producer_median: Option<Duration>,
-    /// Median Vulkan GPU time per frame (timestamp queries).
-    pub vulkan_median: Option<Duration>,
-    /// Median time from a frame's "rendered" point to the end of its
-    /// consumption, both on the host's clock (needs calibrated timestamps).
-    pub latency_median: Option<Duration>,
-    /// CPU time per frame of the producer thread, after warm-up.
-    pub producer_cpu: Option<Duration>,
-    /// CPU time per frame of the consumer thread, after warm-up.
-    pub consumer_cpu: Option<Duration>,
-    /// Memory after warm-up, half-way (if the run got there) and at the end.
-    pub footprint: Option<[Option<Footprint>; 3]>,
-    /// What the PNG pool did.
-    pub sink: SinkReport,
-    /// Validation messages.
-    pub validation: ValidationCounts,
-    /// The signal that stopped the run early, if any.
-    pub interrupted: Option<i32>,
-    /// The Vulkan device it ran on (headless).
-    pub device: String,
-    /// `--gpu all`: a line per GPU.
-    pub gpus: Vec<String>,
-    /// Temporary files of this run's frames that a killed run left, removed.
-    pub leftovers_removed: usize,
-    /// `--resume`: the dumped frames kept from before (the frames rendered are `frames`).
-    pub kept: Option<u64>,
-}
-
-/// A PNG pool writing into `dir`, [`png_workers`] threads.
-pub fn png_sink(dir: &Path, reference: Reference) -> PngSink {
-    PngSink::new(dir, png_workers(), reference, Inject::default())
-}
-
-/// PNG worker threads of one interop: one per spare core, at most [`MAX_PNG_WORKERS`].
-pub fn png_workers() -> usize {
-    spare_cores().clamp(1, MAX_PNG_WORKERS)
-}
-
-/// The most PNG writer threads one interop uses.
-const MAX_PNG_WORKERS: usize = 16;
-
-/// Cores besides the one the consumer thread keeps busy.
-fn spare_cores() -> usize {
-    std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1)
-}
+use vkcuda_run::sink::{PngSink, SinkReport};
 
 /// The frame and target sizes as the user gave them, for messages.
 fn size_words(args: &Args, size: Size) -> String {
@@ -120,36 +59,6 @@ fn memory_need(args: &Args, gpu: &Gpu, size: Size, readbacks: usize) -> MemoryNe
         need = need + MemoryNeed::buffers(readbacks as u64, target, target_format);
     }
     need
-}
-
-/// Makes sure `dir` exists and is writable, before any frame is rendered.
-/// Returns whether it was created here (so a failed run can remove it).
-pub fn prepare_out_dir(dir: &Path) -> Result<bool, UsageError> {
-    let bad = |why: String| UsageError(format!("--out {}: {why}", dir.display()));
-    if dir.exists() && !dir.is_dir() {
-        return Err(bad("exists and is not a folder".into()));
-    }
-    let created = !dir.exists();
-    std::fs::create_dir_all(dir).map_err(|e| bad(format!("cannot create it: {e}")))?;
-    let probe = dir.join(format!(".vkcuda-probe-{}", std::process::id()));
-    let written = std::fs::write(&probe, b"probe");
-    let _ = std::fs::remove_file(&probe);
-    if let Err(e) = written {
-        if created {
-            let _ = std::fs::remove_dir(dir);
-        }
-        return Err(bad(format!("not writable: {e}")));
-    }
-    Ok(created)
-}
-
-/// Signals that stop a run gracefully (SIGINT, SIGTERM), as a shared cell.
-pub fn watch_signals() -> Result<Arc<AtomicUsize>> {
-    let caught = Arc::new(AtomicUsize::new(0));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        signal_hook::flag::register_usize(sig, caught.clone(), sig as usize)?;
-    }
-    Ok(caught)
 }
 
 /// Runs `--headless`: on one GPU, or with `--gpu all` on each; with
@@ -299,34 +208,6 @@ fn combine(results: Vec<(usize, (u64, u64), Result<Summary>)>) -> Result<Summary
     Ok(all)
 }
 
-/// Runs that ran at the same time on different GPUs as one: frames and
-/// frame rates add up, medians are the runs' median, the PNG reports merge.
-pub(crate) fn sum_of(runs: &[Summary]) -> Result<Summary> {
-    let mid = |f: &dyn Fn(&Summary) -> Option<Duration>| {
-        let v: Vec<f64> = runs.iter().filter_map(f).map(|d| d.as_secs_f64()).collect();
-        median_f64(&v).map(Duration::from_secs_f64)
-    };
-    let first = runs.first().ok_or_else(|| anyhow!("no GPU ran"))?;
-    let mut all = Summary {
-        frames: runs.iter().map(|s| s.frames).sum(),
-        fps: runs.iter().map(|s| s.fps).sum(),
-        producer_median: mid(&|s| s.producer_median),
-        vulkan_median: mid(&|s| s.vulkan_median),
-        latency_median: mid(&|s| s.latency_median),
-        producer_cpu: mid(&|s| s.producer_cpu),
-        consumer_cpu: mid(&|s| s.consumer_cpu),
-        footprint: None,
-        sink: SinkReport::default(),
-        gpus: Vec::new(),
-        ..first.clone()
-    };
-    for s in runs {
-        all.sink.merge(s.sink.clone());
-        all.interrupted = all.interrupted.or(s.interrupted);
-    }
-    Ok(all)
-}
-
 /// A headless run on the device `args` names.
 fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run: Run<'_>) -> Result<Summary> {
     let gpu =
@@ -367,7 +248,8 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
 
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
-    let result = run_session(&gpu, args, (&director, size), &mut offscreen, span, (caught, progress));
+    let spec = (&args.spec(), args.timeline_base);
+    let result = run_session(&gpu, spec, (&director, size), &mut offscreen, span, (caught, progress));
     progress.finish_and_clear();
     let sink = offscreen.finish();
     if created && sink.written == 0 && result.is_err() {
@@ -381,132 +263,6 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     let mut summary = summarize(consumed, report, sink, (producer, size), &validation, caught);
     summary.device = device.info.to_string();
     Ok(summary)
-}
-
-/// Whether `e` only says a wait gave up because the other side failed (the
-/// other side's error is then the cause).
-pub(crate) fn cancelled(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::Cancelled { .. })))
-}
-
-/// What the wait that `e` ended was for.
-fn awaited(e: &anyhow::Error) -> String {
-    e.chain()
-        .find_map(|c| match c.downcast_ref::<vkcuda::Error>() {
-            Some(vkcuda::Error::Cancelled { what } | vkcuda::Error::TimedOut { what, .. }) => {
-                Some(what.clone())
-            }
-            _ => None,
-        })
-        .unwrap_or_else(|| "a frame".into())
-}
-
-/// Whether `e` says a wait for the GPU or the producer timed out.
-fn timed_out(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::TimedOut { .. })))
-}
-
-/// Starts a session at `size`, consumes it into `offscreen` for `span`, and
-/// stops it: what one headless run (or one bench repeat) measures.
-pub(crate) fn run_session(
-    gpu: &Gpu,
-    args: &Args,
-    (director, size): (&Arc<Director>, Size),
-    offscreen: &mut Offscreen,
-    span: Span,
-    (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
-) -> Result<(Consumed, Report, &'static str)> {
-    if args.handover != Handover::Vkcuda {
-        let spec = args.spec();
-        return peers::run(
-            gpu,
-            &spec,
-            args.timeline_base,
-            (director, size),
-            offscreen,
-            (span, caught, progress),
-        );
-    }
-    let mut session = Session::start(gpu, &args.spec(), director, size, args.timeline_base)?;
-    if let Err(e) = offscreen.bind(session.interop.frames()) {
-        let _ = session.stop(offscreen, false);
-        return Err(e);
-    }
-    session.interrupt_with(caught.clone());
-    let outcome = consume(&mut session, offscreen, span, caught, progress);
-    let signal = caught.load(Ordering::Relaxed);
-    let outcome = match outcome {
-        // A wait a signal ended: the frame was stuck for STALL (a kernel that does not end?).
-        Err(e) if signal != 0 && cancelled(&e) && !session.control.failed() => Err(anyhow!(
-            "interrupted by signal {signal} after waiting over {STALL:?} for {} (a kernel that does not end?): \
-             stopping without waiting for it",
-            awaited(&e)
-        )),
-        other => other,
-    };
-    if let Err(e) = &outcome {
-        if signal != 0 || timed_out(e) {
-            // A frame that never came: the stop must not wait for it again.
-            session.control.abandon();
-        }
-    }
-    let producer = session.producer;
-    let stopped = session.stop(offscreen, outcome.is_ok());
-    match (outcome, stopped) {
-        (Ok(mut consumed), Ok(stopped)) => {
-            stopped.drained.into_iter().for_each(|c| consumed.completed.push(c.frame, c));
-            consumed.total = stopped.consumed.max(consumed.frames);
-            Ok((consumed, stopped.report, producer))
-        }
-        // The side that did not merely give up waiting for the other is the cause.
-        (Err(consumer), Err(e)) if cancelled(&e) && !cancelled(&consumer) => Err(consumer),
-        (Err(consumer), Err(e)) if cancelled(&consumer) => {
-            Err(e.context(format!("the {producer} producer failed")))
-        }
-        (Err(consumer), Err(e)) => Err(e.context(format!("the {producer} producer failed ({consumer:#})"))),
-        (Ok(_), Err(e)) => Err(e.context(format!("the {producer} producer failed"))),
-        (Err(consumer), Ok(_)) => Err(consumer),
-    }
-}
-
-/// Consumes frames until the count is reached, `span`'s steady time is up,
-/// or a signal arrives (then the session's stop releases whatever the
-/// producer made beyond).
-pub(crate) fn consume(
-    session: &mut Session,
-    offscreen: &mut Offscreen,
-    span: Span,
-    caught: &AtomicUsize,
-    progress: &ProgressBar,
-) -> Result<Consumed> {
-    let mut clock = SpanClock::new(span);
-    let mut completed = Samples::default();
-    let (mut footprint, mut half_way) = (None, None);
-    while session.next < session.control.limit() && caught.load(Ordering::Relaxed) == 0 {
-        let g = session.next;
-        if g == session.control.limit() / 2 && clock.steady() {
-            half_way = Some(footprint::now(session.cuda.as_ref()));
-        }
-        match clock.before(g) {
-            None => break,
-            Some(true) => {
-                footprint = Some(footprint::now(session.cuda.as_ref()));
-                session.control.set_steady_from(g);
-            }
-            Some(false) => {}
-        }
-        if let Some(c) = session.submit(offscreen, ExtraSync::default())? {
-            completed.push(c.frame, c);
-        }
-        if session.next % 64 == 0 {
-            progress.set_position(session.next);
-        }
-    }
-    // The last frames count towards the time too: wait until they are consumed.
-    session.drain(offscreen)?.into_iter().for_each(|c| completed.push(c.frame, c));
-    let footprint =
-        footprint.map(|start| [Some(start), half_way, Some(footprint::now(session.cuda.as_ref()))]);
-    Ok(clock.finish(session.next, completed, footprint))
 }
 
 fn progress_bar(frames: u64) -> ProgressBar {
@@ -559,49 +315,4 @@ pub fn summary_json(args: &Args, s: &Summary) -> serde_json::Value {
         "resumed_frames_kept": s.kept,
         "leftovers_removed": s.leftovers_removed,
     })
-}
-
-pub(crate) fn summarize(
-    c: Consumed,
-    report: Report,
-    sink: SinkReport,
-    (producer, size): (&'static str, Size),
-    validation: &ValidationCounts,
-    caught: &AtomicUsize,
-) -> Summary {
-    // Drop the warm-up frames' timings like the fps does.
-    let first = c.frames - c.steady_frames;
-    let steady: Vec<&Completed> = c.completed.iter().filter(|(f, _)| *f >= first).map(|(_, d)| d).collect();
-    let render: Vec<Duration> =
-        report.timings.iter().filter(|(f, _)| *f >= first).map(|(_, t)| t.render).collect();
-    let latency: Vec<Duration> = steady
-        .iter()
-        .filter_map(|d| {
-            let rendered = report.timings.get(d.frame)?.rendered_ns;
-            Some(Duration::from_nanos(d.end_ns?.saturating_sub(rendered)))
-        })
-        .collect();
-    let vulkan: Vec<Duration> = steady.iter().map(|d| d.gpu_time).collect();
-    Summary {
-        frames: c.total,
-        size,
-        fps: c.steady_frames as f64 / c.steady.as_secs_f64().max(1e-9),
-        producer,
-        producer_median: median(&render),
-        vulkan_median: median(&vulkan),
-        latency_median: median(&latency),
-        producer_cpu: report.cpu_per_frame,
-        consumer_cpu: c.cpu_per_frame,
-        footprint: c.footprint,
-        sink,
-        validation: *validation,
-        interrupted: match caught.load(Ordering::Relaxed) {
-            0 => None,
-            s => Some(s as i32),
-        },
-        device: String::new(),
-        gpus: Vec::new(),
-        leftovers_removed: 0,
-        kept: None,
-    }
 }

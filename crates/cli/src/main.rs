@@ -14,7 +14,7 @@ mod viewer;
 use crate::bench::Interrupted;
 use crate::cli::BenchArgs;
 use crate::cli::{Args, CheckDumpArgs, CheckKernelArgs, Command};
-use crate::headless::Summary;
+use vkcuda_run::drive::Summary;
 use vkcuda_run::footprint::change;
 use vkcuda_run::nvrtc::CompileError;
 use vkcuda_run::stats::micros;

@@ -33,13 +33,14 @@ use winit::keyboard::{Key, NamedKey};
 use winit::window::{Fullscreen, Window, WindowId};
 
 use crate::cli::{Args, SizeArg};
-use crate::headless::{cancelled, png_sink, prepare_out_dir, summarize, watch_signals, Consumed, Summary};
 use vkcuda::types::Size;
 use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda_run::clock::CpuMeter;
 use vkcuda_run::consumer::Completed;
 use vkcuda_run::director::{Director, Pointer};
 use vkcuda_run::display;
+use vkcuda_run::drive::{cancelled, png_sink, prepare_out_dir, summarize, watch_signals, Summary};
+use vkcuda_run::measure::Consumed;
 use vkcuda_run::present::open::{event_loop, open, PresentSpec};
 use vkcuda_run::present::readback::{Readback, Shot};
 use vkcuda_run::present::window::{present_next, refit, Presenter};

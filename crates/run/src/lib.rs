@@ -6,18 +6,23 @@
 //! do not import each other: the compiler holds them apart, since each is a
 //! package of its own.
 //!
-//! Floors, bottom to top (an import only points down or sideways):
+//! Floors, bottom to top (an import only points down or sideways;
+//! `tests/architecture.rs` holds these paragraphs to its own list):
 //! 1. content and measurement: [`scene`] and its [`kernels`], [`nvrtc`],
 //!    [`userkernel`] (your own kernel) and its [`reload`], [`director`],
 //!    [`clock`], [`stats`], [`footprint`], `diagram` (tests), [`outfile`], [`encode`],
-//!    [`inject`] (test-only fault injection), [`kinds`] (the kinds of run);
+//!    [`inject`] (test-only fault injection), [`kinds`] (the kinds of run),
+//!    [`pairing`] (which CUDA device is which Vulkan device), [`logger`];
 //! 2. the running interop: [`producer`] (CUDA, CPU and staging threads), [`feed`]
 //!    (frames a caller hands in, and the producers that take them),
 //!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
-//!    does with a frame), [`sink`] (PNG output), [`setup`] and [`session`],
+//!    does with a frame), [`sink`] (PNG output) and [`dumpdir`] (a dump
+//!    folder's frames), [`setup`] and [`session`],
 //!    [`peers`] (the hand-over patterns vkcuda is compared with), [`measure`]
 //!    (a consumer loop's span and clock),
-//!    [`display`] (is there a window system to open a window on).
+//!    [`display`] (is there a window system to open a window on);
+//! 3. driving a run to its end: [`drive`] (a session's consume loop, the
+//!    summary, signals, the output folder, which side of a failure is its cause).
 //!
 //! The front ends above it: `crates/cli` (the `vkcuda` binary) and
 //! `python/` (the `vkcuda` Python module).
@@ -28,6 +33,7 @@ pub mod consumer;
 pub mod diagram;
 pub mod director;
 pub mod display;
+pub mod drive;
 pub mod dumpdir;
 pub mod encode;
 pub mod feed;

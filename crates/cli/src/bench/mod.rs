@@ -18,14 +18,15 @@ pub mod report;
 pub use report::{headline, table, utc_date, Load, Report, Row, Variant};
 
 use crate::cli::{Args, BenchArgs};
-use crate::headless::{run_session, sum_of, summarize, watch_signals, Span, Summary};
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{QueueKind, Size};
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::Instance;
 use vkcuda::{Format, Layout};
 use vkcuda_run::director::Director;
+use vkcuda_run::drive::{run_session, sum_of, summarize, watch_signals, Summary};
 use vkcuda_run::kinds::{ConsumeKind, ProducerKind};
+use vkcuda_run::measure::Span;
 use vkcuda_run::outfile::{check_output, write_atomically};
 use vkcuda_run::pairing;
 use vkcuda_run::present::offscreen::Offscreen;
@@ -299,9 +300,15 @@ fn measure(
     let frame = setup::frame_desc(&args.spec(), size);
     let mut offscreen = Offscreen::new(gpu.device.clone(), (frame, extent), mode, None)?;
     let hidden = ProgressBar::hidden();
-    let (consumed, report, producer) =
-        run_session(gpu, &args, (&director, size), &mut offscreen, span, (caught, &hidden))
-            .with_context(|| format!("bench variant {variant} at {size}"))?;
+    let (consumed, report, producer) = run_session(
+        gpu,
+        (&args.spec(), args.timeline_base),
+        (&director, size),
+        &mut offscreen,
+        span,
+        (caught, &hidden),
+    )
+    .with_context(|| format!("bench variant {variant} at {size}"))?;
     let validation = gpu.device.validation();
     Ok(summarize(consumed, report, SinkReport::default(), (producer, size), &validation, caught))
 }

@@ -1,0 +1,313 @@
+//! Driving a run to its end, what every front end does with a session: a
+//! headless run's or a bench repeat's consume loop ([`run_session`], with
+//! the peers' patterns where one is asked for), the summary a run measured
+//! ([`Summary`], [`summarize`], [`sum_of`] for runs side by side), which side
+//! of a failed run is its cause ([`cancelled`]), the signals that stop a run
+//! ([`watch_signals`]), and the output folder and PNG pool of a dump
+//! ([`prepare_out_dir`], [`png_sink`]).
+
+use std::path::Path;
+use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{anyhow, Result};
+use indicatif::ProgressBar;
+
+use crate::consumer::{Completed, ExtraSync};
+use crate::director::Director;
+use crate::footprint::{self, Footprint};
+use crate::inject::Inject;
+use crate::kinds::Handover;
+use crate::measure::{Consumed, Span, SpanClock};
+use crate::peers;
+use crate::present::offscreen::Offscreen;
+use crate::producer::Report;
+use crate::session::{Session, STALL};
+use crate::setup::{Gpu, RunSpec};
+use crate::sink::{PngSink, Reference, SinkReport};
+use crate::stats::{median, median_f64, Samples};
+use crate::UsageError;
+use vkcuda::types::Size;
+use vkcuda::vk::instance::ValidationCounts;
+
+/// What a run measured.
+#[derive(Clone, Debug)]
+pub struct Summary {
+    /// Frames consumed.
+    pub frames: u64,
+    /// Frames per second over the frames after warm-up (wall clock).
+    pub fps: f64,
+    /// Size of the shared images (the last size, if the viewer resized them).
+    pub size: Size,
+    /// Which producer ran.
+    pub producer: &'static str,
+    /// Median producer render time per frame (CUDA events, or CPU wall clock).
+    pub producer_median: Option<Duration>,
+    /// Median Vulkan GPU time per frame (timestamp queries).
+    pub vulkan_median: Option<Duration>,
+    /// Median time from a frame's "rendered" point to the end of its
+    /// consumption, both on the host's clock (needs calibrated timestamps).
+    pub latency_median: Option<Duration>,
+    /// CPU time per frame of the producer thread, after warm-up.
+    pub producer_cpu: Option<Duration>,
+    /// CPU time per frame of the consumer thread, after warm-up.
+    pub consumer_cpu: Option<Duration>,
+    /// Memory after warm-up, half-way (if the run got there) and at the end.
+    pub footprint: Option<[Option<Footprint>; 3]>,
+    /// What the PNG pool did.
+    pub sink: SinkReport,
+    /// Validation messages.
+    pub validation: ValidationCounts,
+    /// The signal that stopped the run early, if any.
+    pub interrupted: Option<i32>,
+    /// The Vulkan device it ran on (headless).
+    pub device: String,
+    /// `--gpu all`: a line per GPU.
+    pub gpus: Vec<String>,
+    /// Temporary files of this run's frames that a killed run left, removed.
+    pub leftovers_removed: usize,
+    /// `--resume`: the dumped frames kept from before (the frames rendered are `frames`).
+    pub kept: Option<u64>,
+}
+
+/// A PNG pool writing into `dir`, [`png_workers`] threads.
+pub fn png_sink(dir: &Path, reference: Reference) -> PngSink {
+    PngSink::new(dir, png_workers(), reference, Inject::default())
+}
+
+/// PNG worker threads of one interop: one per spare core, at most [`MAX_PNG_WORKERS`].
+pub fn png_workers() -> usize {
+    spare_cores().clamp(1, MAX_PNG_WORKERS)
+}
+
+/// The most PNG writer threads one interop uses.
+pub const MAX_PNG_WORKERS: usize = 16;
+
+/// Cores besides the one the consumer thread keeps busy.
+pub fn spare_cores() -> usize {
+    std::thread::available_parallelism().map_or(1, |n| n.get()).saturating_sub(1)
+}
+
+/// Makes sure `dir` (the `--out` folder) exists and is writable, before any frame is rendered.
+/// Returns whether it was created here (so a failed run can remove it).
+pub fn prepare_out_dir(dir: &Path) -> Result<bool, UsageError> {
+    let bad = |why: String| UsageError(format!("--out {}: {why}", dir.display()));
+    if dir.exists() && !dir.is_dir() {
+        return Err(bad("exists and is not a folder".into()));
+    }
+    let created = !dir.exists();
+    std::fs::create_dir_all(dir).map_err(|e| bad(format!("cannot create it: {e}")))?;
+    let probe = dir.join(format!(".vkcuda-probe-{}", std::process::id()));
+    let written = std::fs::write(&probe, b"probe");
+    let _ = std::fs::remove_file(&probe);
+    if let Err(e) = written {
+        if created {
+            let _ = std::fs::remove_dir(dir);
+        }
+        return Err(bad(format!("not writable: {e}")));
+    }
+    Ok(created)
+}
+
+/// Signals that stop a run gracefully (SIGINT, SIGTERM), as a shared cell.
+pub fn watch_signals() -> Result<Arc<AtomicUsize>> {
+    let caught = Arc::new(AtomicUsize::new(0));
+    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+        signal_hook::flag::register_usize(sig, caught.clone(), sig as usize)?;
+    }
+    Ok(caught)
+}
+
+/// Runs that ran at the same time on different GPUs as one: frames and
+/// frame rates add up, medians are the runs' median, the PNG reports merge.
+pub fn sum_of(runs: &[Summary]) -> Result<Summary> {
+    let mid = |f: &dyn Fn(&Summary) -> Option<Duration>| {
+        let v: Vec<f64> = runs.iter().filter_map(f).map(|d| d.as_secs_f64()).collect();
+        median_f64(&v).map(Duration::from_secs_f64)
+    };
+    let first = runs.first().ok_or_else(|| anyhow!("no GPU ran"))?;
+    let mut all = Summary {
+        frames: runs.iter().map(|s| s.frames).sum(),
+        fps: runs.iter().map(|s| s.fps).sum(),
+        producer_median: mid(&|s| s.producer_median),
+        vulkan_median: mid(&|s| s.vulkan_median),
+        latency_median: mid(&|s| s.latency_median),
+        producer_cpu: mid(&|s| s.producer_cpu),
+        consumer_cpu: mid(&|s| s.consumer_cpu),
+        footprint: None,
+        sink: SinkReport::default(),
+        gpus: Vec::new(),
+        ..first.clone()
+    };
+    for s in runs {
+        all.sink.merge(s.sink.clone());
+        all.interrupted = all.interrupted.or(s.interrupted);
+    }
+    Ok(all)
+}
+
+/// Whether `e` only says a wait gave up because the other side failed (the
+/// other side's error is then the cause).
+pub fn cancelled(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::Cancelled { .. })))
+}
+
+/// What the wait that `e` ended was for.
+fn awaited(e: &anyhow::Error) -> String {
+    e.chain()
+        .find_map(|c| match c.downcast_ref::<vkcuda::Error>() {
+            Some(vkcuda::Error::Cancelled { what } | vkcuda::Error::TimedOut { what, .. }) => {
+                Some(what.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| "a frame".into())
+}
+
+/// Whether `e` says a wait for the GPU or the producer timed out.
+fn timed_out(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::TimedOut { .. })))
+}
+
+/// Starts a session of `spec` at `size` (timelines from `base`), consumes it
+/// into `offscreen` for `span`, and stops it: what one headless run (or one
+/// bench repeat) measures.
+pub fn run_session(
+    gpu: &Gpu,
+    (spec, base): (&RunSpec, u64),
+    (director, size): (&Arc<Director>, Size),
+    offscreen: &mut Offscreen,
+    span: Span,
+    (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
+) -> Result<(Consumed, Report, &'static str)> {
+    if spec.handover != Handover::Vkcuda {
+        return peers::run(gpu, spec, base, (director, size), offscreen, (span, caught, progress));
+    }
+    let mut session = Session::start(gpu, spec, director, size, base)?;
+    if let Err(e) = offscreen.bind(session.interop.frames()) {
+        let _ = session.stop(offscreen, false);
+        return Err(e);
+    }
+    session.interrupt_with(caught.clone());
+    let outcome = consume(&mut session, offscreen, span, caught, progress);
+    let signal = caught.load(Ordering::Relaxed);
+    let outcome = match outcome {
+        // A wait a signal ended: the frame was stuck for STALL (a kernel that does not end?).
+        Err(e) if signal != 0 && cancelled(&e) && !session.control.failed() => Err(anyhow!(
+            "interrupted by signal {signal} after waiting over {STALL:?} for {} (a kernel that does not end?): \
+             stopping without waiting for it",
+            awaited(&e)
+        )),
+        other => other,
+    };
+    if let Err(e) = &outcome {
+        if signal != 0 || timed_out(e) {
+            // A frame that never came: the stop must not wait for it again.
+            session.control.abandon();
+        }
+    }
+    let producer = session.producer;
+    let stopped = session.stop(offscreen, outcome.is_ok());
+    match (outcome, stopped) {
+        (Ok(mut consumed), Ok(stopped)) => {
+            stopped.drained.into_iter().for_each(|c| consumed.completed.push(c.frame, c));
+            consumed.total = stopped.consumed.max(consumed.frames);
+            Ok((consumed, stopped.report, producer))
+        }
+        // The side that did not merely give up waiting for the other is the cause.
+        (Err(consumer), Err(e)) if cancelled(&e) && !cancelled(&consumer) => Err(consumer),
+        (Err(consumer), Err(e)) if cancelled(&consumer) => {
+            Err(e.context(format!("the {producer} producer failed")))
+        }
+        (Err(consumer), Err(e)) => Err(e.context(format!("the {producer} producer failed ({consumer:#})"))),
+        (Ok(_), Err(e)) => Err(e.context(format!("the {producer} producer failed"))),
+        (Err(consumer), Ok(_)) => Err(consumer),
+    }
+}
+
+/// Consumes frames until the count is reached, `span`'s steady time is up,
+/// or a signal arrives (then the session's stop releases whatever the
+/// producer made beyond).
+pub fn consume(
+    session: &mut Session,
+    offscreen: &mut Offscreen,
+    span: Span,
+    caught: &AtomicUsize,
+    progress: &ProgressBar,
+) -> Result<Consumed> {
+    let mut clock = SpanClock::new(span);
+    let mut completed = Samples::default();
+    let (mut footprint, mut half_way) = (None, None);
+    while session.next < session.control.limit() && caught.load(Ordering::Relaxed) == 0 {
+        let g = session.next;
+        if g == session.control.limit() / 2 && clock.steady() {
+            half_way = Some(footprint::now(session.cuda.as_ref()));
+        }
+        match clock.before(g) {
+            None => break,
+            Some(true) => {
+                footprint = Some(footprint::now(session.cuda.as_ref()));
+                session.control.set_steady_from(g);
+            }
+            Some(false) => {}
+        }
+        if let Some(c) = session.submit(offscreen, ExtraSync::default())? {
+            completed.push(c.frame, c);
+        }
+        if session.next % 64 == 0 {
+            progress.set_position(session.next);
+        }
+    }
+    // The last frames count towards the time too: wait until they are consumed.
+    session.drain(offscreen)?.into_iter().for_each(|c| completed.push(c.frame, c));
+    let footprint =
+        footprint.map(|start| [Some(start), half_way, Some(footprint::now(session.cuda.as_ref()))]);
+    Ok(clock.finish(session.next, completed, footprint))
+}
+
+/// What a run measured, from what its consumer, producer and PNG pool counted.
+pub fn summarize(
+    c: Consumed,
+    report: Report,
+    sink: SinkReport,
+    (producer, size): (&'static str, Size),
+    validation: &ValidationCounts,
+    caught: &AtomicUsize,
+) -> Summary {
+    // Drop the warm-up frames' timings like the fps does.
+    let first = c.frames - c.steady_frames;
+    let steady: Vec<&Completed> = c.completed.iter().filter(|(f, _)| *f >= first).map(|(_, d)| d).collect();
+    let render: Vec<Duration> =
+        report.timings.iter().filter(|(f, _)| *f >= first).map(|(_, t)| t.render).collect();
+    let latency: Vec<Duration> = steady
+        .iter()
+        .filter_map(|d| {
+            let rendered = report.timings.get(d.frame)?.rendered_ns;
+            Some(Duration::from_nanos(d.end_ns?.saturating_sub(rendered)))
+        })
+        .collect();
+    let vulkan: Vec<Duration> = steady.iter().map(|d| d.gpu_time).collect();
+    Summary {
+        frames: c.total,
+        size,
+        fps: c.steady_frames as f64 / c.steady.as_secs_f64().max(1e-9),
+        producer,
+        producer_median: median(&render),
+        vulkan_median: median(&vulkan),
+        latency_median: median(&latency),
+        producer_cpu: report.cpu_per_frame,
+        consumer_cpu: c.cpu_per_frame,
+        footprint: c.footprint,
+        sink,
+        validation: *validation,
+        interrupted: match caught.load(Ordering::Relaxed) {
+            0 => None,
+            s => Some(s as i32),
+        },
+        device: String::new(),
+        gpus: Vec::new(),
+        leftovers_removed: 0,
+        kept: None,
+    }
+}
