@@ -4,9 +4,10 @@
 //! resize, close) while Python trains or renders, in a script, `python -i` or
 //! a Jupyter kernel.
 //!
-//! Each window runs the run layer's pieces: [`Presenter`] (a swapchain of the
-//! window's surface, or the CPU path) and, once frames come, a [`Session`]
-//! fed from the viewer's mailbox. Frames are consumed as the producer makes
+//! Each window runs the run layer's pieces: a [`Screen`] (the window and its
+//! presenter: a swapchain of the window's surface, or the CPU path, and the
+//! frame loop's steps the CLI's viewer runs too) and, once frames come, a
+//! [`Session`] fed from the viewer's mailbox. Frames are consumed as the producer makes
 //! them: drawn, letterboxed, into the window and presented. The Python side
 //! talks to the thread with [`Command`]s through the loop's proxy; a command
 //! that needs an answer carries a channel for it.
@@ -18,8 +19,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, Context as _, Result};
-use ash::vk;
+use anyhow::{anyhow, Result};
 use winit::application::ApplicationHandler;
 use winit::dpi::PhysicalSize;
 use winit::event::{ElementState, WindowEvent};
@@ -32,8 +32,8 @@ use vkcuda::types::Size;
 use vkcuda::FrameDesc;
 use vkcuda_run::feed::Feed;
 use vkcuda_run::kinds::PresentPath;
-use vkcuda_run::present::open::{event_loop, open, PresentSpec};
-use vkcuda_run::present::window::{present_next, refit, Presenter};
+use vkcuda_run::present::open::{event_loop, PresentSpec};
+use vkcuda_run::present::screen::Screen;
 use vkcuda_run::session::Session;
 use vkcuda_run::setup::Gpu;
 
@@ -120,15 +120,13 @@ struct App {
 
 /// One window and what runs in it.
 struct Shown {
-    // Field order is drop order: the session and the presenter (which owns the
-    // surface) before the device, the window last.
+    // Field order is drop order: the session, then the window and its presenter
+    // (which owns the surface), before the device.
     session: Option<Session>,
     /// The session's feed (its producer's end tells when the last frame is made).
     feed: Option<Feed>,
-    presenter: Presenter,
+    screen: Screen,
     gpu: Arc<Gpu>,
-    window: Arc<Window>,
-    stale: bool,
     closed: Arc<AtomicBool>,
     error: Arc<Mutex<Option<String>>>,
 }
@@ -167,14 +165,16 @@ impl ApplicationHandler<Command> for App {
     }
 
     fn window_event(&mut self, event_loop: &ActiveEventLoop, window: WindowId, event: WindowEvent) {
-        let Some((&id, w)) = self.windows.iter_mut().find(|(_, w)| w.window.id() == window) else { return };
+        let Some((&id, w)) = self.windows.iter_mut().find(|(_, w)| w.screen.window.id() == window) else {
+            return;
+        };
         let quit = match event {
             WindowEvent::CloseRequested => true,
             WindowEvent::KeyboardInput { event, .. } => {
                 event.state == ElementState::Pressed && event.logical_key == Key::Named(NamedKey::Escape)
             }
             WindowEvent::Resized(_) => {
-                w.stale = true;
+                w.screen.mark_stale();
                 false
             }
             WindowEvent::RedrawRequested => {
@@ -212,7 +212,7 @@ impl App {
         let mut busy = false;
         for w in self.windows.values() {
             if w.has_work() {
-                w.window.request_redraw();
+                w.screen.window.request_redraw();
                 busy = true;
             }
         }
@@ -232,22 +232,17 @@ impl Shown {
     ) -> Result<Self> {
         let attributes =
             Window::default_attributes().with_title(title).with_inner_size(PhysicalSize::new(width, height));
-        let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
         let spec = spec::device_spec(gpu);
         let instance = |extensions: &[&CStr]| spec::instance(validate, extensions);
         let present =
             PresentSpec { run: &spec, instance: &instance, path: PresentPath::Auto, mode: None, slots: 2 };
-        let (gpu, mut presenter, line) = open(&window, &present)?;
+        let (gpu, screen, line) = Screen::open(event_loop, attributes, &present)?;
         log::info!("{line}");
-        let px = window.inner_size();
-        presenter.recreate(vk::Extent2D { width: px.width.max(1), height: px.height.max(1) })?;
         Ok(Self {
             session: None,
             feed: None,
-            presenter,
+            screen,
             gpu: Arc::new(gpu),
-            window,
-            stale: false,
             closed: Arc::new(AtomicBool::new(false)),
             error: Arc::new(Mutex::new(None)),
         })
@@ -258,7 +253,7 @@ impl Shown {
         let size = Size { width: desc.extent.width, height: desc.extent.height };
         let director = spec::fed_director(size, first);
         let session = Session::start(&self.gpu, &spec::fed_spec(desc, feed.clone()), &director, size, base)?;
-        self.presenter.bind_shared(session.interop.frames())?;
+        self.screen.presenter.bind_shared(session.interop.frames())?;
         self.session = Some(session);
         self.feed = Some(feed);
         Ok(())
@@ -275,18 +270,14 @@ impl Shown {
     /// Consumes the next frame if it is made and its slot is free: draws it into the window and presents it.
     fn frame(&mut self) -> Result<()> {
         let Some(run) = self.session.as_mut() else { return Ok(()) };
-        run.show_finished(&mut self.presenter, Duration::ZERO)?;
-        if self.stale {
-            let px = self.window.inner_size();
-            if !refit(run, &mut self.presenter, (px.width, px.height))?.1 {
-                return Ok(()); // minimized: stay stale until restored
-            }
-            self.stale = false;
+        run.show_finished(&mut self.screen.presenter, Duration::ZERO)?;
+        if self.screen.stale() && !self.screen.fit(run)?.1 {
+            return Ok(()); // minimized: stay stale until restored
         }
         if run.next >= run.control.produced() || run.held_up_by(false, true, Duration::ZERO)?.is_some() {
             return Ok(());
         }
-        self.stale |= present_next(run, &mut self.presenter)?.stale;
+        self.screen.present(run)?;
         Ok(())
     }
 
@@ -311,7 +302,7 @@ impl Shown {
         }
         self.feed = None;
         let session = self.session.take().ok_or_else(|| anyhow!("no session to finish"))?;
-        let stopped = session.stop(&mut self.presenter, true)?;
+        let stopped = session.stop(&mut self.screen.presenter, true)?;
         Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: 0 })
     }
 
@@ -324,10 +315,10 @@ impl Shown {
         self.closed.store(true, Ordering::Release);
         self.feed = None;
         if let Some(s) = self.session.take() {
-            if let Err(e) = s.stop(&mut self.presenter, error.is_none()) {
+            if let Err(e) = s.stop(&mut self.screen.presenter, error.is_none()) {
                 log::error!("closing a window: {e:#}");
             }
         }
-        self.window.set_visible(false);
+        self.screen.window.set_visible(false);
     }
 }

@@ -30,7 +30,7 @@ use winit::dpi::LogicalSize;
 use winit::event::{ElementState, KeyEvent, MouseButton, WindowEvent};
 use winit::event_loop::{ActiveEventLoop, ControlFlow};
 use winit::keyboard::{Key, NamedKey};
-use winit::window::{Fullscreen, Window, WindowId};
+use winit::window::{Fullscreen, Window, WindowAttributes, WindowId};
 
 use crate::cli::{Args, SizeArg};
 use vkcuda::types::Size;
@@ -41,9 +41,9 @@ use vkcuda_run::director::{Director, Pointer};
 use vkcuda_run::display;
 use vkcuda_run::drive::{cancelled, png_sink, prepare_out_dir, summarize, watch_signals, Summary};
 use vkcuda_run::measure::Consumed;
-use vkcuda_run::present::open::{event_loop, open, PresentSpec};
+use vkcuda_run::present::open::{event_loop, PresentSpec};
 use vkcuda_run::present::readback::{Readback, Shot};
-use vkcuda_run::present::window::{present_next, refit, Presenter};
+use vkcuda_run::present::screen::Screen;
 use vkcuda_run::producer::Report;
 use vkcuda_run::reload::{KernelReload, Swapped};
 use vkcuda_run::scene::{frame_pixel, Scene};
@@ -125,7 +125,7 @@ impl ApplicationHandler for App {
                 viewer.frame()
             }
             WindowEvent::Resized(_) => {
-                viewer.stale = true;
+                viewer.screen.mark_stale();
                 Ok(true)
             }
             WindowEvent::KeyboardInput { event, .. } => viewer.key(&event),
@@ -169,7 +169,7 @@ impl ApplicationHandler for App {
         let caught = self.caught.load(Ordering::Relaxed) != 0;
         let Some(v) = self.viewer.as_mut() else { return };
         if !v.minimized() {
-            v.window.request_redraw();
+            v.screen.window.request_redraw();
             return;
         }
         // Minimized: no redraws come, so the loop sleeps until the window changes; but it
@@ -191,15 +191,13 @@ fn spec_with(args: &Args, reload: Option<&KernelReload>) -> setup::RunSpec {
 }
 
 struct Viewer {
-    // Field order is drop order: the interop and the presenter (which owns the
-    // surface) go before the device, and the window last.
+    // Field order is drop order: the interop, then the window and its presenter
+    // (which owns the surface), before the device.
     run: Option<Session>,
-    presenter: Presenter,
+    screen: Screen,
     gpu: Gpu,
-    window: Arc<Window>,
     director: Arc<Director>,
     args: Args,
-    stale: bool,
     show_stats: bool,
     consumed: u64,
     steady_start: Option<Instant>,
@@ -244,12 +242,8 @@ impl Viewer {
             .with_title("vkcuda")
             .with_inner_size(LogicalSize::new(1280.0, 720.0))
             .with_fullscreen(args.fullscreen.then_some(Fullscreen::Borderless(None)));
-        let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
-        let (gpu, mut presenter) = open_presenter(&window, args)?;
-        let window_px = window.inner_size();
-        presenter
-            .recreate(vk::Extent2D { width: window_px.width.max(1), height: window_px.height.max(1) })?;
-        let e = presenter.extent();
+        let (gpu, mut screen) = open_screen(event_loop, attributes, args)?;
+        let e = screen.presenter.extent();
         let size = args.size_or(Size { width: e.width, height: e.height });
         let director = Arc::new(Director::new(Scene {
             kind: args.scene,
@@ -267,15 +261,13 @@ impl Viewer {
         }
         let run =
             Session::start(&gpu, &spec_with(args, reload.as_ref()), &director, size, args.timeline_base)?;
-        presenter.bind_shared(run.interop.frames())?;
+        screen.presenter.bind_shared(run.interop.frames())?;
         Ok(Self {
             run: Some(run),
-            presenter,
+            screen,
             gpu,
-            window,
             director,
             args: args.clone(),
-            stale: false,
             show_stats: false,
             consumed: 0,
             steady_start: None,
@@ -295,15 +287,14 @@ impl Viewer {
     }
 
     fn minimized(&self) -> bool {
-        let s = self.window.inner_size();
-        s.width == 0 || s.height == 0 || self.window.is_minimized() == Some(true)
+        self.screen.minimized()
     }
 
     /// One frame; `Ok(false)` once `--frames` frames were shown, or to quit.
     fn frame(&mut self) -> Result<bool> {
         // Finished frames go on screen first: paced to the screen, the producer waits for them.
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
-        let done = run.show_finished(&mut self.presenter, POLL)?;
+        let done = run.show_finished(&mut self.screen.presenter, POLL)?;
         self.on_screen(done);
         // Quitting: once every submitted frame is done, or they are stuck.
         let held = self.held_up()?;
@@ -313,17 +304,16 @@ impl Viewer {
         if held || self.minimized() {
             return Ok(true);
         }
-        if self.stale {
+        if self.screen.stale() {
             self.rebuild()?;
-            if self.stale {
+            if self.screen.stale() {
                 return Ok(true);
             }
         }
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
         self.meter.frame(self.consumed, self.steady_start.is_some());
-        let presented = present_next(run, &mut self.presenter)?;
+        let presented = self.screen.present(run)?;
         self.on_screen(presented.done);
-        self.stale |= presented.stale;
         if presented.frame.is_none() {
             return Ok(true);
         }
@@ -362,8 +352,8 @@ impl Viewer {
             // The producer failed: its error, which the stop returns, is the cause.
             return Err(vkcuda::Error::Cancelled { what: format!("frame {}", run.next) }.into());
         }
-        let produced = self.quit || !self.presenter.through_cpu();
-        let Some(frame) = run.held_up_by(self.stale || self.quit, produced, POLL)? else {
+        let produced = self.quit || !self.screen.presenter.through_cpu();
+        let Some(frame) = run.held_up_by(self.screen.stale() || self.quit, produced, POLL)? else {
             if let Some(h) = self.held.take().filter(|h| h.said) {
                 eprintln!("vkcuda: frame {} finished after {:.1?}", h.frame, h.since.elapsed());
             }
@@ -397,18 +387,16 @@ impl Viewer {
     /// rebuilds the interop at that size too (timeline values keep rising).
     fn rebuild(&mut self) -> Result<()> {
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
-        let px = self.window.inner_size();
-        let (done, fitted) = refit(run, &mut self.presenter, (px.width, px.height))?;
+        let (done, fitted) = self.screen.fit(run)?;
         done.into_iter().for_each(|c| record(&mut self.completed, c));
         if !fitted {
             return Ok(()); // minimized: stay stale until restored
         }
-        self.stale = false;
-        let e = self.presenter.extent();
+        let e = self.screen.presenter.extent();
         let wanted = Size { width: e.width, height: e.height };
         if self.args.size == SizeArg::Window && run.size != wanted {
             let old = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
-            let stopped = old.stop(&mut self.presenter, true)?;
+            let stopped = old.stop(&mut self.screen.presenter, true)?;
             let base = stopped.next_base;
             self.absorb(stopped);
             self.finish_snapshots();
@@ -416,7 +404,7 @@ impl Viewer {
             // Frame numbers restart with the new session.
             self.reload.iter().for_each(|r| r.link().forget_swap());
             let run = Session::start(&self.gpu, &spec, &self.director, wanted, base)?;
-            self.presenter.bind_shared(run.interop.frames())?;
+            self.screen.presenter.bind_shared(run.interop.frames())?;
             self.run = Some(run);
         }
         // The frame moved in the window (or changed size): where is the pointer now?
@@ -437,7 +425,7 @@ impl Viewer {
     }
 
     fn finish_snapshots(&mut self) {
-        if let Some(mut r) = self.presenter.snapshot.take() {
+        if let Some(mut r) = self.screen.presenter.snapshot.take() {
             self.sink.merge(r.finish());
         }
     }
@@ -455,13 +443,13 @@ impl Viewer {
             Key::Character("+") | Key::Character("=") => self.director.change_cost(true),
             Key::Character("-") => self.director.change_cost(false),
             Key::Character("v") | Key::Character("V") => {
-                let mode = self.presenter.cycle_mode();
+                let mode = self.screen.presenter.cycle_mode();
                 eprintln!("vkcuda: present mode {mode}");
-                self.stale = true;
+                self.screen.mark_stale();
             }
             Key::Character("s") | Key::Character("S") => self.snapshot()?,
-            Key::Character("e") | Key::Character("E") => self.presenter.change_exposure(2.0),
-            Key::Character("d") | Key::Character("D") => self.presenter.change_exposure(0.5),
+            Key::Character("e") | Key::Character("E") => self.screen.presenter.change_exposure(2.0),
+            Key::Character("d") | Key::Character("D") => self.screen.presenter.change_exposure(0.5),
             Key::Character("r") | Key::Character("R") => self.reload.iter().for_each(KernelReload::reload),
             _ => return Ok(true),
         }
@@ -472,7 +460,7 @@ impl Viewer {
 
     /// Asks for the next frame to be written as PNG (through the headless writer).
     fn snapshot(&mut self) -> Result<()> {
-        if self.presenter.snapshot.is_none() {
+        if self.screen.presenter.snapshot.is_none() {
             if let Err(e) = prepare_out_dir(&self.args.out) {
                 eprintln!("vkcuda: cannot save: {e}");
                 return Ok(());
@@ -482,10 +470,10 @@ impl Viewer {
             let shot = Shot { extent, format: self.args.format, drawn: false };
             let sink = png_sink(&self.args.out, self.args.reference());
             let slots = run.frames.slots();
-            self.presenter.snapshot =
+            self.screen.presenter.snapshot =
                 Some(Readback::new(self.gpu.device.clone(), self.director.clone(), shot, slots, sink)?);
         }
-        self.presenter.request_snapshot();
+        self.screen.presenter.request_snapshot();
         Ok(())
     }
 
@@ -493,7 +481,7 @@ impl Viewer {
     fn pointer_changed(&self) {
         let frame = self.director.current().scene;
         let frame = vk::Extent2D { width: frame.width, height: frame.height };
-        let at = self.cursor.and_then(|c| frame_pixel(self.presenter.extent(), frame, c));
+        let at = self.cursor.and_then(|c| frame_pixel(self.screen.presenter.extent(), frame, c));
         self.director.set_pointer(Pointer { at, buttons: self.buttons });
     }
 
@@ -539,25 +527,25 @@ impl Viewer {
                 spec.scene.height,
                 self.args.format,
                 self.args.layout,
-                self.presenter.exposure(),
+                self.screen.presenter.exposure(),
                 spec.tick,
                 spec.scene.cost,
                 self.shown_at.len(),
                 if run.is_some_and(|r| r.producer == "cuda") { "CUDA" } else { "CPU" },
                 micros(render),
                 micros(vulkan),
-                match self.presenter.through_cpu() {
-                    true => format!(" + readback | CPU present {}", micros(Some(self.presenter.put_time()))),
+                match self.screen.presenter.through_cpu() {
+                    true => format!(" + readback | CPU present {}", micros(Some(self.screen.presenter.put_time()))),
                     false => String::new(),
                 },
-                self.presenter.mode(),
+                self.screen.presenter.mode(),
                 run.map_or("?", |r| r.producer),
                 self.args.sync,
             )
         } else {
             format!("vkcuda — {what}{paused}{failed}")
         };
-        self.window.set_title(&title);
+        self.screen.window.set_title(&title);
     }
 
     /// Stops the interop, writes pending snapshots, and summarizes.
@@ -570,7 +558,7 @@ impl Viewer {
             run.control.abandon();
         }
         // After a failed or stuck frame, don't wait for frames that may never come.
-        let stopped = run.stop(&mut self.presenter, healthy && !stuck)?;
+        let stopped = run.stop(&mut self.screen.presenter, healthy && !stuck)?;
         self.absorb(stopped);
         self.finish_snapshots();
         if let Some(lead) = self.lead {
@@ -596,8 +584,12 @@ impl Viewer {
     }
 }
 
-/// The device and presenter for the window, as the arguments ask.
-fn open_presenter(window: &Arc<Window>, args: &Args) -> Result<(Gpu, Presenter)> {
+/// The window of `attributes` with its device and presenter, as the arguments ask.
+fn open_screen(
+    event_loop: &ActiveEventLoop,
+    attributes: WindowAttributes,
+    args: &Args,
+) -> Result<(Gpu, Screen)> {
     let run = args.spec();
     let instance = |extensions: &[&CStr]| setup::vulkan_instance(args.validate, extensions);
     let spec = PresentSpec {
@@ -607,9 +599,9 @@ fn open_presenter(window: &Arc<Window>, args: &Args) -> Result<(Gpu, Presenter)>
         mode: args.present_mode,
         slots: args.in_flight(),
     };
-    let (gpu, presenter, line) = open(window, &spec)?;
+    let (gpu, screen, line) = Screen::open(event_loop, attributes, &spec)?;
     eprintln!("vkcuda: {line}");
-    Ok((gpu, presenter))
+    Ok((gpu, screen))
 }
 
 /// The first frame of swapped-in version `s` is on screen (the last of

@@ -218,7 +218,7 @@ pub struct Presented {
 /// acquire and the frame's "rendered"; signals: the present's semaphore and
 /// "released") and presents it. The producer must have submitted the frame
 /// (a present must not wait on a signal not yet submitted).
-pub fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Presented> {
+pub(super) fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Presented> {
     let g = run.next;
     let slot = (g % run.frames.slots() as u64) as usize;
     let mut done: Vec<Completed> = run.pace(presenter)?.into_iter().collect();
@@ -243,7 +243,11 @@ pub fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Pres
 /// Fits the presenter to the window's size `px` once every submitted frame
 /// is done (returned) and the queue is idle; `false` while the window is
 /// minimized (nothing to fit: stay stale).
-pub fn refit(run: &mut Session, presenter: &mut Presenter, px: (u32, u32)) -> Result<(Vec<Completed>, bool)> {
+pub(super) fn refit(
+    run: &mut Session,
+    presenter: &mut Presenter,
+    px: (u32, u32),
+) -> Result<(Vec<Completed>, bool)> {
     let done = run.drain(presenter)?;
     run.frames.device().wait_idle()?;
     if px.0 == 0 || px.1 == 0 {
