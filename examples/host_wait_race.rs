@@ -47,6 +47,8 @@ use std::sync::Mutex;
 
 use ash::vk;
 
+type Error = Box<dyn std::error::Error>;
+
 const FRAMES: u64 = 3000;
 const SIZE: u32 = 64;
 const SLOTS: usize = 3;
@@ -59,31 +61,79 @@ unsafe extern "system" fn on_message(
     data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
     _: *mut c_void,
 ) -> vk::Bool32 {
-    // SAFETY: the layer passes valid callback data with a NUL-terminated message for this call.
-    let text = unsafe { (*data).message_as_c_str() }.map(|m| m.to_string_lossy().into_owned());
+    // SAFETY: the layer passes valid callback data for this call.
+    let data = unsafe { &*data };
+    // SAFETY: its message is NUL-terminated.
+    let text = unsafe { data.message_as_c_str() }.map(|m| m.to_string_lossy().into_owned());
     if MESSAGES.fetch_add(1, Ordering::Relaxed) < 3 {
         eprintln!("layer: {}", text.unwrap_or_default());
     }
     vk::FALSE
 }
 
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let barrier = std::env::args().any(|a| a == "--barrier");
-    let lock = std::env::args().any(|a| a == "--lock");
-    // --spawn N: the producer starts and joins N short-lived threads per frame (as a CPU
-    // renderer that spawns its workers each frame does).
-    let signal_first = std::env::args().any(|a| a == "--signal-first");
-    let signalled = AtomicU64::new(0);
-    let spawn: usize =
-        std::env::args().skip_while(|a| a != "--spawn").nth(1).and_then(|n| n.parse().ok()).unwrap_or(0);
-    let queue_ops = Mutex::new(());
-    // With --lock, host signals and submissions never run at the same time.
-    let serialized = |op: &mut dyn FnMut() -> Result<(), vk::Result>| {
-        let _guard = lock.then(|| queue_ops.lock().unwrap_or_else(|p| p.into_inner()));
-        op()
-    };
+/// The command line.
+struct Options {
+    barrier: bool,
+    lock: bool,
+    signal_first: bool,
+    /// The producer starts and joins this many short-lived threads per frame (as a CPU
+    /// renderer that spawns its workers each frame does).
+    spawn: usize,
+}
+
+impl Options {
+    fn parse() -> Self {
+        let has = |flag: &str| std::env::args().any(|a| a == flag);
+        let spawn = std::env::args().skip_while(|a| a != "--spawn").nth(1).and_then(|n| n.parse().ok());
+        Options {
+            barrier: has("--barrier"),
+            lock: has("--lock"),
+            signal_first: has("--signal-first"),
+            spawn: spawn.unwrap_or(0),
+        }
+    }
+}
+
+fn main() -> Result<(), Error> {
+    let options = Options::parse();
     // SAFETY: loads the system's Vulkan loader.
     let entry = unsafe { ash::Entry::load() }?;
+    let (instance, utils, messenger, layer) = validated_instance(&entry)?;
+    let gpu = Gpu::new(&instance)?;
+    let serialized = QueueOps { lock: options.lock, ops: Mutex::new(()) };
+    let signalled = AtomicU64::new(0);
+    std::thread::scope(|scope| -> Result<(), Error> {
+        let producer = scope.spawn(|| produce(&gpu, options.spawn, &serialized, &signalled));
+        for k in 0..FRAMES {
+            // With --signal-first, frame k is submitted only once the producer's signal for it
+            // has returned: the layer then never sees the wait before the signal.
+            while options.signal_first && signalled.load(Ordering::Acquire) <= k {
+                std::thread::yield_now();
+            }
+            gpu.consume(k, options.barrier, &serialized)?;
+        }
+        producer.join().map_err(|_| "producer panicked")??;
+        Ok(())
+    })?;
+    gpu.destroy()?;
+    // SAFETY: the device is gone; nothing uses the messenger or the instance any more.
+    unsafe { utils.destroy_debug_utils_messenger(messenger, None) };
+    // SAFETY: as above; its messenger is gone.
+    unsafe { instance.destroy_instance(None) };
+    let n = MESSAGES.load(Ordering::Relaxed);
+    println!(
+        "host_wait_race: {FRAMES} frames, {} the barrier, {} the lock: {n} validation messages (layer {layer})",
+        if options.barrier { "with" } else { "without" },
+        if options.lock { "with" } else { "without" },
+    );
+    std::process::exit(i32::from(n > 0));
+}
+
+/// An instance with the Khronos validation layer, synchronization validation on, and a
+/// messenger that counts its messages; with the layer's version.
+fn validated_instance(
+    entry: &ash::Entry,
+) -> Result<(ash::Instance, ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT, String), Error> {
     const LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
     // SAFETY: plain query.
     let layer = unsafe { entry.enumerate_instance_layer_properties() }?
@@ -106,237 +156,267 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         .push_next(&mut features);
     // SAFETY: the create info points into locals.
     let instance = unsafe { entry.create_instance(&info, None) }?;
-    let utils = ash::ext::debug_utils::Instance::new(&entry, &instance);
+    let utils = ash::ext::debug_utils::Instance::new(entry, &instance);
+    use vk::DebugUtilsMessageSeverityFlagsEXT as Severity;
+    use vk::DebugUtilsMessageTypeFlagsEXT as Kind;
     let messenger_info = vk::DebugUtilsMessengerCreateInfoEXT::default()
-        .message_severity(
-            vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR,
-        )
-        .message_type(
-            vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION | vk::DebugUtilsMessageTypeFlagsEXT::GENERAL,
-        )
+        .message_severity(Severity::WARNING | Severity::ERROR)
+        .message_type(Kind::VALIDATION | Kind::GENERAL)
         .pfn_user_callback(Some(on_message));
     // SAFETY: a live instance; the callback is a plain function.
     let messenger = unsafe { utils.create_debug_utils_messenger(&messenger_info, None) }?;
-    // SAFETY: plain query.
-    let physical = *unsafe { instance.enumerate_physical_devices() }?.first().ok_or("no Vulkan device")?;
-    // Family 0 supports transfer on every device this runs on.
-    let family = 0;
-    let priorities = [1.0];
-    let queues =
-        [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&priorities)];
-    let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
-    let mut v13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(true);
-    let create =
-        vk::DeviceCreateInfo::default().queue_create_infos(&queues).push_next(&mut v12).push_next(&mut v13);
-    // SAFETY: the create info points into locals.
-    let device = unsafe { instance.create_device(physical, &create, None) }?;
-    // SAFETY: the queue was requested above.
-    let queue = unsafe { device.get_device_queue(family, 0) };
-    // SAFETY: plain query.
-    let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
-    let allocate = |req: vk::MemoryRequirements, flags: vk::MemoryPropertyFlags| {
-        let index = (0..memory.memory_type_count)
-            .find(|&i| {
-                req.memory_type_bits & (1 << i) != 0
-                    && memory.memory_types[i as usize].property_flags.contains(flags)
-            })
+    Ok((instance, utils, messenger, layer))
+}
+
+/// Host signals and submissions: with --lock, never at the same time.
+struct QueueOps {
+    lock: bool,
+    ops: Mutex<()>,
+}
+
+impl QueueOps {
+    fn run(&self, op: impl FnOnce() -> Result<(), vk::Result>) -> Result<(), vk::Result> {
+        let _guard = self.lock.then(|| self.ops.lock().unwrap_or_else(|p| p.into_inner()));
+        op()
+    }
+}
+
+/// The host producer, for frame k: wait until the consumer finished frame k − 1 (`T ≥ 2k`),
+/// then signal `T = 2k + 1`.
+fn produce(gpu: &Gpu, spawn: usize, serialized: &QueueOps, signalled: &AtomicU64) -> Result<(), vk::Result> {
+    for k in 0..FRAMES {
+        let (values, semaphores) = ([2 * k], [gpu.timeline]);
+        let wait = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
+        // SAFETY: a live timeline; 10 s at most.
+        unsafe { gpu.device.wait_semaphores(&wait, 10_000_000_000) }?;
+        std::thread::scope(|s| {
+            for _ in 0..spawn {
+                s.spawn(|| std::hint::black_box((0..2000u64).sum::<u64>()));
+            }
+        });
+        let signal = vk::SemaphoreSignalInfo::default().semaphore(gpu.timeline).value(2 * k + 1);
+        serialized.run(|| {
+            // SAFETY: a live timeline; values rise.
+            unsafe { gpu.device.signal_semaphore(&signal) }
+        })?;
+        signalled.store(k + 1, Ordering::Release);
+    }
+    Ok(())
+}
+
+/// The device and every object the two threads use: one image, an upload buffer, a
+/// readback buffer per slot, the timeline, and per slot a command buffer and a fence.
+struct Gpu {
+    device: ash::Device,
+    queue: vk::Queue,
+    memory: vk::PhysicalDeviceMemoryProperties,
+    image: (vk::Image, vk::DeviceMemory),
+    /// The upload's source, then one readback buffer per slot (reused only after the
+    /// slot's fence, which the consumer waits for: the layer sees that wait).
+    buffers: Vec<(vk::Buffer, vk::DeviceMemory)>,
+    timeline: vk::Semaphore,
+    pool: vk::CommandPool,
+    cmds: Vec<vk::CommandBuffer>,
+    fences: Vec<vk::Fence>,
+}
+
+impl Gpu {
+    fn new(instance: &ash::Instance) -> Result<Self, Error> {
+        // SAFETY: plain query.
+        let physical =
+            *unsafe { instance.enumerate_physical_devices() }?.first().ok_or("no Vulkan device")?;
+        // Family 0 supports transfer on every device this runs on.
+        let priorities = [1.0];
+        let queues =
+            [vk::DeviceQueueCreateInfo::default().queue_family_index(0).queue_priorities(&priorities)];
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().timeline_semaphore(true);
+        let mut v13 = vk::PhysicalDeviceVulkan13Features::default().synchronization2(true);
+        let create = vk::DeviceCreateInfo::default()
+            .queue_create_infos(&queues)
+            .push_next(&mut v12)
+            .push_next(&mut v13);
+        // SAFETY: the create info points into locals.
+        let device = unsafe { instance.create_device(physical, &create, None) }?;
+        // SAFETY: the queue was requested above.
+        let queue = unsafe { device.get_device_queue(0, 0) };
+        // SAFETY: plain query.
+        let memory = unsafe { instance.get_physical_device_memory_properties(physical) };
+        let mut kind = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
+        let info = vk::SemaphoreCreateInfo::default().push_next(&mut kind);
+        // SAFETY: valid create info.
+        let timeline = unsafe { device.create_semaphore(&info, None) }?;
+        let flags = vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER;
+        let pool_info = vk::CommandPoolCreateInfo::default().queue_family_index(0).flags(flags);
+        // SAFETY: valid create info.
+        let pool = unsafe { device.create_command_pool(&pool_info, None) }?;
+        let alloc =
+            vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(SLOTS as u32);
+        // SAFETY: a live pool.
+        let cmds = unsafe { device.allocate_command_buffers(&alloc) }?;
+        let signalled = vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED);
+        // SAFETY: valid create info.
+        let fences = (0..SLOTS).map(|_| unsafe { device.create_fence(&signalled, None) });
+        let fences = fences.collect::<Result<_, _>>()?;
+        let none = (vk::Image::null(), vk::DeviceMemory::null());
+        let mut gpu =
+            Gpu { device, queue, memory, image: none, buffers: Vec::new(), timeline, pool, cmds, fences };
+        gpu.image = gpu.image()?;
+        let usages = [vk::BufferUsageFlags::TRANSFER_SRC]
+            .into_iter()
+            .chain([vk::BufferUsageFlags::TRANSFER_DST; SLOTS]);
+        for usage in usages {
+            let buffer = gpu.buffer(usage)?;
+            gpu.buffers.push(buffer);
+        }
+        Ok(gpu)
+    }
+
+    /// Device memory for `req`.
+    fn allocate(&self, req: vk::MemoryRequirements) -> Result<vk::DeviceMemory, Error> {
+        let index = (0..self.memory.memory_type_count)
+            .find(|&i| req.memory_type_bits & (1 << i) != 0)
             .ok_or("no memory type")?;
         let info = vk::MemoryAllocateInfo::default().allocation_size(req.size).memory_type_index(index);
         // SAFETY: valid allocate info.
-        unsafe { device.allocate_memory(&info, None) }.map_err(|e| e.to_string())
-    };
+        Ok(unsafe { self.device.allocate_memory(&info, None) }?)
+    }
 
-    let image_info = vk::ImageCreateInfo::default()
-        .image_type(vk::ImageType::TYPE_2D)
-        .format(vk::Format::R8G8B8A8_UNORM)
-        .extent(vk::Extent3D { width: SIZE, height: SIZE, depth: 1 })
-        .mip_levels(1)
-        .array_layers(1)
-        .samples(vk::SampleCountFlags::TYPE_1)
-        .usage(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST);
-    // SAFETY: valid create info; memory is bound right after.
-    let image = unsafe { device.create_image(&image_info, None) }?;
-    // SAFETY: a live image.
-    let image_memory =
-        allocate(unsafe { device.get_image_memory_requirements(image) }, vk::MemoryPropertyFlags::empty())?;
-    // SAFETY: fresh memory of the required size.
-    unsafe { device.bind_image_memory(image, image_memory, 0) }?;
-    // The upload's source, then one readback buffer per slot (reused only after the slot's
-    // fence, which this thread waits for: the layer sees that wait).
-    let mut buffers = Vec::new();
-    let usages =
-        [vk::BufferUsageFlags::TRANSFER_SRC].into_iter().chain([vk::BufferUsageFlags::TRANSFER_DST; SLOTS]);
-    for usage in usages {
+    /// The image, SIZE × SIZE RGBA8, with its memory.
+    fn image(&self) -> Result<(vk::Image, vk::DeviceMemory), Error> {
+        let image_info = vk::ImageCreateInfo::default()
+            .image_type(vk::ImageType::TYPE_2D)
+            .format(vk::Format::R8G8B8A8_UNORM)
+            .extent(vk::Extent3D { width: SIZE, height: SIZE, depth: 1 })
+            .mip_levels(1)
+            .array_layers(1)
+            .samples(vk::SampleCountFlags::TYPE_1)
+            .usage(vk::ImageUsageFlags::TRANSFER_SRC | vk::ImageUsageFlags::TRANSFER_DST);
+        // SAFETY: valid create info; memory is bound right after.
+        let image = unsafe { self.device.create_image(&image_info, None) }?;
+        // SAFETY: a live image.
+        let memory = self.allocate(unsafe { self.device.get_image_memory_requirements(image) })?;
+        // SAFETY: fresh memory of the required size.
+        unsafe { self.device.bind_image_memory(image, memory, 0) }?;
+        Ok((image, memory))
+    }
+
+    /// A buffer of one image's bytes, with its memory.
+    fn buffer(&self, usage: vk::BufferUsageFlags) -> Result<(vk::Buffer, vk::DeviceMemory), Error> {
         let info = vk::BufferCreateInfo::default().size(u64::from(SIZE * SIZE * 4)).usage(usage);
         // SAFETY: valid create info; memory is bound right after.
-        let buffer = unsafe { device.create_buffer(&info, None) }?;
+        let buffer = unsafe { self.device.create_buffer(&info, None) }?;
         // SAFETY: a live buffer.
-        let mem = allocate(
-            unsafe { device.get_buffer_memory_requirements(buffer) },
-            vk::MemoryPropertyFlags::empty(),
-        )?;
+        let memory = self.allocate(unsafe { self.device.get_buffer_memory_requirements(buffer) })?;
         // SAFETY: fresh memory of the required size.
-        unsafe { device.bind_buffer_memory(buffer, mem, 0) }?;
-        buffers.push((buffer, mem));
+        unsafe { self.device.bind_buffer_memory(buffer, memory, 0) }?;
+        Ok((buffer, memory))
     }
-    let mut kind = vk::SemaphoreTypeCreateInfo::default().semaphore_type(vk::SemaphoreType::TIMELINE);
-    // SAFETY: valid create info.
-    let timeline =
-        unsafe { device.create_semaphore(&vk::SemaphoreCreateInfo::default().push_next(&mut kind), None) }?;
-    let pool_info = vk::CommandPoolCreateInfo::default()
-        .queue_family_index(family)
-        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
-    // SAFETY: valid create info.
-    let pool = unsafe { device.create_command_pool(&pool_info, None) }?;
-    let alloc =
-        vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(SLOTS as u32);
-    // SAFETY: a live pool.
-    let cmds = unsafe { device.allocate_command_buffers(&alloc) }?;
-    let fences: Vec<vk::Fence> = (0..SLOTS)
-        // SAFETY: default create info.
-        .map(|_| unsafe {
-            device.create_fence(&vk::FenceCreateInfo::default().flags(vk::FenceCreateFlags::SIGNALED), None)
-        })
-        .collect::<Result<_, _>>()?;
 
-    std::thread::scope(|scope| -> Result<(), Box<dyn std::error::Error>> {
-        let producer = scope.spawn(|| -> Result<(), vk::Result> {
-            for k in 0..FRAMES {
-                let values = [2 * k];
-                let semaphores = [timeline];
-                let wait = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
-                // SAFETY: a live timeline; 10 s at most.
-                unsafe { device.wait_semaphores(&wait, 10_000_000_000) }?;
-                std::thread::scope(|s| {
-                    for _ in 0..spawn {
-                        s.spawn(|| std::hint::black_box((0..2000u64).sum::<u64>()));
-                    }
-                });
-                let signal = vk::SemaphoreSignalInfo::default().semaphore(timeline).value(2 * k + 1);
-                serialized(&mut || {
-                    // SAFETY: a live timeline; values rise.
-                    unsafe { device.signal_semaphore(&signal) }
-                })?;
-                signalled.store(k + 1, Ordering::Release);
-            }
-            Ok(())
-        });
-        let layers = vk::ImageSubresourceLayers {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            mip_level: 0,
-            base_array_layer: 0,
-            layer_count: 1,
+    /// The consumer, for frame k: one submission that waits `T ≥ 2k + 1`, uploads into the
+    /// image, reads it back, and signals `T = 2k + 2`.
+    fn consume(&self, k: u64, barrier: bool, serialized: &QueueOps) -> Result<(), Error> {
+        let slot = k as usize % SLOTS;
+        let (cmd, fence) = (self.cmds[slot], [self.fences[slot]]);
+        // SAFETY: the fence belongs to this slot's last submission; then its objects are free.
+        unsafe { self.device.wait_for_fences(&fence, true, 10_000_000_000) }?;
+        // SAFETY: signalled, so no submission uses it.
+        unsafe { self.device.reset_fences(&fence) }?;
+        self.record(cmd, k, slot, barrier)?;
+        let at = |value| {
+            vk::SemaphoreSubmitInfo::default()
+                .semaphore(self.timeline)
+                .value(value)
+                .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
         };
-        let region = [vk::BufferImageCopy::default().image_subresource(layers).image_extent(vk::Extent3D {
-            width: SIZE,
-            height: SIZE,
-            depth: 1,
-        })];
-        let range = vk::ImageSubresourceRange {
-            aspect_mask: vk::ImageAspectFlags::COLOR,
-            level_count: 1,
-            layer_count: 1,
-            ..Default::default()
-        };
-        for k in 0..FRAMES {
-            // With --signal-first, frame k is submitted only once the producer's signal for it
-            // has returned: the layer then never sees the wait before the signal.
-            while signal_first && signalled.load(Ordering::Acquire) <= k {
-                std::thread::yield_now();
-            }
-            let slot = k as usize % SLOTS;
-            let (cmd, fence) = (cmds[slot], [fences[slot]]);
-            // SAFETY: the fence belongs to this slot's last submission; then the buffer is free.
-            unsafe {
-                device.wait_for_fences(&fence, true, 10_000_000_000)?;
-                device.reset_fences(&fence)?;
-                device.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())?;
-            }
-            let to_general = vk::ImageMemoryBarrier2::default()
-                .src_stage_mask(if barrier {
-                    vk::PipelineStageFlags2::COPY
-                } else {
-                    vk::PipelineStageFlags2::NONE
-                })
-                .dst_stage_mask(vk::PipelineStageFlags2::COPY)
-                .dst_access_mask(vk::AccessFlags2::TRANSFER_WRITE)
-                .old_layout(if k == 0 { vk::ImageLayout::UNDEFINED } else { vk::ImageLayout::GENERAL })
-                .new_layout(vk::ImageLayout::GENERAL)
-                .image(image)
-                .subresource_range(range);
-            let written = vk::ImageMemoryBarrier2::default()
-                .src_stage_mask(vk::PipelineStageFlags2::COPY)
-                .src_access_mask(vk::AccessFlags2::TRANSFER_WRITE)
-                .dst_stage_mask(vk::PipelineStageFlags2::COPY)
-                .dst_access_mask(vk::AccessFlags2::TRANSFER_READ)
-                .old_layout(vk::ImageLayout::GENERAL)
-                .new_layout(vk::ImageLayout::GENERAL)
-                .image(image)
-                .subresource_range(range);
-            // SAFETY: recording into a reset buffer; every object is live.
-            unsafe {
-                // Without --barrier the first scope is empty: only the host chain orders the upload.
-                device.cmd_pipeline_barrier2(
-                    cmd,
-                    &vk::DependencyInfo::default().image_memory_barriers(&[to_general]),
-                );
-                device.cmd_copy_buffer_to_image(cmd, buffers[0].0, image, vk::ImageLayout::GENERAL, &region);
-                device.cmd_pipeline_barrier2(
-                    cmd,
-                    &vk::DependencyInfo::default().image_memory_barriers(&[written]),
-                );
-                device.cmd_copy_image_to_buffer(
-                    cmd,
-                    image,
-                    vk::ImageLayout::GENERAL,
-                    buffers[1 + slot].0,
-                    &region,
-                );
-                device.end_command_buffer(cmd)?;
-            }
-            let waits = [vk::SemaphoreSubmitInfo::default()
-                .semaphore(timeline)
-                .value(2 * k + 1)
-                .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-            let signals = [vk::SemaphoreSubmitInfo::default()
-                .semaphore(timeline)
-                .value(2 * k + 2)
-                .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)];
-            let cmd_infos = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
-            let submit = [vk::SubmitInfo2::default()
-                .wait_semaphore_infos(&waits)
-                .command_buffer_infos(&cmd_infos)
-                .signal_semaphore_infos(&signals)];
-            serialized(&mut || {
-                // SAFETY: only this thread submits; everything referenced is live.
-                unsafe { device.queue_submit2(queue, &submit, fence[0]) }
-            })?;
-        }
-        producer.join().map_err(|_| "producer panicked")??;
+        let (waits, signals) = ([at(2 * k + 1)], [at(2 * k + 2)]);
+        let cmd_infos = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
+        let submit = [vk::SubmitInfo2::default()
+            .wait_semaphore_infos(&waits)
+            .command_buffer_infos(&cmd_infos)
+            .signal_semaphore_infos(&signals)];
+        serialized.run(|| {
+            // SAFETY: only this thread submits; everything referenced is live.
+            unsafe { self.device.queue_submit2(self.queue, &submit, fence[0]) }
+        })?;
         Ok(())
-    })?;
-
-    // SAFETY: teardown after the queue is idle; every object is ours.
-    unsafe {
-        device.device_wait_idle()?;
-        fences.iter().for_each(|&f| device.destroy_fence(f, None));
-        device.destroy_command_pool(pool, None);
-        device.destroy_semaphore(timeline, None);
-        for (b, m) in buffers {
-            device.destroy_buffer(b, None);
-            device.free_memory(m, None);
-        }
-        device.destroy_image(image, None);
-        device.free_memory(image_memory, None);
-        device.destroy_device(None);
-        utils.destroy_debug_utils_messenger(messenger, None);
-        instance.destroy_instance(None);
     }
-    let n = MESSAGES.load(Ordering::Relaxed);
-    println!(
-        "host_wait_race: {FRAMES} frames, {} the barrier, {} the lock: {n} validation messages (layer {layer})",
-        if barrier { "with" } else { "without" },
-        if lock { "with" } else { "without" },
-    );
-    std::process::exit(i32::from(n > 0));
+
+    /// Frame k's commands: the upload (after an execution barrier only with `barrier`),
+    /// then the readback into slot `slot`'s buffer.
+    fn record(&self, cmd: vk::CommandBuffer, k: u64, slot: usize, barrier: bool) -> Result<(), Error> {
+        let layers =
+            vk::ImageSubresourceLayers::default().aspect_mask(vk::ImageAspectFlags::COLOR).layer_count(1);
+        let extent = vk::Extent3D { width: SIZE, height: SIZE, depth: 1 };
+        let region = [vk::BufferImageCopy::default().image_subresource(layers).image_extent(extent)];
+        let range = vk::ImageSubresourceRange::default()
+            .aspect_mask(vk::ImageAspectFlags::COLOR)
+            .level_count(1)
+            .layer_count(1);
+        let general = vk::ImageLayout::GENERAL;
+        let copy = vk::PipelineStageFlags2::COPY;
+        // Without --barrier the first scope is empty: only the host chain orders the upload.
+        let to_general = [vk::ImageMemoryBarrier2::default()
+            .src_stage_mask(if barrier { copy } else { vk::PipelineStageFlags2::NONE })
+            .dst_stage_mask(copy)
+            .dst_access_mask(vk::AccessFlags2::TRANSFER_WRITE)
+            .old_layout(if k == 0 { vk::ImageLayout::UNDEFINED } else { general })
+            .new_layout(general)
+            .image(self.image.0)
+            .subresource_range(range)];
+        let written = [vk::ImageMemoryBarrier2::default()
+            .src_stage_mask(copy)
+            .src_access_mask(vk::AccessFlags2::TRANSFER_WRITE)
+            .dst_stage_mask(copy)
+            .dst_access_mask(vk::AccessFlags2::TRANSFER_READ)
+            .old_layout(general)
+            .new_layout(general)
+            .image(self.image.0)
+            .subresource_range(range)];
+        let (to_general, written) = (
+            vk::DependencyInfo::default().image_memory_barriers(&to_general),
+            vk::DependencyInfo::default().image_memory_barriers(&written),
+        );
+        let (upload, readback) = (self.buffers[0].0, self.buffers[1 + slot].0);
+        // Recording into a reset buffer; every object is live.
+        // SAFETY: as above.
+        unsafe { self.device.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }?;
+        // SAFETY: as above.
+        unsafe { self.device.cmd_pipeline_barrier2(cmd, &to_general) };
+        // SAFETY: as above.
+        unsafe { self.device.cmd_copy_buffer_to_image(cmd, upload, self.image.0, general, &region) };
+        // SAFETY: as above.
+        unsafe { self.device.cmd_pipeline_barrier2(cmd, &written) };
+        // SAFETY: as above.
+        unsafe { self.device.cmd_copy_image_to_buffer(cmd, self.image.0, general, readback, &region) };
+        // SAFETY: as above.
+        Ok(unsafe { self.device.end_command_buffer(cmd) }?)
+    }
+
+    /// Teardown once the queue is idle: every object is ours, destroyed once.
+    fn destroy(self) -> Result<(), Error> {
+        let device = &self.device;
+        // SAFETY: only this thread uses the device now.
+        unsafe { device.device_wait_idle() }?;
+        for f in self.fences {
+            // SAFETY: as above.
+            unsafe { device.destroy_fence(f, None) };
+        }
+        // SAFETY: as above; its command buffers go with it.
+        unsafe { device.destroy_command_pool(self.pool, None) };
+        // SAFETY: as above.
+        unsafe { device.destroy_semaphore(self.timeline, None) };
+        for (buffer, memory) in self.buffers {
+            // SAFETY: as above; the buffer before its memory.
+            unsafe { device.destroy_buffer(buffer, None) };
+            // SAFETY: as above.
+            unsafe { device.free_memory(memory, None) };
+        }
+        // SAFETY: as above; the image before its memory.
+        unsafe { device.destroy_image(self.image.0, None) };
+        // SAFETY: as above.
+        unsafe { device.free_memory(self.image.1, None) };
+        // SAFETY: every object made on it is gone.
+        unsafe { device.destroy_device(None) };
+        Ok(())
+    }
 }

@@ -20,9 +20,9 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
-use cudarc::driver::{CudaContext, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg};
 use gpu_allocator::MemoryLocation;
-use vkcuda::interop::{requirements, CudaFrames, CudaTarget, Resource, SharedFrames};
+use vkcuda::interop::{requirements, CudaFrames, CudaTarget, Resource, SharedFrames, VulkanFrame};
 use vkcuda::sync::{FramePlan, SyncScheme};
 use vkcuda::vk::device::{gpu_info, Device};
 use vkcuda::vk::frame::{buffer_barrier, copy_layers};
@@ -30,38 +30,18 @@ use vkcuda::vk::instance::Instance;
 use vkcuda::vk::memory::Buffer;
 use vkcuda::{FrameDesc, Layout};
 
+#[path = "minimal/engine.rs"]
+mod engine;
+use engine::Commands;
+
 const FRAMES: u64 = 240;
 const IMAGES: usize = 2;
 const W: u32 = 640;
 const H: u32 = 360;
 
-/// Your kernels, one per layout: what `CudaFrames::begin` hands out for the
-/// frame is a surface (array) or a pointer and a row pitch (buffer).
-const KERNEL: &str = r#"
-__device__ uchar4 pixel(int x, int y, unsigned int g) { return make_uchar4(x + g, y + 2 * g, x ^ y, 255); }
-
-extern "C" __global__ void fill_surface(unsigned long long surface, int w, int h, unsigned int g) {
-    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h) return;
-    surf2Dwrite(pixel(x, y, g), surface, x * 4, y);
-}
-
-extern "C" __global__ void fill_linear(unsigned char *out, unsigned long long pitch, int w, int h, unsigned int g) {
-    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h) return;
-    ((uchar4 *)(out + y * pitch))[x] = pixel(x, y, g);
-}
-
-// Reads the frame back through the texture object (8-bit texels come back normalised to
-// 0..1) and counts the texels that differ from what `fill_surface` wrote.
-extern "C" __global__ void check_texture(unsigned long long texture, int w, int h, unsigned int g, unsigned int *wrong) {
-    int x = blockIdx.x * blockDim.x + threadIdx.x, y = blockIdx.y * blockDim.y + threadIdx.y;
-    if (x >= w || y >= h) return;
-    float4 t = tex2D<float4>(texture, x + 0.5f, y + 0.5f);
-    uchar4 p = pixel(x, y, g);
-    if (lrintf(t.x * 255) != p.x || lrintf(t.y * 255) != p.y || lrintf(t.z * 255) != p.z || lrintf(t.w * 255) != p.w)
-        atomicAdd(wrong, 1u);
-}"#;
+/// Your kernels (`minimal/kernels.cu`), one per layout: what `CudaFrames::begin` hands
+/// out for the frame is a surface (array) or a pointer and a row pitch (buffer).
+const KERNEL: &str = include_str!("minimal/kernels.cu");
 
 /// The kernel's CPU twin: pixel (x, y) of frame g.
 fn expected(x: u32, y: u32, g: u32) -> [u8; 4] {
@@ -71,31 +51,17 @@ fn expected(x: u32, y: u32, g: u32) -> [u8; 4] {
 fn main() -> Result<()> {
     let args: Vec<String> = std::env::args().collect();
     let validate = args.iter().any(|a| a == "--validate");
-    let layout =
-        match args.iter().position(|a| a == "--layout").and_then(|i| args.get(i + 1)).map(|s| s.as_str()) {
-            None | Some("array") => Layout::Array,
-            Some("buffer") => Layout::Buffer,
-            Some(other) => bail!("--layout {other}: array or buffer"),
-        };
+    let layout = args.iter().position(|a| a == "--layout").and_then(|i| args.get(i + 1));
+    let layout = match layout.map_or("array", |l| l.as_str()) {
+        "array" => Layout::Array,
+        "buffer" => Layout::Buffer,
+        other => bail!("--layout {other}: array or buffer"),
+    };
     // 1. What vkcuda needs, enabled on your instance and device. (vkcuda's `Instance` is only
     //    used here to count the validation layer's messages.)
     let needs = requirements();
     let instance = Instance::new(validate, &needs.instance_extensions)?;
-    // 2. The Vulkan device CUDA sees: the same UUID.
-    vkcuda::cuda::load_driver()?;
-    let cuda_devices = vkcuda::cuda::list_devices()?;
-    // SAFETY: plain query on a live instance.
-    let physicals = unsafe { instance.raw.enumerate_physical_devices() }?;
-    let (physical, ordinal) = (physicals.iter().enumerate())
-        .find_map(|(i, &p)| {
-            let info = gpu_info(&instance.raw, i, p).ok()?;
-            cuda_devices.iter().find(|c| c.uuid == info.uuid).map(|c| (p, c.ordinal))
-        })
-        .ok_or_else(|| anyhow!("no Vulkan device has the UUID of a CUDA device"))?;
-    // SAFETY: plain query on a live physical device.
-    let families = unsafe { instance.raw.get_physical_device_queue_family_properties(physical) };
-    let family = families.iter().position(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
-    let family = family.context("no compute queue family")? as u32;
+    let (physical, ordinal, family) = pick_device(&instance)?;
     let extensions: Vec<_> = needs.device_extensions.iter().map(|e| e.as_ptr()).collect();
     let (mut v12, mut v13) = Default::default();
     needs.enable_features(&mut v12, &mut v13);
@@ -110,12 +76,25 @@ fn main() -> Result<()> {
     // SAFETY: with_device dropped every object it made on the device and left its queue idle.
     unsafe { device.destroy_device(None) };
     let v = instance.validation().counts();
-    println!(
-        "minimal: {} frames ({layout} layout) written by CUDA, read by Vulkan, equal to the CPU twin",
-        checked?
-    );
+    let what = format!("{} frames ({layout} layout)", checked?);
+    println!("minimal: {what} written by CUDA, read by Vulkan, equal to the CPU twin");
     println!("minimal: validation: {}", if validate { v.to_string() } else { "off".into() });
     v.clean().then_some(()).ok_or_else(|| anyhow!("validation: {v}"))
+}
+
+/// 2. The Vulkan device CUDA sees (the same UUID), its CUDA ordinal, and a compute queue family.
+fn pick_device(instance: &Instance) -> Result<(vk::PhysicalDevice, usize, u32)> {
+    vkcuda::cuda::load_driver()?;
+    let cuda_devices = vkcuda::cuda::list_devices()?;
+    // SAFETY: plain query on a live instance.
+    let physicals = unsafe { instance.raw.enumerate_physical_devices() }?;
+    let (physical, ordinal) = (physicals.iter().enumerate())
+        .find_map(|(i, &p)| {
+            let info = gpu_info(&instance.raw, i, p).ok()?;
+            cuda_devices.iter().find(|c| c.uuid == info.uuid).map(|c| (p, c.ordinal))
+        })
+        .ok_or_else(|| anyhow!("no Vulkan device has the UUID of a CUDA device"))?;
+    Ok((physical, ordinal, engine::compute_family(&instance.raw, physical)?))
 }
 
 fn with_device(
@@ -134,155 +113,137 @@ fn with_device(
     // RGBA8 frames of W × H in `layout` (a `FrameDesc` also names the format: float ones too).
     let desc = FrameDesc::new(vk::Extent2D { width: W, height: H }).layout(layout);
     let shared = Arc::new(SharedFrames::new(&device, plan, desc, true)?);
-    // 5. Your CUDA context, stream and kernels; the shared frames imported into the context.
+    // 5. Your CUDA context and stream; the shared frames imported into the context. The
+    //    imports keep the stream: dropping them waits (bounded) until it is idle.
     let ctx = CudaContext::new(ordinal)?;
     let stream = ctx.new_stream()?;
-    let module = ctx.load_module(cudarc::nvrtc::compile_ptx(KERNEL)?)?;
-    let (fill_surface, fill_linear) =
-        (module.load_function("fill_surface")?, module.load_function("fill_linear")?);
-    let check_texture = module.load_function("check_texture")?;
-    // Texels that read back wrong through the texture object, summed over all frames.
-    let mut wrong_texels = stream.alloc_zeros::<u32>(1)?;
-    // The imports keep the stream: dropping them waits (bounded) until it is idle.
     let cuda = CudaFrames::import(ctx.clone(), &shared, stream.clone())?;
     // Your Vulkan objects: per image a command buffer, a fence and a readback buffer.
-    let pool_info = vk::CommandPoolCreateInfo::default()
-        .queue_family_index(family)
-        .flags(vk::CommandPoolCreateFlags::RESET_COMMAND_BUFFER);
-    // SAFETY: valid create info; destroyed below, after the queue is idle.
-    let pool = unsafe { raw.create_command_pool(&pool_info, None) }?;
-    let alloc =
-        vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(IMAGES as u32);
-    // SAFETY: `pool` is live. Default fence create infos; destroyed below.
-    let (cmds, fences) = unsafe {
-        let fences = (0..IMAGES).map(|_| raw.create_fence(&Default::default(), None));
-        (raw.allocate_command_buffers(&alloc)?, fences.collect::<Result<Vec<_>, _>>()?)
-    };
+    let commands = Commands::new(raw, family, IMAGES)?;
     let usage = vk::BufferUsageFlags::TRANSFER_DST;
     let readback =
         Buffer::frames(&device, "readback", IMAGES, desc.bytes(), usage, MemoryLocation::GpuToCpu)?;
-
-    let cfg = LaunchConfig {
-        grid_dim: (W.div_ceil(16), H.div_ceil(16), 1),
-        block_dim: (16, 16, 1),
-        shared_mem_bytes: 0,
-    };
     let checked = std::thread::scope(|s| {
-        // 6. CUDA on its own thread (a call after a GPU wait may block it): begin (the wait;
-        //    the surface, or pointer and pitch) → your kernel → end (the signal). Dropping the
-        //    imports waits until the stream is idle; they keep the Vulkan objects alive.
-        let producer = s.spawn(move || -> Result<()> {
-            ctx.bind_to_thread()?;
-            let (w, h) = (W as i32, H as i32);
-            for g in 0..FRAMES {
-                let frame = g as u32;
-                match cuda.begin(g)? {
-                    CudaTarget::Array { surface, texture } => {
-                        let mut launch = stream.launch_builder(&fill_surface);
-                        launch.arg(&surface).arg(&w).arg(&h).arg(&frame);
-                        // SAFETY: the arguments match `fill_surface`; the surface covers W × H texels.
-                        unsafe { launch.launch(cfg) }?;
-                        // The same frame read through the texture object, in a later launch
-                        // (the texture cache is not coherent with surface writes of one launch).
-                        let mut launch = stream.launch_builder(&check_texture);
-                        launch.arg(&texture).arg(&w).arg(&h).arg(&frame).arg(&mut wrong_texels);
-                        // SAFETY: the arguments match `check_texture`; `wrong_texels` holds one u32.
-                        unsafe { launch.launch(cfg) }?;
-                    }
-                    CudaTarget::Buffer { pointer, pitch } => {
-                        let mut launch = stream.launch_builder(&fill_linear);
-                        launch.arg(&pointer).arg(&pitch).arg(&w).arg(&h).arg(&frame);
-                        // SAFETY: the arguments match `fill_linear`; the buffer holds H rows of `pitch`
-                        // bytes, each at least W × 4.
-                        unsafe { launch.launch(cfg) }?;
-                    }
-                }
-                cuda.end(g)?;
-            }
-            cuda.synchronize()?;
-            match stream.clone_dtoh(&wrong_texels)?[0] {
-                0 => Ok(()),
-                n => bail!("{n} texels read through the texture object differ from the CPU twin"),
-            }
-        });
+        // 6. CUDA on its own thread: a call after a GPU wait may block it.
+        let producer = s.spawn(move || produce(&ctx, &stream, &cuda));
         // 7. Vulkan's side, in your command buffers and submissions. A wrong frame does not
         //    stop the loop: every frame is still consumed, so every wait either side enqueued
         //    is met by its own signaller, in order (a host signal may not jump a timeline past
         //    values the GPU will still signal: docs/sync.md, "Stopping after a failure").
         let mut first_wrong = None;
-        let consumed = (|| -> Result<u64> {
-            let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
-            for g in 0..FRAMES + IMAGES as u64 {
-                let slot = (g % IMAGES as u64) as usize;
-                if let Some(f) = g.checked_sub(IMAGES as u64) {
-                    // Frame f (this slot's last) is done when its fence is: compare its pixels.
-                    // SAFETY: the fence was submitted with frame f; reset once signalled.
-                    unsafe { raw.wait_for_fences(&fences[slot..=slot], true, 10_000_000_000) }
-                        .with_context(|| format!("frame {f}"))?;
-                    // SAFETY: as above.
-                    unsafe { raw.reset_fences(&fences[slot..=slot]) }?;
-                    let want: Vec<u8> = (0..W * H).flat_map(|i| expected(i % W, i / W, f as u32)).collect();
-                    if readback[slot].mapped()? != want.as_slice() {
-                        first_wrong.get_or_insert(f);
-                    }
+        let consumed = (0..FRAMES + IMAGES as u64).try_for_each(|g| {
+            let slot = (g % IMAGES as u64) as usize;
+            if let Some(f) = g.checked_sub(IMAGES as u64) {
+                // Frame f (this slot's last) is done when its fence is: compare its pixels.
+                commands.wait(raw, slot).with_context(|| format!("frame {f}"))?;
+                let want: Vec<u8> = (0..W * H).flat_map(|i| expected(i % W, i / W, f as u32)).collect();
+                if readback[slot].mapped()? != want.as_slice() {
+                    first_wrong.get_or_insert(f);
                 }
-                if g >= FRAMES {
-                    continue;
-                }
-                // The frame's pieces: acquire, release, wait and signal, for a copy on this queue.
-                let frame = shared.vulkan_frame(g, device.queue_family, copy, copy);
-                let cmd = cmds[slot];
-                let to_host = [buffer_barrier(
-                    readback[slot].raw,
-                    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
-                    (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
-                )];
-                let region = [vk::BufferImageCopy::default()
-                    .image_subresource(copy_layers())
-                    .image_extent(vk::Extent3D { width: W, height: H, depth: 1 })];
-                let whole = [vk::BufferCopy::default().size(desc.bytes())];
-                // SAFETY: the slot's last submission finished (its fence, above); every handle is live.
-                unsafe {
-                    raw.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default())?;
-                    frame.acquire.record(raw, cmd);
-                    let readback = readback[slot].raw;
-                    match frame.resource {
-                        Resource::Image(image) => {
-                            let general = vk::ImageLayout::GENERAL;
-                            raw.cmd_copy_image_to_buffer(cmd, image, general, readback, &region)
-                        }
-                        // The buffer's rows are packed (pitch = W × 4): one plain copy.
-                        Resource::Buffer(buffer) => raw.cmd_copy_buffer(cmd, buffer, readback, &whole),
-                    }
-                    frame.release.record(raw, cmd);
-                    raw.cmd_pipeline_barrier2(
-                        cmd,
-                        &vk::DependencyInfo::default().buffer_memory_barriers(&to_host),
-                    );
-                    raw.end_command_buffer(cmd)?;
-                }
-                let (waits, signals) = (Vec::from_iter(frame.wait), [frame.signal]);
-                let cmd_info = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
-                let submit = vk::SubmitInfo2::default().wait_semaphore_infos(&waits);
-                let submit = submit.command_buffer_infos(&cmd_info).signal_semaphore_infos(&signals);
-                // SAFETY: only this thread submits; everything referenced outlives the submission.
-                unsafe { raw.queue_submit2(device.queue, &[submit], fences[slot]) }?;
             }
-            Ok(FRAMES)
-        })();
+            if g >= FRAMES {
+                return Ok(());
+            }
+            let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+            // The frame's pieces: acquire, release, wait and signal, for a copy on this queue.
+            let frame = shared.vulkan_frame(g, device.queue_family, copy, copy);
+            submit(raw, (device.queue, commands.slot(slot)), &frame, (readback[slot].raw, desc.bytes()))
+        });
         producer.join().map_err(|_| anyhow!("the CUDA thread panicked"))??;
-        match first_wrong {
-            Some(f) => bail!("frame {f} differs from the CPU twin"),
-            None => consumed,
-        }
+        consumed?;
+        first_wrong.map_or(Ok(FRAMES), |f| Err(anyhow!("frame {f} differs from the CPU twin")))
     });
     // 8. Teardown: CUDA let go first (its thread ended), then your queue idles, then Vulkan
     //    (`shared`, dropped last, waits for the queue itself too).
-    // SAFETY: only this thread uses the queue; nothing uses the pool or fences afterwards.
-    unsafe {
-        raw.queue_wait_idle(device.queue)?;
-        fences.iter().for_each(|f| raw.destroy_fence(*f, None));
-        raw.destroy_command_pool(pool, None);
-    }
+    // SAFETY: only this thread uses the queue.
+    unsafe { raw.queue_wait_idle(device.queue) }?;
+    commands.destroy(raw);
     checked
+}
+
+/// 6. Each frame: begin (the GPU wait; the surface, or pointer and pitch) → your kernel →
+///    end (the signal); an array frame is also read back through its texture object.
+fn produce(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, cuda: &CudaFrames) -> Result<()> {
+    ctx.bind_to_thread()?;
+    let module = ctx.load_module(cudarc::nvrtc::compile_ptx(KERNEL)?)?;
+    let [fill_surface, fill_linear, check_texture] = ["fill_surface", "fill_linear", "check_texture"]
+        .map(|k| module.load_function(k).with_context(|| format!("kernel {k}")));
+    let (fill_surface, fill_linear, check_texture) = (fill_surface?, fill_linear?, check_texture?);
+    // Texels that read back wrong through the texture object, summed over all frames.
+    let mut wrong_texels = stream.alloc_zeros::<u32>(1)?;
+    let grid_dim = (W.div_ceil(16), H.div_ceil(16), 1);
+    let cfg = LaunchConfig { grid_dim, block_dim: (16, 16, 1), shared_mem_bytes: 0 };
+    let (w, h) = (W as i32, H as i32);
+    for g in 0..FRAMES {
+        let frame = g as u32;
+        match cuda.begin(g)? {
+            CudaTarget::Array { surface, texture } => {
+                let mut launch = stream.launch_builder(&fill_surface);
+                launch.arg(&surface).arg(&w).arg(&h).arg(&frame);
+                // SAFETY: the arguments match `fill_surface`; the surface covers W × H texels.
+                unsafe { launch.launch(cfg) }?;
+                // The same frame read through the texture object, in a later launch (the
+                // texture cache is not coherent with surface writes of one launch).
+                let mut launch = stream.launch_builder(&check_texture);
+                launch.arg(&texture).arg(&w).arg(&h).arg(&frame).arg(&mut wrong_texels);
+                // SAFETY: the arguments match `check_texture`; `wrong_texels` holds one u32.
+                unsafe { launch.launch(cfg) }?;
+            }
+            CudaTarget::Buffer { pointer, pitch } => {
+                let mut launch = stream.launch_builder(&fill_linear);
+                launch.arg(&pointer).arg(&pitch).arg(&w).arg(&h).arg(&frame);
+                // SAFETY: the arguments match `fill_linear`; H rows of `pitch` bytes, each at least W × 4.
+                unsafe { launch.launch(cfg) }?;
+            }
+        }
+        cuda.end(g)?;
+    }
+    cuda.synchronize()?;
+    match stream.clone_dtoh(&wrong_texels)?[0] {
+        0 => Ok(()),
+        n => bail!("{n} texels read through the texture object differ from the CPU twin"),
+    }
+}
+
+/// Records `frame` (a copy of it into `readback`, `bytes` long) into `cmd` and submits it with `fence`.
+fn submit(
+    raw: &ash::Device,
+    (queue, (cmd, fence)): (vk::Queue, (vk::CommandBuffer, vk::Fence)),
+    frame: &VulkanFrame,
+    (readback, bytes): (vk::Buffer, u64),
+) -> Result<()> {
+    let to_host = [buffer_barrier(
+        readback,
+        (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
+        (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
+    )];
+    let extent = vk::Extent3D { width: W, height: H, depth: 1 };
+    let region = [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
+    // Recording: the slot's last submission finished (its fence); every handle is live.
+    // SAFETY: as above.
+    unsafe { raw.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }?;
+    frame.acquire.record(raw, cmd);
+    match frame.resource {
+        // SAFETY: as above; the image is in GENERAL.
+        Resource::Image(image) => unsafe {
+            raw.cmd_copy_image_to_buffer(cmd, image, vk::ImageLayout::GENERAL, readback, &region)
+        },
+        // The buffer's rows are packed (pitch = W × 4): one plain copy.
+        // SAFETY: as above.
+        Resource::Buffer(buffer) => unsafe {
+            raw.cmd_copy_buffer(cmd, buffer, readback, &[vk::BufferCopy::default().size(bytes)])
+        },
+    }
+    frame.release.record(raw, cmd);
+    let to_host = vk::DependencyInfo::default().buffer_memory_barriers(&to_host);
+    // SAFETY: as above.
+    unsafe { raw.cmd_pipeline_barrier2(cmd, &to_host) };
+    // SAFETY: as above.
+    unsafe { raw.end_command_buffer(cmd) }?;
+    let (waits, signals) = (Vec::from_iter(frame.wait), [frame.signal]);
+    let cmd_info = [vk::CommandBufferSubmitInfo::default().command_buffer(cmd)];
+    let submit = vk::SubmitInfo2::default().wait_semaphore_infos(&waits);
+    let submit = submit.command_buffer_infos(&cmd_info).signal_semaphore_infos(&signals);
+    // SAFETY: only this thread submits; everything referenced outlives the submission.
+    Ok(unsafe { raw.queue_submit2(queue, &[submit], fence) }?)
 }

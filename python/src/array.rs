@@ -207,7 +207,9 @@ impl Layout {
                         Some(sc_index) => {
                             let offset = at + sc_index as isize * sc;
                             // SAFETY: (y, x, c) is an element of the image, within its span (the caller's contract).
-                            let src = unsafe { std::slice::from_raw_parts(first.offset(offset), size) };
+                            let at = unsafe { first.offset(offset) };
+                            // SAFETY: as above: `size` bytes of that element.
+                            let src = unsafe { std::slice::from_raw_parts(at, size) };
                             dst.copy_from_slice(src);
                         }
                         None => dst.copy_from_slice(opaque),

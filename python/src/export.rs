@@ -114,8 +114,10 @@ fn capsule(
             tensor: tensor(std::ptr::null_mut()),
             shape,
         }));
-        // SAFETY: just made; the shape lives in the same box as the tensor that points to it.
-        unsafe { (*boxed).tensor.shape = (*boxed).shape.as_mut_ptr() };
+        // SAFETY: just made, and not shared yet.
+        let made = unsafe { &mut *boxed };
+        // The shape lives in the same box as the tensor that points to it.
+        made.tensor.shape = made.shape.as_mut_ptr();
         (boxed.cast(), VERSIONED)
     } else {
         let boxed = Box::into_raw(Box::new(Legacy {
@@ -125,7 +127,8 @@ fn capsule(
             shape,
         }));
         // SAFETY: as above.
-        unsafe { (*boxed).tensor.shape = (*boxed).shape.as_mut_ptr() };
+        let made = unsafe { &mut *boxed };
+        made.tensor.shape = made.shape.as_mut_ptr();
         (boxed.cast(), LEGACY)
     };
     // SAFETY: a valid pointer, a static name, and a destructor that frees it unless consumed.

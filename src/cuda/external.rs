@@ -120,19 +120,21 @@ impl Drop for ExternalImage {
     fn drop(&mut self) {
         // Errors here cannot be handled; the objects are gone with the context anyway.
         let _ = self.ctx.bind();
-        // SAFETY: each object is destroyed once, children first; the stream that used them is idle.
-        unsafe {
-            if self.texture != 0 {
-                sys::cuTexObjectDestroy(self.texture);
-            }
-            if self.surface != 0 {
-                sys::cuSurfObjectDestroy(self.surface);
-            }
-            if !self.mipmapped.is_null() {
-                sys::cuMipmappedArrayDestroy(self.mipmapped);
-            }
-            sys::cuDestroyExternalMemory(self.memory);
+        // Each object is destroyed once, children first; the stream that used them is idle.
+        if self.texture != 0 {
+            // SAFETY: a texture object of this context, made over the array below.
+            unsafe { sys::cuTexObjectDestroy(self.texture) };
         }
+        if self.surface != 0 {
+            // SAFETY: a surface object of this context, made over the array below.
+            unsafe { sys::cuSurfObjectDestroy(self.surface) };
+        }
+        if !self.mipmapped.is_null() {
+            // SAFETY: the mapped array of `memory`; nothing made over it is left.
+            unsafe { sys::cuMipmappedArrayDestroy(self.mipmapped) };
+        }
+        // SAFETY: the imported memory, destroyed last: nothing mapped from it is left.
+        unsafe { sys::cuDestroyExternalMemory(self.memory) };
     }
 }
 
@@ -175,13 +177,13 @@ impl ExternalBuffer {
 impl Drop for ExternalBuffer {
     fn drop(&mut self) {
         let _ = self.ctx.bind();
-        // SAFETY: a mapped buffer is freed with cuMemFree, before its memory object; the stream is idle.
-        unsafe {
-            if self.pointer != 0 {
-                sys::cuMemFree_v2(self.pointer);
-            }
-            sys::cuDestroyExternalMemory(self.memory);
+        // The stream that used them is idle.
+        if self.pointer != 0 {
+            // SAFETY: a mapped buffer is freed with cuMemFree, before its memory object.
+            unsafe { sys::cuMemFree_v2(self.pointer) };
         }
+        // SAFETY: the imported memory, destroyed last: nothing mapped from it is left.
+        unsafe { sys::cuDestroyExternalMemory(self.memory) };
     }
 }
 

@@ -94,18 +94,13 @@ pub fn prepare_shared(device: &Device, images: &[SharedImage], buffers: &[Shared
                     .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
             })
             .collect();
+        let to_general = vk::DependencyInfo::default().image_memory_barriers(&to_general);
+        // SAFETY: recording; the images are live and unused.
+        unsafe { device.raw.cmd_pipeline_barrier2(cmd, &to_general) };
+        let release = vk::DependencyInfo::default()
+            .image_memory_barriers(&release)
+            .buffer_memory_barriers(&release_buffers);
         // SAFETY: recording; the images and buffers are live and unused.
-        unsafe {
-            device.raw.cmd_pipeline_barrier2(
-                cmd,
-                &vk::DependencyInfo::default().image_memory_barriers(&to_general),
-            );
-            device.raw.cmd_pipeline_barrier2(
-                cmd,
-                &vk::DependencyInfo::default()
-                    .image_memory_barriers(&release)
-                    .buffer_memory_barriers(&release_buffers),
-            );
-        }
+        unsafe { device.raw.cmd_pipeline_barrier2(cmd, &release) };
     })
 }

@@ -65,13 +65,12 @@ pub struct Instance {
 
 /// Loads the Vulkan loader at `loader`, or the system's `libvulkan.so.1`.
 fn load(loader: Option<&std::path::Path>) -> Result<ash::Entry> {
-    // SAFETY: loading libvulkan runs its initialisers; it is a Vulkan loader the user chose
-    // (the system's by default).
-    unsafe {
-        match loader {
-            Some(path) => ash::Entry::load_from(path),
-            None => ash::Entry::load(),
-        }
+    // Loading libvulkan runs its initialisers: it is a Vulkan loader the user chose (the system's by default).
+    match loader {
+        // SAFETY: as above; the loader at the path the caller named.
+        Some(path) => unsafe { ash::Entry::load_from(path) },
+        // SAFETY: as above; the system's loader.
+        None => unsafe { ash::Entry::load() },
     }
     .map_err(|e| {
         let which = loader.map_or("libvulkan.so.1".into(), |p| p.to_string_lossy().into_owned());

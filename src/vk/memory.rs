@@ -118,8 +118,10 @@ impl Buffer {
         // SAFETY: `raw` is live.
         let requirements = unsafe { this.device.raw.get_buffer_memory_requirements(raw) };
         let allocation = allocate(&this.device, name, requirements, location, true)?;
+        // SAFETY: the allocation is live; its memory stays while `allocation` does.
+        let memory = unsafe { allocation.memory() };
         // SAFETY: the allocation fits the requirements and is bound once.
-        unsafe { this.device.raw.bind_buffer_memory(raw, allocation.memory(), allocation.offset()) }?;
+        unsafe { this.device.raw.bind_buffer_memory(raw, memory, allocation.offset()) }?;
         this.allocation = Some(allocation);
         Ok(this)
     }
@@ -211,8 +213,10 @@ impl Image {
         // SAFETY: `raw` is live.
         let requirements = unsafe { this.device.raw.get_image_memory_requirements(raw) };
         let allocation = allocate(&this.device, name, requirements, MemoryLocation::GpuOnly, false)?;
+        // SAFETY: the allocation is live; its memory stays while `allocation` does.
+        let memory = unsafe { allocation.memory() };
         // SAFETY: the allocation fits the requirements and is bound once.
-        unsafe { this.device.raw.bind_image_memory(raw, allocation.memory(), allocation.offset()) }?;
+        unsafe { this.device.raw.bind_image_memory(raw, memory, allocation.offset()) }?;
         this.allocation = Some(allocation);
         Ok(this)
     }

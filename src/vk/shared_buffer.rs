@@ -111,12 +111,12 @@ impl SharedBuffer {
 
 impl Drop for SharedBuffer {
     fn drop(&mut self) {
-        // SAFETY: the GPU is idle for this buffer (SharedFrames waits first); both objects are ours.
-        unsafe {
-            self.device.raw.destroy_buffer(self.buffer, None);
-            if self.memory != vk::DeviceMemory::null() {
-                self.device.raw.free_memory(self.memory, None);
-            }
+        // The GPU is idle for this buffer (SharedFrames waits first); both objects are ours.
+        // SAFETY: as above; the buffer before its memory.
+        unsafe { self.device.raw.destroy_buffer(self.buffer, None) };
+        if self.memory != vk::DeviceMemory::null() {
+            // SAFETY: as above; nothing is bound to the memory any more.
+            unsafe { self.device.raw.free_memory(self.memory, None) };
         }
     }
 }

@@ -163,10 +163,10 @@ impl SharedImage {
 
 impl Drop for SharedImage {
     fn drop(&mut self) {
-        // SAFETY: the GPU is idle for this image (teardown waits first); both objects are ours.
-        unsafe {
-            self.device.raw.destroy_image(self.image, None);
-            self.device.raw.free_memory(self.memory, None);
-        }
+        // The GPU is idle for this image (teardown waits first); both objects are ours.
+        // SAFETY: as above; the image before its memory.
+        unsafe { self.device.raw.destroy_image(self.image, None) };
+        // SAFETY: as above; nothing is bound to the memory any more.
+        unsafe { self.device.raw.free_memory(self.memory, None) };
     }
 }

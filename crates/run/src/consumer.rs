@@ -523,14 +523,15 @@ impl Drop for FrameLoop {
             log::error!("{e:#}: leaking the consumer's command buffers rather than destroying them in use");
             return;
         }
-        // SAFETY: the queue is idle; the pools and queries are ours.
-        unsafe {
-            for s in &self.slots {
-                self.device.raw.destroy_command_pool(s.pool, None);
-                self.device.raw.destroy_fence(s.fence, None);
-            }
-            self.device.raw.destroy_query_pool(self.queries, None);
+        // The queue is idle; the pools, fences and queries are ours, each destroyed once.
+        for s in &self.slots {
+            // SAFETY: as above.
+            unsafe { self.device.raw.destroy_command_pool(s.pool, None) };
+            // SAFETY: as above.
+            unsafe { self.device.raw.destroy_fence(s.fence, None) };
         }
+        // SAFETY: as above.
+        unsafe { self.device.raw.destroy_query_pool(self.queries, None) };
     }
 }
 
@@ -571,29 +572,27 @@ fn record_upload(
     let earlier_reads =
         [vk::MemoryBarrier2::default().src_stage_mask(next.0).dst_stage_mask(vk::PipelineStageFlags2::COPY)];
     let dependency = vk::DependencyInfo::default().memory_barriers(&earlier_reads).buffer_memory_barriers(&b);
-    // SAFETY: recording; the staging buffer holds one frame of the target's format and size.
-    unsafe {
-        dev.cmd_pipeline_barrier2(cmd, &dependency);
-        match target {
-            Source::Image(image) => {
-                let region = [vk::BufferImageCopy::default()
-                    .image_subresource(copy_layers())
-                    .image_extent(extent3d(image.extent))];
-                dev.cmd_copy_buffer_to_image(
-                    cmd,
-                    staging.raw,
-                    image.image,
-                    vk::ImageLayout::GENERAL,
-                    &region,
-                );
-                record_image_barrier(dev, cmd, image_barrier(image.image, UPLOAD, next));
-            }
-            Source::Buffer(buffer) => {
-                let region = [vk::BufferCopy::default().size(buffer.size)];
-                dev.cmd_copy_buffer(cmd, staging.raw, buffer.buffer, &region);
-                let after = [buffer_barrier(buffer.buffer, UPLOAD, next)];
-                dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&after));
-            }
+    // SAFETY: recording; the buffers and image are live.
+    unsafe { dev.cmd_pipeline_barrier2(cmd, &dependency) };
+    // The staging buffer holds one frame of the target's format and size.
+    match target {
+        Source::Image(image) => {
+            let region = [vk::BufferImageCopy::default()
+                .image_subresource(copy_layers())
+                .image_extent(extent3d(image.extent))];
+            let layout = vk::ImageLayout::GENERAL;
+            // SAFETY: recording; as above.
+            unsafe { dev.cmd_copy_buffer_to_image(cmd, staging.raw, image.image, layout, &region) };
+            record_image_barrier(dev, cmd, image_barrier(image.image, UPLOAD, next));
+        }
+        Source::Buffer(buffer) => {
+            let region = [vk::BufferCopy::default().size(buffer.size)];
+            // SAFETY: recording; as above.
+            unsafe { dev.cmd_copy_buffer(cmd, staging.raw, buffer.buffer, &region) };
+            let after = [buffer_barrier(buffer.buffer, UPLOAD, next)];
+            let after = vk::DependencyInfo::default().buffer_memory_barriers(&after);
+            // SAFETY: recording; the buffer is live.
+            unsafe { dev.cmd_pipeline_barrier2(cmd, &after) };
         }
     }
 }

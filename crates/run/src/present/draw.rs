@@ -419,17 +419,24 @@ impl DrawPass {
             exact: u32::from(bx.extent == self.shared_extent),
             pad: [0; 2],
         };
-        // SAFETY: recording; every handle is live.
-        unsafe {
-            dev.cmd_begin_rendering(cmd, &rendering);
-            dev.cmd_bind_pipeline(cmd, vk::PipelineBindPoint::GRAPHICS, pipeline);
-            dev.cmd_bind_descriptor_sets(cmd, vk::PipelineBindPoint::GRAPHICS, pipe.layout, 0, &[set], &[]);
-            dev.cmd_set_viewport(cmd, 0, &[viewport]);
-            dev.cmd_set_scissor(cmd, 0, &[whole]);
-            dev.cmd_push_constants(cmd, pipe.layout, vk::ShaderStageFlags::FRAGMENT, 0, &show.bytes());
-            dev.cmd_draw(cmd, 3, 1, 0, 0);
-            dev.cmd_end_rendering(cmd);
-        }
+        let graphics = vk::PipelineBindPoint::GRAPHICS;
+        // Recording into `cmd`; every handle below is live, the target in COLOR_ATTACHMENT_OPTIMAL.
+        // SAFETY: as above.
+        unsafe { dev.cmd_begin_rendering(cmd, &rendering) };
+        // SAFETY: as above.
+        unsafe { dev.cmd_bind_pipeline(cmd, graphics, pipeline) };
+        // SAFETY: as above; the set matches the pipeline's layout.
+        unsafe { dev.cmd_bind_descriptor_sets(cmd, graphics, pipe.layout, 0, &[set], &[]) };
+        // SAFETY: as above.
+        unsafe { dev.cmd_set_viewport(cmd, 0, &[viewport]) };
+        // SAFETY: as above.
+        unsafe { dev.cmd_set_scissor(cmd, 0, &[whole]) };
+        // SAFETY: as above; the constants are the layout's fragment range.
+        unsafe { dev.cmd_push_constants(cmd, pipe.layout, vk::ShaderStageFlags::FRAGMENT, 0, &show.bytes()) };
+        // SAFETY: as above.
+        unsafe { dev.cmd_draw(cmd, 3, 1, 0, 0) };
+        // SAFETY: as above: ends the rendering begun above.
+        unsafe { dev.cmd_end_rendering(cmd) };
         Ok(())
     }
 }
@@ -448,12 +455,13 @@ impl Show {
 
 impl Pipe {
     fn destroy(&mut self, dev: &ash::Device) {
-        // SAFETY: the owner waited for the queue; the objects are ours (null ones are ignored).
-        unsafe {
-            dev.destroy_pipeline(self.pipeline, None);
-            dev.destroy_pipeline_layout(self.layout, None);
-            dev.destroy_descriptor_set_layout(self.set_layout, None);
-        }
+        // The owner waited for the queue; the objects are ours (null ones are ignored).
+        // SAFETY: as above.
+        unsafe { dev.destroy_pipeline(self.pipeline, None) };
+        // SAFETY: as above; the pipeline made with it is gone.
+        unsafe { dev.destroy_pipeline_layout(self.layout, None) };
+        // SAFETY: as above.
+        unsafe { dev.destroy_descriptor_set_layout(self.set_layout, None) };
     }
 }
 
@@ -531,11 +539,12 @@ impl Drop for DrawPass {
         self.release_views();
         self.images.destroy(&self.device.raw);
         self.buffers.destroy(&self.device.raw);
-        // SAFETY: the owner waited for the queue before dropping; the objects are ours.
-        unsafe {
-            self.device.raw.destroy_pipeline(self.srgb_images, None);
-            self.device.raw.destroy_sampler(self.sampler, None);
-            self.device.raw.destroy_descriptor_pool(self.pool, None);
-        }
+        // The owner waited for the queue before dropping; the objects are ours.
+        // SAFETY: as above.
+        unsafe { self.device.raw.destroy_pipeline(self.srgb_images, None) };
+        // SAFETY: as above.
+        unsafe { self.device.raw.destroy_sampler(self.sampler, None) };
+        // SAFETY: as above; its sets go with it.
+        unsafe { self.device.raw.destroy_descriptor_pool(self.pool, None) };
     }
 }

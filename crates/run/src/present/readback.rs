@@ -275,18 +275,21 @@ pub fn copy_to_host(
         (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
         (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
     )];
-    // SAFETY: recording; the buffer holds one packed frame of the image's format and size, and
-    // the host reads it only once the frame is consumed.
-    unsafe {
-        match from {
-            Readable::Image(image) => {
-                dev.cmd_copy_image_to_buffer(cmd, image, vk::ImageLayout::GENERAL, buffer.raw, &region)
-            }
-            Readable::Buffer(source, bytes) => {
-                let whole = [vk::BufferCopy::default().size(bytes.min(buffer.size))];
-                dev.cmd_copy_buffer(cmd, source, buffer.raw, &whole)
-            }
+    // Recording; the buffer holds one packed frame of the image's format and size, and the
+    // host reads it only once the frame is consumed.
+    match from {
+        Readable::Image(image) => {
+            let layout = vk::ImageLayout::GENERAL;
+            // SAFETY: as above.
+            unsafe { dev.cmd_copy_image_to_buffer(cmd, image, layout, buffer.raw, &region) }
         }
-        dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&to_host));
+        Readable::Buffer(source, bytes) => {
+            let whole = [vk::BufferCopy::default().size(bytes.min(buffer.size))];
+            // SAFETY: as above.
+            unsafe { dev.cmd_copy_buffer(cmd, source, buffer.raw, &whole) }
+        }
     }
+    let to_host = vk::DependencyInfo::default().buffer_memory_barriers(&to_host);
+    // SAFETY: recording; the buffer is live.
+    unsafe { dev.cmd_pipeline_barrier2(cmd, &to_host) };
 }

@@ -175,17 +175,18 @@ impl Swapchain {
     }
 
     fn destroy_swapchain_objects(&mut self, swapchain: vk::SwapchainKHR) {
-        // SAFETY: the queue is idle (the caller drained it), so nothing uses these any more.
-        unsafe {
-            for v in self.views.drain(..) {
-                self.device.raw.destroy_image_view(v, None);
-            }
-            for s in self.rendered_to.drain(..) {
-                self.device.raw.destroy_semaphore(s, None);
-            }
-            if swapchain != vk::SwapchainKHR::null() {
-                self.swapchain_fn.destroy_swapchain(swapchain, None);
-            }
+        // The queue is idle (the caller drained it), so nothing uses these any more.
+        for v in self.views.drain(..) {
+            // SAFETY: as above.
+            unsafe { self.device.raw.destroy_image_view(v, None) };
+        }
+        for s in self.rendered_to.drain(..) {
+            // SAFETY: as above.
+            unsafe { self.device.raw.destroy_semaphore(s, None) };
+        }
+        if swapchain != vk::SwapchainKHR::null() {
+            // SAFETY: as above; its image views are gone.
+            unsafe { self.swapchain_fn.destroy_swapchain(swapchain, None) };
         }
     }
 
@@ -274,12 +275,12 @@ impl Swapchain {
 impl Drop for Swapchain {
     fn drop(&mut self) {
         self.destroy_swapchain_objects(self.swapchain);
-        // SAFETY: the owner waited for the queue before dropping; all objects are ours.
-        unsafe {
-            for s in self.acquired.drain(..) {
-                self.device.raw.destroy_semaphore(s, None);
-            }
-            self.surface_fn.destroy_surface(self.surface, None);
+        // The owner waited for the queue before dropping; all objects are ours.
+        for s in self.acquired.drain(..) {
+            // SAFETY: as above.
+            unsafe { self.device.raw.destroy_semaphore(s, None) };
         }
+        // SAFETY: as above; the swapchain made on it is gone.
+        unsafe { self.surface_fn.destroy_surface(self.surface, None) };
     }
 }

@@ -46,14 +46,14 @@ impl Memory {
 impl Drop for Memory {
     fn drop(&mut self) {
         let _ = self.ctx.bind_to_thread();
-        // SAFETY: the stream that used them was synchronised before the producer returned
-        // (or the context is being torn down); each pointer is freed once.
-        unsafe {
-            if !self.host.is_null() {
-                let _ = result::free_host(self.host as _);
-            }
-            let _ = result::free_sync(self.device);
+        // The stream that used them was synchronised before the producer returned (or the
+        // context is being torn down); each pointer is freed once.
+        if !self.host.is_null() {
+            // SAFETY: as above.
+            let _ = unsafe { result::free_host(self.host as _) };
         }
+        // SAFETY: as above.
+        let _ = unsafe { result::free_sync(self.device) };
     }
 }
 
