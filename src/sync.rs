@@ -278,6 +278,62 @@ mod tests {
         }
     }
 
+    /// The simulated GPU: the timelines' values; per image, the frame whose
+    /// contents it holds, and whether a side is in it.
+    struct World {
+        value: Vec<u64>,
+        content: Vec<Option<u64>>,
+        writing: Vec<bool>,
+        reading: Vec<bool>,
+    }
+
+    impl World {
+        /// Side `i` (0: producer, 1: consumer) starts frame `g` in image
+        /// `img`; the consumer's next frame is `consumed`.
+        fn start(&mut self, i: usize, g: u64, img: usize, consumed: u64) -> Result<(), String> {
+            if i == 0 {
+                if self.reading[img] {
+                    return Err(format!(
+                        "frame {g}: producer writes image {img} while the consumer reads it"
+                    ));
+                }
+                // The old contents must have been consumed already.
+                if let Some(old) = self.content[img].filter(|old| consumed <= *old) {
+                    return Err(format!("frame {g}: producer overwrites frame {old} before it was consumed"));
+                }
+                self.writing[img] = true;
+            } else {
+                if self.writing[img] || self.content[img] != Some(g) {
+                    let (holds, writing) = (self.content[img], self.writing[img]);
+                    return Err(format!(
+                        "frame {g}: consumer reads image {img} holding {holds:?} (writing: {writing})"
+                    ));
+                }
+                self.reading[img] = true;
+            }
+            Ok(())
+        }
+
+        /// Side `i` ends frame `g` in image `img` and signals `s`.
+        fn end(&mut self, i: usize, g: u64, img: usize, s: TimelinePoint) -> Result<(), String> {
+            if i == 0 {
+                self.writing[img] = false;
+                self.content[img] = Some(g);
+            } else {
+                self.reading[img] = false;
+            }
+            if s.value <= self.value[s.timeline] {
+                let now = self.value[s.timeline];
+                return Err(format!(
+                    "frame {g}: signal {} on timeline {} does not rise above {now}",
+                    s.value, s.timeline
+                ));
+            }
+            self.value[s.timeline] = s.value;
+            Ok(())
+        }
+    }
+
     /// Runs producer and consumer as two in-order GPU queues, interleaved at
     /// random, and checks the protocol's invariants at every step:
     /// - every signal strictly raises its timeline (the value rule of timeline semaphores);
@@ -285,83 +341,43 @@ mod tests {
     /// - the consumer reads exactly the frame it was told, fully written;
     /// - the run never deadlocks.
     fn simulate(plan: &dyn Plan, frames: u64, seed: u64) -> Result<(), String> {
-        let mut value = vec![plan.initial(); plan.timelines()];
-        // Per image: the frame whose contents it holds, and whether a side is in it.
-        let mut content: Vec<Option<u64>> = vec![None; plan.images()];
-        let mut writing = vec![false; plan.images()];
-        let mut reading = vec![false; plan.images()];
+        let images = plan.images();
+        let mut world = World {
+            value: vec![plan.initial(); plan.timelines()],
+            content: vec![None; images],
+            writing: vec![false; images],
+            reading: vec![false; images],
+        };
         let mut sides = [Side { frame: 0, phase: Phase::Waiting }, Side { frame: 0, phase: Phase::Waiting }];
         let mut rng = Rng(seed | 1);
         let reached =
             |value: &[u64], p: Option<TimelinePoint>| p.is_none_or(|p| value[p.timeline] >= p.value);
+        let step_of = |i: usize, g: u64| if i == 0 { plan.producer(g) } else { plan.consumer(g) };
         while sides[0].frame < frames || sides[1].frame < frames {
             // Which sides can make progress now?
-            let mut ready = Vec::new();
-            for (i, s) in sides.iter().enumerate() {
-                if s.frame >= frames {
-                    continue;
-                }
-                let step = if i == 0 { plan.producer(s.frame) } else { plan.consumer(s.frame) };
-                if s.phase == Phase::Using || reached(&value, step.wait) {
-                    ready.push(i);
-                }
-            }
+            let ready: Vec<usize> = (0..2)
+                .filter(|&i| sides[i].frame < frames)
+                .filter(|&i| {
+                    sides[i].phase == Phase::Using || reached(&world.value, step_of(i, sides[i].frame).wait)
+                })
+                .collect();
             let Some(&i) = ready.get((rng.next() % ready.len().max(1) as u64) as usize) else {
                 return Err(format!(
-                    "deadlock: producer at frame {} and consumer at frame {} both wait; timelines {value:?}",
-                    sides[0].frame, sides[1].frame
+                    "deadlock: producer at frame {} and consumer at frame {} both wait; timelines {:?}",
+                    sides[0].frame, sides[1].frame, world.value
                 ));
             };
             let g = sides[i].frame;
-            let step = if i == 0 { plan.producer(g) } else { plan.consumer(g) };
-            let img = step.image;
-            match (i, sides[i].phase) {
-                (0, Phase::Waiting) => {
-                    if reading[img] {
-                        return Err(format!(
-                            "frame {g}: producer writes image {img} while the consumer reads it"
-                        ));
-                    }
-                    if let Some(old) = content[img] {
-                        // The old contents must have been consumed already.
-                        if sides[1].frame <= old {
-                            return Err(format!(
-                                "frame {g}: producer overwrites frame {old} before it was consumed"
-                            ));
-                        }
-                    }
-                    writing[img] = true;
-                    sides[0].phase = Phase::Using;
+            let step = step_of(i, g);
+            match sides[i].phase {
+                Phase::Waiting => {
+                    world.start(i, g, step.image, sides[1].frame)?;
+                    sides[i].phase = Phase::Using;
                 }
-                (1, Phase::Waiting) => {
-                    if writing[img] || content[img] != Some(g) {
-                        return Err(format!(
-                            "frame {g}: consumer reads image {img} holding {:?} (writing: {})",
-                            content[img], writing[img]
-                        ));
-                    }
-                    reading[img] = true;
-                    sides[1].phase = Phase::Using;
+                Phase::Using => {
+                    world.end(i, g, step.image, step.signal)?;
+                    sides[i] = Side { frame: g + 1, phase: Phase::Waiting };
                 }
-                (_, Phase::Using) => {
-                    if i == 0 {
-                        writing[img] = false;
-                        content[img] = Some(g);
-                    } else {
-                        reading[img] = false;
-                    }
-                    let s = step.signal;
-                    if s.value <= value[s.timeline] {
-                        return Err(format!(
-                            "frame {g}: signal {} on timeline {} does not rise above {}",
-                            s.value, s.timeline, value[s.timeline]
-                        ));
-                    }
-                    value[s.timeline] = s.value;
-                    sides[i].frame += 1;
-                    sides[i].phase = Phase::Waiting;
-                }
-                _ => unreachable!(),
             }
         }
         Ok(())

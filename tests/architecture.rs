@@ -426,35 +426,21 @@ fn long_functions(text: &str, limit: usize) -> Vec<(usize, String, usize)> {
 
 /// Functions read top to bottom as the protocol: at most 80 lines, in every
 /// package and example (the test suites' registers are lists, not protocol).
-/// The ones listed are older and still to be split (issue 33); a new long
-/// one, or a listed one that grew, fails.
 #[test]
 fn functions_are_at_most_80_lines() {
-    const STILL_TO_SPLIT: &[(&str, &str, usize)] = &[
-        ("crates/cli/src/bench/chart.rs", "svg", 112),
-        ("src/vk/device.rs", "new", 111),
-        ("crates/run/src/producer/cuda.rs", "run", 108),
-        ("src/sync.rs", "simulate", 82),
-    ];
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let mut paths = Vec::new();
     for dir in ["src", "crates", "python/src", "examples"] {
         files(&root.join(dir), &mut paths);
     }
-    let (mut found, mut still) = (Vec::new(), Vec::new());
+    let mut found = Vec::new();
     for path in paths {
         let rel = path.strip_prefix(root).unwrap().display().to_string();
         for (line, name, len) in long_functions(&std::fs::read_to_string(&path).unwrap(), 80) {
-            match STILL_TO_SPLIT.iter().find(|&&(f, n, most)| f == rel && n == name && len <= most) {
-                Some(listed) => still.push(*listed),
-                None => found.push(format!("{rel}:{line}: fn {name}: {len} lines")),
-            }
+            found.push(format!("{rel}:{line}: fn {name}: {len} lines"));
         }
     }
     assert!(found.is_empty(), "functions over 80 lines:\n{}", found.join("\n"));
-    // A listed function that was split leaves the list.
-    let split: Vec<_> = STILL_TO_SPLIT.iter().filter(|l| !still.contains(l)).collect();
-    assert!(split.is_empty(), "split now, take them off STILL_TO_SPLIT: {split:?}");
     // The integrator's first read, kernels and engine plumbing beside it.
     let minimal = std::fs::read_to_string(root.join("examples/minimal.rs")).unwrap().lines().count();
     assert!(minimal <= 250, "examples/minimal.rs has {minimal} lines (at most 250)");

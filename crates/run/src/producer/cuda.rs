@@ -132,8 +132,7 @@ impl CudaProducer {
         self.ctx.bind_to_thread()?;
         let timer = KernelTimer::new(&self.ctx, &self.stream)?;
         let mut clock = KernelClock::new(self.user.as_ref().is_some_and(|(u, _)| u.live()));
-        let mut report = Report::default();
-        let mut meter = CpuMeter::default();
+        let (mut report, mut meter) = (Report::default(), CpuMeter::default());
         // A version published while this waits for its turn wakes it to load it.
         let link = self.user.as_ref().and_then(|(_, link)| link.clone());
         if let Some(link) = &link {
@@ -145,38 +144,11 @@ impl CudaProducer {
             let mut g = 0;
             while g < job.control.limit() {
                 meter.frame(g, job.control.steady(g));
-                // Paced to the screen (`--latency low`): frame g starts once g - 1 is on
-                // screen. A kernel version compiled meanwhile is loaded while this waits,
-                // off the path to the screen, and then goes ahead at once: its first frame
-                // is rendered while frame g - 1 is put on screen, not after.
-                loop {
-                    if let Some((user, Some(link))) = &self.user {
-                        load_new_version(user, link, &self.ctx, &mut next);
-                    }
-                    if next.is_some() {
-                        break;
-                    }
-                    // A faulted stream never lets the frame before show: go on to its error.
-                    if job.control.await_turn(g, &|| self.stream_failed()) {
-                        break;
-                    }
-                }
+                self.await_turn(job, g, &mut next);
                 if g >= job.control.limit() {
                     break;
                 }
-                if let (Some(shared), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) {
-                    let control = &job.control;
-                    // A faulted stream never lets the consumer release: give up at once.
-                    let waited = shared.timelines[w.timeline]
-                        .wait(w.value, &|| control.failed() || self.stream_failed());
-                    if let Err(e) = waited {
-                        // The stream's error is the cause, when there is one. A wait that
-                        // timed out already gave a busy stream its time.
-                        let timed_out = matches!(e, vkcuda::Error::TimedOut { .. });
-                        self.settle(control, timed_out)?;
-                        return Err(e.into());
-                    }
-                }
+                self.host_wait(job, g)?;
                 // Between frames, as late as possible: a newly compiled version replaces the running one.
                 if let Some((user, Some(link))) = &mut self.user {
                     load_new_version(user, link, &self.ctx, &mut next);
@@ -184,28 +156,7 @@ impl CudaProducer {
                 }
                 job.inject.producer_panic(g);
                 job.inject.producer_stall(g, || job.control.failed())?;
-                // GPU-side wait: the consumer released this image (frame g - N).
-                let target = self.frames.begin(g)?;
-                if let Some(t) = timer.start(g, &self.stream, &mut report)? {
-                    job.control.set_render_time(t.render);
-                }
-                let spec = job.director.begin(g);
-                let args = FrameArgs::new(&spec.scene, spec.tick);
-                let out = Out::shared(target, self.format);
-                match &self.user {
-                    Some((user, _)) => {
-                        let size = (spec.scene.width, spec.scene.height);
-                        // The run's frame number (global with --shard): the animation's tick.
-                        let index = u64::from(spec.tick);
-                        user.launch(&self.stream, out, size, (index, clock.at(index), spec.pointer))?
-                    }
-                    None => self.kernels.launch(&self.stream, &spec.scene, &args, out)?,
-                }
-                if job.inject.at(Fault::KernelTrap, g) {
-                    self.kernels.launch_fault(&self.stream)?;
-                }
-                timer.end(g, &self.stream)?;
-                self.frames.end(g)?;
+                self.render(job, g, (&timer, &mut clock), &mut report)?;
                 report.frames += 1;
                 g += 1;
                 job.control.set_produced(g);
@@ -217,24 +168,95 @@ impl CudaProducer {
         }
         report.cpu_per_frame = meter.per_frame(report.frames);
         if self.frames.stream_state() == StreamState::Busy {
-            // A kernel that does not end: unloading its module or releasing the context
-            // would wait for it forever, so this thread leaves them to the driver, which
-            // ends the kernel when the process exits; so is a version loaded and not yet run.
-            std::mem::forget(self);
-            std::mem::forget(next);
-            let why = match (job.control.abandoned(), &result) {
-                (true, _) => "the run gave up on it".to_string(),
-                (false, Err(e)) => format!("{e:#}"),
-                (false, Ok(())) => format!("waited {WAIT_TIMEOUT:?} after the last frame"),
-            };
-            anyhow::bail!(
-                "a kernel is still running on the CUDA stream ({why}; a kernel that does not end?): \
-                 stopping without waiting for it"
-            );
+            return Err(self.abandon(next, job, &result));
         }
         result?;
         timer.finish(&mut report)?;
         Ok(report)
+    }
+
+    /// Paced to the screen (`--latency low`): frame `g` starts once `g - 1` is
+    /// on screen. A kernel version compiled meanwhile is loaded while this
+    /// waits, off the path to the screen, and then goes ahead at once: its
+    /// first frame is rendered while frame `g - 1` is put on screen, not after.
+    fn await_turn(&self, job: &Job, g: u64, next: &mut Option<Loaded>) {
+        loop {
+            if let Some((user, Some(link))) = &self.user {
+                load_new_version(user, link, &self.ctx, next);
+            }
+            // A faulted stream never lets the frame before show: go on to its error.
+            if next.is_some() || job.control.await_turn(g, &|| self.stream_failed()) {
+                return;
+            }
+        }
+    }
+
+    /// With host waits: waits on the host for the plan's wait of frame `g`
+    /// (a stream waiting on a value not yet reached blocks this thread's next call).
+    fn host_wait(&self, job: &Job, g: u64) -> Result<()> {
+        let (Some(shared), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) else { return Ok(()) };
+        let control = &job.control;
+        // A faulted stream never lets the consumer release: give up at once.
+        let waited = shared.timelines[w.timeline].wait(w.value, &|| control.failed() || self.stream_failed());
+        if let Err(e) = waited {
+            // The stream's error is the cause, when there is one. A wait that timed out
+            // already gave a busy stream its time.
+            let timed_out = matches!(e, vkcuda::Error::TimedOut { .. });
+            self.settle(control, timed_out)?;
+            return Err(e.into());
+        }
+        Ok(())
+    }
+
+    /// Frame `g`: the GPU-side wait until the consumer released its image
+    /// (frame g - N), the kernel (the scene's or the user's), timed, and the signal.
+    fn render(
+        &self,
+        job: &Job,
+        g: u64,
+        (timer, clock): (&KernelTimer, &mut KernelClock),
+        report: &mut Report,
+    ) -> Result<()> {
+        let target = self.frames.begin(g)?;
+        if let Some(t) = timer.start(g, &self.stream, report)? {
+            job.control.set_render_time(t.render);
+        }
+        let spec = job.director.begin(g);
+        let args = FrameArgs::new(&spec.scene, spec.tick);
+        let out = Out::shared(target, self.format);
+        match &self.user {
+            Some((user, _)) => {
+                let size = (spec.scene.width, spec.scene.height);
+                // The run's frame number (global with --shard): the animation's tick.
+                let index = u64::from(spec.tick);
+                user.launch(&self.stream, out, size, (index, clock.at(index), spec.pointer))?
+            }
+            None => self.kernels.launch(&self.stream, &spec.scene, &args, out)?,
+        }
+        if job.inject.at(Fault::KernelTrap, g) {
+            self.kernels.launch_fault(&self.stream)?;
+        }
+        timer.end(g, &self.stream)?;
+        self.frames.end(g)?;
+        Ok(())
+    }
+
+    /// A kernel that does not end: unloading its module or releasing the
+    /// context would wait for it forever, so this thread leaves them to the
+    /// driver, which ends the kernel when the process exits; so is a version
+    /// loaded and not yet run. The error says why the run stopped.
+    fn abandon(self, next: Option<Loaded>, job: &Job, result: &Result<()>) -> anyhow::Error {
+        std::mem::forget(self);
+        std::mem::forget(next);
+        let why = match (job.control.abandoned(), result) {
+            (true, _) => "the run gave up on it".to_string(),
+            (false, Err(e)) => format!("{e:#}"),
+            (false, Ok(())) => format!("waited {WAIT_TIMEOUT:?} after the last frame"),
+        };
+        anyhow::anyhow!(
+            "a kernel is still running on the CUDA stream ({why}; a kernel that does not end?): \
+             stopping without waiting for it"
+        )
     }
 
     /// Whether a kernel or operation on the stream failed (a fault is sticky).
