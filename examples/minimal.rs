@@ -12,8 +12,8 @@
 //!
 //! Run:
 //!
-//!     cargo run --release --no-default-features --features cudarc/cuda-13000,cudarc/nvrtc \
-//!         --example minimal [-- --layout buffer] [--validate]
+//!     cargo run --release -p vkcuda --features cudarc/nvrtc --example minimal \
+//!         [-- --layout buffer] [--validate]
 //! (needs an NVIDIA GPU, its driver (CUDA 13) and NVRTC; exits 1 and says so otherwise).
 
 use std::sync::Arc;

@@ -11,7 +11,7 @@
 #   VKCUDA_BIN  the vkcuda binary      (default target/release/vkcuda)
 #   VKCUDA_E2E  the e2e test binary    (default: newest target/release/deps/e2e-*)
 #   VKCUDA_MINIMAL  examples/minimal, the integrator example on the core alone
-#                   (cargo build --release --no-default-features --features cudarc/cuda-13000,cudarc/nvrtc --example minimal)
+#                   (cargo build --release -p vkcuda --features cudarc/nvrtc --example minimal)
 #   FRAMES      frames per run         (default 600)
 #   VKCUDA_TIMELINE  tests/timeline.rs built (cargo test --release --no-run): layer 1.3.239's stale records
 # The viewer's CUDA tests (e2e cuda_window_*, through the CPU-present path under

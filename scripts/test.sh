@@ -22,17 +22,30 @@ cargo fmt --check
 cargo clippy --release --all-targets -- -D warnings
 cargo build --release --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --quiet
-echo "== the interop core alone (--no-default-features), as an integrator depends on it"
-# The core names no CUDA version: an engine picks one in its own cudarc dependency, as here.
-core=(-p vkcuda --no-default-features --features cudarc/cuda-13000)
+echo "== the interop core alone, as an integrator depends on it (default: CUDA 13.0's headers)"
+core=(-p vkcuda)
 cargo clippy --release "${core[@]}" --lib -- -D warnings
+# Another CUDA version, as an engine on it picks one (cudarc's headers differ: each must compile).
+for cuda in cuda-12080 cuda-11080; do
+    cargo check --release -p vkcuda --no-default-features --features "$cuda" --lib --quiet
+done
 # examples/minimal compiles its kernel with NVRTC: the engine's choice too.
 cargo clippy --release "${core[@]}" --features cudarc/nvrtc --examples -- -D warnings
 cargo build --release "${core[@]}" --features cudarc/nvrtc --lib --example minimal
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib "${core[@]}" --quiet
+# What docs.rs builds ([package.metadata.docs.rs]: the default CUDA version and serde).
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib "${core[@]}" --features serde --quiet
 cargo tree "${core[@]}" -e normal --depth 1
-# Packages the core and builds it alone (what crates.io would get), with a CUDA version as an engine picks one.
-cargo publish --dry-run --allow-dirty --quiet -p vkcuda --features cudarc/cuda-13000
+# Packages the core and builds it alone (what crates.io would get), with its default CUDA version.
+cargo publish --dry-run --allow-dirty --quiet -p vkcuda
+echo "== the documented bench-table commands (docs/bench-h100.md) rebuild the docs' tables unchanged"
+for doc in docs/bench-h100.md docs/results.md; do
+    copy=$(mktemp); cp "$doc" "$copy"
+    size=(); [ "$doc" = docs/results.md ] && size=(--size 1920x1080)
+    python3 scripts/bench-table.py docs/bench/h100-*.json "${size[@]}" --readme "$copy"
+    cmp -s "$doc" "$copy" || { echo "test.sh: bench-table.py changes the table in $doc" >&2; diff "$doc" "$copy" | head; exit 1; }
+    rm -f "$copy"
+done
 echo "== the Python module (python/): built with maturin, tested with pytest and NumPy on this machine's Vulkan"
 cargo clippy --release -p vkcuda-python --all-targets -- -D warnings
 cargo test --release -p vkcuda-python --lib

@@ -8,9 +8,11 @@
 //!
 //! # In your engine, step by step
 //!
-//! `cargo add vkcuda --no-default-features` gives this core only (ash,
-//! cudarc's driver API, gpu-allocator, log; typed errors, [`Error`]); pick cudarc's CUDA
-//! version in your own dependency (e.g. `features = ["cuda-13000"]`). `examples/minimal.rs` does every step
+//! `cargo add vkcuda` gives this core only (ash, cudarc's driver API,
+//! gpu-allocator, log; typed errors, [`Error`]), for CUDA 13.0's driver API
+//! headers; another CUDA is a feature: `default-features = false, features =
+//! ["cuda-12080"]` (also `cuda-12000`, `cuda-11080`), the same your own cudarc
+//! dependency names, if it names one. `examples/minimal.rs` does every step
 //! below with its own device, context, stream and kernel.
 //!
 //! 1. Before creating your instance and device, enable what

@@ -35,6 +35,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("run::encode", 1),
     ("run::kinds", 1),
     ("run::pairing", 1),
+    ("run::size", 1),
     ("run::producer", 2),
     ("run::consumer", 2),
     ("run::present", 2),
@@ -447,4 +448,29 @@ fn functions_are_at_most_80_lines() {
     let long = format!("fn f() {{\n{}}}\n", "    x();\n".repeat(81));
     assert_eq!(long_functions(&long, 80), [(1, "f".to_string(), 83)]);
     assert!(long_functions("fn g() {}\nfn h();\n", 80).is_empty());
+}
+
+/// Raw results stay beside a README each, and docs/results/README.md indexes every folder.
+#[test]
+fn every_results_folder_has_a_readme_and_is_indexed() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("docs/results");
+    let index = std::fs::read_to_string(dir.join("README.md")).unwrap();
+    let mut problems = Vec::new();
+    let mut folders = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if !path.is_dir() {
+            continue;
+        }
+        folders += 1;
+        let name = path.file_name().unwrap().to_string_lossy().into_owned();
+        if !path.join("README.md").is_file() {
+            problems.push(format!("{name}: no README.md"));
+        }
+        if !index.contains(&format!("]({name}/README.md)")) {
+            problems.push(format!("{name}: not in docs/results/README.md"));
+        }
+    }
+    assert!(problems.is_empty(), "{}", problems.join("\n"));
+    assert!(folders > 10, "only {folders} results folders found");
 }

@@ -18,7 +18,7 @@ fn raising_an_exported_timeline_after_host_signals_is_valid() {
         return;
     };
     let queue = Queue { kind: QueueKind::Compute, present: None };
-    let device = Device::new(instance.clone(), gpu, true, queue).unwrap();
+    let device = Device::new(instance.clone(), gpu, true, queue, Default::default()).unwrap();
     let timeline = match Timeline::new(device.clone(), "rendered", 0, true) {
         Ok(t) => t,
         Err(e) => {

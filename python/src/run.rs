@@ -13,7 +13,6 @@ use anyhow::{anyhow, bail, Result};
 use ash::vk;
 
 use crate::spec::{fed_director, fed_spec, Ended, IN_FLIGHT};
-use vkcuda::types::Size;
 use vkcuda::FrameDesc;
 use vkcuda_run::consumer::ExtraSync;
 use vkcuda_run::feed::Feed;
@@ -24,6 +23,7 @@ use vkcuda_run::present::readback::{Readback, Shot};
 use vkcuda_run::session::Session;
 use vkcuda_run::setup::{Gpu, RunSpec};
 use vkcuda_run::sink::{PngSink, Reference};
+use vkcuda_run::size::Size;
 
 /// Where a run's frames go.
 #[derive(Clone, Debug)]

@@ -9,7 +9,7 @@ use anyhow::Result;
 use ash::vk;
 
 use vkcuda::sync::SyncScheme;
-use vkcuda::types::{CudaSched, Size};
+use vkcuda::types::CudaSched;
 use vkcuda::vk::instance::Instance;
 use vkcuda::{FrameDesc, Layout};
 use vkcuda_run::director::Director;
@@ -18,6 +18,7 @@ use vkcuda_run::inject::Inject;
 use vkcuda_run::kinds::{Handover, ProducerKind};
 use vkcuda_run::scene::{Scene, SceneKind};
 use vkcuda_run::setup::{Gpu, RunSpec};
+use vkcuda_run::size::Size;
 
 /// Shared frames of a run: frames can be fed while the consumer reads others.
 const BUFFERS: usize = 3;

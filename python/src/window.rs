@@ -28,7 +28,6 @@ use winit::keyboard::{Key, NamedKey};
 use winit::window::{Window, WindowId};
 
 use crate::spec::{self, Ended};
-use vkcuda::types::Size;
 use vkcuda::FrameDesc;
 use vkcuda_run::feed::Feed;
 use vkcuda_run::kinds::PresentPath;
@@ -36,6 +35,7 @@ use vkcuda_run::present::open::{event_loop, PresentSpec};
 use vkcuda_run::present::screen::Screen;
 use vkcuda_run::session::Session;
 use vkcuda_run::setup::Gpu;
+use vkcuda_run::size::Size;
 
 /// How often the loop looks at a window whose frames are in flight.
 const POLL: Duration = Duration::from_millis(1);

@@ -109,6 +109,19 @@ pub struct Queue {
     pub present: Option<(ash::khr::surface::Instance, vk::SurfaceKHR)>,
 }
 
+/// What the caller's own work needs of a device [`Device::new`] creates,
+/// beyond the interop (which needs neither).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct Extras {
+    /// Dynamic rendering: drawing without render pass objects.
+    pub dynamic_rendering: bool,
+    /// GPU timestamps: the queue's family must write them; host query reset
+    /// is enabled (a transfer-only queue may write timestamps but not reset
+    /// queries), and calibrated timestamps where the device reads its clock
+    /// together with `CLOCK_MONOTONIC` ([`Device::calibrated_timestamps`]).
+    pub timestamps: bool,
+}
+
 /// The logical device and what hangs off it. Every Vulkan object of vkcuda
 /// holds an `Arc<Device>`, so the device is destroyed after all of them.
 ///
@@ -141,8 +154,11 @@ pub struct Device {
 }
 
 impl Device {
-    /// Creates the device with one queue of kind `queue`. `export_semaphores` asks for semaphore export
-    /// (needed by the CUDA producer); external memory is enabled whenever present.
+    /// Creates the device with one queue of kind `queue` (presenting to its
+    /// surface, if it names one: the swapchain extension is enabled then).
+    /// `export_semaphores` asks for semaphore export (needed to hand timelines
+    /// to CUDA); external memory is enabled whenever present; `extras` is what
+    /// the caller's own work needs besides.
     ///
     /// ```no_run
     /// use vkcuda::types::QueueKind;
@@ -150,7 +166,8 @@ impl Device {
     /// let instance = Instance::new(false, &[])?;
     /// let gpu = device::list_gpus(&instance)?.into_iter().next().expect("a Vulkan device");
     /// // A transfer queue (copy engines) if the device has one; no window, so no surface.
-    /// let device = Device::new(instance, gpu, true, Queue { kind: QueueKind::Transfer, present: None })?;
+    /// let queue = Queue { kind: QueueKind::Transfer, present: None };
+    /// let device = Device::new(instance, gpu, true, queue, Default::default())?;
     /// println!("queue family {} of {}", device.queue_family, device.info);
     /// # Ok::<(), vkcuda::Error>(())
     /// ```
@@ -159,23 +176,24 @@ impl Device {
         info: GpuInfo,
         export_semaphores: bool,
         queue: Queue,
+        extras: Extras,
     ) -> Result<Arc<Self>> {
         if !info.vulkan_1_3 {
             bail!(
                 "{info} supports Vulkan below 1.3; vkcuda needs 1.3 (timeline semaphores, synchronization2)"
             );
         }
-        let queue_family = Self::pick_queue_family(&instance, &info, &queue)?;
-        let (extensions, calibrates) = Self::device_extensions(&instance, &info, export_semaphores, &queue)?;
+        let queue_family = Self::pick_queue_family(&instance, &info, &queue, extras.timestamps)?;
+        let (extensions, calibrates) =
+            Self::device_extensions(&instance, &info, (export_semaphores, extras.timestamps), &queue)?;
         let priorities = [1.0];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
             .queue_priorities(&priorities)];
-        // What the core needs (timeline semaphores, synchronization2), and for vkcuda's own
-        // frames: host query reset (a transfer-only queue may write timestamps but not reset
-        // queries) and dynamic rendering (the draw pass).
-        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().host_query_reset(true);
-        let mut v13 = vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(true);
+        // What the core needs (timeline semaphores, synchronization2), and the caller's extras.
+        let mut v12 = vk::PhysicalDeviceVulkan12Features::default().host_query_reset(extras.timestamps);
+        let mut v13 =
+            vk::PhysicalDeviceVulkan13Features::default().dynamic_rendering(extras.dynamic_rendering);
         super::enable_required_features(&mut v12, &mut v13);
         let create = vk::DeviceCreateInfo::default()
             .queue_create_infos(&queues)
@@ -314,8 +332,13 @@ impl Device {
     }
 
     /// The queue family `queue` asks for on `info`'s device (one that can present
-    /// to its surface, if it names one), which must write timestamps.
-    fn pick_queue_family(instance: &Instance, info: &GpuInfo, queue: &Queue) -> Result<u32> {
+    /// to its surface, if it names one), which must write `timestamps` if asked.
+    fn pick_queue_family(
+        instance: &Instance,
+        info: &GpuInfo,
+        queue: &Queue,
+        timestamps: bool,
+    ) -> Result<u32> {
         // SAFETY: plain query on a live physical device.
         let families = unsafe { instance.raw.get_physical_device_queue_family_properties(info.physical) };
         let has = |i: &usize, f: vk::QueueFlags| families[*i].queue_flags.contains(f);
@@ -346,19 +369,19 @@ impl Device {
             let what = if queue.present.is_some() { " that can present to the window" } else { "" };
             Error::unsupported(format!("{info} has no {:?} queue family{what}", queue.kind))
         })? as u32;
-        if families[queue_family as usize].timestamp_valid_bits == 0 {
-            bail!("{info}: its queue cannot write timestamps, which vkcuda measures with");
+        if timestamps && families[queue_family as usize].timestamp_valid_bits == 0 {
+            bail!("{info}: its {:?} queue cannot write timestamps", queue.kind);
         }
         Ok(queue_family)
     }
 
     /// The device extensions to enable: the swapchain when `queue` presents,
-    /// memory export, semaphore export when asked, calibrated timestamps where
-    /// the device has both clocks (and whether it has).
+    /// memory export, semaphore export when asked, and with timestamps
+    /// calibrated ones where the device has both clocks (and whether it has).
     fn device_extensions(
         instance: &Instance,
         info: &GpuInfo,
-        export_semaphores: bool,
+        (export_semaphores, timestamps): (bool, bool),
         queue: &Queue,
     ) -> Result<(Vec<*const std::ffi::c_char>, bool)> {
         let mut extensions = Vec::new();
@@ -377,7 +400,7 @@ impl Device {
             }
             extensions.push(platform::SEMAPHORE_EXTENSION.as_ptr());
         }
-        let calibrates = info.calibrated_timestamps && {
+        let calibrates = timestamps && info.calibrated_timestamps && {
             let loader = ash::ext::calibrated_timestamps::Instance::new(&instance.entry, &instance.raw);
             // SAFETY: plain query on a live physical device that has the extension.
             let domains = unsafe { loader.get_physical_device_calibrateable_time_domains(info.physical) };

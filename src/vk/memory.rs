@@ -1,4 +1,5 @@
-//! Buffers and images that only Vulkan uses, served by gpu-allocator.
+//! Buffers that only Vulkan uses (served by gpu-allocator), the create info
+//! of a 2D image, and the dedicated, exportable allocations of the shared frames.
 
 use std::sync::Arc;
 
@@ -185,49 +186,5 @@ impl Drop for Buffer {
         }
         // SAFETY: the GPU is done with the buffer (teardown waits first).
         unsafe { self.device.raw.destroy_buffer(self.raw, None) };
-    }
-}
-
-/// A device-local 2D image that only Vulkan uses (the headless target).
-pub struct Image {
-    device: Arc<Device>,
-    /// The image.
-    pub raw: vk::Image,
-    allocation: Option<Allocation>,
-}
-
-impl Image {
-    /// Creates an OPTIMAL-tiled image.
-    pub fn new(
-        device: Arc<Device>,
-        name: &str,
-        format: vk::Format,
-        extent: vk::Extent2D,
-        usage: vk::ImageUsageFlags,
-    ) -> Result<Self> {
-        let info = image_info(format, extent, usage);
-        // SAFETY: valid create info; destroyed in Drop.
-        let raw = unsafe { device.raw.create_image(&info, None) }
-            .with_context(|| format!("vkCreateImage ({name})"))?;
-        let mut this = Self { device, raw, allocation: None };
-        // SAFETY: `raw` is live.
-        let requirements = unsafe { this.device.raw.get_image_memory_requirements(raw) };
-        let allocation = allocate(&this.device, name, requirements, MemoryLocation::GpuOnly, false)?;
-        // SAFETY: the allocation is live; its memory stays while `allocation` does.
-        let memory = unsafe { allocation.memory() };
-        // SAFETY: the allocation fits the requirements and is bound once.
-        unsafe { this.device.raw.bind_image_memory(raw, memory, allocation.offset()) }?;
-        this.allocation = Some(allocation);
-        Ok(this)
-    }
-}
-
-impl Drop for Image {
-    fn drop(&mut self) {
-        if let Some(a) = self.allocation.take() {
-            self.device.allocator().free(a).ok();
-        }
-        // SAFETY: the GPU is done with the image (teardown waits first).
-        unsafe { self.device.raw.destroy_image(self.raw, None) };
     }
 }

@@ -2,7 +2,6 @@
 //! integrator's, adopted), the exportable shared images and timeline
 //! semaphores, and the barriers around every Vulkan use of them.
 
-pub mod binary;
 pub mod device;
 pub mod frame;
 pub mod instance;

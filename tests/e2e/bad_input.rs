@@ -238,6 +238,7 @@ pub fn register(tests: &mut Tests) {
         tests.push((name, Box::new(move || pass(usage_error(&args, needle)))));
     }
 
+    tests.push(("readme_keys_are_the_helps".into(), Box::new(|| pass(readme_keys_are_the_helps()))));
     tests.push((
         "bad_input_read_only_out".into(),
         Box::new(|| {
@@ -288,4 +289,29 @@ pub fn register(tests: &mut Tests) {
             pass(runtime_error(&[], &none, "no Vulkan 1.3 driver"))
         }),
     ));
+}
+
+/// The viewer's keys in `vkcuda --help` and in the README's table are the same keys.
+pub fn readme_keys_are_the_helps() -> Outcome {
+    let o = run(&["--help"]);
+    let (help, _) = text(&o);
+    let listed = help.split("Viewer keys:").nth(1).ok_or("--help lists no viewer keys")?;
+    // "  Esc        quit ...": the key is what comes before the run of spaces.
+    let key = |line: &str| line.trim().split("  ").next().unwrap_or("").replace(' ', "");
+    let mut in_help: Vec<String> = listed.lines().filter(|l| l.starts_with("  ")).map(key).collect();
+    let readme = std::fs::read_to_string(crate_root().join("README.md")).map_err(|e| e.to_string())?;
+    let table = readme.split("| key | action |").nth(1).ok_or("the README has no key table")?;
+    // "| Esc, or closing the window | quit ... |": the key is the first cell up to a comma.
+    let mut in_readme: Vec<String> = table
+        .lines()
+        .skip(2)
+        .take_while(|l| l.starts_with('|'))
+        .map(|l| l.trim_start_matches('|').split(['|', ',']).next().unwrap_or("").replace(' ', ""))
+        .collect();
+    in_help.sort();
+    in_readme.sort();
+    match in_help == in_readme && in_help.len() >= 8 {
+        true => Ok(()),
+        false => Err(format!("--help lists {in_help:?}, the README {in_readme:?}")),
+    }
 }

@@ -7,7 +7,8 @@
 //! Custom harness (`harness = false`): prints one line per test and closes
 //! with "e2e: N passed, N failed, N skipped". `VKCUDA_BIN` overrides the
 //! binary (scripts/gpu-test.sh runs a carried one), `VKCUDA_ROOT` the crate
-//! root the scripts are found in; a name filter may follow.
+//! root the scripts are found in; a name filter may follow; `--list` prints
+//! each test's area and name without running any.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -24,18 +25,32 @@ mod window;
 
 use common::{Tests, Verdict};
 
+/// The areas, in the order their tests run: one file each.
+const AREAS: [(&str, fn(&mut Tests)); 9] = [
+    ("headless", headless::register),
+    ("signals", signals::register),
+    ("window", window::register),
+    ("wayland", wayland::register),
+    ("bench", bench::register),
+    ("bad_input", bad_input::register),
+    ("kernels", kernels::register),
+    ("shard", shard::register),
+    ("gpus", gpus::register),
+];
+
 fn main() {
     let filter: Option<String> = std::env::args().skip(1).find(|a| !a.starts_with('-'));
     let mut tests: Tests = Vec::new();
-    headless::register(&mut tests);
-    signals::register(&mut tests);
-    window::register(&mut tests);
-    wayland::register(&mut tests);
-    bench::register(&mut tests);
-    bad_input::register(&mut tests);
-    kernels::register(&mut tests);
-    shard::register(&mut tests);
-    gpus::register(&mut tests);
+    let mut area_of = Vec::new();
+    for (area, register) in AREAS {
+        register(&mut tests);
+        area_of.resize(tests.len(), area);
+    }
+    // --list: each test's area and name, none run (docs/testing.md counts these).
+    if std::env::args().any(|a| a == "--list") {
+        tests.iter().zip(&area_of).for_each(|((name, _), area)| println!("{area} {name}"));
+        return;
+    }
 
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
     for (name, test) in &tests {

@@ -7,13 +7,14 @@ use clap::{Parser, ValueEnum};
 
 use crate::bench::report::{Load, Variant};
 use vkcuda::sync::SyncScheme;
-use vkcuda::types::{CudaSched, QueueKind, Size};
+use vkcuda::types::{CudaSched, QueueKind};
 use vkcuda::{Format, Layout};
 use vkcuda_run::inject::{At, Inject};
 use vkcuda_run::kinds::{ConsumeKind, Handover, Latency, PresentMode, PresentPath, ProducerKind};
 use vkcuda_run::scene::SceneKind;
 use vkcuda_run::setup::RunSpec;
 use vkcuda_run::sink::Reference;
+use vkcuda_run::size::Size;
 use vkcuda_run::userkernel::{self, KernelSpec};
 use vkcuda_run::UsageError;
 
@@ -174,14 +175,15 @@ impl std::str::FromStr for SizeArg {
 }
 
 const KEYS: &str = "Viewer keys:
-  Esc        quit (closing the window too)
-  Space      pause / resume the animation
-  S          save the current frame as PNG in --out
-  Left/Right previous / next scene
-  + / -      double / halve the scene's cost
-  E / D      brighter / darker: double / halve the exposure (float formats are clamped after it)
-  V          cycle present modes (fifo, mailbox, immediate: those supported)
-  F1         show / hide stats in the title (fps, CUDA ms, Vulkan ms, present mode, producer, sync)";
+  Esc         quit (closing the window too)
+  Space       pause / resume the animation
+  S           save the current frame in --out (PNG; OpenEXR for float formats)
+  Left/Right  previous / next scene
+  + / -       double / halve the scene's cost
+  E / D       brighter / darker: double / halve the exposure (float formats are clamped after it)
+  V           cycle present modes (fifo, mailbox, immediate: those supported)
+  R           compile the --kernel file again (it also reloads by itself when saved)
+  F1          show / hide stats in the title (fps, CUDA ms, Vulkan ms, present mode, producer, sync)";
 
 /// vkcuda: CUDA renders into images that Vulkan presents, synchronised by timeline semaphores.
 #[derive(Parser, Debug, Clone)]

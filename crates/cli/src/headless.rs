@@ -9,7 +9,6 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::Args;
-use vkcuda::types::Size;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, Layout};
@@ -30,6 +29,7 @@ use vkcuda_run::present::readback::{Readback, Shot};
 use vkcuda_run::scene::Scene;
 use vkcuda_run::setup::{self, Gpu, MemoryNeed};
 use vkcuda_run::sink::{PngSink, SinkReport};
+use vkcuda_run::size::Size;
 
 /// The frame and target sizes as the user gave them, for messages.
 fn size_words(args: &Args, size: Size) -> String {

@@ -33,7 +33,6 @@ use winit::keyboard::{Key, NamedKey};
 use winit::window::{Fullscreen, Window, WindowAttributes, WindowId};
 
 use crate::cli::{Args, SizeArg};
-use vkcuda::types::Size;
 use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda_run::clock::CpuMeter;
 use vkcuda_run::consumer::Completed;
@@ -50,6 +49,7 @@ use vkcuda_run::scene::{frame_pixel, Scene};
 use vkcuda_run::session::{warmup_frames, Session, Stopped, STALL};
 use vkcuda_run::setup::{self, Gpu};
 use vkcuda_run::sink::SinkReport;
+use vkcuda_run::size::Size;
 use vkcuda_run::stats::{median, micros, Samples};
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.

@@ -26,9 +26,9 @@ use crate::producer::Report;
 use crate::session::{Session, STALL};
 use crate::setup::{Gpu, RunSpec};
 use crate::sink::{PngSink, Reference, SinkReport};
+use crate::size::Size;
 use crate::stats::{median, median_f64, Samples};
 use crate::UsageError;
-use vkcuda::types::Size;
 use vkcuda::vk::instance::ValidationCounts;
 
 /// What a run measured.

@@ -12,7 +12,8 @@
 //!    [`userkernel`] (your own kernel) and its [`reload`], [`director`],
 //!    [`clock`], [`stats`], [`footprint`], `diagram` (tests), [`outfile`], [`encode`],
 //!    [`inject`] (test-only fault injection), [`kinds`] (the kinds of run),
-//!    [`pairing`] (which CUDA device is which Vulkan device), [`logger`];
+//!    [`pairing`] (which CUDA device is which Vulkan device), [`logger`],
+//!    [`size`] (a frame's or window's size as the front ends take it);
 //! 2. the running interop: [`producer`] (CUDA, CPU and staging threads), [`feed`]
 //!    (frames a caller hands in, and the producers that take them),
 //!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
@@ -54,6 +55,7 @@ pub mod scene;
 pub mod session;
 pub mod setup;
 pub mod sink;
+pub mod size;
 pub mod stats;
 pub mod userkernel;
 

@@ -15,10 +15,10 @@ use crate::director::Director;
 use crate::inject::{Fault, Inject};
 use crate::producer::{Control, Job, Report};
 use crate::setup::{self, Gpu, Interop, RunSpec};
+use crate::size::Size;
 use crate::UsageError;
 use vkcuda::cuda::CudaDevice;
 use vkcuda::sync::FramePlan;
-use vkcuda::types::Size;
 use vkcuda::vk::bounded_wait;
 
 /// A running interop.

@@ -23,13 +23,14 @@ use crate::producer::cuda::CudaProducer;
 use crate::producer::staging::StagingProducer;
 use crate::producer::{Control, Job, Report};
 use crate::reload::ReloadLink;
+use crate::size::Size;
 use crate::userkernel::KernelSpec;
 use crate::UsageError;
 use vkcuda::cuda::{self, CudaDevice};
 use vkcuda::interop::{check_export, SharedFrames};
 use vkcuda::sync::{FramePlan, SyncScheme};
-use vkcuda::types::{CudaSched, Size};
-use vkcuda::vk::device::{Device, GpuInfo, Queue};
+use vkcuda::types::CudaSched;
+use vkcuda::vk::device::{Device, Extras, GpuInfo, Queue};
 use vkcuda::vk::frame::{image_barrier, record_image_barrier};
 use vkcuda::vk::instance::Instance;
 use vkcuda::vk::memory::Buffer;
@@ -146,7 +147,9 @@ pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result
             (None, format!("cpu producer: {reason}"))
         }
     };
-    let device = Device::new(instance, chosen.clone(), cuda.is_some(), queue)?;
+    // The consumers draw (dynamic rendering) and time their frames (timestamps).
+    let extras = Extras { dynamic_rendering: true, timestamps: true };
+    let device = Device::new(instance, chosen.clone(), cuda.is_some(), queue, extras)?;
     Ok(Gpu { device, cuda, why })
 }
 

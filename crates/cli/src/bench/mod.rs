@@ -19,7 +19,7 @@ pub use report::{headline, table, utc_date, Load, Report, Row, Variant};
 
 use crate::cli::{Args, BenchArgs};
 use vkcuda::sync::SyncScheme;
-use vkcuda::types::{QueueKind, Size};
+use vkcuda::types::QueueKind;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::Instance;
 use vkcuda::{Format, Layout};
@@ -33,6 +33,7 @@ use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::scene::{Scene, SceneKind};
 use vkcuda_run::setup::{self, Gpu};
 use vkcuda_run::sink::SinkReport;
+use vkcuda_run::size::Size;
 use vkcuda_run::stats::median_f64;
 
 /// Runs `vkcuda bench`.

@@ -12,6 +12,7 @@
 mod binary;
 mod cpu_gated;
 mod host_wait;
+mod semaphore;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -32,13 +33,13 @@ use crate::producer::cuda::KernelTimer;
 use crate::producer::Report;
 use crate::scene::FrameArgs;
 use crate::setup::{Gpu, RunSpec};
+use crate::size::Size;
 use crate::stats::Samples;
 use crate::UsageError;
+use semaphore::BinarySemaphore;
 use vkcuda::cuda::external::ExternalSemaphore;
 use vkcuda::interop::{CudaFrames, SharedFrames};
 use vkcuda::sync::{FramePlan, SyncScheme, TimelinePoint};
-use vkcuda::types::Size;
-use vkcuda::vk::binary::BinarySemaphore;
 use vkcuda::vk::bounded_wait;
 use vkcuda::vk::device::Device;
 use vkcuda::FrameDesc;

@@ -9,11 +9,11 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
+use super::image::Image;
 use crate::consumer::{Frames, Source};
 use crate::scene::letterbox;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{image_barrier, record_image_barrier, COLOR};
-use vkcuda::vk::memory::Image;
 use vkcuda::Format;
 
 /// The format of every image the draw pass draws into offscreen (the

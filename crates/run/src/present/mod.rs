@@ -6,6 +6,7 @@
 
 pub mod cpu;
 pub mod draw;
+pub mod image;
 pub mod offscreen;
 pub mod open;
 pub mod readback;

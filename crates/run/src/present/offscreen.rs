@@ -12,13 +12,14 @@ use anyhow::{bail, Result};
 use ash::vk;
 
 use super::draw::{DrawPass, DrawTarget, DISPLAY_FORMAT};
+use super::image::Image;
 use super::readback::{Readable, Readback};
 use crate::consumer::{Consume, Frames, Source};
 use crate::kinds::ConsumeKind;
 use crate::sink::SinkReport;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{buffer_barrier, copy_layers, image_barrier, record_image_barrier};
-use vkcuda::vk::memory::{Buffer, Image};
+use vkcuda::vk::memory::Buffer;
 use vkcuda::{FrameDesc, Layout};
 
 /// Where `--consume copy` copies a frame: a frame of the shared frames' layout.

@@ -1,14 +1,14 @@
 //! An exportable binary semaphore. vkcuda's own hand-over uses timelines
-//! only; this exists for the `binary` pattern `vkcuda bench` compares with
-//! (cuda-samples' vulkanImageCUDA), and for integrators who must keep one.
+//! only (so the core has none); this exists for the `binary` pattern
+//! `vkcuda bench` compares with (cuda-samples' vulkanImageCUDA).
 
 use std::sync::Arc;
 
-use crate::error::{bail, Context as _, Result};
+use anyhow::{bail, Context as _, Result};
 use ash::vk;
 
-use super::device::Device;
-use crate::platform::{self, Handle, SEMAPHORE_HANDLE};
+use vkcuda::platform::{self, Handle, SEMAPHORE_HANDLE};
+use vkcuda::vk::device::Device;
 
 /// One binary semaphore, exportable to CUDA.
 ///
@@ -39,7 +39,7 @@ impl BinarySemaphore {
         let Some(loader) = &self.device.semaphore_export else {
             bail!("the device was created without semaphore export ('{}')", self.name);
         };
-        platform::export_semaphore(loader, self.raw)
+        Ok(platform::export_semaphore(loader, self.raw)?)
     }
 }
 
