@@ -474,3 +474,28 @@ fn every_results_folder_has_a_readme_and_is_indexed() {
     assert!(problems.is_empty(), "{}", problems.join("\n"));
     assert!(folders > 10, "only {folders} results folders found");
 }
+
+/// docs/integrating.md's code map names every source file of the packages
+/// (by its path, or its name under its folder's heading or line).
+#[test]
+fn the_code_map_names_every_source_file() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let doc = std::fs::read_to_string(root.join("docs/integrating.md")).unwrap();
+    let map = doc.split("```\nThe core (package vkcuda, src/)").nth(1).unwrap().split("```").next().unwrap();
+    let mut paths = Vec::new();
+    for dir in ["src", "crates", "python/src", "examples"] {
+        files(&root.join(dir), &mut paths);
+    }
+    let missing: Vec<String> = paths
+        .iter()
+        .map(|p| p.strip_prefix(root).unwrap().display().to_string())
+        .filter(|rel| {
+            let name = rel.rsplit('/').next().unwrap();
+            let stem = name.trim_end_matches(".rs");
+            // The path itself, or the file's name (a line of its folder's section, or a folder's list).
+            !(map.contains(rel.as_str()) || map.contains(&format!("{name} ")) || map.contains(&format!("{stem}.rs")))
+        })
+        .collect();
+    assert!(missing.is_empty(), "docs/integrating.md's code map does not name: {missing:?}");
+    assert!(paths.len() > 60, "only {} files read", paths.len());
+}
