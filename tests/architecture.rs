@@ -493,7 +493,9 @@ fn the_code_map_names_every_source_file() {
             let name = rel.rsplit('/').next().unwrap();
             let stem = name.trim_end_matches(".rs");
             // The path itself, or the file's name (a line of its folder's section, or a folder's list).
-            !(map.contains(rel.as_str()) || map.contains(&format!("{name} ")) || map.contains(&format!("{stem}.rs")))
+            !(map.contains(rel.as_str())
+                || map.contains(&format!("{name} "))
+                || map.contains(&format!("{stem}.rs")))
         })
         .collect();
     assert!(missing.is_empty(), "docs/integrating.md's code map does not name: {missing:?}");

@@ -1,4 +1,5 @@
-//! The CUDA side: loading the driver and NVRTC without panicking, finding
+//! The CUDA side: loading the driver without panicking (NVRTC is the
+//! application's: the run layer loads it), finding
 //! devices by UUID, the context imports live in ([`Context`]: cudarc's or a
 //! raw `CUcontext`), and small safe wrappers (in `external`) over the interop
 //! calls cudarc has no safe API for.

@@ -317,15 +317,12 @@ impl Device {
     ///
     /// The spec allows a host signal on one thread while another submits, and
     /// vkcuda does that (a host producer signals "rendered" while the consumer
-    /// submits). The Khronos validation layer up to 1.4.346 does not: its
+    /// submits). The Khronos validation layer before 1.4.347 does not: its
     /// synchronization validation updates its queue state from
-    /// `vkSignalSemaphore` without its queue lock; with 1.4.309 on the H100 it
-    /// corrupted its own memory (glibc "double free", abort) in 5 of 12
-    /// validated runs of the staging producer and in `vkcuda --validate bench`
-    /// (fixed upstream in v1.4.347: "sync: Fix SignalSemaphore race
-    /// condition"). Serializing the calls ourselves is correct by the spec with
-    /// any layer, and cheap: none of the three blocks.
-    /// `examples/host_wait_race.rs` without `--lock` reproduces the crash.
+    /// `vkSignalSemaphore` without its queue lock, and can corrupt its own
+    /// memory (docs/sync.md, "Host waits and host signals";
+    /// `examples/host_wait_race.rs` without `--lock`). Serializing the calls
+    /// is correct by the spec with any layer, and cheap: none of the three blocks.
     pub fn queue_op<T>(&self, op: impl FnOnce() -> T) -> T {
         let _serialized = self.queue_ops.lock().unwrap_or_else(|p| p.into_inner());
         op()

@@ -53,8 +53,8 @@ pub fn named() -> Vec<Server> {
 }
 
 /// Whether the server's socket is there (`None`: a TCP display, not checked).
-/// Only whether it exists: a test connection that hangs up at once made
-/// Xvfb refuse winit's connection right after it now and then (3 of 24 starts).
+/// Only whether it exists: a test connection that hangs up at once can make
+/// Xvfb refuse winit's connection right after it (docs/viewer.md).
 fn listening(server: &Server) -> Option<bool> {
     match server {
         Server::Wayland(p) | Server::X11(_, Some(p)) => Some(p.exists()),

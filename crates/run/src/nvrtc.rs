@@ -22,7 +22,7 @@ pub struct Program {
     /// The PTX (its entry points' signatures are read from it).
     pub ptx: String,
     /// The machine code (CUBIN), when compiled for a real architecture (`sm_XY`):
-    /// loading it skips the driver's PTX compiler (about 20 ms on the H100).
+    /// loading it skips the driver's PTX compiler (docs/kernels.md).
     pub cubin: Option<Vec<u8>>,
 }
 

@@ -213,8 +213,7 @@ impl Session {
     ///   host signal comes after the queue's wait for the value, its timeline
     ///   tracking stalls for 10 s and reports
     ///   `UNASSIGNED-VkSemaphore-state-timeout` and `VkFence-state-timeout`
-    ///   (H100: 3 of 6 runs of `examples/host_wait_race.rs --spawn 16`, 0 of 6
-    ///   with `--signal-first`).
+    ///   (docs/sync.md; `examples/host_wait_race.rs --spawn 16` reproduces it).
     pub fn submit(&mut self, consumer: &mut dyn Consume, extra: ExtraSync<'_>) -> Result<Option<Completed>> {
         let give_up = self.give_up();
         let g = self.next;

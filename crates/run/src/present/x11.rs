@@ -6,8 +6,8 @@ use x11rb::connection::RequestConnection;
 /// if it cannot. It presents through NVIDIA's own X driver (extension
 /// `NV-GLX`) or through DRI3 (Xwayland); on any other server (Xvfb, VNC
 /// servers) driver 580's `vkGetPhysicalDeviceSurfaceSupportKHR` crashes the
-/// process instead of answering "no" (seen on the H100 machine under Xvfb),
-/// so the viewer must not ask. `None` when it can, or when the server cannot
+/// process instead of answering "no" (docs/viewer.md), so the viewer must not
+/// ask. `None` when it can, or when the server cannot
 /// be asked (then Vulkan itself is asked).
 pub fn nvidia_cannot_present() -> Option<String> {
     let (conn, _) = x11rb::connect(None).ok()?;
