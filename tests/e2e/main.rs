@@ -25,8 +25,11 @@ mod window;
 
 use common::{Tests, Verdict};
 
+/// An area's registration of its tests.
+type Register = fn(&mut Tests);
+
 /// The areas, in the order their tests run: one file each.
-const AREAS: [(&str, fn(&mut Tests)); 9] = [
+const AREAS: [(&str, Register); 9] = [
     ("headless", headless::register),
     ("signals", signals::register),
     ("window", window::register),
