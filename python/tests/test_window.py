@@ -126,16 +126,7 @@ def test_esc_closes_the_window_while_python_works(xvfb):
         """,
     )
     expect(p, "showing")
-    ids = subprocess.run(
-        ["timeout", "20", "xdotool", "search", "--sync", "--name", "^vkcuda-test"],
-        env=dict(os.environ, DISPLAY=xvfb),
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    env = dict(os.environ, DISPLAY=xvfb)
-    subprocess.run(["xdotool", "windowfocus", "--sync", ids[0]], env=env, check=True, timeout=30)
-    subprocess.run(["xdotool", "key", "Escape"], env=env, check=True, timeout=30)
+    press_escape(xvfb, "vkcuda-test")
     assert "the window was closed" in expect(p, "stopped:")
     assert expect(p, "after").split()[1:] == ["closed", "0", "0"]
     assert p.wait(timeout=60) == 0, p.stderr.read()
@@ -156,15 +147,7 @@ def test_the_window_answers_while_python_i_waits_at_its_prompt(xvfb):
     assert expect(p, "at the prompt").split()[-1] == "open"
     # The interpreter waits at its prompt: the window thread alone answers the key.
     env.pop("PYTHONUNBUFFERED")
-    ids = subprocess.run(
-        ["timeout", "20", "xdotool", "search", "--sync", "--name", "^vkcuda-prompt"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    ).stdout.split()
-    subprocess.run(["xdotool", "windowfocus", "--sync", ids[0]], env=env, check=True, timeout=30)
-    subprocess.run(["xdotool", "key", "Escape"], env=env, check=True, timeout=30)
+    press_escape(xvfb, "vkcuda-prompt")
     subprocess.run(
         ["timeout", "20", "sh", "-c", "while xdotool search --onlyvisible --name ^vkcuda-prompt >/dev/null; do sleep 0.05; done"],
         env=env,
