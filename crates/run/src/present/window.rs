@@ -202,11 +202,11 @@ impl Consume for Presenter {
     }
 }
 
-/// What [`present_next`] did.
+/// What [`Screen::present`](super::screen::Screen::present) did.
 pub struct Presented {
     /// The frames that finished meanwhile, in order (on screen now).
     pub done: Vec<Completed>,
-    /// The swapchain no longer fits the window: recreate it ([`refit`]).
+    /// The swapchain no longer fits the window: refit it ([`Screen::fit`](super::screen::Screen::fit)).
     pub stale: bool,
     /// The frame submitted; `None` when the swapchain was stale before it.
     pub frame: Option<u64>,
