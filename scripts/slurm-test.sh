@@ -126,7 +126,7 @@ same "$work/single" "$work/array" || fail "the array's folder differs from the s
 say "array $job: 4 tasks COMPLETED in ${took%???????} s, $(ls "$work/array" | wc -l) files, byte-equal to the single run's 40 (verified, 0 validation messages)"
 
 # 2. Preemption: SIGTERM to one running task (exit 143), SIGKILL to another's process.
-opts="--producer cpu --size 160x90 --scene julia --cost 1500 --verify --validate"
+opts="--producer cpu --size 160x90 --scene julia --cost 4000 --verify --validate"
 single 400 "$opts" "$work/single2"
 env="ALL,FRAMES=400,SHARDS=4,OUT=$work/farm,VKCUDA=$BIN,VKCUDA_ARGS=$opts"
 job=$(submit --array=0-3 --requeue --export="$env") || fail "sbatch refused the array"
