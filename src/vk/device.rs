@@ -225,6 +225,90 @@ impl Device {
         }))
     }
 
+    /// The queue family `queue` asks for on `info`'s device (one that can present
+    /// to its surface, if it names one), which must write `timestamps` if asked.
+    fn pick_queue_family(
+        instance: &Instance,
+        info: &GpuInfo,
+        queue: &Queue,
+        timestamps: bool,
+    ) -> Result<u32> {
+        // SAFETY: plain query on a live physical device.
+        let families = unsafe { instance.raw.get_physical_device_queue_family_properties(info.physical) };
+        let has = |i: &usize, f: vk::QueueFlags| families[*i].queue_flags.contains(f);
+        let (g, c, t) = (vk::QueueFlags::GRAPHICS, vk::QueueFlags::COMPUTE, vk::QueueFlags::TRANSFER);
+        let all = 0..families.len();
+        let presents = |i: &usize| match &queue.present {
+            None => true,
+            Some((loader, surface)) => {
+                // SAFETY: plain query with a live surface of this instance.
+                let r =
+                    unsafe { loader.get_physical_device_surface_support(info.physical, *i as u32, *surface) };
+                r.unwrap_or(false)
+            }
+        };
+        let all = all.filter(|i| presents(i));
+        let found = match queue.kind {
+            QueueKind::Graphics => all.clone().find(|i| has(i, g | c)),
+            // A family without graphics runs on every SM; on GPUs with few graphics units
+            // (H100) the graphics family's copies are many times slower.
+            QueueKind::Compute => {
+                all.clone().find(|i| has(i, c) && !has(i, g)).or_else(|| all.clone().find(|i| has(i, c)))
+            }
+            QueueKind::Transfer => {
+                all.clone().find(|i| has(i, t) && !has(i, c | g)).or_else(|| all.clone().find(|i| has(i, t)))
+            }
+        };
+        let queue_family = found.ok_or_else(|| {
+            let what = if queue.present.is_some() { " that can present to the window" } else { "" };
+            Error::unsupported(format!("{info} has no {:?} queue family{what}", queue.kind))
+        })? as u32;
+        if timestamps && families[queue_family as usize].timestamp_valid_bits == 0 {
+            bail!("{info}: its {:?} queue cannot write timestamps", queue.kind);
+        }
+        Ok(queue_family)
+    }
+
+    /// The device extensions to enable: the swapchain when `queue` presents,
+    /// memory export, semaphore export when asked, and with timestamps
+    /// calibrated ones where the device has both clocks (and whether it has).
+    fn device_extensions(
+        instance: &Instance,
+        info: &GpuInfo,
+        (export_semaphores, timestamps): (bool, bool),
+        queue: &Queue,
+    ) -> Result<(Vec<*const std::ffi::c_char>, bool)> {
+        let mut extensions = Vec::new();
+        if queue.present.is_some() {
+            extensions.push(ash::khr::swapchain::NAME.as_ptr());
+        }
+        if info.external.0 {
+            extensions.push(platform::MEMORY_EXTENSION.as_ptr());
+        }
+        if export_semaphores {
+            if !info.external.1 {
+                return Err(Error::MissingExtension {
+                    extension: platform::SEMAPHORE_EXTENSION.to_string_lossy().into_owned(),
+                    context: format!("{info}, exporting semaphores to CUDA"),
+                });
+            }
+            extensions.push(platform::SEMAPHORE_EXTENSION.as_ptr());
+        }
+        let calibrates = timestamps && info.calibrated_timestamps && {
+            let loader = ash::ext::calibrated_timestamps::Instance::new(&instance.entry, &instance.raw);
+            // SAFETY: plain query on a live physical device that has the extension.
+            let domains = unsafe { loader.get_physical_device_calibrateable_time_domains(info.physical) };
+            let domains = domains.unwrap_or_default();
+            [vk::TimeDomainEXT::DEVICE, vk::TimeDomainEXT::CLOCK_MONOTONIC]
+                .iter()
+                .all(|d| domains.contains(d))
+        };
+        if calibrates {
+            extensions.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
+        }
+        Ok((extensions, calibrates))
+    }
+
     /// Wraps the integrator's device, created with [`crate::interop::requirements`]
     /// (Vulkan 1.3, the export extensions, timeline semaphores and
     /// synchronization2), and its queue `queue_index` of family `queue_family`.
@@ -326,90 +410,6 @@ impl Device {
     pub fn queue_op<T>(&self, op: impl FnOnce() -> T) -> T {
         let _serialized = self.queue_ops.lock().unwrap_or_else(|p| p.into_inner());
         op()
-    }
-
-    /// The queue family `queue` asks for on `info`'s device (one that can present
-    /// to its surface, if it names one), which must write `timestamps` if asked.
-    fn pick_queue_family(
-        instance: &Instance,
-        info: &GpuInfo,
-        queue: &Queue,
-        timestamps: bool,
-    ) -> Result<u32> {
-        // SAFETY: plain query on a live physical device.
-        let families = unsafe { instance.raw.get_physical_device_queue_family_properties(info.physical) };
-        let has = |i: &usize, f: vk::QueueFlags| families[*i].queue_flags.contains(f);
-        let (g, c, t) = (vk::QueueFlags::GRAPHICS, vk::QueueFlags::COMPUTE, vk::QueueFlags::TRANSFER);
-        let all = 0..families.len();
-        let presents = |i: &usize| match &queue.present {
-            None => true,
-            Some((loader, surface)) => {
-                // SAFETY: plain query with a live surface of this instance.
-                let r =
-                    unsafe { loader.get_physical_device_surface_support(info.physical, *i as u32, *surface) };
-                r.unwrap_or(false)
-            }
-        };
-        let all = all.filter(|i| presents(i));
-        let found = match queue.kind {
-            QueueKind::Graphics => all.clone().find(|i| has(i, g | c)),
-            // A family without graphics runs on every SM; on GPUs with few graphics units
-            // (H100) the graphics family's copies are many times slower.
-            QueueKind::Compute => {
-                all.clone().find(|i| has(i, c) && !has(i, g)).or_else(|| all.clone().find(|i| has(i, c)))
-            }
-            QueueKind::Transfer => {
-                all.clone().find(|i| has(i, t) && !has(i, c | g)).or_else(|| all.clone().find(|i| has(i, t)))
-            }
-        };
-        let queue_family = found.ok_or_else(|| {
-            let what = if queue.present.is_some() { " that can present to the window" } else { "" };
-            Error::unsupported(format!("{info} has no {:?} queue family{what}", queue.kind))
-        })? as u32;
-        if timestamps && families[queue_family as usize].timestamp_valid_bits == 0 {
-            bail!("{info}: its {:?} queue cannot write timestamps", queue.kind);
-        }
-        Ok(queue_family)
-    }
-
-    /// The device extensions to enable: the swapchain when `queue` presents,
-    /// memory export, semaphore export when asked, and with timestamps
-    /// calibrated ones where the device has both clocks (and whether it has).
-    fn device_extensions(
-        instance: &Instance,
-        info: &GpuInfo,
-        (export_semaphores, timestamps): (bool, bool),
-        queue: &Queue,
-    ) -> Result<(Vec<*const std::ffi::c_char>, bool)> {
-        let mut extensions = Vec::new();
-        if queue.present.is_some() {
-            extensions.push(ash::khr::swapchain::NAME.as_ptr());
-        }
-        if info.external.0 {
-            extensions.push(platform::MEMORY_EXTENSION.as_ptr());
-        }
-        if export_semaphores {
-            if !info.external.1 {
-                return Err(Error::MissingExtension {
-                    extension: platform::SEMAPHORE_EXTENSION.to_string_lossy().into_owned(),
-                    context: format!("{info}, exporting semaphores to CUDA"),
-                });
-            }
-            extensions.push(platform::SEMAPHORE_EXTENSION.as_ptr());
-        }
-        let calibrates = timestamps && info.calibrated_timestamps && {
-            let loader = ash::ext::calibrated_timestamps::Instance::new(&instance.entry, &instance.raw);
-            // SAFETY: plain query on a live physical device that has the extension.
-            let domains = unsafe { loader.get_physical_device_calibrateable_time_domains(info.physical) };
-            let domains = domains.unwrap_or_default();
-            [vk::TimeDomainEXT::DEVICE, vk::TimeDomainEXT::CLOCK_MONOTONIC]
-                .iter()
-                .all(|d| domains.contains(d))
-        };
-        if calibrates {
-            extensions.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
-        }
-        Ok((extensions, calibrates))
     }
 
     /// The allocator that serves every allocation except the exportable images.

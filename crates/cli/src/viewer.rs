@@ -168,7 +168,7 @@ impl ApplicationHandler for App {
         event_loop.set_control_flow(ControlFlow::Wait);
         let caught = self.caught.load(Ordering::Relaxed) != 0;
         let Some(v) = self.viewer.as_mut() else { return };
-        if !v.minimized() {
+        if !v.screen.minimized() {
             v.screen.window.request_redraw();
             return;
         }
@@ -286,10 +286,6 @@ impl Viewer {
         })
     }
 
-    fn minimized(&self) -> bool {
-        self.screen.minimized()
-    }
-
     /// One frame; `Ok(false)` once `--frames` frames were shown, or to quit.
     fn frame(&mut self) -> Result<bool> {
         // Finished frames go on screen first: paced to the screen, the producer waits for them.
@@ -301,7 +297,7 @@ impl Viewer {
         if self.quit && (!held || self.stuck()) {
             return Ok(false);
         }
-        if held || self.minimized() {
+        if held || self.screen.minimized() {
             return Ok(true);
         }
         if self.screen.stale() {

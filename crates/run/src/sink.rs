@@ -336,13 +336,14 @@ fn worker(
 
 /// `job` against the CPU reference of its scene (`want`: a buffer kept between frames).
 fn cpu_diff(job: &FrameJob, want: &mut Vec<u8>, inject: &Inject) -> Diff {
-    let s = &job.scene;
-    if job.target.is_none() && !inject.at(Fault::Mismatch, job.frame) {
-        return Diff::against_scene(s, &FrameArgs::new(s, job.tick), job.format, job.pixels());
+    let (s, mismatch) = (&job.scene, inject.at(Fault::Mismatch, job.frame));
+    let args = FrameArgs::new(s, job.tick);
+    if job.target.is_none() && !mismatch {
+        return Diff::against_scene(s, &args, job.format, job.pixels());
     }
     want.resize(s.width as usize * s.height as usize * job.format.bytes_per_pixel() as usize, 0);
-    render_cpu_as(s, &FrameArgs::new(s, job.tick), job.format, want, 1);
-    if inject.at(Fault::Mismatch, job.frame) {
+    render_cpu_as(s, &args, job.format, want, 1);
+    if mismatch {
         want.iter_mut().for_each(|b| *b = !*b);
     }
     match job.target {
