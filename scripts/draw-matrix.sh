@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The draw pass at every format × layout, into targets larger and smaller
-# than the frame (magnified ×3 and ×16, minified), with the julia scene (sharp
+# than the frame (magnified ×3 and ×16, minified) and at the frame's own
+# size, letterboxed above and below or left and right, with the julia scene (sharp
 # edges: where a sampler's precision shows): a verified, validated headless
 # run each (--consume draw --verify --validate). One line per run, then
 # "draw-matrix: N passed, N failed".
@@ -24,7 +25,8 @@ one() {
 export -f one
 for format in rgba8 rgba8-srgb bgra8 rgba16f rgba32f r32f; do
     for layout in array buffer; do
-        for pair in "641x359 1919x1081" "61x33 1919x1081" "1917x1079 1001x703" "97x61 1001x703"; do
+        for pair in "641x359 1919x1081" "61x33 1919x1081" "1917x1079 1001x703" "97x61 1001x703" \
+            "97x61 97x200" "641x359 900x359"; do
             echo "$format $layout $pair"
         done
     done

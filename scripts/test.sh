@@ -58,7 +58,7 @@ echo "== a frame that never comes stops validly, by SIGINT and by timeout, 6 and
 bash scripts/stall-matrix.sh
 echo "== every format x layout x sync x images x consumer, verified and validated (scripts/format-matrix.sh)"
 bash scripts/format-matrix.sh
-echo "== the draw pass: every format x layout, magnified and minified, julia, verified and validated (scripts/draw-matrix.sh)"
+echo "== the draw pass: every format x layout, magnified, minified and at its own size, julia, verified and validated (scripts/draw-matrix.sh)"
 PRODUCER=cpu bash scripts/draw-matrix.sh | grep -v '^ok '
 echo "== the README's Slurm recipe under a real Slurm: a 4-task array, a preempted and a killed task resumed, the final check (scripts/slurm-test.sh)"
 bash scripts/slurm-test.sh

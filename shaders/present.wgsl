@@ -46,8 +46,9 @@ struct Show {
     height: u32,
     // 1: the frame is drawn at its own size, so every pixel is one texel.
     exact: u32,
-    pad0: u32,
-    pad1: u32,
+    // The letterbox's top left corner in the target, in pixels.
+    left: u32,
+    top: u32,
 };
 var<immediate> show: Show;
 
@@ -100,10 +101,16 @@ fn fs_image_loaded(in: VsOut) -> @location(0) vec4<f32> {
     return shown(mix(mix(c00, c10, a.x), mix(c01, c11, a.x), a.y));
 }
 
+// The buffer texel a pixel shows when the frame is drawn at its own size:
+// the pixel's own, counted from the letterbox's corner (exact integers, no
+// filtering).
+fn exact_index(position: vec4<f32>) -> u32 {
+    return (u32(position.y) - show.top) * show.width + (u32(position.x) - show.left);
+}
+
 // The four texels around a buffer pixel's centre, clamped to the edge, and
 // the weights between them: bilinear filtering as the sampler of `fs_main`
-// does it (and the CPU reference, `scene::drawn_reference`). Drawn at the
-// frame's own size, a pixel's centre is a texel's: one texel, weight 0.
+// does it (and the CPU reference, `scene::drawn_reference`).
 struct Taps {
     i00: u32,
     i10: u32,
@@ -116,15 +123,6 @@ fn taps(uv: vec2<f32>) -> Taps {
     let size = vec2<f32>(f32(show.width), f32(show.height));
     let last = vec2<i32>(i32(show.width) - 1, i32(show.height) - 1);
     var t: Taps;
-    if (show.exact != 0u) {
-        let c = clamp(vec2<i32>(floor(uv * size)), vec2<i32>(0), last);
-        t.i00 = u32(c.y) * show.width + u32(c.x);
-        t.i10 = t.i00;
-        t.i01 = t.i00;
-        t.i11 = t.i00;
-        t.a = vec2<f32>(0.0);
-        return t;
-    }
     let p = uv * size - 0.5;
     let base = floor(p);
     t.a = p - base;
@@ -143,69 +141,86 @@ fn bilinear(t: Taps, c00: vec3<f32>, c10: vec3<f32>, c01: vec3<f32>, c11: vec3<f
     return mix(mix(c00, c10, t.a.x), mix(c01, c11, t.a.x), t.a.y);
 }
 
-// One entry per buffer format: each pixel's loads are the format's own.
-@fragment
-fn fs_buffer_rgba8(in: VsOut) -> @location(0) vec4<f32> {
-    let t = taps(in.uv);
-    let c00 = unpack4x8unorm(words[t.i00]).rgb;
-    let c10 = unpack4x8unorm(words[t.i10]).rgb;
-    let c01 = unpack4x8unorm(words[t.i01]).rgb;
-    let c11 = unpack4x8unorm(words[t.i11]).rgb;
-    return shown(bilinear(t, c00, c10, c01, c11));
+// A texel of each buffer format, as linear RGB.
+fn rgba8(i: u32) -> vec3<f32> {
+    return unpack4x8unorm(words[i]).rgb;
 }
 
 // sRGB bytes are decoded before filtering, as the sampler does.
+fn rgba8_srgb(i: u32) -> vec3<f32> {
+    return srgb_to_linear(unpack4x8unorm(words[i]).rgb);
+}
+
+fn bgra8(i: u32) -> vec3<f32> {
+    return unpack4x8unorm(words[i]).bgr;
+}
+
+fn rgba16f(i: u32) -> vec3<f32> {
+    let p = pairs[i];
+    return vec3<f32>(unpack2x16float(p.x), unpack2x16float(p.y).x);
+}
+
+fn rgba32f(i: u32) -> vec3<f32> {
+    return bitcast<vec4<f32>>(quads[i]).rgb;
+}
+
+// One float channel, shown grey (`shown` repeats red).
+fn r32f(i: u32) -> vec3<f32> {
+    return vec3<f32>(bitcast<f32>(words[i]), 0.0, 0.0);
+}
+
+// One entry per buffer format, so each pixel's loads are the format's own:
+// one texel at the frame's own size, else four, filtered.
+@fragment
+fn fs_buffer_rgba8(in: VsOut) -> @location(0) vec4<f32> {
+    if (show.exact != 0u) {
+        return shown(rgba8(exact_index(in.position)));
+    }
+    let t = taps(in.uv);
+    return shown(bilinear(t, rgba8(t.i00), rgba8(t.i10), rgba8(t.i01), rgba8(t.i11)));
+}
+
 @fragment
 fn fs_buffer_rgba8_srgb(in: VsOut) -> @location(0) vec4<f32> {
+    if (show.exact != 0u) {
+        return shown(rgba8_srgb(exact_index(in.position)));
+    }
     let t = taps(in.uv);
-    let c00 = srgb_to_linear(unpack4x8unorm(words[t.i00]).rgb);
-    let c10 = srgb_to_linear(unpack4x8unorm(words[t.i10]).rgb);
-    let c01 = srgb_to_linear(unpack4x8unorm(words[t.i01]).rgb);
-    let c11 = srgb_to_linear(unpack4x8unorm(words[t.i11]).rgb);
-    return shown(bilinear(t, c00, c10, c01, c11));
+    return shown(bilinear(t, rgba8_srgb(t.i00), rgba8_srgb(t.i10), rgba8_srgb(t.i01), rgba8_srgb(t.i11)));
 }
 
 @fragment
 fn fs_buffer_bgra8(in: VsOut) -> @location(0) vec4<f32> {
+    if (show.exact != 0u) {
+        return shown(bgra8(exact_index(in.position)));
+    }
     let t = taps(in.uv);
-    let c00 = unpack4x8unorm(words[t.i00]).bgr;
-    let c10 = unpack4x8unorm(words[t.i10]).bgr;
-    let c01 = unpack4x8unorm(words[t.i01]).bgr;
-    let c11 = unpack4x8unorm(words[t.i11]).bgr;
-    return shown(bilinear(t, c00, c10, c01, c11));
-}
-
-fn half4(p: vec2<u32>) -> vec3<f32> {
-    return vec3<f32>(unpack2x16float(p.x), unpack2x16float(p.y).x);
+    return shown(bilinear(t, bgra8(t.i00), bgra8(t.i10), bgra8(t.i01), bgra8(t.i11)));
 }
 
 @fragment
 fn fs_buffer_rgba16f(in: VsOut) -> @location(0) vec4<f32> {
+    if (show.exact != 0u) {
+        return shown(rgba16f(exact_index(in.position)));
+    }
     let t = taps(in.uv);
-    let c00 = half4(pairs[t.i00]);
-    let c10 = half4(pairs[t.i10]);
-    let c01 = half4(pairs[t.i01]);
-    let c11 = half4(pairs[t.i11]);
-    return shown(bilinear(t, c00, c10, c01, c11));
+    return shown(bilinear(t, rgba16f(t.i00), rgba16f(t.i10), rgba16f(t.i01), rgba16f(t.i11)));
 }
 
 @fragment
 fn fs_buffer_rgba32f(in: VsOut) -> @location(0) vec4<f32> {
+    if (show.exact != 0u) {
+        return shown(rgba32f(exact_index(in.position)));
+    }
     let t = taps(in.uv);
-    let c00 = bitcast<vec4<f32>>(quads[t.i00]).rgb;
-    let c10 = bitcast<vec4<f32>>(quads[t.i10]).rgb;
-    let c01 = bitcast<vec4<f32>>(quads[t.i01]).rgb;
-    let c11 = bitcast<vec4<f32>>(quads[t.i11]).rgb;
-    return shown(bilinear(t, c00, c10, c01, c11));
+    return shown(bilinear(t, rgba32f(t.i00), rgba32f(t.i10), rgba32f(t.i01), rgba32f(t.i11)));
 }
 
-// One float channel, shown grey (`shown` repeats red).
 @fragment
 fn fs_buffer_r32f(in: VsOut) -> @location(0) vec4<f32> {
+    if (show.exact != 0u) {
+        return shown(r32f(exact_index(in.position)));
+    }
     let t = taps(in.uv);
-    let c00 = vec3<f32>(bitcast<f32>(words[t.i00]), 0.0, 0.0);
-    let c10 = vec3<f32>(bitcast<f32>(words[t.i10]), 0.0, 0.0);
-    let c01 = vec3<f32>(bitcast<f32>(words[t.i01]), 0.0, 0.0);
-    let c11 = vec3<f32>(bitcast<f32>(words[t.i11]), 0.0, 0.0);
-    return shown(bilinear(t, c00, c10, c01, c11));
+    return shown(bilinear(t, r32f(t.i00), r32f(t.i10), r32f(t.i01), r32f(t.i11)));
 }

@@ -31,8 +31,9 @@ struct Show {
     height: u32,
     /// 1: drawn at the frame's own size (one texel per pixel, no filtering).
     exact: u32,
-    /// The shader's struct is 32 bytes.
-    pad: [u32; 2],
+    /// The letterbox's top left corner in the target.
+    left: u32,
+    top: u32,
 }
 
 /// At most this many shared images (`--buffers` is 1..=3 in a window).
@@ -417,7 +418,8 @@ impl DrawPass {
             width: self.shared_extent.width,
             height: self.shared_extent.height,
             exact: u32::from(bx.extent == self.shared_extent),
-            pad: [0; 2],
+            left: bx.offset.x.max(0) as u32,
+            top: bx.offset.y.max(0) as u32,
         };
         let graphics = vk::PipelineBindPoint::GRAPHICS;
         // Recording into `cmd`; every handle below is live, the target in COLOR_ATTACHMENT_OPTIMAL.
@@ -443,7 +445,7 @@ impl DrawPass {
 
 impl Show {
     fn bytes(&self) -> [u8; std::mem::size_of::<Show>()] {
-        let words = [self.mono, self.encode_srgb, self.width, self.height, self.exact];
+        let words = [self.mono, self.encode_srgb, self.width, self.height, self.exact, self.left, self.top];
         let mut b = [0u8; std::mem::size_of::<Show>()];
         b[0..4].copy_from_slice(&self.exposure.to_ne_bytes());
         for (i, w) in words.iter().enumerate() {

@@ -11,6 +11,7 @@ pub mod offscreen;
 pub mod open;
 pub mod readback;
 pub mod screen;
+pub mod shader_copy;
 pub mod swapchain;
 pub mod window;
 pub mod x11;

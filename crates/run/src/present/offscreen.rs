@@ -1,6 +1,7 @@
 //! The headless consumer: copies the ready shared frame into a device-local
 //! target of its layout (`--consume copy`: an image for the array layout, a
-//! buffer for the buffer layout), or draws it with the viewer's draw pass,
+//! buffer for the buffer layout, copied by a compute shader where the queue
+//! has compute), or draws it with the viewer's draw pass,
 //! letterboxed into a target image of another size (`--consume draw`, on a
 //! graphics queue: the viewer's GPU work without a window). Every K-th frame
 //! also copies the target into a host-visible readback buffer, whose bytes go
@@ -14,6 +15,7 @@ use ash::vk;
 use super::draw::{DrawPass, DrawTarget, DISPLAY_FORMAT};
 use super::image::Image;
 use super::readback::{Readable, Readback};
+use super::shader_copy::{ShaderCopy, SHADER_R, SHADER_W};
 use crate::consumer::{Consume, Frames, Source};
 use crate::kinds::ConsumeKind;
 use crate::sink::SinkReport;
@@ -26,8 +28,9 @@ use vkcuda::{FrameDesc, Layout};
 enum CopyTarget {
     /// An image in `GENERAL` (array layout).
     Image(Image),
-    /// A buffer of one packed frame (buffer layout).
-    Buffer(Buffer),
+    /// A buffer of one packed frame (buffer layout), and the shader that
+    /// copies into it (`None`: `vkCmdCopyBuffer` does).
+    Buffer(Buffer, Option<ShaderCopy>),
 }
 
 /// What the consumer does with each frame, and its target.
@@ -82,11 +85,14 @@ impl Offscreen {
         Ok(Self { device, extent, mode, dump_every, readback, last_dump: None })
     }
 
-    /// Points the draw pass at a new session's shared frames (nothing to do for copies).
+    /// Points the draw pass or the shader copy at a new session's shared frames.
     pub fn bind(&mut self, frames: Frames<'_>) -> Result<()> {
-        match &mut self.mode {
-            Mode::Copy { .. } => Ok(()),
-            Mode::Draw { pass, .. } => pass.bind_shared(frames),
+        match (&mut self.mode, frames) {
+            (Mode::Copy { target: CopyTarget::Buffer(target, Some(copy)), .. }, Frames::Buffers(buffers)) => {
+                copy.bind(buffers, target.raw)
+            }
+            (Mode::Copy { .. }, _) => Ok(()),
+            (Mode::Draw { pass, .. }, frames) => pass.bind_shared(frames),
         }
     }
 
@@ -129,16 +135,24 @@ impl Offscreen {
                 }
                 Ok(Readable::Image(target.raw))
             }
-            (Source::Buffer(buffer), CopyTarget::Buffer(target)) => {
-                let b = [buffer_barrier(target.raw, COPY_RW, COPY_W)];
+            (Source::Buffer(buffer), CopyTarget::Buffer(target, shader)) => {
+                // The last copy into the target, and the readback's copy out of it, come first.
+                let (last, write) = match shader {
+                    Some(_) => ((COPY_R.0 | SHADER_W.0, COPY_R.1 | SHADER_W.1), SHADER_W),
+                    None => (COPY_RW, COPY_W),
+                };
+                let b = [buffer_barrier(target.raw, last, write)];
                 let whole = [vk::BufferCopy::default().size(buffer.size)];
                 for _ in 0..copies {
                     before(&vk::DependencyInfo::default().buffer_memory_barriers(&b));
-                    // SAFETY: recording; both buffers are live and hold one packed frame.
-                    unsafe { dev.cmd_copy_buffer(cmd, buffer.buffer, target.raw, &whole) };
+                    match shader {
+                        Some(shader) => shader.record(cmd, buffer.buffer, buffer.size)?,
+                        // SAFETY: recording; both buffers are live and hold one packed frame.
+                        None => unsafe { dev.cmd_copy_buffer(cmd, buffer.buffer, target.raw, &whole) },
+                    }
                 }
                 if dump {
-                    let b = [buffer_barrier(target.raw, COPY_W, COPY_R)];
+                    let b = [buffer_barrier(target.raw, write, COPY_R)];
                     before(&vk::DependencyInfo::default().buffer_memory_barriers(&b));
                 }
                 Ok(Readable::Buffer(target.raw, buffer.size))
@@ -151,6 +165,7 @@ impl Offscreen {
 impl Consume for Offscreen {
     fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
         match &self.mode {
+            Mode::Copy { target: CopyTarget::Buffer(_, Some(_)), .. } => SHADER_R,
             Mode::Copy { .. } => COPY_R,
             Mode::Draw { pass, .. } => pass.frame_use(),
         }
@@ -196,15 +211,15 @@ impl Consume for Offscreen {
 /// or a buffer, as the shared frames are.
 fn copy_target(device: &Arc<Device>, frame: FrameDesc) -> Result<CopyTarget> {
     if frame.layout == Layout::Buffer {
-        let usage = vk::BufferUsageFlags::TRANSFER_DST | vk::BufferUsageFlags::TRANSFER_SRC;
+        let usage = vk::BufferUsageFlags::TRANSFER_DST
+            | vk::BufferUsageFlags::TRANSFER_SRC
+            | vk::BufferUsageFlags::STORAGE_BUFFER;
         let location = gpu_allocator::MemoryLocation::GpuOnly;
-        return Ok(CopyTarget::Buffer(Buffer::new(
-            device.clone(),
-            "offscreen target",
-            frame.bytes(),
-            usage,
-            location,
-        )?));
+        let target = Buffer::new(device.clone(), "offscreen target", frame.bytes(), usage, location)?;
+        let shader = ShaderCopy::new(device.clone(), frame.bytes())?;
+        let by = if shader.is_some() { "a compute shader" } else { "vkCmdCopyBuffer" };
+        log::info!("the consumer copies each shared buffer with {by}");
+        return Ok(CopyTarget::Buffer(target, shader));
     }
     let usage = vk::ImageUsageFlags::TRANSFER_DST | vk::ImageUsageFlags::TRANSFER_SRC;
     let target = Image::new(device.clone(), "offscreen target", frame.format.vk(), frame.extent, usage)?;
