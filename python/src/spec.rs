@@ -15,7 +15,7 @@ use vkcuda::{FrameDesc, Layout};
 use vkcuda_run::director::Director;
 use vkcuda_run::feed::{Feed, Mailbox};
 use vkcuda_run::inject::Inject;
-use vkcuda_run::kinds::{Handover, ProducerKind};
+use vkcuda_run::kinds::ProducerKind;
 use vkcuda_run::scene::{Scene, SceneKind};
 use vkcuda_run::setup::{Gpu, RunSpec};
 use vkcuda_run::size::Size;
@@ -56,7 +56,6 @@ pub fn fed_spec(desc: FrameDesc, feed: Feed) -> RunSpec {
         high_priority_stream: false,
         host_waits: false,
         producer_host_waits: false,
-        handover: Handover::Vkcuda,
         kernel: None,
         reload: None,
         inject: Inject::default(),

@@ -6,11 +6,12 @@ use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
 use clap::{Parser, ValueEnum};
 
 use crate::bench::report::{Load, Variant};
+use crate::peers::Handover;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{CudaSched, QueueKind};
 use vkcuda::{Format, Layout};
 use vkcuda_run::inject::{At, Inject};
-use vkcuda_run::kinds::{ConsumeKind, Handover, Latency, PresentMode, PresentPath, ProducerKind};
+use vkcuda_run::kinds::{ConsumeKind, Latency, PresentMode, PresentPath, ProducerKind};
 use vkcuda_run::scene::SceneKind;
 use vkcuda_run::setup::RunSpec;
 use vkcuda_run::sink::Reference;
@@ -677,7 +678,6 @@ impl Args {
             high_priority_stream: self.high_priority_stream,
             host_waits: self.host_waits,
             producer_host_waits: self.host_waits || !self.gpu_waits_only,
-            handover: self.handover,
             kernel: self.kernel_spec(),
             reload: None,
             inject: Inject(self.inject.clone()),

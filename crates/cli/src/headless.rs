@@ -9,13 +9,13 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::Args;
+use crate::peers;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, Layout};
 use vkcuda_run::director::Director;
 use vkcuda_run::drive::{
-    png_workers, prepare_out_dir, run_session, spare_cores, sum_of, summarize, watch_signals, Summary,
-    MAX_PNG_WORKERS,
+    png_workers, prepare_out_dir, spare_cores, sum_of, summarize, watch_signals, Summary, MAX_PNG_WORKERS,
 };
 use vkcuda_run::dumpdir;
 use vkcuda_run::inject::Inject;
@@ -23,7 +23,6 @@ use vkcuda_run::kinds::{ConsumeKind, ProducerKind};
 use vkcuda_run::measure::Span;
 use vkcuda_run::outfile;
 use vkcuda_run::pairing;
-use vkcuda_run::peers;
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Readback, Shot};
 use vkcuda_run::scene::Scene;
@@ -249,7 +248,15 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
     let spec = (&args.spec(), args.timeline_base);
-    let result = run_session(&gpu, spec, (&director, size), &mut offscreen, span, (caught, progress));
+    let result = peers::run_handover(
+        args.handover,
+        &gpu,
+        spec,
+        (&director, size),
+        &mut offscreen,
+        span,
+        (caught, progress),
+    );
     progress.finish_and_clear();
     let sink = offscreen.finish();
     if created && sink.written == 0 && result.is_err() {

@@ -9,6 +9,7 @@ mod bench;
 mod checkdump;
 mod cli;
 mod headless;
+mod peers;
 mod viewer;
 
 use crate::bench::Interrupted;

@@ -1,6 +1,5 @@
 //! Driving a run to its end, what every front end does with a session: a
-//! headless run's or a bench repeat's consume loop ([`run_session`], with
-//! the peers' patterns where one is asked for), the summary a run measured
+//! headless run's or a bench repeat's consume loop ([`run_session`]), the summary a run measured
 //! ([`Summary`], [`summarize`], [`sum_of`] for runs side by side), which side
 //! of a failed run is its cause ([`cancelled`]), the signals that stop a run
 //! ([`watch_signals`]), and the output folder and PNG pool of a dump
@@ -18,9 +17,7 @@ use crate::consumer::{Completed, ExtraSync};
 use crate::director::Director;
 use crate::footprint::{self, Footprint};
 use crate::inject::Inject;
-use crate::kinds::Handover;
 use crate::measure::{Consumed, Span, SpanClock};
-use crate::peers;
 use crate::present::offscreen::Offscreen;
 use crate::producer::Report;
 use crate::session::{Session, STALL};
@@ -181,9 +178,6 @@ pub fn run_session(
     span: Span,
     (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
-    if spec.handover != Handover::Vkcuda {
-        return peers::run(gpu, spec, base, (director, size), offscreen, (span, caught, progress));
-    }
     let mut session = Session::start(gpu, spec, director, size, base)?;
     if let Err(e) = offscreen.bind(session.interop.frames()) {
         let _ = session.stop(offscreen, false);

@@ -18,8 +18,7 @@
 //!    (frames a caller hands in, and the producers that take them),
 //!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
 //!    does with a frame), [`sink`] (PNG output) and [`dumpdir`] (a dump
-//!    folder's frames), [`setup`] and [`session`],
-//!    [`peers`] (the hand-over patterns vkcuda is compared with), [`measure`]
+//!    folder's frames), [`setup`] and [`session`], [`measure`]
 //!    (a consumer loop's span and clock),
 //!    [`display`] (is there a window system to open a window on);
 //! 3. driving a run to its end: [`drive`] (a session's consume loop, the
@@ -47,7 +46,6 @@ pub mod measure;
 pub mod nvrtc;
 pub mod outfile;
 pub mod pairing;
-pub mod peers;
 pub mod present;
 pub mod producer;
 pub mod reload;

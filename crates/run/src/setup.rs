@@ -15,7 +15,6 @@ use crate::feed::host::FedProducer;
 use crate::feed::Feed;
 use crate::inject::Inject;
 use crate::kernels::{self, SceneKernels};
-use crate::kinds::Handover;
 use crate::kinds::ProducerKind;
 use crate::pairing::Pairing;
 use crate::producer::cpu::CpuProducer;
@@ -71,8 +70,6 @@ pub struct RunSpec {
     /// The CUDA producer waits on the host for "released" before it enqueues a
     /// frame (default; `--gpu-waits-only` turns it off).
     pub producer_host_waits: bool,
-    /// The hand-over: vkcuda's (a [`crate::session::Session`]) or a peer pattern's.
-    pub handover: Handover,
     /// Your kernel instead of the scene (CUDA producer).
     pub kernel: Option<KernelSpec>,
     /// The viewer's hot reload of that kernel.

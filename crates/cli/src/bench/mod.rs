@@ -18,13 +18,14 @@ pub mod report;
 pub use report::{headline, table, utc_date, Load, Report, Row, Variant};
 
 use crate::cli::{Args, BenchArgs};
+use crate::peers;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::QueueKind;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::Instance;
 use vkcuda::{Format, Layout};
 use vkcuda_run::director::Director;
-use vkcuda_run::drive::{run_session, sum_of, summarize, watch_signals, Summary};
+use vkcuda_run::drive::{sum_of, summarize, watch_signals, Summary};
 use vkcuda_run::kinds::{ConsumeKind, ProducerKind};
 use vkcuda_run::measure::Span;
 use vkcuda_run::outfile::{check_output, write_atomically};
@@ -301,7 +302,8 @@ fn measure(
     let frame = setup::frame_desc(&args.spec(), size);
     let mut offscreen = Offscreen::new(gpu.device.clone(), (frame, extent), mode, None)?;
     let hidden = ProgressBar::hidden();
-    let (consumed, report, producer) = run_session(
+    let (consumed, report, producer) = peers::run_handover(
+        args.handover,
         gpu,
         (&args.spec(), args.timeline_base),
         (&director, size),

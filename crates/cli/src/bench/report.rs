@@ -7,11 +7,11 @@ use std::fmt;
 
 use serde::Serialize;
 
+use crate::peers::handover::Handover;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::QueueKind;
 use vkcuda::vk::instance::ValidationCounts;
 use vkcuda::{Format, Layout};
-use vkcuda_run::kinds::Handover;
 
 /// One way of getting CUDA's frames to Vulkan.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -276,14 +276,14 @@ impl CudaProducer {
 
 /// CUDA events around each frame's kernels, resolved [`EVENT_RING`] frames
 /// late so reading one never stalls the thread that enqueues.
-pub(crate) struct KernelTimer {
+pub struct KernelTimer {
     events: Vec<(CudaEvent, CudaEvent)>,
     anchor: EventAnchor,
 }
 
 impl KernelTimer {
     /// A ring of event pairs; `stream` must be idle (the anchor is recorded on it).
-    pub(crate) fn new(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<Self> {
+    pub fn new(ctx: &Arc<CudaContext>, stream: &CudaStream) -> Result<Self> {
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let mut events = Vec::new();
         for _ in 0..EVENT_RING {
@@ -294,12 +294,7 @@ impl KernelTimer {
 
     /// Records frame `g`'s start; first resolves the frame that used the pair
     /// before (into `report`) and returns its timing.
-    pub(crate) fn start(
-        &self,
-        g: u64,
-        stream: &CudaStream,
-        report: &mut Report,
-    ) -> Result<Option<FrameTiming>> {
+    pub fn start(&self, g: u64, stream: &CudaStream, report: &mut Report) -> Result<Option<FrameTiming>> {
         let (start, end) = &self.events[g as usize % EVENT_RING];
         let mut old = None;
         if g as usize >= EVENT_RING {
@@ -313,12 +308,12 @@ impl KernelTimer {
     }
 
     /// Records frame `g`'s end (after its kernels).
-    pub(crate) fn end(&self, g: u64, stream: &CudaStream) -> Result<()> {
+    pub fn end(&self, g: u64, stream: &CudaStream) -> Result<()> {
         Ok(self.events[g as usize % EVENT_RING].1.record(stream)?)
     }
 
     /// Resolves the frames still in the ring, once the stream is idle.
-    pub(crate) fn finish(&self, report: &mut Report) -> Result<()> {
+    pub fn finish(&self, report: &mut Report) -> Result<()> {
         let first = report.frames.saturating_sub(EVENT_RING as u64);
         for g in first..report.frames {
             let (start, end) = &self.events[g as usize % EVENT_RING];

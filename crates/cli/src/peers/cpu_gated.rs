@@ -19,9 +19,9 @@ use anyhow::Result;
 use cudarc::driver::sys;
 
 use super::{Consumptions, Rig, Stop};
-use crate::consumer::Completed;
-use crate::consumer::Consume;
-use crate::stats::Samples;
+use vkcuda_run::consumer::Completed;
+use vkcuda_run::consumer::Consume;
+use vkcuda_run::stats::Samples;
 
 pub(super) fn run(
     rig: &mut Rig,

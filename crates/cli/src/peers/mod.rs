@@ -1,7 +1,10 @@
 //! The hand-over patterns integrators copy today, reproduced on vkcuda's
-//! images, kernels and consume step so that only the hand-over differs
-//! (`--handover`, and `vkcuda bench`'s `cpu-gated`, `host-wait` and
-//! `binary` variants). Each runs as its source does: one thread drives both
+//! images, kernels and consume step so that only the hand-over differs:
+//! `vkcuda bench`'s `cpu-gated`, `host-wait` and `binary` variants, and
+//! `--headless --handover`, which dumps and verifies their frames (how the
+//! tests prove each reproduction renders what vkcuda's pattern renders).
+//! They belong to the CLI's comparison, not to the run layer: a session of
+//! the run layer knows vkcuda's pattern only. Each runs as its source does: one thread drives both
 //! APIs. Sources, read before reproducing them: `../shared/peer-patterns.md`
 //! and docs/results-h100.md ("Beside the patterns integrators copy").
 //!
@@ -11,8 +14,11 @@
 
 mod binary;
 mod cpu_gated;
+pub mod handover;
 mod host_wait;
 mod semaphore;
+
+pub use handover::Handover;
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -23,19 +29,6 @@ use ash::vk;
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 use indicatif::ProgressBar;
 
-use crate::consumer::{Completed, Consume, FrameLoop, Frames, Source, Submission};
-use crate::director::Director;
-use crate::kernels::{self, Out, SceneKernels};
-use crate::kinds::Handover;
-use crate::measure::{Consumed, Span, SpanClock};
-use crate::present::offscreen::Offscreen;
-use crate::producer::cuda::KernelTimer;
-use crate::producer::Report;
-use crate::scene::FrameArgs;
-use crate::setup::{Gpu, RunSpec};
-use crate::size::Size;
-use crate::stats::Samples;
-use crate::UsageError;
 use semaphore::BinarySemaphore;
 use vkcuda::cuda::external::ExternalSemaphore;
 use vkcuda::interop::{CudaFrames, SharedFrames};
@@ -43,11 +36,44 @@ use vkcuda::sync::{FramePlan, SyncScheme, TimelinePoint};
 use vkcuda::vk::bounded_wait;
 use vkcuda::vk::device::Device;
 use vkcuda::FrameDesc;
+use vkcuda_run::consumer::{Completed, Consume, FrameLoop, Frames, Source, Submission};
+use vkcuda_run::director::Director;
+use vkcuda_run::drive::run_session;
+use vkcuda_run::kernels::{self, Out, SceneKernels};
+use vkcuda_run::measure::{Consumed, Span, SpanClock};
+use vkcuda_run::present::offscreen::Offscreen;
+use vkcuda_run::producer::cuda::KernelTimer;
+use vkcuda_run::producer::Report;
+use vkcuda_run::scene::FrameArgs;
+use vkcuda_run::setup::{Gpu, RunSpec};
+use vkcuda_run::size::Size;
+use vkcuda_run::stats::Samples;
+use vkcuda_run::UsageError;
 
-/// Runs `args.handover` (not vkcuda's) at `size` into `offscreen` for
-/// `span`, timelines starting at `base`: what a [`crate::session::Session`]
-/// is for vkcuda's pattern.
-pub fn run(
+/// Runs one headless run or bench repeat with the hand-over `kind`:
+/// vkcuda's as a session of the run layer ([`run_session`]), a peer's here.
+pub fn run_handover(
+    kind: Handover,
+    gpu: &Gpu,
+    (spec, base): (&RunSpec, u64),
+    (director, size): (&Arc<Director>, Size),
+    offscreen: &mut Offscreen,
+    span: Span,
+    (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
+) -> Result<(Consumed, Report, &'static str)> {
+    match kind {
+        Handover::Vkcuda => {
+            run_session(gpu, (spec, base), (director, size), offscreen, span, (caught, progress))
+        }
+        peer => run(peer, gpu, spec, base, (director, size), offscreen, (span, caught, progress)),
+    }
+}
+
+/// Runs the pattern `kind` (not vkcuda's) at `size` into `offscreen` for
+/// `span`, timelines starting at `base`: what
+/// [`vkcuda_run::drive::run_session`] is for vkcuda's pattern.
+fn run(
+    kind: Handover,
     gpu: &Gpu,
     spec: &RunSpec,
     base: u64,
@@ -55,9 +81,8 @@ pub fn run(
     offscreen: &mut Offscreen,
     (span, caught, progress): (Span, &AtomicUsize, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
-    let kind = spec.handover;
     director.resize(size.width, size.height);
-    let mut rig = Rig::new(gpu, spec, base, director.clone(), size)?;
+    let mut rig = Rig::new(kind, gpu, spec, base, director.clone(), size)?;
     offscreen.bind(Frames::Images(&rig.shared.images))?;
     let mut stop = Stop { clock: SpanClock::new(span), limit: spec.frames, caught, progress };
     let outcome = match kind {
@@ -136,8 +161,14 @@ pub struct Rig {
 }
 
 impl Rig {
-    fn new(gpu: &Gpu, spec: &RunSpec, base: u64, director: Arc<Director>, size: Size) -> Result<Self> {
-        let kind = spec.handover;
+    fn new(
+        kind: Handover,
+        gpu: &Gpu,
+        spec: &RunSpec,
+        base: u64,
+        director: Arc<Director>,
+        size: Size,
+    ) -> Result<Self> {
         let name = kind.name();
         let cuda_device = gpu.cuda.as_ref().ok_or_else(|| {
             UsageError(format!("--handover {name} is a CUDA pattern, and no CUDA device matches this GPU"))

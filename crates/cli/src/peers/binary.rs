@@ -13,8 +13,8 @@ use anyhow::Result;
 use ash::vk;
 
 use super::{Consumptions, Rig, Stop};
-use crate::consumer::{Completed, Consume};
-use crate::stats::Samples;
+use vkcuda_run::consumer::{Completed, Consume};
+use vkcuda_run::stats::Samples;
 
 pub(super) fn run(
     rig: &mut Rig,
