@@ -161,7 +161,9 @@ fn consume(
     let desc = vkcuda_run::setup::frame_desc(spec, size);
     let mut offscreen = Offscreen::new(device, (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
     let mut session = Session::start(gpu, spec, &director, size, base)?;
-    let outcome = follow(&mut session, &mut offscreen, &feed);
+    // The copy may be a shader's, whose descriptor sets name the session's buffers.
+    let outcome =
+        offscreen.bind(session.interop.frames()).and_then(|()| follow(&mut session, &mut offscreen, &feed));
     let stopped = session.stop(&mut offscreen, outcome.is_ok());
     let sink = offscreen.finish();
     outcome?;
