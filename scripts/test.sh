@@ -22,6 +22,8 @@ cargo fmt --check
 cargo clippy --release --all-targets -- -D warnings
 cargo build --release --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --quiet
+# Every package's docs as a maintainer reads them (the front ends' private items too): links resolve.
+RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --workspace --document-private-items --quiet
 echo "== the interop core alone, as an integrator depends on it (default: CUDA 13.0's headers)"
 core=(-p vkcuda)
 cargo clippy --release "${core[@]}" --lib -- -D warnings

@@ -185,7 +185,7 @@ impl Layout {
     /// [`Layout::format`], rows packed, into `out` ([`Layout::frame_bytes`] long).
     ///
     /// # Safety
-    /// Every byte in [`Layout::span`] around `first` is readable, and nobody
+    /// Every byte in `Layout::span` around `first` is readable, and nobody
     /// writes it during the call.
     pub unsafe fn convert(&self, first: *const u8, out: &mut [u8]) {
         let size = self.dtype.size();

@@ -3,7 +3,7 @@
 //! package around it (`python/vkcuda`) adds the context manager, the clean-up
 //! at interpreter exit and the docs.
 //!
-//! A [`Viewer`] owns a Vulkan device and one [`run::Run`] at a time: `show`
+//! A `Viewer` owns a Vulkan device and one `run::Run` at a time: `show`
 //! converts the array's pixels into the shared frames' format and puts them
 //! in the run's mailbox; the run's producer thread copies them into a
 //! staging buffer and signals "rendered", its consumer thread copies each

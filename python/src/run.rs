@@ -1,5 +1,5 @@
 //! One run of frames of one size and format: a run-layer session fed from a
-//! [`Mailbox`], consumed on a thread of its own into the offscreen target
+//! [`vkcuda_run::feed::Mailbox`], consumed on a thread of its own into the offscreen target
 //! and, when dumping, the writer pool. A new size or format ends the run and
 //! starts the next one, whose timelines count on from where this one ended.
 

@@ -33,7 +33,7 @@ where
     EnumValueParser::<Core<T>>::new().map(|c| c.0)
 }
 
-/// [`value_enum`] for a type of the core or the run layer: implemented on [`Core`].
+/// `value_enum` for a type of the core or the run layer: implemented on [`Core`].
 macro_rules! core_value_enum {
     ($ty:ident { $($variant:ident = $name:literal: $help:literal),+ $(,)? }) => {
         impl ValueEnum for Core<$ty> {

@@ -1,7 +1,7 @@
 //! The interactive viewer: a winit window that shows the shared images,
 //! through a Vulkan swapchain or, where the device cannot present to the
 //! window, the CPU-present path. Same producer, plan, shared images and frame
-//! loop as `--headless`; only the consumer differs ([`Presenter`] instead of
+//! loop as `--headless`; only the consumer differs (`present::window::Presenter` instead of
 //! the offscreen copy).
 //!
 //! The event loop never blocks on the GPU: before a frame it only polls

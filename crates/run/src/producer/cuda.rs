@@ -274,7 +274,7 @@ impl CudaProducer {
     }
 }
 
-/// CUDA events around each frame's kernels, resolved [`EVENT_RING`] frames
+/// CUDA events around each frame's kernels, resolved `EVENT_RING` frames
 /// late so reading one never stalls the thread that enqueues.
 pub struct KernelTimer {
     events: Vec<(CudaEvent, CudaEvent)>,
