@@ -1,5 +1,6 @@
-"""The viewer's window, in a real X server of the test's own (Xvfb): what it
-shows is captured (xwd) and compared with the array; Esc and closing end it
+"""The viewer's window, in a real X server of the test's own (Xvfb), and one
+in a Wayland compositor of its own (weston): what it shows is captured (xwd,
+weston-screenshooter) and compared with the array; Esc and closing end it
 while the Python thread keeps working; validated, no message allowed.
 Without Xvfb, xdotool and xwd each test says "skipped: <reason>". On the
 H100, NVIDIA's Vulkan cannot present to Xvfb: the window takes the CPU path.
@@ -363,3 +364,118 @@ def test_no_display_is_reported_when_a_window_is_asked_for():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("RuntimeError vkcuda:") and "display" in done.stdout.lower(), done.stdout
+
+
+@pytest.fixture
+def weston(tmp_path):
+    """A headless weston (pixman: no GPU needed) with its own runtime folder:
+    the environment a child needs to open its windows there."""
+    missing = [t for t in ("weston", "weston-screenshooter") if shutil.which(t) is None]
+    if missing:
+        pytest.skip(f"skipped: {', '.join(missing)} not installed")
+    runtime = tmp_path / "runtime"
+    runtime.mkdir(mode=0o700)
+    # No panel, and no zoom as a window maps (a screenshot mid-zoom shows it scaled).
+    (runtime / "weston.ini").write_text(
+        "[shell]\npanel-position=none\nanimation=none\nstartup-animation=none\nclose-animation=none\n"
+    )
+    env = dict(os.environ, XDG_RUNTIME_DIR=str(runtime), WAYLAND_DISPLAY="vkcuda-py-wayland")
+    env.pop("DISPLAY", None)
+    own = {k: v for k, v in env.items() if k != "WAYLAND_DISPLAY"}
+    w = subprocess.Popen(
+        ["weston", "--backend=headless-backend.so", "--use-pixman", "--debug", "--idle-time=0",
+         f"--config={runtime / 'weston.ini'}", "--socket=vkcuda-py-wayland", "--width=640", "--height=480"],
+        env=own,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        # Ready once its socket is there (a state; bounded).
+        for _ in range(400):
+            if (runtime / "vkcuda-py-wayland").exists() or w.poll() is not None:
+                break
+            subprocess.run(["sleep", "0.05"])
+        if not (runtime / "vkcuda-py-wayland").exists():
+            pytest.fail(f"weston's socket did not appear (rc={w.poll()})")
+        yield env
+    finally:
+        w.kill()
+        w.wait()
+
+
+def screenshot(env, folder):
+    """Weston's whole output, as an (H, W, 3) uint8 array (weston-screenshooter's PNG)."""
+    folder.mkdir()
+    subprocess.run(["weston-screenshooter"], cwd=folder, env=env, check=True, timeout=30, capture_output=True)
+    return decode_png(next(folder.glob("*.png")).read_bytes())
+
+
+def decode_png(data):
+    """An 8-bit RGB or RGBA PNG as an (H, W, 3) uint8 array."""
+    import zlib
+
+    chunks, i = [], 8
+    while i < len(data):
+        n, kind = struct.unpack(">I4s", data[i : i + 8])
+        chunks.append((kind, data[i + 8 : i + 8 + n]))
+        i += 12 + n
+    width, height, depth, colour = struct.unpack(">IIBB", dict(chunks)[b"IHDR"][:10])
+    assert depth == 8 and colour in (2, 6), (depth, colour)
+    channels = 3 if colour == 2 else 4
+    raw = zlib.decompress(b"".join(c for k, c in chunks if k == b"IDAT"))
+    stride = width * channels
+    out = np.zeros((height, stride), np.int32)
+    prev = np.zeros(stride, np.int32)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], np.frombuffer(raw, np.uint8, stride, y * (stride + 1) + 1).astype(np.int32)
+        row = np.zeros(stride, np.int32)
+        for x in range(stride):
+            a = row[x - channels] if x >= channels else 0
+            b, c = prev[x], (prev[x - channels] if x >= channels else 0)
+            pred = {0: 0, 1: a, 2: b, 3: (a + b) // 2}.get(kind)
+            if pred is None:  # Paeth
+                p = a + b - c
+                pa, pb, pc = abs(p - a), abs(p - b), abs(p - c)
+                pred = a if pa <= pb and pa <= pc else (b if pb <= pc else c)
+            row[x] = (line[x] + pred) & 255
+        out[y], prev = row, row
+    return out.reshape(height, width, channels)[:, :, :3].astype(np.uint8)
+
+
+def test_the_window_shows_the_array_on_wayland(weston, tmp_path):
+    h, w = 48, 64
+    p = subprocess.Popen(
+        [sys.executable, "-c", textwrap.dedent(f"""
+        import numpy as np, vkcuda
+        y, x = np.mgrid[0:{h}, 0:{w}]
+        a = np.stack([x * 4, y * 5, (x + y) * 2, np.full_like(x, 255)], axis=2).astype(np.uint8)
+        v = vkcuda.Viewer(headless=False, size=({w}, {h}), validate=True, title="vkcuda-test")
+        v.show(a)
+        v.flush()  # consumed: drawn into the window and presented
+        print("shown", v.stats()["window"], flush=True)
+        input()
+        v.close()
+        s = v.stats()
+        print("closed", s["validation_errors"], s["validation_warnings"], s["consumed"], flush=True)
+        """)],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env=dict(weston, PYTHONUNBUFFERED="1"),
+    )
+    assert expect(p, "shown").split()[1] == "open"
+    got = screenshot(weston, tmp_path / "shot").astype(int)
+    p.stdin.write("\n")
+    p.stdin.flush()
+    errors, warnings, consumed = map(int, expect(p, "closed").split()[1:])
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+    assert (errors, warnings, consumed) == (0, 0, 1)
+    # The shell places the window: find the frame by its last pixel, then compare the whole of it.
+    y, x = np.mgrid[0:h, 0:w]
+    want = np.stack([x * 4, y * 5, (x + y) * 2], axis=2)
+    corners = np.argwhere(np.abs(got - want[-1, -1]).max(axis=2) <= 2)
+    worst = [np.abs(got[cy - h + 1 : cy + 1, cx - w + 1 : cx + 1] - want).max()
+             for cy, cx in corners if cy >= h - 1 and cx >= w - 1]
+    assert worst, "the frame's last pixel is nowhere in the screenshot"
+    assert min(worst) <= 2, f"the window differs from the array by up to {min(worst)} levels"
