@@ -12,6 +12,7 @@ import struct
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -394,7 +395,7 @@ def weston(tmp_path):
         for _ in range(400):
             if (runtime / "vkcuda-py-wayland").exists() or w.poll() is not None:
                 break
-            subprocess.run(["sleep", "0.05"])
+            time.sleep(0.05)
         if not (runtime / "vkcuda-py-wayland").exists():
             pytest.fail(f"weston's socket did not appear (rc={w.poll()})")
         yield env
