@@ -50,9 +50,38 @@ def parse_xwd(data):
     return np.stack([((pixels & m) >> shift(m)).astype(np.uint8) for m in masks], axis=2)
 
 
-def child(display, script):
-    env = dict(os.environ, DISPLAY=display, PYTHONUNBUFFERED="1")
-    env.pop("WAYLAND_DISPLAY", None)
+# A child that shows one (h, w) gradient in a window, says "shown", waits for a
+# line, closes the viewer and says "closed" with its validation counts.
+SHOW_ONE = """
+import numpy as np, vkcuda
+y, x = np.mgrid[0:{h}, 0:{w}]
+a = np.stack([x * 4, y * 5, (x + y) * 2, np.full_like(x, 255)], axis=2).astype(np.uint8)
+v = vkcuda.Viewer(headless=False, size=({w}, {h}), validate=True, title="vkcuda-test")
+v.show(a)
+v.flush()  # consumed: drawn into the window and presented
+print("shown", v.stats()["window"], flush=True)
+input()
+v.close()
+s = v.stats()
+print("closed", s["validation_errors"], s["validation_warnings"], s["consumed"], flush=True)
+"""
+
+
+def close_shown(p):
+    """Lets a SHOW_ONE child close its viewer: it ends cleanly, 0 validation messages, 1 frame."""
+    p.stdin.write("\n")
+    p.stdin.flush()
+    errors, warnings, consumed = map(int, expect(p, "closed").split()[1:])
+    assert p.wait(timeout=60) == 0, p.stderr.read()
+    assert (errors, warnings, consumed) == (0, 0, 1)
+
+
+def child(display, script, env=None):
+    """`script` in a new interpreter on X display `display`, or in `env` (Wayland)."""
+    if env is None:
+        env = dict(os.environ, DISPLAY=display)
+        env.pop("WAYLAND_DISPLAY", None)
+    env = dict(env, PYTHONUNBUFFERED="1")
     return subprocess.Popen(
         [sys.executable, "-c", textwrap.dedent(script)],
         stdin=subprocess.PIPE,
@@ -74,30 +103,11 @@ def expect(p, word):
 
 def test_the_window_shows_the_array(xvfb, tmp_path):
     h, w = 48, 64
-    p = child(
-        xvfb,
-        f"""
-        import numpy as np, vkcuda
-        y, x = np.mgrid[0:{h}, 0:{w}]
-        a = np.stack([x * 4, y * 5, (x + y) * 2, np.full_like(x, 255)], axis=2).astype(np.uint8)
-        v = vkcuda.Viewer(headless=False, size=({w}, {h}), validate=True, title="vkcuda-test")
-        v.show(a)
-        v.flush()  # consumed: drawn into the window and presented
-        print("shown", v.stats()["window"], flush=True)
-        input()
-        v.close()
-        s = v.stats()
-        print("closed", s["validation_errors"], s["validation_warnings"], s["consumed"], flush=True)
-        """,
-    )
+    p = child(xvfb, SHOW_ONE.format(h=h, w=w))
     assert expect(p, "shown").split()[1] == "open"
     capture = tmp_path / "window.xwd"
     subprocess.run(["xwd", "-root", "-silent", "-display", xvfb, "-out", str(capture)], check=True, timeout=30)
-    p.stdin.write("\n")
-    p.stdin.flush()
-    errors, warnings, consumed = map(int, expect(p, "closed").split()[1:])
-    assert p.wait(timeout=60) == 0, p.stderr.read()
-    assert (errors, warnings, consumed) == (0, 0, 1)
+    close_shown(p)
     got = parse_xwd(capture.read_bytes())[:h, :w].astype(int)
     y, x = np.mgrid[0:h, 0:w]
     want = np.stack([x * 4, y * 5, (x + y) * 2], axis=2)
@@ -445,33 +455,10 @@ def decode_png(data):
 
 def test_the_window_shows_the_array_on_wayland(weston, tmp_path):
     h, w = 48, 64
-    p = subprocess.Popen(
-        [sys.executable, "-c", textwrap.dedent(f"""
-        import numpy as np, vkcuda
-        y, x = np.mgrid[0:{h}, 0:{w}]
-        a = np.stack([x * 4, y * 5, (x + y) * 2, np.full_like(x, 255)], axis=2).astype(np.uint8)
-        v = vkcuda.Viewer(headless=False, size=({w}, {h}), validate=True, title="vkcuda-test")
-        v.show(a)
-        v.flush()  # consumed: drawn into the window and presented
-        print("shown", v.stats()["window"], flush=True)
-        input()
-        v.close()
-        s = v.stats()
-        print("closed", s["validation_errors"], s["validation_warnings"], s["consumed"], flush=True)
-        """)],
-        stdin=subprocess.PIPE,
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-        env=dict(weston, PYTHONUNBUFFERED="1"),
-    )
+    p = child(None, SHOW_ONE.format(h=h, w=w), env=weston)
     assert expect(p, "shown").split()[1] == "open"
     got = screenshot(weston, tmp_path / "shot").astype(int)
-    p.stdin.write("\n")
-    p.stdin.flush()
-    errors, warnings, consumed = map(int, expect(p, "closed").split()[1:])
-    assert p.wait(timeout=60) == 0, p.stderr.read()
-    assert (errors, warnings, consumed) == (0, 0, 1)
+    close_shown(p)
     # The shell places the window: find the frame by its last pixel, then compare the whole of it.
     y, x = np.mgrid[0:h, 0:w]
     want = np.stack([x * 4, y * 5, (x + y) * 2], axis=2)
