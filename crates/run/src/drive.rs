@@ -1,9 +1,9 @@
 //! Driving a run to its end, what every front end does with a session: a
-//! headless run's or a bench repeat's consume loop ([`run_session`]), the summary a run measured
-//! ([`Summary`], [`summarize`], [`sum_of`] for runs side by side), which side
-//! of a failed run is its cause ([`cancelled`]), the signals that stop a run
-//! ([`watch_signals`]), and the output folder and PNG pool of a dump
-//! ([`prepare_out_dir`], [`png_sink`]).
+//! headless run's or a bench repeat's consume loop ([`run_session`]), the
+//! summary a run measured ([`Summary`], [`summarize`], [`sum_of`] for runs
+//! side by side), which side of a failed run is its cause ([`cancelled`]),
+//! the signals that stop a run ([`watch_signals`]), and the output folder
+//! and PNG pool of a dump ([`prepare_out_dir`], [`png_sink`]).
 
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};

@@ -176,18 +176,23 @@ impl Interop {
     }
 }
 
-/// Whether the draw pass can read a shared buffer of `desc` as a storage
-/// buffer (the frame fits the device's `maxStorageBufferRange`).
-pub fn drawable_buffer(device: &Device, desc: &FrameDesc) -> bool {
+/// The most bytes one storage-buffer binding may span on `device` (`maxStorageBufferRange`).
+pub fn storage_buffer_range(device: &Device) -> u64 {
     // SAFETY: the physical device belongs to the device's instance.
     let limits = unsafe { device.instance.get_physical_device_properties(device.info.physical) }.limits;
-    let fits = desc.bytes() <= u64::from(limits.max_storage_buffer_range);
+    u64::from(limits.max_storage_buffer_range)
+}
+
+/// Whether the draw pass can read a shared buffer of `desc` as a storage
+/// buffer (the frame fits the device's [`storage_buffer_range`]).
+pub fn drawable_buffer(device: &Device, desc: &FrameDesc) -> bool {
+    let range = storage_buffer_range(device);
+    let fits = desc.bytes() <= range;
     if !fits {
         log::info!(
-            "a {desc} frame is {} bytes, beyond this device's storage-buffer range ({} bytes): the draw \
+            "a {desc} frame is {} bytes, beyond this device's storage-buffer range ({range} bytes): the draw \
              pass reads each buffer through an image it is copied into",
             desc.bytes(),
-            limits.max_storage_buffer_range
         );
     }
     fits

@@ -4,8 +4,8 @@
 //! `--headless --handover`, which dumps and verifies their frames (how the
 //! tests prove each reproduction renders what vkcuda's pattern renders).
 //! They belong to the CLI's comparison, not to the run layer: a session of
-//! the run layer knows vkcuda's pattern only. Each runs as its source does: one thread drives both
-//! APIs. Sources, read before reproducing them: `../shared/peer-patterns.md`
+//! the run layer knows vkcuda's pattern only. Each runs as its source does:
+//! one thread drives both APIs. Sources, read before reproducing them: `../shared/peer-patterns.md`
 //! and docs/results-h100.md ("Beside the patterns integrators copy").
 //!
 //! - `cpu_gated.rs`: NVIDIA Omniverse ovrtx, examples/c/vulkan-interop;

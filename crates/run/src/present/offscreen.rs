@@ -85,7 +85,8 @@ impl Offscreen {
         Ok(Self { device, extent, mode, dump_every, readback, last_dump: None })
     }
 
-    /// Points the draw pass or the shader copy at a new session's shared frames.
+    /// Points the draw pass or the shader copy at a new session's shared
+    /// frames: once per session, before its first frame is recorded.
     pub fn bind(&mut self, frames: Frames<'_>) -> Result<()> {
         match (&mut self.mode, frames) {
             (Mode::Copy { target: CopyTarget::Buffer(target, Some(copy)), .. }, Frames::Buffers(buffers)) => {

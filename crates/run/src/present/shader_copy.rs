@@ -9,6 +9,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
+use crate::setup::storage_buffer_range;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::shared_buffer::SharedBuffer;
 
@@ -50,9 +51,7 @@ impl ShaderCopy {
         let compute = families
             .get(device.queue_family as usize)
             .is_some_and(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
-        // SAFETY: as above.
-        let limits = unsafe { device.instance.get_physical_device_properties(device.info.physical) }.limits;
-        if !compute || bytes > u64::from(limits.max_storage_buffer_range) || bytes % 4 != 0 {
+        if !compute || bytes > storage_buffer_range(&device) || bytes % 4 != 0 {
             return Ok(None);
         }
         let mut this = Self {
@@ -160,7 +159,9 @@ impl ShaderCopy {
             bail!("a {bytes}-byte frame is too large for the shader copy");
         };
         let groups = u64::from(quads).div_ceil(GROUP).clamp(1, 65_535) as u32;
-        let span: Vec<u8> = [quads, words].iter().flat_map(|w| w.to_ne_bytes()).collect();
+        let mut span = [0u8; 8];
+        span[..4].copy_from_slice(&quads.to_ne_bytes());
+        span[4..].copy_from_slice(&words.to_ne_bytes());
         let compute = vk::PipelineBindPoint::COMPUTE;
         // Recording into `cmd`; the pipeline, its layout and the set are live.
         // SAFETY: as above.
