@@ -59,6 +59,8 @@ impl Viewer {
 
 /// A Rust panic or error as a Python `RuntimeError` (no panic crosses into Python).
 fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
+    // The caller's current CUDA context is its own again when the call returns.
+    let _context = state::CallersContext::note();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(panic) => {

@@ -221,14 +221,63 @@ def test_100000_shows_keep_memory_flat():
     assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss > 0
 
 
-def test_a_tensor_on_another_gpu_is_refused():
+def two_gpus():
+    """torch, and the UUIDs of CUDA devices 0 and 1 (Vulkan may number them otherwise)."""
     torch = torch_gpu()
     if torch.cuda.device_count() < 2:
-        pytest.skip("skipped: needs two GPUs")
-    x = torch.zeros((4, 4), dtype=torch.uint8, device="cuda:1")
-    with vkcuda.Viewer(headless=True, gpu="0") as v:
-        with pytest.raises(RuntimeError, match="CUDA device 1"):
+        pytest.skip(f"skipped: needs two GPUs, torch sees {torch.cuda.device_count()}")
+    return torch, [str(torch.cuda.get_device_properties(i).uuid).removeprefix("GPU-") for i in range(2)]
+
+
+def current_cuda_device():
+    """The CUDA device of the calling thread's current context (the driver's view), or None."""
+    from cuda.bindings import driver
+
+    err, ctx = driver.cuCtxGetCurrent()
+    assert err == driver.CUresult.CUDA_SUCCESS, err
+    if int(ctx) == 0:
+        return None
+    err, device = driver.cuCtxGetDevice()
+    assert err == driver.CUresult.CUDA_SUCCESS, err
+    return int(device)
+
+
+@pytest.mark.parametrize("mine", [0, 1])
+def test_a_tensor_on_another_gpu_is_refused(mine):
+    torch, uuids = two_gpus()
+    other = 1 - mine
+    x = torch.zeros((4, 4), dtype=torch.uint8, device=f"cuda:{other}")
+    before = current_cuda_device()
+    with vkcuda.Viewer(headless=True, gpu=uuids[mine]) as v:
+        with pytest.raises(RuntimeError, match=f"CUDA device {other}, this viewer on") as e:
             v.show(x)
+        assert v.stats()["shown"] == 0
+    assert current_cuda_device() == before, (current_cuda_device(), before)
+    print(e.value)
+
+
+@pytest.mark.parametrize("mine", [0, 1])
+def test_each_gpu_shows_its_own_tensors(tmp_path, mine):
+    """The viewer made on a tensor's GPU (by UUID) shows it, and a frame written in place there."""
+    torch, uuids = two_gpus()
+    device = f"cuda:{mine}"
+    x = torch.arange(37 * 53 * 4, device=device).reshape(37, 53, 4).to(torch.uint8)
+    before = current_cuda_device()
+    with vkcuda.Viewer(out=tmp_path, validate=True, gpu=uuids[mine]) as v:
+        assert uuids[mine].replace("-", "")[:8] in v.stats()["device"].replace("-", "").lower(), v.stats()
+        v.show(x)
+        with torch.cuda.device(mine), v.frame(37, 53) as f:
+            t = torch.from_dlpack(f)
+            assert t.device == torch.device(device), t.device
+            t.copy_(x.flip(0))
+        v.flush()
+        s = v.stats()
+    assert (s["validation_errors"], s["validation_warnings"]) == (0, 0), s
+    assert (s["shown"], s["written"]) == (2, 2), s
+    # The viewer binds its GPU's context for its own calls, and gives the caller's back.
+    assert current_cuda_device() == before, (current_cuda_device(), before)
+    first, second = (vkcuda.read_frame(tmp_path / n) for n in frames(tmp_path))
+    assert (first == x.cpu().numpy()).all() and (second == x.flip(0).cpu().numpy()).all()
 
 
 def test_gpu_dtypes_outside_the_list_are_refused():

@@ -97,6 +97,20 @@ def test_a_host_array_with_a_stream_named_is_shown_from_the_host(tmp_path):
     assert np.array_equal(vkcuda.read_frame(tmp_path / "frame_000000.png"), expected)
 
 
+def test_an_exporter_that_refuses_raises_its_own_error():
+    # show() calls again on the tensor's device only for a PyTorch CUDA tensor on another
+    # device than PyTorch's current one (test_gpu.py); any other BufferError is the caller's.
+    class Refusing:
+        def __dlpack__(self, **kwargs):
+            raise BufferError("no export today")
+
+    with vkcuda.Viewer(validate=True) as v:
+        with pytest.raises(BufferError, match="no export today"):
+            v.show(Refusing(), stream=1)  # with a stream named, __dlpack__ is the first call
+        s = clean(v)
+    assert s["shown"] == 0, s
+
+
 def test_a_new_size_or_dtype_between_calls_is_followed(tmp_path):
     sizes = [(1, 1), (3, 5), (64, 33), (3, 5)]
     with vkcuda.Viewer(out=tmp_path, validate=True) as v:

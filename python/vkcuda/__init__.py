@@ -106,7 +106,16 @@ class Viewer:
         """
         if stream is None:
             stream = _current_stream(x)
-        self._native.show(x, channels_first=channels_first, block=block, stream=stream)
+        try:
+            self._native.show(x, channels_first=channels_first, block=block, stream=stream)
+        except BufferError:
+            # PyTorch exports (__dlpack__) only tensors of its current device: on another GPU
+            # this raises before the viewer did anything, so the call is made again on it.
+            device = _torch_device(x)
+            if device is None:
+                raise
+            with device:
+                self._native.show(x, channels_first=channels_first, block=block, stream=stream)
 
     @contextlib.contextmanager
     def frame(self, height: int, width: int, dtype: str = "uint8", *, stream: Any = None, block: Optional[bool] = None):
@@ -174,6 +183,16 @@ def _current_stream(x: Any) -> Optional[int]:
         with x.device:
             return cupy.cuda.get_current_stream().ptr
     return None
+
+
+def _torch_device(x: Any):
+    """A context making ``x``'s GPU PyTorch's current device, for a CUDA tensor on another; else None."""
+    torch = sys.modules.get("torch")
+    if torch is None or not isinstance(x, torch.Tensor) or not x.is_cuda:
+        return None
+    if x.device.index == torch.cuda.current_device():
+        return None
+    return torch.cuda.device(x.device.index)
 
 
 def read_frame(path: os.PathLike | str, dtype: Optional[str] = None):
