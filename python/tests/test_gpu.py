@@ -65,7 +65,10 @@ def cuda_core():
         except Exception as e:  # noqa: BLE001
             pytest.skip(f"skipped: cuda.core is not importable ({type(e).__name__}: {e})")
     try:
-        device = core.Device()
+        # The default viewer's GPU: the first Vulkan device with a CUDA twin, CUDA device 0
+        # on the machines here. A bare Device() is whichever GPU's context is current, and
+        # on two GPUs an earlier test's library (PyTorch or JAX on GPU 1) may leave GPU 1's.
+        device = core.Device(0)
         device.set_current()
     except Exception as e:  # noqa: BLE001
         pytest.skip(f"skipped: no NVIDIA GPU for cuda.core ({e})")
