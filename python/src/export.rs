@@ -235,7 +235,7 @@ impl FrameSlot {
             Some(s) => Some(s as u64),
         };
         if let Some(s) = consumer.filter(|s| *s != self.stream) {
-            let _context = crate::state::CallersContext::note();
+            let _context = crate::context::CallersContext::note();
             self.order(self.stream, s).map_err(runtime)?;
             self.writers.lock().unwrap_or_else(|p| p.into_inner()).push(s);
         }
@@ -282,7 +282,7 @@ impl Drop for FrameSlot {
     /// A frame never shown gives its slot back, after the writes already enqueued.
     fn drop(&mut self) {
         if self.take() {
-            let _context = crate::state::CallersContext::note();
+            let _context = crate::context::CallersContext::note();
             if let Err(e) = self.finish_writes() {
                 log::error!("a frame left unshown: {e:#}");
             }

@@ -10,6 +10,7 @@
 //! frame on the GPU and, when writing, reads it back for the writer pool.
 
 mod array;
+mod context;
 mod export;
 mod run;
 mod spec;
@@ -60,7 +61,7 @@ impl Viewer {
 /// A Rust panic or error as a Python `RuntimeError` (no panic crosses into Python).
 fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
     // The caller's current CUDA context is its own again when the call returns.
-    let _context = state::CallersContext::note();
+    let _context = context::CallersContext::note();
     match std::panic::catch_unwind(std::panic::AssertUnwindSafe(f)) {
         Ok(result) => result,
         Err(panic) => {
