@@ -30,9 +30,10 @@ one() {
     case $((k % 3)) in 1) signal="--inject sigint@$k" ;; 2) signal="--inject sigterm@$((k + 1))" ;; esac
     local extra=""
     [ "$consume" = draw ] && extra="--consume draw --queue graphics --target-size 37x23"
-    timeout 120 "$bin" --headless --producer "$producer" --size 61x33 --frames 80 --dump-every 1 --verify \
-        --validate --sync "$sync" --buffers "$buffers" $extra $ARGS --inject "$fault@$k" $signal \
-        --out "$dir/out" >"$dir.log" 2>&1
+    : >"$dir.log"
+    bounded 120 "$dir.log" "$bin" --headless --producer "$producer" --size 61x33 --frames 80 --dump-every 1 \
+        --verify --validate --sync "$sync" --buffers "$buffers" $extra $ARGS --inject "$fault@$k" $signal \
+        --out "$dir/out"
     local rc=$?
     local errors=$(grep -c '^vkcuda: error' "$dir.log")
     local messages=$(grep -ci 'validation error\|validation warning' "$dir.log")
@@ -54,6 +55,7 @@ one() {
         echo "ok $key rc=$rc"
     else
         echo "FAIL $key rc=$rc errors=$errors validation=$messages partial=$partial: $(grep -m2 -i 'error' "$dir.log" | cut -c1-300 | tr '\n' ' ')"
+        grep -A40 '^HUNG' "$dir.log" | head -60
         [ -n "${KEEP:-}" ] && cp "$dir.log" "$KEEP/${key//[ @]/_}.log"
     fi
     rm -rf "$dir"

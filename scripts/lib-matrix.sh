@@ -11,3 +11,29 @@ JOBS=${JOBS:-$(nproc)}
 export ARGS=${ARGS:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# bounded LIMIT LOG COMMAND...: runs COMMAND with its output appended to LOG;
+# its exit code, or, if it is still running after LIMIT seconds, 124 after
+# LOG gets each of its threads' name, state and kernel wait (/proc: where a
+# hung run waits, e.g. in a driver's teardown), and the process is killed.
+bounded() {
+    local limit=$1 log=$2
+    shift 2
+    "$@" >>"$log" 2>&1 &
+    local pid=$! until=$((SECONDS + limit))
+    while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $until ]; do sleep 0.2; done
+    if kill -0 "$pid" 2>/dev/null; then
+        {
+            echo "HUNG: still running after ${limit}s; its threads:"
+            for t in /proc/$pid/task/*; do
+                echo "  $(cat $t/comm 2>/dev/null) state=$(awk '{print $3}' $t/stat 2>/dev/null) wchan=$(cat $t/wchan 2>/dev/null) syscall=$(cut -d' ' -f1 $t/syscall 2>/dev/null)"
+                sed 's/^/      /' $t/stack 2>/dev/null | head -8
+            done
+        } >>"$log"
+        kill -9 "$pid" 2>/dev/null
+        wait "$pid" 2>/dev/null
+        return 124
+    fi
+    wait "$pid"
+}
+export -f bounded
