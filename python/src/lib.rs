@@ -178,6 +178,9 @@ impl Viewer {
                     State::in_window(opened, output, every_frame)
                 }
             };
+            if state.gpu.as_ref().is_some_and(|g| g.cuda.is_some()) {
+                context::cuda_in_use();
+            }
             Ok(Self { state: Mutex::new(state) })
         })
     }
