@@ -30,7 +30,6 @@ one() {
     case $((k % 3)) in 1) signal="--inject sigint@$k" ;; 2) signal="--inject sigterm@$((k + 1))" ;; esac
     local extra=""
     [ "$consume" = draw ] && extra="--consume draw --queue graphics --target-size 37x23"
-    : >"$dir.log"
     bounded 120 "$dir.log" "$bin" --headless --producer "$producer" --size 61x33 --frames 80 --dump-every 1 \
         --verify --validate --sync "$sync" --buffers "$buffers" $extra $ARGS --inject "$fault@$k" $signal \
         --out "$dir/out"

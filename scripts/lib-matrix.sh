@@ -12,14 +12,14 @@ export ARGS=${ARGS:-}
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 
-# bounded LIMIT LOG COMMAND...: runs COMMAND with its output appended to LOG;
+# bounded LIMIT LOG COMMAND...: runs COMMAND with its output written to LOG;
 # its exit code, or, if it is still running after LIMIT seconds, 124 after
 # LOG gets each of its threads' name, state and kernel wait (/proc: where a
 # hung run waits, e.g. in a driver's teardown), and the process is killed.
 bounded() {
     local limit=$1 log=$2
     shift 2
-    "$@" >>"$log" 2>&1 &
+    "$@" >"$log" 2>&1 &
     local pid=$! until=$((SECONDS + limit))
     while kill -0 "$pid" 2>/dev/null && [ $SECONDS -lt $until ]; do sleep 0.2; done
     if kill -0 "$pid" 2>/dev/null; then
