@@ -169,7 +169,7 @@ fn consume(
     outcome?;
     let stopped = stopped?;
     if let Some(e) = sink.error {
-        bail!("frame writer: {e}");
+        bail!("{e}");
     }
     Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: sink.written })
 }

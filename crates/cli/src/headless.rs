@@ -264,7 +264,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     }
     let (consumed, report, producer) = result?;
     if let Some(e) = &sink.error {
-        anyhow::bail!("{}: {e}", vkcuda_run::encode::writer_name(args.format));
+        anyhow::bail!("{e}");
     }
     let validation = device.validation();
     let mut summary = summarize(consumed, report, sink, (producer, size), &validation, caught);

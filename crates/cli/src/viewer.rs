@@ -562,7 +562,7 @@ impl Viewer {
             eprintln!("vkcuda: paced to the screen: the producer was at most {lead} {frames} ahead of it");
         }
         if let Some(e) = &self.sink.error {
-            return Err(anyhow!("{}: {e}", vkcuda_run::encode::writer_name(self.args.format)));
+            return Err(anyhow!("{e}"));
         }
         let warmup = warmup_frames(self.args.frame_count());
         let consumed = Consumed {

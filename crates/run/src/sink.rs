@@ -91,7 +91,7 @@ pub struct SinkReport {
     pub worst: Option<(u64, Diff)>,
     /// The first [`LISTED`] differing frames (by frame number) and their diffs.
     pub differing: Vec<(u64, Diff)>,
-    /// First error a worker hit, if any.
+    /// First error a worker hit, if any, led by the writer's name.
     pub error: Option<String>,
     /// Per frame, where the time went: the workers' stages and the consumer's hand-off.
     pub stages: Stages,
@@ -250,7 +250,8 @@ impl PngSink {
         self.workers.len()
     }
 
-    /// The first error a worker hit, if any.
+    /// The first error a worker hit, if any, led by the writer's name
+    /// ("OpenEXR writer: writing …").
     pub fn error(&self) -> Option<String> {
         self.lock().error.clone()
     }
@@ -258,7 +259,7 @@ impl PngSink {
     /// Queues a frame (never blocks).
     pub fn send(&self, job: FrameJob) -> Result<()> {
         if let Some(e) = self.error() {
-            return Err(anyhow!("{}: {e}", crate::encode::writer_name(job.format)));
+            return Err(anyhow!(e));
         }
         let tx = self.tx.as_ref().ok_or_else(|| anyhow!("the frame writer already finished"))?;
         tx.send(job).map_err(|_| anyhow!("the frame writer threads have stopped"))
@@ -269,7 +270,7 @@ impl PngSink {
         self.tx.take();
         for w in std::mem::take(&mut self.workers) {
             if w.join().is_err() {
-                self.lock().error.get_or_insert_with(|| "a PNG writer thread panicked".into());
+                self.lock().error.get_or_insert_with(|| "a frame writer thread panicked".into());
             }
         }
         self.lock().clone()
@@ -312,7 +313,7 @@ fn worker(
         let name = frame_file_name(job.frame, job.pixel_format());
         let injected = injected.with_context(|| format!("writing {}", dir.join(name).display()));
         let timed = injected.and_then(|()| write_png(dir, &job));
-        let frame = job.frame;
+        let (frame, writer) = (job.frame, crate::encode::writer_name(job.format));
         drop(job); // gives a lent readback buffer back before taking the lock
         let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
         if diff.is_some() {
@@ -325,7 +326,8 @@ fn worker(
         match written {
             Ok(()) => r.written += 1,
             Err(e) => {
-                r.error.get_or_insert_with(|| format!("{e:#}"));
+                // Named here, so every path that reports it says which writer failed.
+                r.error.get_or_insert_with(|| format!("{writer}: {e:#}"));
             }
         }
         if let Some((d, equal)) = diff {
@@ -436,6 +438,42 @@ mod tests {
         let (width, height, _) = decode_frame(&data, Format::Rgba8).unwrap();
         assert_eq!((width, height), (40, 30));
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The error is named by its writer wherever it is read: `error()` (the
+    /// readback pool reads it while waiting for a buffer), `send` and the report.
+    #[test]
+    fn a_write_error_names_its_writer_on_every_path() {
+        let scene = Scene { kind: SceneKind::Gradient, width: 8, height: 4, cost: 1 };
+        for (format, writer, file) in [
+            (Format::Rgba8, "PNG writer: writing", "frame_000001.png"),
+            (Format::Rgba16f, "OpenEXR writer: writing", "frame_000001.exr"),
+        ] {
+            let dir = std::env::temp_dir().join(format!("vkcuda-sink-error-{format}-{}", std::process::id()));
+            std::fs::create_dir_all(&dir).unwrap();
+            let sink = PngSink::new(&dir, 1, Reference::None, Inject(vec!["png-write@1".parse().unwrap()]));
+            let job = |frame| FrameJob {
+                frame,
+                tick: 0,
+                scene,
+                format,
+                pixels: Box::new(vec![0u8; 8 * 4 * format.bytes_per_pixel() as usize]),
+                target: None,
+            };
+            sink.send(job(1)).unwrap();
+            let deadline = Instant::now() + Duration::from_secs(30);
+            let said = loop {
+                match sink.error() {
+                    Some(e) => break e,
+                    None if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(1)),
+                    None => panic!("no error from the injected full disk within 30 s"),
+                }
+            };
+            assert!(said.starts_with(writer) && said.contains(file) && said.contains("No space"), "{said}");
+            assert_eq!(sink.send(job(2)).unwrap_err().to_string(), said);
+            assert_eq!(sink.finish().error.as_deref(), Some(said.as_str()));
+            std::fs::remove_dir_all(&dir).unwrap();
+        }
     }
 
     #[test]
