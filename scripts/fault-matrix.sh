@@ -13,6 +13,8 @@
 #   FAULTS     default: png-write consumer-error producer-panic mismatch (+ cuda-fault for cuda)
 #   VERBOSE    print every run's line as it ends (default: only failures)
 #   KEEP       a folder: failed runs' logs are copied there
+#   RUN_LIMIT  seconds a run may take before it counts as hung   default 120; cuda: 15 x JOBS
+#              (at JOBS=32 on one H200, runs waited up to 146 s in the driver's lock, none hung)
 set -uo pipefail
 default_producer=cpu
 source "$(dirname "$0")/lib-matrix.sh"
@@ -20,6 +22,9 @@ FRAMES=${FRAMES:-30}
 default_faults="png-write consumer-error producer-panic mismatch"
 [ "$PRODUCER" = cuda ] && default_faults="$default_faults cuda-fault"
 FAULTS=${FAULTS:-$default_faults}
+limit_default=120
+[ "$PRODUCER" = cuda ] && [ $((15 * JOBS)) -gt 120 ] && limit_default=$((15 * JOBS))
+export RUN_LIMIT=${RUN_LIMIT:-$limit_default}
 
 # One run: prints "ok" or "FAIL <why>" with the run's key.
 one() {
@@ -30,7 +35,7 @@ one() {
     case $((k % 3)) in 1) signal="--inject sigint@$k" ;; 2) signal="--inject sigterm@$((k + 1))" ;; esac
     local extra=""
     [ "$consume" = draw ] && extra="--consume draw --queue graphics --target-size 37x23"
-    bounded 120 "$dir.log" "$bin" --headless --producer "$producer" --size 61x33 --frames 80 --dump-every 1 \
+    bounded "$RUN_LIMIT" "$dir.log" "$bin" --headless --producer "$producer" --size 61x33 --frames 80 --dump-every 1 \
         --verify --validate --sync "$sync" --buffers "$buffers" $extra $ARGS --inject "$fault@$k" $signal \
         --out "$dir/out"
     local rc=$?
