@@ -402,6 +402,11 @@ mod tests {
     use super::*;
     use crate::scene::{render_cpu, SceneKind};
 
+    /// Frame `frame` of `scene` at its own tick, as rendered (not drawn).
+    fn job(frame: u64, scene: Scene, format: Format, pixels: Vec<u8>) -> FrameJob {
+        FrameJob { frame, tick: frame as u32, scene, format, pixels: Box::new(pixels), target: None }
+    }
+
     #[test]
     fn pool_writes_decodable_pngs_and_verifies() {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-{}", std::process::id()));
@@ -414,16 +419,7 @@ mod tests {
             if frame == 3 {
                 pixels[10] ^= 0x40; // one wrong pixel, far off
             }
-            let format = Format::Rgba8;
-            sink.send(FrameJob {
-                frame,
-                tick: frame as u32,
-                scene,
-                format,
-                pixels: Box::new(pixels),
-                target: None,
-            })
-            .unwrap();
+            sink.send(job(frame, scene, Format::Rgba8, pixels)).unwrap();
         }
         let r = sink.finish();
         assert_eq!((r.written, r.verified, r.mismatched), (5, 5, 1));
@@ -452,15 +448,9 @@ mod tests {
             let dir = std::env::temp_dir().join(format!("vkcuda-sink-error-{format}-{}", std::process::id()));
             std::fs::create_dir_all(&dir).unwrap();
             let sink = PngSink::new(&dir, 1, Reference::None, Inject(vec!["png-write@1".parse().unwrap()]));
-            let job = |frame| FrameJob {
-                frame,
-                tick: 0,
-                scene,
-                format,
-                pixels: Box::new(vec![0u8; 8 * 4 * format.bytes_per_pixel() as usize]),
-                target: None,
-            };
-            sink.send(job(1)).unwrap();
+            let blank =
+                |frame| job(frame, scene, format, vec![0u8; 8 * 4 * format.bytes_per_pixel() as usize]);
+            sink.send(blank(1)).unwrap();
             let deadline = Instant::now() + Duration::from_secs(30);
             let said = loop {
                 match sink.error() {
@@ -470,7 +460,7 @@ mod tests {
                 }
             };
             assert!(said.starts_with(writer) && said.contains(file) && said.contains("No space"), "{said}");
-            assert_eq!(sink.send(job(2)).unwrap_err().to_string(), said);
+            assert_eq!(sink.send(blank(2)).unwrap_err().to_string(), said);
             assert_eq!(sink.finish().error.as_deref(), Some(said.as_str()));
             std::fs::remove_dir_all(&dir).unwrap();
         }
@@ -494,15 +484,7 @@ mod tests {
                     // an 8-bit channel off by one level, in one pixel of 3195: within tolerance.
                     pixels[0] ^= 1;
                 }
-                let job = FrameJob {
-                    frame,
-                    tick: frame as u32,
-                    scene,
-                    format,
-                    pixels: Box::new(pixels),
-                    target: None,
-                };
-                sink.send(job).unwrap();
+                sink.send(job(frame, scene, format, pixels)).unwrap();
             }
             let r = sink.finish();
             assert_eq!((r.written, r.verified, r.mismatched), (3, 3, 0), "{format}: {:?}", r.worst);
