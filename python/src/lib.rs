@@ -30,6 +30,7 @@ use array::{Dtype, Layout};
 use run::{Output, Run};
 use state::{Held, State};
 use tensor::{device_array, stream_handle, DeviceArray};
+use vkcuda_run::feed::line::Made;
 use vkcuda_run::feed::{Mailbox, Put};
 
 /// How long a blocked `show` waits between looks at Ctrl+C.
@@ -334,12 +335,31 @@ fn show_host(py: Python<'_>, state: &mut State, array: &HostArray, every: bool) 
     put
 }
 
-/// A GPU tensor: packed on its stream into a slot, copied into the shared buffer by the producer.
+/// A GPU tensor: packed on its stream straight into the shared buffer once
+/// Vulkan has released it (every frame: waiting for that); newest wins while
+/// it is still Vulkan's: into a slot, copied in by the producer once it is.
 fn show_device(py: Python<'_>, state: &mut State, array: &DeviceArray, every: bool) -> PyResult<()> {
     check_size(state, &array.layout)?;
     // The tensor's GPU must be the viewer's; the CUDA side is made at the first tensor.
     let own = state.cuda_for(array.device).map_err(runtime)?.own_stream();
     let stream = array.stream.unwrap_or(own);
+    loop {
+        let until = Instant::now() + SIGNAL_CHECK;
+        let give_up = || Instant::now() >= until;
+        // Without the GIL where the call may wait: every frame waits for its buffer.
+        let made = match every {
+            true => py.detach(|| state.make(array, stream, true, &give_up)),
+            false => state.make(array, stream, false, &give_up),
+        };
+        match made.map_err(|e| stopped_or(state, runtime(e)))? {
+            Made::Made => {
+                state.wake();
+                return Ok(());
+            }
+            Made::NotNow => break,
+            Made::GaveUp => py.check_signals()?,
+        }
+    }
     // Without the GIL where the pack may wait (for a free slot, or the caller's earlier packs).
     let held = match state.pack_if_ready(array, stream) {
         Some(packed) => packed,

@@ -22,8 +22,9 @@ use vkcuda_run::size::Size;
 
 /// Shared frames of a run: frames can be fed while the consumer reads others.
 const BUFFERS: usize = 3;
-/// Consumer command buffers in flight.
-pub const IN_FLIGHT: usize = 2;
+/// Consumer command buffers in flight: one per shared frame, as the CLI has
+/// at 3 buffers, so every frame the caller can make is on its way at once.
+pub const IN_FLIGHT: usize = 3;
 /// Frames a run may last (the timelines' range is checked against it).
 const FOREVER: u64 = 1 << 40;
 

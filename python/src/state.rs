@@ -17,6 +17,7 @@ use vkcuda::types::CudaSched;
 use vkcuda::vk::instance::ValidationCounts;
 use vkcuda::FrameDesc;
 use vkcuda_run::feed::device::{DeviceStaging, Packer, Packing};
+use vkcuda_run::feed::line::{Line, Made};
 use vkcuda_run::feed::{Counts, Feed, Mailbox};
 use vkcuda_run::setup::Gpu;
 
@@ -232,6 +233,7 @@ impl State {
                     Feed::Device {
                         mailbox: Mailbox::new(),
                         staging: DeviceStaging::new(ctx, desc.bytes() as usize)?,
+                        line: Line::new(),
                     }
                 }
             };
@@ -306,6 +308,38 @@ impl State {
         })
     }
 
+    /// Makes the next frame of the device run for `array` straight from it:
+    /// packed on `stream` into the shared buffer Vulkan has released
+    /// ([`Line::make`]; with `every`, waiting for that until `give_up()`).
+    pub fn make(
+        &mut self,
+        array: &DeviceArray,
+        stream: u64,
+        every: bool,
+        give_up: &dyn Fn() -> bool,
+    ) -> Result<Made> {
+        let (mailbox, staging, line) = match &self.run_for(frame_desc(&array.layout), true)?.feed {
+            Feed::Device { mailbox, staging, line } => (mailbox.clone(), staging.clone(), line.clone()),
+            Feed::Host(_) => bail!("a device run without a device feed"),
+        };
+        let cuda = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?;
+        cuda.ctx.bind_to_thread()?;
+        let packing = packing(&array.layout);
+        let stream = stream as sys::CUstream;
+        let mut pack = |dst| {
+            // SAFETY: the caller's stream is of this context and current here; the tensor stays
+            // allocated until the pack runs (the caller holds it, and frees memory
+            // stream-ordered); `dst` is the frame's shared buffer, of this layout.
+            unsafe { cuda.packer.pack(stream, array.pointer, &packing, dst) }
+        };
+        // SAFETY: the caller's stream (or the viewer's own) is a live stream of this context.
+        let (made, replaced) = unsafe { line.make(stream, &mailbox, every, give_up, &mut pack) }?;
+        if let Some(slot) = replaced {
+            staging.release(slot);
+        }
+        Ok(made)
+    }
+
     /// [`State::pack`] when it would not wait (the run goes on with these
     /// frames, a slot is free, the pack [`RUN_AHEAD`] before has run), so the
     /// caller need not give up the GIL; `None` otherwise.
@@ -337,7 +371,7 @@ impl State {
     /// while the run goes on), with the run's mailbox it is put in.
     fn free_slot(&mut self, layout: &Layout) -> Result<Held> {
         let (mailbox, staging) = match &self.run_for(frame_desc(layout), true)?.feed {
-            Feed::Device { mailbox, staging } => (mailbox.clone(), staging.clone()),
+            Feed::Device { mailbox, staging, .. } => (mailbox.clone(), staging.clone()),
             Feed::Host(_) => bail!("a device run without a device feed"),
         };
         let run_stopped = || self.run.as_ref().is_none_or(Run::stopped);
@@ -365,15 +399,7 @@ fn pack_into(
     after_last_use(stream, staging, slot)?;
     let stream = stream as sys::CUstream;
     let ready = staging.ready(slot);
-    let l = &array.layout;
-    let packing = Packing {
-        strides: l.strides.map(|s| s as i64),
-        channels: l.channels as i32,
-        size: l.dtype.size() as i32,
-        width: l.width as i32,
-        height: l.height as i32,
-        opaque: l.dtype.opaque_bits(),
-    };
+    let packing = packing(&array.layout);
     // SAFETY: the caller's stream is of this context and current here; the tensor stays
     // allocated until the pack runs (the caller holds it, and frees memory stream-ordered);
     // the slot holds one packed frame of this layout.
@@ -419,6 +445,18 @@ fn after_last_use(stream: u64, staging: &DeviceStaging, slot: usize) -> Result<(
             .with_context(|| format!("cuStreamWaitEvent ({what})"))?;
     }
     Ok(())
+}
+
+/// Where `l`'s elements are, for the packing kernel.
+fn packing(l: &Layout) -> Packing {
+    Packing {
+        strides: l.strides.map(|s| s as i64),
+        channels: l.channels as i32,
+        size: l.dtype.size() as i32,
+        width: l.width as i32,
+        height: l.height as i32,
+        opaque: l.dtype.opaque_bits(),
+    }
 }
 
 /// The shared frames for an image of `layout`: its size, its format, linear memory.

@@ -234,8 +234,13 @@ impl Shown {
             Window::default_attributes().with_title(title).with_inner_size(PhysicalSize::new(width, height));
         let spec = spec::device_spec(gpu);
         let instance = |extensions: &[&CStr]| spec::instance(validate, extensions);
-        let present =
-            PresentSpec { run: &spec, instance: &instance, path: PresentPath::Auto, mode: None, slots: 2 };
+        let present = PresentSpec {
+            run: &spec,
+            instance: &instance,
+            path: PresentPath::Auto,
+            mode: None,
+            slots: spec.in_flight,
+        };
         let (gpu, screen, line) = Screen::open(event_loop, attributes, &present)?;
         log::info!("{line}");
         Ok(Self {

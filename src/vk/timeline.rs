@@ -69,17 +69,25 @@ impl Timeline {
             let now = self.value().map(|v| v.to_string()).unwrap_or_else(|e| e.to_string());
             format!("timeline '{}' to reach {value} (it is at {now})", self.name)
         };
+        bounded_wait(&what, cancelled, |slice| self.wait_for(value, slice))
+    }
+
+    /// Whether the value reaches `value` within `timeout` (zero: a check that
+    /// never blocks). Like [`Timeline::wait`], a host wait operation, so a
+    /// `true` orders what the host does next after the work that signalled
+    /// `value`; `false` on timeout.
+    pub fn wait_for(&self, value: u64, timeout: std::time::Duration) -> Result<bool> {
         let semaphores = [self.raw];
         let values = [value];
         let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
-        bounded_wait(&what, cancelled, |slice| {
-            // SAFETY: a live timeline semaphore; `info` points into locals.
-            match unsafe { self.device.raw.wait_semaphores(&info, slice.as_nanos() as u64) } {
-                Ok(()) => Ok(true),
-                Err(vk::Result::TIMEOUT) => Ok(false),
-                Err(e) => Err(e).with_context(what),
+        // SAFETY: a live timeline semaphore; `info` points into locals.
+        match unsafe { self.device.raw.wait_semaphores(&info, timeout.as_nanos() as u64) } {
+            Ok(()) => Ok(true),
+            Err(vk::Result::TIMEOUT) => Ok(false),
+            Err(e) => {
+                Err(e).with_context(|| format!("waiting for timeline '{}' to reach {value}", self.name))
             }
-        })
+        }
     }
 
     /// Raises the value to `value` from the host if it is below: used only to

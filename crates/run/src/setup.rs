@@ -415,8 +415,8 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
             let fed = FedProducer::new(shared.clone(), staging.clone(), mailbox.clone());
             return Ok((Interop { shared, staging: Some(staging), views }, Producer::Fed(fed)));
         }
-        Some(Feed::Device { mailbox, staging }) => {
-            let fed = FedCudaProducer::new(&shared, staging.clone(), mailbox.clone())?;
+        Some(Feed::Device { mailbox, staging, line }) => {
+            let fed = FedCudaProducer::new(&shared, staging.clone(), mailbox.clone(), line.clone())?;
             return Ok((Interop { shared, staging: None, views }, Producer::FedCuda(Box::new(fed))));
         }
         None => {}

@@ -1,14 +1,17 @@
 //! The device feed: frames in GPU memory (a tensor), never through the host.
 //!
-//! The caller, on its own stream, packs its tensor into a free slot of
-//! [`DeviceStaging`] ([`Packer::pack`]) after the slot's last pack and last
-//! copy out ("ready" and "copied" events), records "ready" there, and puts
-//! the slot in the mailbox. [`FedCudaProducer`] waits on the host for the
-//! plan's "released", then on its own stream for "ready", copies the slot
-//! into the shared buffer, signals "rendered", records "copied" and frees
-//! the slot. So:
-//! - the caller's stream never waits for Vulkan: the copy it may wait for
-//!   was enqueued only once Vulkan had released the shared buffer, and three
+//! Most frames the caller makes itself, packing its tensor straight into
+//! the shared buffer on its own stream ([`super::line::Line::make`]) once the
+//! host has seen Vulkan release that buffer. While the buffer is still
+//! Vulkan's (newest wins), or for a frame written in place, the caller packs
+//! into a free slot of [`DeviceStaging`] ([`Packer::pack`]) after the slot's
+//! last pack and last copy out ("ready" and "copied" events), records
+//! "ready" there, and puts the slot in the mailbox. [`FedCudaProducer`] waits
+//! on the host for the plan's "released", then, unless the caller made that
+//! frame first, on its own stream for "ready", copies the slot into the
+//! shared buffer, signals "rendered", records "copied" and frees the slot. So:
+//! - the caller's stream never waits for Vulkan: a frame is packed or copied
+//!   into a shared buffer only once the host saw Vulkan release it, and three
 //!   slots leave one free while one waits in the mailbox and one is taken;
 //! - the frame holds the tensor as the caller's stream had it when it was
 //!   shown, and the caller may overwrite the tensor on that stream at once:
@@ -18,16 +21,17 @@ use std::path::Path;
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use anyhow::{anyhow, ensure, Context as _, Result};
+use anyhow::{anyhow, Context as _, Result};
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
 use cudarc::nvrtc::Ptx;
 
+use super::line::Line;
 use super::{check_size, Mailbox};
 use crate::clock::now_ns;
 use crate::kernels::{fnv1a, read_cached, write_cached};
 use crate::nvrtc;
 use crate::producer::{FrameTiming, Job, Report};
-use vkcuda::interop::{CudaFrames, CudaTarget, SharedFrames};
+use vkcuda::interop::{CudaFrames, SharedFrames};
 
 /// The packing kernel: any strides in, RGBA rows packed out.
 pub const SOURCE: &str = include_str!("../../../../shaders/pack.cu");
@@ -271,81 +275,85 @@ impl Packer {
 
 /// The fed CUDA producer; see the module docs.
 pub struct FedCudaProducer {
-    ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
-    frames: CudaFrames,
     shared: Arc<SharedFrames>,
     staging: Arc<DeviceStaging>,
     mailbox: Arc<Mailbox<usize>>,
+    line: Arc<Line>,
 }
 
 impl FedCudaProducer {
-    /// Imports `shared` (buffer layout) into the staging slots' context, on a stream of its own.
+    /// Imports `shared` (buffer layout) into the staging slots' context, on a
+    /// stream of its own, and hands the imports to `line`.
     pub fn new(
         shared: &Arc<SharedFrames>,
         staging: Arc<DeviceStaging>,
         mailbox: Arc<Mailbox<usize>>,
+        line: Arc<Line>,
     ) -> Result<Self> {
         let ctx = staging.context().clone();
         ctx.bind_to_thread()?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;
         let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
-        Ok(Self { ctx, stream, frames, shared: shared.clone(), staging, mailbox })
+        check_size(staging.bytes(), shared.desc.bytes() as usize)?;
+        line.open(ctx, frames, shared.clone())?;
+        Ok(Self { stream, shared: shared.clone(), staging, mailbox, line })
     }
 
-    /// The producer thread's loop: until the mailbox is closed and empty, or the run stops.
+    /// The producer thread's loop: until the mailbox is closed and empty, or
+    /// the run stops. Then no frame is made any more, by the caller either.
     pub fn run(self, job: &Job) -> Result<Report> {
+        self.line.start(job);
         let result = self.produce(job);
+        let frames = self.line.close();
         self.mailbox.end();
-        result
+        result.map(|report| Report { frames, ..report })
     }
 
+    /// Makes each slot put into the frame the line is at, once Vulkan has
+    /// released that frame's buffer, unless the caller made it first.
     fn produce(&self, job: &Job) -> Result<Report> {
-        self.ctx.bind_to_thread()?;
+        self.staging.context().bind_to_thread()?;
         let control = &job.control;
         let failed = || control.failed();
         let mut report = Report::default();
-        let mut g = 0;
-        while g < control.limit() {
-            // After an error the slot stays held: its "copied" event may not be recorded.
-            let Some(slot) = self.mailbox.take(&failed) else { break };
-            // What the frame is, for the consumer's readback (a fed frame has no scene of its own).
-            job.director.begin(g);
-            let step = job.plan.producer(g);
+        while self.mailbox.wait_pending(&failed) {
+            let g = self.line.next();
+            if g >= control.limit() {
+                break;
+            }
             // On the host first: a stream waiting on a value not yet reached blocks this thread's next call.
-            if let Some(w) = step.wait {
+            if let Some(w) = job.plan.producer(g).wait {
                 self.shared.timelines[w.timeline].wait(w.value, &failed)?;
             }
-            // SAFETY: the stream and event are this context's; the event was recorded by the caller.
-            unsafe {
-                result::stream::wait_event(self.stream.cu_stream(), self.staging.ready(slot), WAIT_DEFAULT)
-            }
-            .context("cuStreamWaitEvent (the caller's pack)")?;
-            let CudaTarget::Buffer { pointer, pitch } = self.frames.begin(g)? else {
-                return Err(anyhow!("a fed frame needs the buffer layout"));
-            };
-            let bytes = self.shared.desc.bytes() as usize;
-            check_size(self.staging.bytes(), bytes)?;
-            ensure!(pitch == self.shared.desc.row_pitch(), "the shared buffer's rows are not packed");
-            // SAFETY: both allocations hold `bytes`; the waits above order the copy after the
-            // pack and after Vulkan's last read of the buffer.
-            unsafe {
-                result::memcpy_dtod_async(pointer, self.staging.pointer(slot), bytes, self.stream.cu_stream())
-            }
-            .context("cuMemcpyDtoDAsync (slot to shared buffer)")?;
-            self.frames.end(g)?;
-            // SAFETY: the slot's event, of this context; the stream is this producer's.
-            unsafe { result::event::record(self.staging.copied(slot), self.stream.cu_stream()) }
-                .context("cuEventRecord (the copy out of the slot)")?;
+            let Some(mut turn) = self.line.turn_if(g) else { continue };
+            let Some(slot) = self.mailbox.take_now() else { continue };
+            // After an error the slot stays held: its "copied" event may not be recorded.
+            let stream = self.stream.cu_stream();
+            let bytes = self.staging.bytes();
+            turn.make(&*self.stream, Some(self.staging.copied(slot)), &mut |dst| {
+                // SAFETY: the stream and event are this context's; the event was recorded by the caller.
+                unsafe { result::stream::wait_event(stream, self.staging.ready(slot), WAIT_DEFAULT) }
+                    .context("cuStreamWaitEvent (the caller's pack)")?;
+                // SAFETY: both allocations hold `bytes`; the wait above orders the copy after the
+                // pack, and the host saw Vulkan's last read of the buffer end.
+                unsafe { result::memcpy_dtod_async(dst, self.staging.pointer(slot), bytes, stream) }
+                    .context("cuMemcpyDtoDAsync (slot to shared buffer)")
+            })?;
+            drop(turn);
             // Free again: the next pack into the slot waits for "copied" on its stream.
             self.staging.release(slot);
             report.timings.push(g, FrameTiming { render: Duration::ZERO, rendered_ns: now_ns() });
-            report.frames += 1;
-            g += 1;
-            control.set_produced(g);
             self.mailbox.made();
         }
         Ok(report)
+    }
+}
+
+impl Drop for FedCudaProducer {
+    /// A producer that never ran lets the imports go too.
+    fn drop(&mut self) {
+        self.line.close();
     }
 }
 

@@ -8,6 +8,8 @@
 //! - [`device::FedCudaProducer`]: a slot of [`device::DeviceStaging`] (GPU
 //!   memory the caller packed the frame into, on its own stream), copied
 //!   into the shared buffer on the producer's stream, which signals "rendered".
+//!   Most GPU frames skip the mailbox: the caller packs them straight into
+//!   the shared buffer once Vulkan has released it ([`line::Line::make`]).
 //!
 //! The mailbox holds one frame. Newest wins: a frame put while another is
 //! still waiting replaces it (counted, and handed back to the caller), so a
@@ -17,6 +19,7 @@
 
 pub mod device;
 pub mod host;
+pub mod line;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
@@ -32,12 +35,16 @@ const CHECK: Duration = Duration::from_millis(50);
 pub enum Feed {
     /// Pixels in host memory, in the frames' format.
     Host(Arc<Mailbox>),
-    /// Slots of GPU memory the caller packed frames into.
+    /// GPU memory: frames the caller packs straight into the shared
+    /// buffers ([`line::Line::make`]), or slots it packed while the buffer
+    /// was still Vulkan's.
     Device {
         /// The slots put, in order.
         mailbox: Arc<Mailbox<usize>>,
         /// The slots.
         staging: Arc<device::DeviceStaging>,
+        /// Who makes the next frame.
+        line: Arc<line::Line>,
     },
 }
 
@@ -208,6 +215,50 @@ impl<T> Mailbox<T> {
     pub fn take_left(&self) -> Option<T> {
         self.lock().pending.take()
     }
+
+    /// Whether a frame is waiting to be taken.
+    fn has_pending(&self) -> bool {
+        self.lock().pending.is_some()
+    }
+
+    /// Waits until a frame is waiting (`true`), or until the mailbox is closed
+    /// and empty or `stop()` says so (`false`); takes nothing.
+    fn wait_pending(&self, stop: &dyn Fn() -> bool) -> bool {
+        let mut state = self.lock();
+        loop {
+            if state.pending.is_some() {
+                return true;
+            }
+            if state.closed || stop() {
+                return false;
+            }
+            state = self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0;
+        }
+    }
+
+    /// The frame waiting, if any, taken without waiting.
+    fn take_now(&self) -> Option<T> {
+        let mut state = self.lock();
+        let frame = state.pending.take()?;
+        state.counts.taken += 1;
+        self.changed.notify_all();
+        Some(frame)
+    }
+
+    /// The caller made a frame itself, past the mailbox: it counts as put,
+    /// taken and made, and replaces the frame still waiting, if any (given back).
+    fn made_directly(&self) -> Option<T> {
+        let mut state = self.lock();
+        let replaced = state.pending.take();
+        if replaced.is_some() {
+            state.counts.replaced += 1;
+        }
+        state.counts.put += 1;
+        state.counts.taken += 1;
+        state.counts.made += 1;
+        self.changed.notify_all();
+        replaced
+    }
 }
 
 /// Checks that a fed frame fills the frame it becomes.
@@ -268,6 +319,37 @@ mod tests {
         });
         mailbox.made();
         assert_eq!(rx.recv_timeout(Duration::from_secs(20)), Ok(1), "the consumer did not wake");
+    }
+
+    #[test]
+    fn a_frame_made_directly_counts_as_put_taken_and_made_and_replaces_the_one_waiting() {
+        let mailbox = Mailbox::<usize>::new();
+        assert_eq!(mailbox.made_directly(), None, "nothing waited");
+        mailbox.put(7, false, &|| false).unwrap();
+        assert!(mailbox.has_pending());
+        assert_eq!(mailbox.made_directly(), Some(7), "the slot waiting is given back");
+        assert!(!mailbox.has_pending());
+        assert_eq!(mailbox.counts(), Counts { put: 3, taken: 2, replaced: 1, made: 2 });
+    }
+
+    #[test]
+    fn the_producer_waits_for_a_frame_without_taking_it() {
+        let mailbox = Mailbox::<usize>::new();
+        let (tx, rx) = channel();
+        let m = mailbox.clone();
+        std::thread::spawn(move || {
+            let _ = tx.send(m.wait_pending(&|| false));
+        });
+        assert!(rx.recv_timeout(Duration::from_millis(100)).is_err(), "returned with nothing put");
+        mailbox.put(3, false, &|| false).unwrap();
+        assert_eq!(rx.recv_timeout(Duration::from_secs(20)), Ok(true));
+        assert!(mailbox.has_pending(), "waiting took the frame");
+        assert_eq!(mailbox.take_now(), Some(3));
+        assert_eq!(mailbox.take_now(), None);
+        assert_eq!(mailbox.counts().taken, 1);
+        assert!(!mailbox.wait_pending(&|| true), "a stop ends the wait");
+        mailbox.close();
+        assert!(!mailbox.wait_pending(&|| false), "closed and empty");
     }
 
     #[test]

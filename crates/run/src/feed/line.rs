@@ -1,0 +1,311 @@
+//! Who makes the next frame of a device feed: the caller, packing straight
+//! into the shared buffer on its own stream ([`Line::make`]), or the fed
+//! producer, copying a slot the caller packed while the buffer was still
+//! Vulkan's ([`super::device::FedCudaProducer`]).
+//!
+//! Frames are numbered in the order they are made, and each signals
+//! "rendered" on the stream it was made on. Holding the line's lock is the
+//! right to make the next frame, so frame numbers and signal values rise in
+//! one order; a frame made on another stream than the one before first waits
+//! (on the GPU) for that frame's signal, so the values also rise in the order
+//! the GPU sets them. A frame is made only once the host has seen Vulkan
+//! release its buffer, so no stream ever waits for Vulkan.
+
+use std::sync::{Arc, Condvar, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, ensure, Context as _, Result};
+use cudarc::driver::{result, sys, CudaContext};
+
+use super::Mailbox;
+use crate::producer::Job;
+use vkcuda::cuda::{RawStream, Stream};
+use vkcuda::interop::{CudaFrames, CudaTarget, SharedFrames};
+use vkcuda::vk::WAIT_TIMEOUT;
+
+/// How long a wait of the caller's looks before it checks whether to give up.
+const CHECK: Duration = Duration::from_millis(50);
+
+/// What [`Line::make`] did.
+#[derive(Debug, PartialEq, Eq)]
+pub enum Made {
+    /// The frame is made: packed into its shared buffer, "rendered" enqueued.
+    Made,
+    /// Newest wins and the next buffer is still Vulkan's (or the producer is
+    /// not running yet): the frame goes through a slot instead.
+    NotNow,
+    /// Every frame: the wait for the buffer was given up (`give_up()`); call again.
+    GaveUp,
+}
+
+/// What making a frame needs, while the producer runs.
+struct Maker {
+    ctx: Arc<CudaContext>,
+    frames: CudaFrames,
+    shared: Arc<SharedFrames>,
+    job: Option<Job>,
+    /// Recorded on the caller's stream after each frame it made.
+    made: sys::CUevent,
+}
+
+struct State {
+    maker: Option<Maker>,
+    /// The producer has ended: no frame is made any more.
+    closed: bool,
+    /// The next frame's number.
+    next: u64,
+    /// The event recorded after the latest frame's "rendered", and its stream.
+    after: Option<(sys::CUevent, sys::CUstream)>,
+}
+
+/// The order frames of a device feed are made in; see the module docs.
+pub struct Line {
+    state: Mutex<State>,
+    changed: Condvar,
+}
+
+// SAFETY: the raw events and streams in the state are used only through CUDA
+// calls, which are thread-safe, and only while the lock is held.
+unsafe impl Send for Line {}
+// SAFETY: as above.
+unsafe impl Sync for Line {}
+
+impl std::fmt::Debug for Line {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let s = self.lock();
+        f.debug_struct("Line").field("next", &s.next).field("closed", &s.closed).finish()
+    }
+}
+
+/// The right to make frame `next` ([`Line::lock_next`]).
+pub(super) struct Turn<'a> {
+    state: MutexGuard<'a, State>,
+    line: &'a Line,
+}
+
+impl Line {
+    /// A line that makes nothing until the producer opens it.
+    pub fn new() -> Arc<Self> {
+        let state = State { maker: None, closed: false, next: 0, after: None };
+        Arc::new(Self { state: Mutex::new(state), changed: Condvar::new() })
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// The producer hands over the imports frames are made with (on the
+    /// thread that builds the run); the caller may make frames once
+    /// [`Line::start`] gave the job too.
+    pub(super) fn open(
+        &self,
+        ctx: Arc<CudaContext>,
+        frames: CudaFrames,
+        shared: Arc<SharedFrames>,
+    ) -> Result<()> {
+        ctx.bind_to_thread()?;
+        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
+        let made = result::event::create(flags).context("cuEventCreate")?;
+        self.lock().maker = Some(Maker { ctx, frames, shared, job: None, made });
+        Ok(())
+    }
+
+    /// The producer's thread runs `job`: frames may be made.
+    pub(super) fn start(&self, job: &Job) {
+        if let Some(m) = self.lock().maker.as_mut() {
+            m.job = Some(job.clone());
+        }
+        self.changed.notify_all();
+    }
+
+    /// The next frame's number.
+    pub(super) fn next(&self) -> u64 {
+        self.lock().next
+    }
+
+    /// The right to make the next frame, if it is still `g`.
+    pub(super) fn turn_if(&self, g: u64) -> Option<Turn<'_>> {
+        let state = self.lock();
+        (state.next == g && state.maker.is_some()).then_some(Turn { state, line: self })
+    }
+
+    /// Makes the next frame on `stream` (the caller's, current on this
+    /// thread): `pack(dst)` enqueues the frame's pixels into the shared
+    /// buffer at `dst`. A frame still waiting in `mailbox` is replaced (newest
+    /// wins); with `every`, the call waits for it to be made first, and for
+    /// the buffer (until `give_up()`).
+    ///
+    /// # Safety
+    /// `stream` is a live stream of the feed's CUDA context, and stays live
+    /// until the frame is consumed.
+    pub unsafe fn make(
+        &self,
+        stream: sys::CUstream,
+        mailbox: &Mailbox<usize>,
+        every: bool,
+        give_up: &dyn Fn() -> bool,
+        pack: &mut dyn FnMut(sys::CUdeviceptr) -> Result<()>,
+    ) -> Result<(Made, Option<usize>)> {
+        loop {
+            let mut state = self.lock();
+            if state.closed {
+                bail!("the frames' consumer has stopped");
+            }
+            let Some(maker) = state.maker.as_ref().filter(|m| m.job.is_some()) else {
+                if !every {
+                    return Ok((Made::NotNow, None));
+                }
+                state = self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0;
+                drop(state);
+                if give_up() {
+                    return Ok((Made::GaveUp, None));
+                }
+                continue;
+            };
+            if maker.job.as_ref().is_some_and(|j| j.control.failed()) {
+                bail!("the frames' consumer has stopped");
+            }
+            let g = state.next;
+            if every && mailbox.has_pending() {
+                // A frame written in place comes first: the producer makes it.
+                let state = self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0;
+                drop(state);
+                if give_up() {
+                    return Ok((Made::GaveUp, None));
+                }
+                continue;
+            }
+            let (shared, wait) = (maker.shared.clone(), maker.shared.plan.producer(g).wait);
+            if let Some(w) = wait {
+                let timeline = &shared.timelines[w.timeline];
+                if !timeline.wait_for(w.value, Duration::ZERO)? {
+                    if !every {
+                        return Ok((Made::NotNow, None));
+                    }
+                    drop(state);
+                    timeline.wait_for(w.value, CHECK)?;
+                    if give_up() {
+                        return Ok((Made::GaveUp, None));
+                    }
+                    continue;
+                }
+            }
+            let mut turn = Turn { state, line: self };
+            // SAFETY: the caller's promise on `stream`.
+            let stream = unsafe { RawStream::new(stream) };
+            turn.make(&stream, None, pack)?;
+            return Ok((Made::Made, mailbox.made_directly()));
+        }
+    }
+
+    /// The producer ends: no frame is made after this. Waits (bounded) for
+    /// the last frame the caller made to be enqueued past its signal, so no
+    /// import goes while a stream may still use it; returns how many frames
+    /// were made in all.
+    pub(super) fn close(&self) -> u64 {
+        let (maker, made) = {
+            let mut state = self.lock();
+            state.closed = true;
+            (state.maker.take(), state.next)
+        };
+        self.changed.notify_all();
+        if let Some(maker) = maker {
+            maker.finish();
+        }
+        made
+    }
+}
+
+impl Maker {
+    /// Lets the imports go once the caller's last frame has run.
+    fn finish(self) {
+        let Maker { ctx, frames, made, .. } = self;
+        if ctx.bind_to_thread().is_err() {
+            return;
+        }
+        let until = Instant::now() + WAIT_TIMEOUT;
+        let mut settled = true;
+        loop {
+            // SAFETY: an event of this context (a failed context answers at once).
+            match unsafe { result::event::query(made) } {
+                Ok(()) => break,
+                Err(e) if e.0 != sys::CUresult::CUDA_ERROR_NOT_READY => break,
+                Err(_) if Instant::now() >= until => {
+                    settled = false;
+                    break;
+                }
+                Err(_) => std::thread::sleep(Duration::from_micros(200)),
+            }
+        }
+        if !settled {
+            log::error!(
+                "the caller's stream was still busy {WAIT_TIMEOUT:?} after its last frame: leaking the shared \
+                 frames' CUDA imports rather than destroying them in use"
+            );
+            std::mem::forget(frames);
+            return;
+        }
+        // SAFETY: created in `open`, destroyed once; its last record has completed.
+        let _ = unsafe { result::event::destroy(made) };
+        drop(frames);
+    }
+}
+
+impl Turn<'_> {
+    fn maker(&self) -> Result<&Maker> {
+        self.state.maker.as_ref().ok_or_else(|| anyhow!("the frames' producer has ended"))
+    }
+
+    /// Makes frame `next` on `stream`: orders it after the frame before,
+    /// enqueues `pack(dst)` into its shared buffer and its "rendered", then
+    /// records `after` (the caller's own event if `None`) behind it. The frame
+    /// counts as produced; the mailbox is told by the caller of this.
+    pub(super) fn make(
+        &mut self,
+        stream: &dyn Stream,
+        after: Option<sys::CUevent>,
+        pack: &mut dyn FnMut(sys::CUdeviceptr) -> Result<()>,
+    ) -> Result<()> {
+        let g = self.state.next;
+        let maker = self.maker()?;
+        let job = maker.job.as_ref().ok_or_else(|| anyhow!("the frames' producer has not started"))?;
+        if job.control.failed() || g >= job.control.limit() {
+            bail!("the frames' consumer has stopped");
+        }
+        maker.ctx.bind_to_thread()?;
+        let raw = stream.raw();
+        if let Some((event, on)) = self.state.after.filter(|(_, on)| *on != raw) {
+            // SAFETY: an event of this context, recorded on another stream of it.
+            if unsafe { result::event::query(event) }.is_err() {
+                // SAFETY: as above; `raw` is live (the caller's promise).
+                unsafe {
+                    result::stream::wait_event(raw, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
+                }
+                .with_context(|| format!("cuStreamWaitEvent (frame {} before, on stream {on:?})", g - 1))?;
+            }
+        }
+        job.director.begin(g);
+        // The host saw Vulkan release the buffer: no wait on the stream.
+        let step = maker.shared.plan.producer(g);
+        let CudaTarget::Buffer { pointer, pitch } = maker.frames.target(step.image) else {
+            bail!("a fed frame needs the buffer layout");
+        };
+        let row = maker.shared.desc.row_pitch();
+        ensure!(
+            pitch == row,
+            "the shared buffer's rows are not packed ({pitch} bytes apart, a row has {row})"
+        );
+        pack(pointer)?;
+        let signal = step.signal;
+        maker.frames.timeline(signal.timeline).signal(stream, signal.value)?;
+        let event = after.unwrap_or(maker.made);
+        // SAFETY: an event of this context; `raw` is live.
+        unsafe { result::event::record(event, raw) }.context("cuEventRecord (after a frame)")?;
+        let control = job.control.clone();
+        self.state.after = Some((event, raw));
+        self.state.next = g + 1;
+        control.set_produced(g + 1);
+        self.line.changed.notify_all();
+        Ok(())
+    }
+}
