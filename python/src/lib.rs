@@ -337,7 +337,8 @@ fn show_host(py: Python<'_>, state: &mut State, array: &HostArray, every: bool) 
 
 /// A GPU tensor: packed on its stream straight into the shared buffer once
 /// Vulkan has released it (every frame: waiting for that); newest wins while
-/// it is still Vulkan's: into a slot, copied in by the producer once it is.
+/// it is still Vulkan's and a slot is ready: into the slot, copied in by the
+/// producer once the buffer is free.
 fn show_device(py: Python<'_>, state: &mut State, array: &DeviceArray, every: bool) -> PyResult<()> {
     check_size(state, &array.layout)?;
     // The tensor's GPU must be the viewer's; the CUDA side is made at the first tensor.
@@ -346,11 +347,8 @@ fn show_device(py: Python<'_>, state: &mut State, array: &DeviceArray, every: bo
     loop {
         let until = Instant::now() + SIGNAL_CHECK;
         let give_up = || Instant::now() >= until;
-        // Without the GIL where the call may wait: every frame waits for its buffer.
-        let made = match every {
-            true => py.detach(|| state.make(array, stream, true, &give_up)),
-            false => state.make(array, stream, false, &give_up),
-        };
+        // Without the GIL: the call may wait for the buffer.
+        let made = py.detach(|| state.make(array, stream, every, &give_up));
         match made.map_err(|e| stopped_or(state, runtime(e)))? {
             Made::Made => {
                 state.wake();

@@ -17,7 +17,7 @@ use vkcuda::types::CudaSched;
 use vkcuda::vk::instance::ValidationCounts;
 use vkcuda::FrameDesc;
 use vkcuda_run::feed::device::{DeviceStaging, Packer, Packing};
-use vkcuda_run::feed::line::{Line, Made};
+use vkcuda_run::feed::line::{Line, Made, Wait};
 use vkcuda_run::feed::{Counts, Feed, Mailbox};
 use vkcuda_run::setup::Gpu;
 
@@ -309,8 +309,11 @@ impl State {
     }
 
     /// Makes the next frame of the device run for `array` straight from it:
-    /// packed on `stream` into the shared buffer Vulkan has released
-    /// ([`Line::make`]; with `every`, waiting for that until `give_up()`).
+    /// packed on `stream` into the shared buffer once Vulkan has released it
+    /// ([`Line::make`]). Every frame waits for that until `give_up()`; newest
+    /// wins waits until then or until a slot could take the frame at once
+    /// ([`State::pack_if_ready`]: [`Made::NotNow`]), so a caller whose own
+    /// packs are behind still makes the next frame the moment its buffer is free.
     pub fn make(
         &mut self,
         array: &DeviceArray,
@@ -332,8 +335,13 @@ impl State {
             // stream-ordered); `dst` is the frame's shared buffer, of this layout.
             unsafe { cuda.packer.pack(stream, array.pointer, &packing, dst) }
         };
+        let fallback = || give_up() || (staging.has_free() && cuda.ahead_done());
+        let wait = match every {
+            true => Wait::Every { give_up },
+            false => Wait::Newest { fallback: &fallback },
+        };
         // SAFETY: the caller's stream (or the viewer's own) is a live stream of this context.
-        let (made, replaced) = unsafe { line.make(stream, &mailbox, every, give_up, &mut pack) }?;
+        let (made, replaced) = unsafe { line.make(stream, &mailbox, wait, &mut pack) }?;
         if let Some(slot) = replaced {
             staging.release(slot);
         }

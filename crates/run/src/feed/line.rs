@@ -21,6 +21,7 @@ use super::Mailbox;
 use crate::producer::Job;
 use vkcuda::cuda::{RawStream, Stream};
 use vkcuda::interop::{CudaFrames, CudaTarget, SharedFrames};
+use vkcuda::sync::TimelinePoint;
 use vkcuda::vk::WAIT_TIMEOUT;
 
 /// How long a wait of the caller's looks before it checks whether to give up.
@@ -36,6 +37,56 @@ pub enum Made {
     NotNow,
     /// Every frame: the wait for the buffer was given up (`give_up()`); call again.
     GaveUp,
+}
+
+/// How long [`Line::make`] waits for the next frame's buffer while Vulkan still reads it.
+#[derive(Clone, Copy)]
+pub enum Wait<'a> {
+    /// Every frame: until Vulkan releases it, or until `give_up()` ([`Made::GaveUp`]).
+    Every {
+        /// Checked every [`CHECK`] (a Ctrl+C to look at).
+        give_up: &'a dyn Fn() -> bool,
+    },
+    /// Newest wins: until Vulkan releases it, or until `fallback()` says the
+    /// frame can go another way now (a slot: [`Made::NotNow`]).
+    Newest {
+        /// Checked every [`NEWEST_SLICE`] while waiting.
+        fallback: &'a dyn Fn() -> bool,
+    },
+}
+
+/// How often a newest-wins wait for the buffer looks whether a slot is ready
+/// instead. NVIDIA's driver (580) spins through host waits this short, so a
+/// shorter slice buys little and a longer one holds a caller whose slot is
+/// ready (measured in docs/results/2026-11-26-show-direct).
+const NEWEST_SLICE: Duration = Duration::from_micros(300);
+
+impl Wait<'_> {
+    fn given_up(&self) -> bool {
+        match self {
+            Wait::Every { give_up } => give_up(),
+            Wait::Newest { fallback } => fallback(),
+        }
+    }
+
+    /// Waits (without the line's lock) for `timeline` to reach `value`:
+    /// `None` to look again, or what `make` returns instead.
+    fn for_release(&self, timeline: &vkcuda::vk::timeline::Timeline, value: u64) -> Result<Option<Made>> {
+        match self {
+            Wait::Every { give_up } => {
+                timeline.wait_for(value, CHECK)?;
+                Ok(give_up().then_some(Made::GaveUp))
+            }
+            Wait::Newest { fallback } => loop {
+                if fallback() {
+                    return Ok(Some(Made::NotNow));
+                }
+                if timeline.wait_for(value, NEWEST_SLICE)? {
+                    return Ok(None);
+                }
+            },
+        }
+    }
 }
 
 /// What making a frame needs, while the producer runs.
@@ -131,9 +182,9 @@ impl Line {
 
     /// Makes the next frame on `stream` (the caller's, current on this
     /// thread): `pack(dst)` enqueues the frame's pixels into the shared
-    /// buffer at `dst`. A frame still waiting in `mailbox` is replaced (newest
-    /// wins); with `every`, the call waits for it to be made first, and for
-    /// the buffer (until `give_up()`).
+    /// buffer at `dst`, once the host has seen Vulkan release it; `wait` says
+    /// how long to wait for that. A frame still waiting in `mailbox` is
+    /// replaced (newest wins; given back), or made first (every frame).
     ///
     /// # Safety
     /// `stream` is a live stream of the feed's CUDA context, and stays live
@@ -142,50 +193,35 @@ impl Line {
         &self,
         stream: sys::CUstream,
         mailbox: &Mailbox<usize>,
-        every: bool,
-        give_up: &dyn Fn() -> bool,
+        wait: Wait<'_>,
         pack: &mut dyn FnMut(sys::CUdeviceptr) -> Result<()>,
     ) -> Result<(Made, Option<usize>)> {
         loop {
-            let mut state = self.lock();
-            if state.closed {
+            let state = self.lock();
+            if state.closed
+                || state.maker.as_ref().and_then(|m| m.job.as_ref()).is_some_and(|j| j.control.failed())
+            {
                 bail!("the frames' consumer has stopped");
             }
-            let Some(maker) = state.maker.as_ref().filter(|m| m.job.is_some()) else {
+            let every = matches!(wait, Wait::Every { .. });
+            // Not started yet, or (every frame) a frame written in place comes first: the producer makes it.
+            let started = state.maker.as_ref().is_some_and(|m| m.job.is_some());
+            if !started || (every && mailbox.has_pending()) {
                 if !every {
                     return Ok((Made::NotNow, None));
                 }
-                state = self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0;
-                drop(state);
-                if give_up() {
-                    return Ok((Made::GaveUp, None));
-                }
-                continue;
-            };
-            if maker.job.as_ref().is_some_and(|j| j.control.failed()) {
-                bail!("the frames' consumer has stopped");
-            }
-            let g = state.next;
-            if every && mailbox.has_pending() {
-                // A frame written in place comes first: the producer makes it.
-                let state = self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0;
-                drop(state);
-                if give_up() {
+                drop(self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0);
+                if wait.given_up() {
                     return Ok((Made::GaveUp, None));
                 }
                 continue;
             }
-            let (shared, wait) = (maker.shared.clone(), maker.shared.plan.producer(g).wait);
-            if let Some(w) = wait {
+            if let Some((shared, w)) = state.maker.as_ref().and_then(Maker::release_needed(state.next)) {
                 let timeline = &shared.timelines[w.timeline];
                 if !timeline.wait_for(w.value, Duration::ZERO)? {
-                    if !every {
-                        return Ok((Made::NotNow, None));
-                    }
                     drop(state);
-                    timeline.wait_for(w.value, CHECK)?;
-                    if give_up() {
-                        return Ok((Made::GaveUp, None));
+                    if let Some(done) = wait.for_release(timeline, w.value)? {
+                        return Ok((done, None));
                     }
                     continue;
                 }
@@ -217,6 +253,12 @@ impl Line {
 }
 
 impl Maker {
+    /// For frame `g`: the shared frames and the point Vulkan must have
+    /// released its buffer at, if it has been used before.
+    fn release_needed(g: u64) -> impl Fn(&Maker) -> Option<(Arc<SharedFrames>, TimelinePoint)> {
+        move |m| m.shared.plan.producer(g).wait.map(|w| (m.shared.clone(), w))
+    }
+
     /// Lets the imports go once the caller's last frame has run.
     fn finish(self) {
         let Maker { ctx, frames, made, .. } = self;

@@ -194,7 +194,10 @@ impl Swapchain {
     /// returned semaphore is what the frame's submission must wait on.
     pub fn acquire(&mut self, slot: usize) -> Result<(SwapchainState, vk::Semaphore)> {
         let Some(&sem) = self.acquired.get(slot) else {
-            bail!("frame slot {slot}, and the swapchain was made for {} frames in flight", self.acquired.len());
+            bail!(
+                "frame slot {slot}, and the swapchain was made for {} frames in flight",
+                self.acquired.len()
+            );
         };
         // SAFETY: the slot's semaphore is unsignalled: its last waiter (the slot's previous
         // submission) has finished, which the frame loop checked before this call.
