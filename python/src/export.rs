@@ -1,9 +1,11 @@
-//! A slot handed out for the caller to write in place (`Viewer.frame()`):
+//! A frame handed out for the caller to write in place (`Viewer.frame()`):
 //! DLPack capsules (versioned 1.0 and older) and `__cuda_array_interface__`
-//! over the slot's GPU memory, an (H, W, 4) C-order tensor of the frame's
-//! dtype. Writes go on the frame's stream, or on a stream a DLPack consumer
-//! names, which is then ordered after the frame's stream's waits and before
-//! the frame's "ready".
+//! over its GPU memory, an (H, W, 4) C-order tensor of the frame's dtype.
+//! That memory is the exported Vulkan buffer itself once Vulkan has released
+//! it ([`Line::reserve`]; every frame waits for that), else (newest wins, the
+//! buffer still Vulkan's) a slot the producer copies in. Writes go on the
+//! frame's stream, or on a stream a DLPack consumer names, which is then
+//! ordered after the frame's stream's waits and joins it at the end.
 
 use std::ffi::{c_void, CStr};
 use std::sync::{Arc, Mutex};
@@ -17,6 +19,7 @@ use pyo3::types::PyDict;
 use crate::array::Dtype;
 use crate::runtime;
 use vkcuda_run::feed::device::DeviceStaging;
+use vkcuda_run::feed::line::{Line, Reserved};
 use vkcuda_run::feed::Mailbox;
 
 const LEGACY: &CStr = c"dltensor";
@@ -152,13 +155,21 @@ unsafe fn drop_capsule_box(raw: *mut c_void, versioned: bool) {
     }
 }
 
+/// The memory a frame is written in.
+pub enum Target {
+    /// The shared buffer of frame `g`, reserved on its line.
+    Buffer { line: Arc<Line>, reserved: Reserved },
+    /// A slot of the run's staging, put in the mailbox when shown.
+    Slot(usize),
+}
+
 /// One frame being written in place; see the module docs.
 #[pyclass(module = "vkcuda._native")]
 pub struct FrameSlot {
     pub(crate) ctx: Arc<CudaContext>,
     pub(crate) staging: Arc<DeviceStaging>,
     pub(crate) mailbox: Arc<Mailbox<usize>>,
-    pub(crate) slot: usize,
+    pub(crate) target: Target,
     pub(crate) device: i32,
     pub(crate) size: (usize, usize),
     pub(crate) dtype: Dtype,
@@ -190,16 +201,38 @@ impl FrameSlot {
         ordered.context("ordering two streams")
     }
 
-    /// Ends the writes: every writer's stream joins the frame's, which records "ready".
+    /// Ends the writes: every writer's stream joins the frame's, which
+    /// records a slot's "ready".
     pub(crate) fn finish_writes(&self) -> Result<()> {
         let writers = std::mem::take(&mut *self.writers.lock().unwrap_or_else(|p| p.into_inner()));
         for w in writers {
             self.order(w, self.stream)?;
         }
+        let Target::Slot(slot) = self.target else { return Ok(()) };
         self.ctx.bind_to_thread()?;
         // SAFETY: the slot's event and the frame's stream, both of this context, which is bound.
-        unsafe { result::event::record(self.staging.ready(self.slot), self.stream as sys::CUstream) }
+        unsafe { result::event::record(self.staging.ready(slot), self.stream as sys::CUstream) }
             .context("cuEventRecord (the frame's writes)")
+    }
+
+    /// The frame's memory.
+    fn pointer(&self) -> sys::CUdeviceptr {
+        match &self.target {
+            Target::Buffer { reserved, .. } => reserved.pointer,
+            Target::Slot(slot) => self.staging.pointer(*slot),
+        }
+    }
+
+    /// A frame not shown: its slot goes back, or its buffer to the line,
+    /// after the writes already enqueued (which [`FrameSlot::finish_writes`] joined).
+    pub(crate) fn give_back(&self) {
+        match &self.target {
+            // SAFETY: the frame's stream is a live stream of the line's context.
+            Target::Buffer { line, reserved } => unsafe {
+                line.abandon(reserved.g, self.stream as sys::CUstream)
+            },
+            Target::Slot(slot) => self.staging.release(*slot),
+        }
     }
 
     /// Marks the slot done; `false` if it already was.
@@ -210,8 +243,8 @@ impl FrameSlot {
 
 #[pymethods]
 impl FrameSlot {
-    /// DLPack: the slot as an (H, W, 4) tensor; `stream`: where the consumer
-    /// writes (ordered after the slot's last use).
+    /// DLPack: the frame as an (H, W, 4) tensor; `stream`: where the consumer
+    /// writes (ordered after the memory's last use).
     #[pyo3(signature = (*, stream=None, max_version=None, dl_device=None, copy=None))]
     fn __dlpack__(
         &self,
@@ -240,14 +273,14 @@ impl FrameSlot {
             self.writers.lock().unwrap_or_else(|p| p.into_inner()).push(s);
         }
         let versioned = max_version.is_some_and(|(major, _)| major >= 1);
-        capsule(py, self.staging.pointer(self.slot), self.device, self.size, self.dtype, versioned)
+        capsule(py, self.pointer(), self.device, self.size, self.dtype, versioned)
     }
 
     fn __dlpack_device__(&self) -> (i32, i32) {
         (2, self.device)
     }
 
-    /// The slot for CUDA array interface consumers (Numba, CuPy): ready on the frame's stream.
+    /// The frame for CUDA array interface consumers (Numba, CuPy): ready on the frame's stream.
     #[getter]
     fn __cuda_array_interface__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = PyDict::new(py);
@@ -258,7 +291,7 @@ impl FrameSlot {
         };
         d.set_item("shape", (self.size.0, self.size.1, 4))?;
         d.set_item("typestr", typestr)?;
-        d.set_item("data", (self.staging.pointer(self.slot), false))?;
+        d.set_item("data", (self.pointer(), false))?;
         d.set_item("strides", py.None())?;
         d.set_item("stream", self.stream)?;
         d.set_item("version", 3)?;
@@ -276,17 +309,32 @@ impl FrameSlot {
     fn stream(&self) -> u64 {
         self.stream
     }
+
+    /// Drops the frame now (an exception in its block): the next frame need
+    /// not wait for the garbage collector, which a traceback holding the
+    /// frame would delay.
+    fn discard(&self) {
+        self.discard_now();
+    }
 }
 
-impl Drop for FrameSlot {
-    /// A frame never shown gives its slot back, after the writes already enqueued.
-    fn drop(&mut self) {
+impl FrameSlot {
+    /// A frame not to be shown gives its memory back now, after the writes
+    /// already enqueued (once: a frame shown or discarded already is left).
+    fn discard_now(&self) {
         if self.take() {
             let _context = crate::context::CallersContext::note();
             if let Err(e) = self.finish_writes() {
                 log::error!("a frame left unshown: {e:#}");
             }
-            self.staging.release(self.slot);
+            self.give_back();
         }
+    }
+}
+
+impl Drop for FrameSlot {
+    /// A frame never shown gives its memory back.
+    fn drop(&mut self) {
+        self.discard_now();
     }
 }

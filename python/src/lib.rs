@@ -27,6 +27,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyTuple};
 
 use array::{Dtype, Layout};
+use export::Target;
 use run::{Output, Run};
 use state::{Held, State};
 use tensor::{device_array, stream_handle, DeviceArray};
@@ -214,10 +215,12 @@ impl Viewer {
     }
 
     /// A frame of `height` x `width` RGBA `dtype` to write in place: the
-    /// device memory it is copied from, as a DLPack / CUDA-array-interface
-    /// tensor. Writes are ordered on `stream` (default: the legacy default
-    /// stream), or on the stream a DLPack consumer names.
-    #[pyo3(signature = (height, width, dtype="uint8", stream=None))]
+    /// device memory it is shown from (the exported buffer itself once Vulkan
+    /// has released it), as a DLPack / CUDA-array-interface tensor. Writes
+    /// are ordered on `stream` (default: the legacy default stream), or on the
+    /// stream a DLPack consumer names. Every frame (`block`, else the
+    /// viewer's mode) waits for the buffer.
+    #[pyo3(signature = (height, width, dtype="uint8", stream=None, block=None))]
     fn begin_frame(
         &self,
         py: Python<'_>,
@@ -225,6 +228,7 @@ impl Viewer {
         width: usize,
         dtype: &str,
         stream: Option<&Bound<'_, PyAny>>,
+        block: Option<bool>,
     ) -> PyResult<export::FrameSlot> {
         guarded("frame()", || {
             let dtype = Dtype::from_name(dtype).map_err(PyTypeError::new_err)?;
@@ -234,8 +238,17 @@ impl Viewer {
             let stream = stream.map(stream_handle).transpose()?.map_or(1, |s| if s == 0 { 1 } else { s });
             let mut state = self.lock(py);
             check_size(&state, &layout)?;
+            let every = block.unwrap_or(state.every);
             let state: &mut State = &mut state;
-            py.detach(|| state.begin_frame(&layout, stream)).map_err(runtime)
+            loop {
+                let until = Instant::now() + SIGNAL_CHECK;
+                let give_up = || Instant::now() >= until;
+                match py.detach(|| state.begin_frame(&layout, stream, every, &give_up)) {
+                    Ok(Some(frame)) => return Ok(frame),
+                    Ok(None) => py.check_signals()?,
+                    Err(e) => return Err(stopped_or(state, runtime(e))),
+                }
+            }
         })
     }
 
@@ -247,14 +260,31 @@ impl Viewer {
                 return Err(PyRuntimeError::new_err("vkcuda: this frame was already shown"));
             }
             if let Err(e) = frame.finish_writes() {
-                frame.staging.release(frame.slot);
+                frame.give_back();
                 return Err(runtime(e));
             }
             let mut state = self.lock(py);
             let every = block.unwrap_or(state.every);
-            let held =
-                Held { mailbox: frame.mailbox.clone(), staging: frame.staging.clone(), slot: frame.slot };
-            put_slot(py, &mut state, held, every)
+            let (line, reserved) = match &frame.target {
+                Target::Slot(slot) => {
+                    let held =
+                        Held { mailbox: frame.mailbox.clone(), staging: frame.staging.clone(), slot: *slot };
+                    return put_slot(py, &mut state, held, every);
+                }
+                Target::Buffer { line, reserved } => (line, reserved),
+            };
+            // SAFETY: the frame's stream is a live stream of the line's context.
+            match unsafe { line.commit(reserved.g, frame.stream as _, &frame.mailbox) } {
+                Ok(replaced) => {
+                    replaced.into_iter().for_each(|s| frame.staging.release(s));
+                    state.wake();
+                    Ok(())
+                }
+                Err(e) => {
+                    frame.give_back();
+                    Err(stopped_or(&mut state, runtime(e)))
+                }
+            }
         })
     }
 

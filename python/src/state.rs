@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use cudarc::driver::{result, sys, CudaContext, CudaStream};
 
 use crate::array::Layout;
-use crate::export::FrameSlot;
+use crate::export::{FrameSlot, Target};
 use crate::run::{Output, Run};
 use crate::spec::Ended;
 use crate::tensor::DeviceArray;
@@ -276,36 +276,62 @@ impl State {
         self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))
     }
 
-    /// A slot of the device run for frames of `layout` to write in place on
-    /// `stream`, after the slot's last use.
-    pub fn begin_frame(&mut self, layout: &Layout, stream: u64) -> Result<FrameSlot> {
+    /// A frame of the device run for frames of `layout` to write in place on
+    /// `stream`: the shared buffer itself once Vulkan has released it (every
+    /// frame waits for that until `give_up()`: `None` then), else a slot,
+    /// after the slot's last use.
+    pub fn begin_frame(
+        &mut self,
+        layout: &Layout,
+        stream: u64,
+        every: bool,
+        give_up: &dyn Fn() -> bool,
+    ) -> Result<Option<FrameSlot>> {
         let gpu = self.gpu()?.clone();
         let device = gpu.cuda.as_ref().map(|c| c.ordinal).ok_or_else(|| {
             anyhow!("frame() writes in GPU memory, and no CUDA device matches {}", gpu.device.info)
         })?;
         self.cuda_for(device)?;
-        let Held { mailbox, staging, slot } = self.free_slot(layout)?;
+        let (mailbox, staging, line) = match &self.run_for(frame_desc(layout), true)?.feed {
+            Feed::Device { mailbox, staging, line } => (mailbox.clone(), staging.clone(), line.clone()),
+            Feed::Host(_) => bail!("a device run without a device feed"),
+        };
         let ctx = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?.ctx.clone();
-        let waited = ctx
-            .bind_to_thread()
-            .map_err(anyhow::Error::from)
-            .and_then(|()| after_last_use(stream, &staging, slot));
-        if let Err(e) = waited {
-            staging.release(slot);
-            return Err(e);
-        }
-        Ok(FrameSlot {
+        ctx.bind_to_thread()?;
+        let now = || true;
+        let wait = match every {
+            true => Wait::Every { give_up },
+            false => Wait::Newest { fallback: &now },
+        };
+        // SAFETY: the caller's stream (or the legacy default) is a live stream of this context.
+        let target = match unsafe { line.reserve(stream as sys::CUstream, &mailbox, wait) }? {
+            Ok(reserved) => Target::Buffer { line, reserved },
+            Err(Made::GaveUp) => return Ok(None),
+            Err(_) => Target::Slot(self.slot_for_frame(layout, stream)?),
+        };
+        Ok(Some(FrameSlot {
             ctx,
             staging,
             mailbox,
-            slot,
+            target,
             device: device as i32,
             size: (layout.height, layout.width),
             dtype: layout.dtype,
             stream,
             writers: Mutex::new(Vec::new()),
             done: Mutex::new(false),
-        })
+        }))
+    }
+
+    /// A free slot of the device run for frames of `layout`, to write on
+    /// `stream` after the slot's last use.
+    fn slot_for_frame(&mut self, layout: &Layout, stream: u64) -> Result<usize> {
+        let Held { staging, slot, .. } = self.free_slot(layout)?;
+        let waited = after_last_use(stream, &staging, slot);
+        if waited.is_err() {
+            staging.release(slot);
+        }
+        waited.map(|()| slot)
     }
 
     /// Makes the next frame of the device run for `array` straight from it:

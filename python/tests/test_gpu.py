@@ -361,3 +361,64 @@ def test_a_frame_left_by_an_exception_is_not_shown(tmp_path):
         s = v.stats()
     assert (s["shown"], s["written"], s["validation_errors"]) == (1, 1, 0), s
     assert (vkcuda.read_frame(tmp_path / frames(tmp_path)[0]) == 9).all()
+
+
+def test_newest_wins_mixes_frames_written_in_place_and_shown_on_two_streams(tmp_path):
+    """Frames written in place (the shared buffer itself, or a slot while Vulkan reads it) and
+    shown tensors, on two streams, newest wins: the frames written are some of the values, in
+    the order given, the last one last (each frame's signal waits for the one before)."""
+    torch = torch_gpu()
+    a, b = torch.cuda.Stream(), torch.cuda.Stream()
+    n, h, w = 120, 45, 67
+    x = torch.zeros((h, w, 4), dtype=torch.uint8, device="cuda")
+    with vkcuda.Viewer(out=tmp_path, every_frame=False, validate=True) as v:
+        for i in range(n):
+            if i % 2:
+                with torch.cuda.stream(a):
+                    x.fill_(i)
+                    v.show(x)
+            else:
+                with torch.cuda.stream(b), v.frame(h, w) as f:
+                    torch.from_dlpack(f).fill_(i)
+        v.flush()
+        s = v.stats()
+    assert (s["validation_errors"], s["validation_warnings"], s["shown"]) == (0, 0, n), s
+    got = [int(vkcuda.read_frame(tmp_path / f)[0, 0, 0]) for f in frames(tmp_path)]
+    assert got == sorted(set(got)) and got[-1] == n - 1, got
+    for f in frames(tmp_path):
+        frame = vkcuda.read_frame(tmp_path / f)
+        assert (frame[..., :3] == frame[0, 0, 0]).all(), f
+
+
+def test_showing_inside_a_frame_block_with_every_frame_is_an_error(tmp_path):
+    """Every frame waits for the frame written in place, which this thread's block holds: an
+    error, not a wait that never ends; the block's frame is dropped, the next one shown."""
+    torch = torch_gpu()
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        with pytest.raises(RuntimeError, match=r"written in place \(frame\(\)\)"):
+            with v.frame(8, 8) as f:
+                torch.from_dlpack(f).fill_(7)
+                v.show(torch.zeros((8, 8, 4), dtype=torch.uint8, device="cuda"))
+        with v.frame(8, 8) as f:
+            torch.from_dlpack(f).fill_(9)
+        v.flush()
+        s = v.stats()
+    assert (s["shown"], s["written"], s["validation_errors"]) == (1, 1, 0), s
+    assert (vkcuda.read_frame(tmp_path / frames(tmp_path)[0]) == 9).all()
+
+
+def test_a_frame_whose_run_ended_while_it_was_written_is_not_shown(tmp_path):
+    """flush() inside the block ends the run: leaving the block says the frame is not shown,
+    and the next frame starts a new run."""
+    torch = torch_gpu()
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        with pytest.raises(RuntimeError, match="run ended"):
+            with v.frame(8, 8) as f:
+                torch.from_dlpack(f).fill_(3)
+                v.flush()
+        with v.frame(8, 8) as f:
+            torch.from_dlpack(f).fill_(5)
+        v.flush()
+        s = v.stats()
+    assert (s["written"], s["validation_errors"], s["validation_warnings"]) == (1, 0, 0), s
+    assert (vkcuda.read_frame(tmp_path / frames(tmp_path)[0]) == 5).all()

@@ -126,18 +126,22 @@ class Viewer:
                 my_kernel(t)                  # on the current stream
             # leaving the block shows it once the writes are done on the GPU
 
-        ``f`` has ``__dlpack__`` (its ``stream`` argument orders the consumer's
+        The memory is the exported Vulkan buffer itself once Vulkan has
+        released it (every frame: the call waits for that; newest wins, while
+        Vulkan still reads it: memory copied in once it is released). ``f``
+        has ``__dlpack__`` (its ``stream`` argument orders the consumer's
         stream after the frame's last use) and ``__cuda_array_interface__``
         (ready on ``f.stream``). Writes must be on ``stream`` (default: the
         legacy default stream) or on a stream a DLPack consumer named. An
-        exception in the block drops the frame. JAX arrays are immutable:
-        use ``show`` for them.
+        exception in the block drops the frame. With every frame, ``show``
+        or another ``frame`` inside the block is an error (it would wait for
+        this one). JAX arrays are immutable: use ``show`` for them.
         """
-        f = self._native.begin_frame(height, width, dtype, stream=stream)
+        f = self._native.begin_frame(height, width, dtype, stream=stream, block=block)
         try:
             yield f
         except BaseException:
-            del f  # the slot goes back, after the writes already enqueued
+            f.discard()  # its memory goes back now, after the writes already enqueued
             raise
         self._native.end_frame(f, block=block)
 

@@ -39,6 +39,15 @@ pub enum Made {
     GaveUp,
 }
 
+/// A frame's shared buffer handed out to be written in place ([`Line::reserve`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Reserved {
+    /// The frame's number.
+    pub g: u64,
+    /// Its shared buffer, packed RGBA rows.
+    pub pointer: sys::CUdeviceptr,
+}
+
 /// How long [`Line::make`] waits for the next frame's buffer while Vulkan still reads it.
 #[derive(Clone, Copy)]
 pub enum Wait<'a> {
@@ -107,6 +116,8 @@ struct State {
     next: u64,
     /// The event recorded after the latest frame's "rendered", and its stream.
     after: Option<(sys::CUevent, sys::CUstream)>,
+    /// The next frame's buffer is handed out to be written in place ([`Line::reserve`]).
+    reserved: bool,
 }
 
 /// The order frames of a device feed are made in; see the module docs.
@@ -128,7 +139,7 @@ impl std::fmt::Debug for Line {
     }
 }
 
-/// The right to make frame `next` ([`Line::lock_next`]).
+/// The right to make frame `next` ([`Line::turn_if`]).
 pub(super) struct Turn<'a> {
     state: MutexGuard<'a, State>,
     line: &'a Line,
@@ -137,7 +148,7 @@ pub(super) struct Turn<'a> {
 impl Line {
     /// A line that makes nothing until the producer opens it.
     pub fn new() -> Arc<Self> {
-        let state = State { maker: None, closed: false, next: 0, after: None };
+        let state = State { maker: None, closed: false, next: 0, after: None, reserved: false };
         Arc::new(Self { state: Mutex::new(state), changed: Condvar::new() })
     }
 
@@ -177,7 +188,7 @@ impl Line {
     /// The right to make the next frame, if it is still `g`.
     pub(super) fn turn_if(&self, g: u64) -> Option<Turn<'_>> {
         let state = self.lock();
-        (state.next == g && state.maker.is_some()).then_some(Turn { state, line: self })
+        (state.next == g && state.maker.is_some() && !state.reserved).then_some(Turn { state, line: self })
     }
 
     /// Makes the next frame on `stream` (the caller's, current on this
@@ -196,6 +207,104 @@ impl Line {
         wait: Wait<'_>,
         pack: &mut dyn FnMut(sys::CUdeviceptr) -> Result<()>,
     ) -> Result<(Made, Option<usize>)> {
+        let mut turn = match self.claim(mailbox, wait)? {
+            Ok(turn) => turn,
+            Err(made) => return Ok((made, None)),
+        };
+        // SAFETY: the caller's promise on `stream`.
+        let stream = unsafe { RawStream::new(stream) };
+        turn.make(&stream, None, pack)?;
+        Ok((Made::Made, mailbox.made_directly()))
+    }
+
+    /// Hands out the next frame's shared buffer to be written in place, once
+    /// the host has seen Vulkan release it (`wait` as for [`Line::make`]; no
+    /// stream waits for anything before writing it). Until the frame is
+    /// [`Line::commit`]ted or [`Line::abandon`]ed no other frame is made.
+    ///
+    /// # Safety
+    /// As for [`Line::make`]: `stream` is the one the frame is written on (or
+    /// that every stream writing it is ordered after).
+    pub unsafe fn reserve(
+        &self,
+        stream: sys::CUstream,
+        mailbox: &Mailbox<usize>,
+        wait: Wait<'_>,
+    ) -> Result<Result<Reserved, Made>> {
+        let mut turn = match self.claim(mailbox, wait)? {
+            Ok(turn) => turn,
+            Err(made) => return Ok(Err(made)),
+        };
+        let g = turn.state.next;
+        turn.maker()?.ctx.bind_to_thread()?;
+        // SAFETY: the caller's promise on `stream`.
+        turn.after_previous(&unsafe { RawStream::new(stream) })?;
+        let maker = turn.maker()?;
+        let CudaTarget::Buffer { pointer, .. } = maker.frames.target(maker.shared.plan.image(g)) else {
+            bail!("a fed frame needs the buffer layout");
+        };
+        turn.state.reserved = true;
+        Ok(Ok(Reserved { g, pointer }))
+    }
+
+    /// Shows frame `g`, reserved and written in place on `stream` (the
+    /// caller's, current on this thread): its "rendered" is enqueued there.
+    /// A frame still waiting in `mailbox` is replaced (given back). On an
+    /// error the frame is still reserved: [`Line::abandon`] it.
+    ///
+    /// # Safety
+    /// As for [`Line::make`].
+    pub unsafe fn commit(
+        &self,
+        g: u64,
+        stream: sys::CUstream,
+        mailbox: &Mailbox<usize>,
+    ) -> Result<Option<usize>> {
+        let state = self.lock();
+        ensure!(state.reserved && state.next == g, "frame {g} is not the one handed out");
+        if state.closed {
+            bail!("the run ended (flush, close, a new size or a failure) while this frame was written: it is not shown");
+        }
+        let mut turn = Turn { state, line: self };
+        // SAFETY: the caller's promise on `stream`.
+        let raw = unsafe { RawStream::new(stream) };
+        turn.make(&raw, None, &mut |_| Ok(()))?;
+        turn.state.reserved = false;
+        Ok(mailbox.made_directly())
+    }
+
+    /// Frame `g`, reserved, is not shown: the next frame made waits on the GPU
+    /// for the writes enqueued on `stream` so far, and (after the producer
+    /// has ended) the imports go once they are done.
+    ///
+    /// # Safety
+    /// As for [`Line::make`].
+    pub unsafe fn abandon(&self, g: u64, stream: sys::CUstream) {
+        let mut state = self.lock();
+        if !state.reserved || state.next != g {
+            return;
+        }
+        state.reserved = false;
+        if let Some(m) = &state.maker {
+            let recorded = m.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
+                // SAFETY: an event of the maker's context; the caller's promise on `stream`.
+                unsafe { result::event::record(m.made, stream) }.context("cuEventRecord (a frame not shown)")
+            });
+            match recorded {
+                Ok(()) => state.after = Some((m.made, stream)),
+                Err(e) => log::error!("{e:#}: the next frame may overwrite writes still running"),
+            }
+        }
+        self.changed.notify_all();
+        let maker = if state.closed { state.maker.take() } else { None };
+        drop(state);
+        if let Some(maker) = maker {
+            maker.finish();
+        }
+    }
+
+    /// The right to make the next frame, once `wait` allows; the reason not otherwise.
+    fn claim(&self, mailbox: &Mailbox<usize>, wait: Wait<'_>) -> Result<Result<Turn<'_>, Made>> {
         loop {
             let state = self.lock();
             if state.closed
@@ -204,15 +313,21 @@ impl Line {
                 bail!("the frames' consumer has stopped");
             }
             let every = matches!(wait, Wait::Every { .. });
-            // Not started yet, or (every frame) a frame written in place comes first: the producer makes it.
+            // Not started yet, a frame being written in place, or (every frame) a frame
+            // written in place waiting: that comes first (the producer makes it).
             let started = state.maker.as_ref().is_some_and(|m| m.job.is_some());
-            if !started || (every && mailbox.has_pending()) {
+            // The frame written in place may be this thread's own: waiting for it would never end.
+            ensure!(
+                !(every && state.reserved),
+                "a frame is being written in place (frame()): leave its block before the next frame"
+            );
+            if !started || state.reserved || (every && mailbox.has_pending()) {
                 if !every {
-                    return Ok((Made::NotNow, None));
+                    return Ok(Err(Made::NotNow));
                 }
                 drop(self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0);
                 if wait.given_up() {
-                    return Ok((Made::GaveUp, None));
+                    return Ok(Err(Made::GaveUp));
                 }
                 continue;
             }
@@ -221,16 +336,12 @@ impl Line {
                 if !timeline.wait_for(w.value, Duration::ZERO)? {
                     drop(state);
                     if let Some(done) = wait.for_release(timeline, w.value)? {
-                        return Ok((done, None));
+                        return Ok(Err(done));
                     }
                     continue;
                 }
             }
-            let mut turn = Turn { state, line: self };
-            // SAFETY: the caller's promise on `stream`.
-            let stream = unsafe { RawStream::new(stream) };
-            turn.make(&stream, None, pack)?;
-            return Ok((Made::Made, mailbox.made_directly()));
+            return Ok(Ok(Turn { state, line: self }));
         }
     }
 
@@ -242,7 +353,9 @@ impl Line {
         let (maker, made) = {
             let mut state = self.lock();
             state.closed = true;
-            (state.maker.take(), state.next)
+            // A frame still being written in place: its end lets the imports go.
+            let maker = if state.reserved { None } else { state.maker.take() };
+            (maker, state.next)
         };
         self.changed.notify_all();
         if let Some(maker) = maker {
@@ -298,6 +411,21 @@ impl Turn<'_> {
         self.state.maker.as_ref().ok_or_else(|| anyhow!("the frames' producer has ended"))
     }
 
+    /// Orders `stream` (of the maker's context, which is bound) after the
+    /// frame before (its signal, or the writes of a frame not shown), if that
+    /// was on another stream and may still run.
+    fn after_previous(&self, stream: &dyn Stream) -> Result<()> {
+        let raw = stream.raw();
+        let Some((event, on)) = self.state.after.filter(|(_, on)| *on != raw) else { return Ok(()) };
+        // SAFETY: an event of this context, recorded on another stream of it.
+        if unsafe { result::event::query(event) }.is_ok() {
+            return Ok(());
+        }
+        // SAFETY: as above; `raw` is live (the `Stream` contract).
+        unsafe { result::stream::wait_event(raw, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+            .with_context(|| format!("cuStreamWaitEvent (the frame before, on stream {on:?})"))
+    }
+
     /// Makes frame `next` on `stream`: orders it after the frame before,
     /// enqueues `pack(dst)` into its shared buffer and its "rendered", then
     /// records `after` (the caller's own event if `None`) behind it. The frame
@@ -316,16 +444,7 @@ impl Turn<'_> {
         }
         maker.ctx.bind_to_thread()?;
         let raw = stream.raw();
-        if let Some((event, on)) = self.state.after.filter(|(_, on)| *on != raw) {
-            // SAFETY: an event of this context, recorded on another stream of it.
-            if unsafe { result::event::query(event) }.is_err() {
-                // SAFETY: as above; `raw` is live (the caller's promise).
-                unsafe {
-                    result::stream::wait_event(raw, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT)
-                }
-                .with_context(|| format!("cuStreamWaitEvent (frame {} before, on stream {on:?})", g - 1))?;
-            }
-        }
+        self.after_previous(stream)?;
         job.director.begin(g);
         // The host saw Vulkan release the buffer: no wait on the stream.
         let step = maker.shared.plan.producer(g);
