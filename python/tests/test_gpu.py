@@ -348,18 +348,29 @@ def test_frames_written_in_place(tmp_path, producer, dtype):
         assert got.shape == (h, w, 4) and (got == values[i]).all(), (f, values[i], np.unique(got)[:4])
 
 
-def test_a_frame_left_by_an_exception_is_not_shown(tmp_path):
+@pytest.mark.parametrize("inside", ["raise", "show", "flush"])
+def test_a_frame_whose_block_fails_is_not_shown(tmp_path, inside):
+    """The block raises; or shows with every frame, which would wait for the block's own
+    frame (an error, not a wait that never ends); or flushes, which ends the run (leaving
+    the block says the frame is not shown). The next frame is shown."""
     torch = torch_gpu()
+    error, match = {"raise": (ZeroDivisionError, None), "show": (RuntimeError, r"written in place \(frame\(\)\)"),
+                    "flush": (RuntimeError, "run ended")}[inside]
     with vkcuda.Viewer(out=tmp_path, validate=True) as v:
-        with pytest.raises(ZeroDivisionError):
+        with pytest.raises(error, match=match):
             with v.frame(8, 8) as f:
                 torch.from_dlpack(f).fill_(7)
-                1 / 0
+                if inside == "raise":
+                    1 / 0
+                elif inside == "show":
+                    v.show(torch.zeros((8, 8, 4), dtype=torch.uint8, device="cuda"))
+                else:
+                    v.flush()
         with v.frame(8, 8) as f:
             torch.from_dlpack(f).fill_(9)
         v.flush()
         s = v.stats()
-    assert (s["shown"], s["written"], s["validation_errors"]) == (1, 1, 0), s
+    assert (s["shown"], s["written"], s["validation_errors"], s["validation_warnings"]) == (1, 1, 0, 0), s
     assert (vkcuda.read_frame(tmp_path / frames(tmp_path)[0]) == 9).all()
 
 
@@ -388,37 +399,3 @@ def test_newest_wins_mixes_frames_written_in_place_and_shown_on_two_streams(tmp_
     for f in frames(tmp_path):
         frame = vkcuda.read_frame(tmp_path / f)
         assert (frame[..., :3] == frame[0, 0, 0]).all(), f
-
-
-def test_showing_inside_a_frame_block_with_every_frame_is_an_error(tmp_path):
-    """Every frame waits for the frame written in place, which this thread's block holds: an
-    error, not a wait that never ends; the block's frame is dropped, the next one shown."""
-    torch = torch_gpu()
-    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
-        with pytest.raises(RuntimeError, match=r"written in place \(frame\(\)\)"):
-            with v.frame(8, 8) as f:
-                torch.from_dlpack(f).fill_(7)
-                v.show(torch.zeros((8, 8, 4), dtype=torch.uint8, device="cuda"))
-        with v.frame(8, 8) as f:
-            torch.from_dlpack(f).fill_(9)
-        v.flush()
-        s = v.stats()
-    assert (s["shown"], s["written"], s["validation_errors"]) == (1, 1, 0), s
-    assert (vkcuda.read_frame(tmp_path / frames(tmp_path)[0]) == 9).all()
-
-
-def test_a_frame_whose_run_ended_while_it_was_written_is_not_shown(tmp_path):
-    """flush() inside the block ends the run: leaving the block says the frame is not shown,
-    and the next frame starts a new run."""
-    torch = torch_gpu()
-    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
-        with pytest.raises(RuntimeError, match="run ended"):
-            with v.frame(8, 8) as f:
-                torch.from_dlpack(f).fill_(3)
-                v.flush()
-        with v.frame(8, 8) as f:
-            torch.from_dlpack(f).fill_(5)
-        v.flush()
-        s = v.stats()
-    assert (s["written"], s["validation_errors"], s["validation_warnings"]) == (1, 0, 0), s
-    assert (vkcuda.read_frame(tmp_path / frames(tmp_path)[0]) == 5).all()
