@@ -399,3 +399,26 @@ def test_newest_wins_mixes_frames_written_in_place_and_shown_on_two_streams(tmp_
     for f in frames(tmp_path):
         frame = vkcuda.read_frame(tmp_path / f)
         assert (frame[..., :3] == frame[0, 0, 0]).all(), f
+
+
+def test_a_show_inside_a_frame_block_waits_for_it_without_spinning(tmp_path):
+    """Newest wins: a tensor shown while a frame is written in place waits in a slot; the
+    producer waits for the block to end without burning a core, and the frame written in
+    place, shown last, replaces it."""
+    import time
+
+    torch = torch_gpu()
+    x = torch.full((8, 8, 4), 4, dtype=torch.uint8, device="cuda")
+    with vkcuda.Viewer(out=tmp_path, every_frame=False, validate=True) as v:
+        v.show(x, block=True)  # waits until the run makes frames: frame 1's buffer is then free
+        with v.frame(8, 8) as f:
+            torch.from_dlpack(f).fill_(3)
+            v.show(x)
+            cpu = time.process_time()
+            time.sleep(0.3)  # the window the process's CPU is measured in, not a wait for a state
+            cpu = time.process_time() - cpu
+        v.flush()
+        s = v.stats()
+    assert cpu < 0.15, f"{cpu:.2f} s of CPU in 0.3 s while a frame was written in place"
+    assert (s["shown"], s["replaced"], s["written"], s["validation_errors"]) == (3, 1, 2, 0), s
+    assert [int(vkcuda.read_frame(tmp_path / f)[0, 0, 0]) for f in frames(tmp_path)] == [4, 3]

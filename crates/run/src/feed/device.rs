@@ -326,7 +326,7 @@ impl FedCudaProducer {
             if let Some(w) = job.plan.producer(g).wait {
                 self.shared.timelines[w.timeline].wait(w.value, &failed)?;
             }
-            let Some(mut turn) = self.line.turn_if(g) else { continue };
+            let Some(mut turn) = self.line.turn_if(g, &failed) else { continue };
             let Some(slot) = self.mailbox.take_now() else { continue };
             // After an error the slot stays held: its "copied" event may not be recorded.
             let stream = self.stream.cu_stream();

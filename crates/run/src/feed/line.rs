@@ -185,9 +185,14 @@ impl Line {
         self.lock().next
     }
 
-    /// The right to make the next frame, if it is still `g`.
-    pub(super) fn turn_if(&self, g: u64) -> Option<Turn<'_>> {
-        let state = self.lock();
+    /// The right to make the next frame, if it is still `g`; while frame `g`
+    /// is written in place, waits until it is shown (`None`) or dropped, or
+    /// until `stop()` says so.
+    pub(super) fn turn_if(&self, g: u64, stop: &dyn Fn() -> bool) -> Option<Turn<'_>> {
+        let mut state = self.lock();
+        while state.reserved && state.next == g && !stop() {
+            state = self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0;
+        }
         (state.next == g && state.maker.is_some() && !state.reserved).then_some(Turn { state, line: self })
     }
 
