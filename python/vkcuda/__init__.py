@@ -47,8 +47,9 @@ class Viewer:
     Args:
         out: folder every shown frame is written to (made if missing);
             ``None``: frames are consumed but not written.
-        every_frame: ``show`` waits until the frame before was taken instead
-            of replacing it (the default when writing frames: none is dropped).
+        every_frame: ``show`` waits until Vulkan has released the buffer the
+            frame goes into instead of replacing a frame still waiting (the
+            default when writing frames: none is dropped).
         validate: run with the Khronos validation layer (``stats()`` counts
             its messages).
         gpu: a Vulkan device index or UUID prefix (default: the first).
