@@ -53,13 +53,13 @@ pub struct Reserved {
 pub enum Wait<'a> {
     /// Every frame: until Vulkan releases it, or until `give_up()` ([`Made::GaveUp`]).
     Every {
-        /// Checked every [`CHECK`] (a Ctrl+C to look at).
+        /// Checked every 50 ms (a Ctrl+C to look at).
         give_up: &'a dyn Fn() -> bool,
     },
     /// Newest wins: until Vulkan releases it, or until `fallback()` says the
     /// frame can go another way now (a slot: [`Made::NotNow`]).
     Newest {
-        /// Checked every [`NEWEST_SLICE`] while waiting.
+        /// Checked every 300 µs while waiting.
         fallback: &'a dyn Fn() -> bool,
     },
 }
