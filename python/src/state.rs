@@ -292,10 +292,7 @@ impl State {
             anyhow!("frame() writes in GPU memory, and no CUDA device matches {}", gpu.device.info)
         })?;
         self.cuda_for(device)?;
-        let (mailbox, staging, line) = match &self.run_for(frame_desc(layout), true)?.feed {
-            Feed::Device { mailbox, staging, line } => (mailbox.clone(), staging.clone(), line.clone()),
-            Feed::Host(_) => bail!("a device run without a device feed"),
-        };
+        let (mailbox, staging, line) = self.device_feed(layout)?;
         let ctx = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?.ctx.clone();
         ctx.bind_to_thread()?;
         let now = || true;
@@ -347,10 +344,7 @@ impl State {
         every: bool,
         give_up: &dyn Fn() -> bool,
     ) -> Result<Made> {
-        let (mailbox, staging, line) = match &self.run_for(frame_desc(&array.layout), true)?.feed {
-            Feed::Device { mailbox, staging, line } => (mailbox.clone(), staging.clone(), line.clone()),
-            Feed::Host(_) => bail!("a device run without a device feed"),
-        };
+        let (mailbox, staging, line) = self.device_feed(&array.layout)?;
         let cuda = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?;
         cuda.ctx.bind_to_thread()?;
         let packing = packing(&array.layout);
@@ -401,18 +395,27 @@ impl State {
         packed.map(|()| held)
     }
 
+    /// The feed of the device run for frames of `layout` (the current run,
+    /// or a new one after it): its mailbox, slots and line.
+    fn device_feed(&mut self, layout: &Layout) -> Result<DeviceFeed> {
+        match &self.run_for(frame_desc(layout), true)?.feed {
+            Feed::Device { mailbox, staging, line } => Ok((mailbox.clone(), staging.clone(), line.clone())),
+            Feed::Host(_) => bail!("a device run without a device feed"),
+        }
+    }
+
     /// A free slot of the device run for frames of `layout` (waiting for one
     /// while the run goes on), with the run's mailbox it is put in.
     fn free_slot(&mut self, layout: &Layout) -> Result<Held> {
-        let (mailbox, staging) = match &self.run_for(frame_desc(layout), true)?.feed {
-            Feed::Device { mailbox, staging, .. } => (mailbox.clone(), staging.clone()),
-            Feed::Host(_) => bail!("a device run without a device feed"),
-        };
+        let (mailbox, staging, _) = self.device_feed(layout)?;
         let run_stopped = || self.run.as_ref().is_none_or(Run::stopped);
         let slot = staging.acquire(&run_stopped).ok_or_else(|| anyhow!("the viewer's run stopped"))?;
         Ok(Held { mailbox, staging, slot })
     }
 }
+
+/// A device run's feed: its mailbox, slots and line.
+type DeviceFeed = (Arc<Mailbox<usize>>, Arc<DeviceStaging>, Arc<Line>);
 
 /// A device slot taken from its run's free list, to put in `mailbox` (or give back).
 pub struct Held {

@@ -102,9 +102,15 @@ pub fn stream_state(ctx: &Context, stream: &dyn Stream) -> StreamState {
 /// Polls `stream` until it is not busy or `timeout` has passed, sleeping
 /// between polls (a host thread that waits must not spin).
 pub fn settle(ctx: &Context, stream: &dyn Stream, timeout: std::time::Duration) -> StreamState {
+    settle_by(timeout, || stream_state(ctx, stream))
+}
+
+/// Polls `state` (a stream's, or an event's: the work before its record)
+/// until it is not busy or `timeout` has passed, sleeping between polls.
+pub fn settle_by(timeout: std::time::Duration, mut state: impl FnMut() -> StreamState) -> StreamState {
     let deadline = std::time::Instant::now() + timeout;
     loop {
-        match stream_state(ctx, stream) {
+        match state() {
             StreamState::Busy if std::time::Instant::now() < deadline => {
                 std::thread::sleep(std::time::Duration::from_micros(200));
             }

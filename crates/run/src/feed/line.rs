@@ -12,14 +12,14 @@
 //! release its buffer, so no stream ever waits for Vulkan.
 
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{anyhow, bail, ensure, Context as _, Result};
 use cudarc::driver::{result, sys, CudaContext};
 
 use super::Mailbox;
 use crate::producer::Job;
-use vkcuda::cuda::{RawStream, Stream};
+use vkcuda::cuda::{RawStream, Stream, StreamState};
 use vkcuda::interop::{CudaFrames, CudaTarget, SharedFrames};
 use vkcuda::sync::TimelinePoint;
 use vkcuda::vk::WAIT_TIMEOUT;
@@ -71,13 +71,6 @@ pub enum Wait<'a> {
 const NEWEST_SLICE: Duration = Duration::from_micros(300);
 
 impl Wait<'_> {
-    fn given_up(&self) -> bool {
-        match self {
-            Wait::Every { give_up } => give_up(),
-            Wait::Newest { fallback } => fallback(),
-        }
-    }
-
     /// Waits (without the line's lock) for `timeline` to reach `value`:
     /// `None` to look again, or what `make` returns instead.
     fn for_release(&self, timeline: &vkcuda::vk::timeline::Timeline, value: u64) -> Result<Option<Made>> {
@@ -327,11 +320,9 @@ impl Line {
                 "a frame is being written in place (frame()): leave its block before the next frame"
             );
             if !started || state.reserved || (every && mailbox.has_pending()) {
-                if !every {
-                    return Ok(Err(Made::NotNow));
-                }
+                let Wait::Every { give_up } = wait else { return Ok(Err(Made::NotNow)) };
                 drop(self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0);
-                if wait.given_up() {
+                if give_up() {
                     return Ok(Err(Made::GaveUp));
                 }
                 continue;
@@ -383,21 +374,15 @@ impl Maker {
         if ctx.bind_to_thread().is_err() {
             return;
         }
-        let until = Instant::now() + WAIT_TIMEOUT;
-        let mut settled = true;
-        loop {
+        let settled = vkcuda::cuda::settle_by(WAIT_TIMEOUT, || {
             // SAFETY: an event of this context (a failed context answers at once).
             match unsafe { result::event::query(made) } {
-                Ok(()) => break,
-                Err(e) if e.0 != sys::CUresult::CUDA_ERROR_NOT_READY => break,
-                Err(_) if Instant::now() >= until => {
-                    settled = false;
-                    break;
-                }
-                Err(_) => std::thread::sleep(Duration::from_micros(200)),
+                Ok(()) => StreamState::Idle,
+                Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => StreamState::Busy,
+                Err(e) => StreamState::Failed(e.0),
             }
-        }
-        if !settled {
+        });
+        if settled == StreamState::Busy {
             log::error!(
                 "the caller's stream was still busy {WAIT_TIMEOUT:?} after its last frame: leaking the shared \
                  frames' CUDA imports rather than destroying them in use"
