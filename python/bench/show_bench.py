@@ -130,13 +130,18 @@ def main():
     p.add_argument("--repeats", type=int, default=3, help="runs of each line; the median is reported")
     p.add_argument("--json", help="write the results here too")
     p.add_argument("--threads", action="store_true", help="print each thread's CPU and wake-ups per frame")
+    p.add_argument("--dtypes", default="uint8,float32", help="the tensors' dtypes (uint8: RGBA8, float32: RGBA32F)")
+    p.add_argument("--modes", default="newest,every", help="newest (newest wins), every (every frame), or both")
     a = p.parse_args()
     width, height = map(int, a.size.split("x"))
     rows = []
-    for dtype, fmt in [("uint8", "rgba8"), ("float32", "rgba32f")]:
+    formats = {"uint8": "rgba8", "float32": "rgba32f"}
+    modes = {"newest": False, "every": True}
+    for dtype in a.dtypes.split(","):
+        fmt = formats[dtype]
         clis = sorted((run_cli(a.vkcuda, height, width, fmt, a.frames) for _ in range(a.repeats)), key=lambda c: c[0])
         cli, cli_threads = clis[len(clis) // 2]
-        for every in (False, True):
+        for every in (modes[m] for m in a.modes.split(",")):
             runs = [run_python(height, width, dtype, every, a.frames, a.warmup, a.seconds) for _ in range(a.repeats)]
             runs.sort(key=lambda r: r["consumed_per_s"])
             med = {k: statistics.median(r[k] for r in runs) for k in runs[0] if k != "threads"}

@@ -11,6 +11,7 @@
 
 mod array;
 mod context;
+mod cuda_side;
 mod export;
 mod run;
 mod spec;

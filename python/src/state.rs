@@ -5,18 +5,18 @@
 use std::sync::{Arc, Mutex};
 
 use anyhow::{anyhow, bail, Context as _, Result};
-use cudarc::driver::{result, sys, CudaContext, CudaStream};
+use cudarc::driver::{result, sys};
 
 use crate::array::Layout;
+use crate::cuda_side::CudaSide;
 use crate::export::{FrameSlot, Target};
 use crate::run::{Output, Run};
 use crate::spec::Ended;
 use crate::tensor::DeviceArray;
 use crate::window::Opened;
-use vkcuda::types::CudaSched;
 use vkcuda::vk::instance::ValidationCounts;
 use vkcuda::FrameDesc;
-use vkcuda_run::feed::device::{DeviceStaging, Packer, Packing};
+use vkcuda_run::feed::device::{DeviceStaging, Packing};
 use vkcuda_run::feed::line::{Line, Made, Wait};
 use vkcuda_run::feed::{Counts, Feed, Mailbox};
 use vkcuda_run::setup::Gpu;
@@ -28,79 +28,6 @@ pub struct Totals {
     pub replaced: u64,
     pub consumed: u64,
     pub written: u64,
-}
-
-/// The CUDA side, made at the first GPU tensor: the primary context of the
-/// viewer's device (the one PyTorch, CuPy, JAX and cuda.core use), a stream
-/// for packs no caller stream orders, and the packing kernel.
-pub struct CudaSide {
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
-    packer: Packer,
-    /// The last packs' events, round robin: before a pack is enqueued, the one
-    /// [`RUN_AHEAD`] packs before it has run.
-    recent: Vec<sys::CUevent>,
-    packs: usize,
-}
-
-// SAFETY: the events are used only through CUDA calls, which are thread-safe, and
-// only by the thread that holds the viewer's state lock.
-unsafe impl Send for CudaSide {}
-
-/// Packs of the caller's that may wait on the GPU at once. A caller that
-/// shows faster than its own GPU packs (a loop of nothing but shows) waits
-/// for the pack this many shows before, instead of queueing packs without
-/// end: each would delay every frame after it, and the newest frame would
-/// reach the screen ever later.
-const RUN_AHEAD: usize = 2;
-
-impl CudaSide {
-    fn new(gpu: &Gpu) -> Result<Self> {
-        let Some(device) = &gpu.cuda else {
-            bail!("no CUDA device matches {}: GPU tensors cannot be shown on it", gpu.device.info)
-        };
-        let ctx = vkcuda::cuda::context(device, CudaSched::Auto)?;
-        let stream = ctx.new_stream().context("cuStreamCreate")?;
-        let packer = Packer::load(&ctx, &vkcuda_run::kernels::default_cache_dir())?;
-        // Blocking sync: a caller waiting for its earlier pack sleeps instead of spinning.
-        let flags = sys::CUevent_flags::CU_EVENT_BLOCKING_SYNC;
-        let recent = (0..RUN_AHEAD).map(|_| result::event::create(flags)).collect::<Result<Vec<_>, _>>()?;
-        Ok(Self { ctx, stream, packer, recent, packs: 0 })
-    }
-
-    /// Whether the pack [`RUN_AHEAD`] packs ago has run (the next pack will not wait for it).
-    fn ahead_done(&self) -> bool {
-        // SAFETY: an event of this context, recorded (or never recorded: it is complete) before.
-        unsafe { result::event::query(self.recent[self.packs % RUN_AHEAD]) }.is_ok()
-    }
-
-    /// Waits until the pack [`RUN_AHEAD`] packs ago has run, then records this
-    /// pack's event on `stream`, after it.
-    fn bound_run_ahead(&mut self, stream: sys::CUstream) -> Result<()> {
-        let event = self.recent[self.packs % RUN_AHEAD];
-        if !self.ahead_done() {
-            // SAFETY: as in `ahead_done`.
-            unsafe { result::event::synchronize(event) }.context("waiting for an earlier pack")?;
-        }
-        // SAFETY: as above; the stream is the caller's, of this context.
-        unsafe { result::event::record(event, stream) }.context("cuEventRecord (the pack)")?;
-        self.packs += 1;
-        Ok(())
-    }
-
-    /// The stream packs run on when the caller names none.
-    pub fn own_stream(&self) -> u64 {
-        self.stream.cu_stream() as u64
-    }
-}
-
-impl Drop for CudaSide {
-    fn drop(&mut self) {
-        for event in self.recent.drain(..) {
-            // SAFETY: created in `new`, destroyed once (a pending record completes on its own).
-            let _ = unsafe { result::event::destroy(event) };
-        }
-    }
 }
 
 /// A viewer's state; see the module docs.
@@ -298,7 +225,7 @@ impl State {
         let now = || true;
         let wait = match every {
             true => Wait::Every { give_up },
-            false => Wait::Newest { fallback: &now },
+            false => Wait::Newest { fallback: &now, wakes: None },
         };
         // SAFETY: the caller's stream (or the legacy default) is a live stream of this context.
         let target = match unsafe { line.reserve(stream as sys::CUstream, &mailbox, wait) }? {
@@ -358,7 +285,10 @@ impl State {
         let fallback = || give_up() || (staging.has_free() && cuda.ahead_done());
         let wait = match every {
             true => Wait::Every { give_up },
-            false => Wait::Newest { fallback: &fallback },
+            // No free slot: only a release can help, and slots are freed at releases.
+            false => {
+                Wait::Newest { fallback: &fallback, wakes: staging.has_free().then(|| cuda.ahead_point()) }
+            }
         };
         // SAFETY: the caller's stream (or the viewer's own) is a live stream of this context.
         let (made, replaced) = unsafe { line.make(stream, &mailbox, wait, &mut pack) }?;
@@ -369,7 +299,7 @@ impl State {
     }
 
     /// [`State::pack`] when it would not wait (the run goes on with these
-    /// frames, a slot is free, the pack [`RUN_AHEAD`] before has run), so the
+    /// frames, a slot is free, the caller's earlier pack has run: [`CudaSide::ahead_done`]), so the
     /// caller need not give up the GIL; `None` otherwise.
     pub fn pack_if_ready(&mut self, array: &DeviceArray, stream: u64) -> Option<Result<Held>> {
         let desc = frame_desc(&array.layout);
@@ -381,13 +311,13 @@ impl State {
 
     /// Packs `array` on `stream` into a free slot of the device run for it and
     /// returns the run's mailbox and the slot, for putting; waits for a free
-    /// slot and for the pack [`RUN_AHEAD`] before.
+    /// slot and for the caller's earlier pack ([`CudaSide::count_pack`]).
     pub fn pack(&mut self, array: &DeviceArray, stream: u64) -> Result<Held> {
         let held = self.free_slot(&array.layout)?;
         let cuda = self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?;
         let packed = cuda.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
             pack_into(cuda, array, stream, &held.staging, held.slot)?;
-            cuda.bound_run_ahead(stream as sys::CUstream)
+            cuda.count_pack(stream as sys::CUstream)
         });
         if packed.is_err() {
             held.staging.release(held.slot);

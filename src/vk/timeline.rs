@@ -90,6 +90,40 @@ impl Timeline {
         }
     }
 
+    /// Whether `self` reaches `value` or `other` reaches `other_value` (a
+    /// timeline of the same device) within `timeout`: one host wait
+    /// (`VK_SEMAPHORE_WAIT_ANY_BIT`) for the first of two events. It orders
+    /// nothing: which one was reached, and the ordering [`Timeline::wait_for`]
+    /// gives, come from a zero-timeout `wait_for` after it.
+    pub fn wait_either(
+        &self,
+        value: u64,
+        other: &Timeline,
+        other_value: u64,
+        timeout: std::time::Duration,
+    ) -> Result<bool> {
+        if self.device.raw.handle() != other.device.raw.handle() {
+            bail!("timelines '{}' and '{}' are of different devices", self.name, other.name);
+        }
+        let semaphores = [self.raw, other.raw];
+        let values = [value, other_value];
+        let info = vk::SemaphoreWaitInfo::default()
+            .flags(vk::SemaphoreWaitFlags::ANY)
+            .semaphores(&semaphores)
+            .values(&values);
+        // SAFETY: live timeline semaphores of one device; `info` points into locals.
+        match unsafe { self.device.raw.wait_semaphores(&info, timeout.as_nanos() as u64) } {
+            Ok(()) => Ok(true),
+            Err(vk::Result::TIMEOUT) => Ok(false),
+            Err(e) => Err(e).with_context(|| {
+                format!(
+                    "waiting for timeline '{}' to reach {value} or '{}' {other_value}",
+                    self.name, other.name
+                )
+            }),
+        }
+    }
+
     /// Raises the value to `value` from the host if it is below: used only to
     /// unblock the other side when a run is aborted.
     ///

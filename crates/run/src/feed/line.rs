@@ -22,6 +22,7 @@ use crate::producer::Job;
 use vkcuda::cuda::{RawStream, Stream, StreamState};
 use vkcuda::interop::{CudaFrames, CudaTarget, SharedFrames};
 use vkcuda::sync::TimelinePoint;
+use vkcuda::vk::timeline::Timeline;
 use vkcuda::vk::WAIT_TIMEOUT;
 
 /// How long a wait of the caller's looks before it checks whether to give up.
@@ -59,34 +60,36 @@ pub enum Wait<'a> {
     /// Newest wins: until Vulkan releases it, or until `fallback()` says the
     /// frame can go another way now (a slot: [`Made::NotNow`]).
     Newest {
-        /// Checked every 300 µs while waiting.
+        /// Checked before each wait, and when `wakes` is reached.
         fallback: &'a dyn Fn() -> bool,
+        /// A point whose reaching may make `fallback()` true (the caller's
+        /// earlier pack has run): the wait ends there too. One long host wait
+        /// for the first of the two sleeps; NVIDIA's driver (580) spins
+        /// through short ones (docs/results/2026-11-26-show-direct).
+        wakes: Option<(&'a Timeline, u64)>,
     },
 }
-
-/// How often a newest-wins wait for the buffer looks whether a slot is ready
-/// instead. NVIDIA's driver (580) spins through host waits this short, so a
-/// shorter slice buys little and a longer one holds a caller whose slot is
-/// ready (measured in docs/results/2026-11-26-show-direct).
-const NEWEST_SLICE: Duration = Duration::from_micros(300);
 
 impl Wait<'_> {
     /// Waits (without the line's lock) for `timeline` to reach `value`:
     /// `None` to look again, or what `make` returns instead.
-    fn for_release(&self, timeline: &vkcuda::vk::timeline::Timeline, value: u64) -> Result<Option<Made>> {
+    fn for_release(&self, timeline: &Timeline, value: u64) -> Result<Option<Made>> {
         match self {
             Wait::Every { give_up } => {
                 timeline.wait_for(value, CHECK)?;
                 Ok(give_up().then_some(Made::GaveUp))
             }
-            Wait::Newest { fallback } => loop {
+            Wait::Newest { fallback, wakes } => {
                 if fallback() {
                     return Ok(Some(Made::NotNow));
                 }
-                if timeline.wait_for(value, NEWEST_SLICE)? {
-                    return Ok(None);
-                }
-            },
+                match wakes {
+                    Some((other, at)) => timeline.wait_either(value, other, *at, CHECK)?,
+                    None => timeline.wait_for(value, CHECK)?,
+                };
+                // Released or not, the caller looks again (under the lock).
+                Ok(None)
+            }
         }
     }
 }
