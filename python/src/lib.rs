@@ -277,7 +277,7 @@ impl Viewer {
             // SAFETY: the frame's stream is a live stream of the line's context.
             match unsafe { line.commit(reserved.g, frame.stream as _, &frame.mailbox) } {
                 Ok(replaced) => {
-                    replaced.into_iter().for_each(|s| frame.staging.release(s));
+                    replaced.into_iter().for_each(|s| frame.staging.drop_frame(s));
                     state.wake();
                     Ok(())
                 }
@@ -405,11 +405,11 @@ fn put_slot(py: Python<'_>, state: &mut State, held: Held, every: bool) -> PyRes
     state.wake();
     match put {
         Ok(replaced) => {
-            replaced.into_iter().for_each(|s| held.staging.release(s));
+            replaced.into_iter().for_each(|s| held.staging.drop_frame(s));
             Ok(())
         }
         Err((e, back)) => {
-            back.into_iter().for_each(|s| held.staging.release(s));
+            back.into_iter().for_each(|s| held.staging.drop_frame(s));
             Err(stopped_or(state, e))
         }
     }

@@ -280,7 +280,7 @@ impl State {
             // SAFETY: the caller's stream is of this context and current here; the tensor stays
             // allocated until the pack runs (the caller holds it, and frees memory
             // stream-ordered); `dst` is the frame's shared buffer, of this layout.
-            unsafe { cuda.packer.pack(stream, array.pointer, &packing, dst) }
+            unsafe { cuda.packer.pack(stream, array.pointer, &packing, dst, None) }
         };
         let fallback = || give_up() || (staging.has_free() && cuda.ahead_done());
         let wait = match every {
@@ -293,7 +293,7 @@ impl State {
         // SAFETY: the caller's stream (or the viewer's own) is a live stream of this context.
         let (made, replaced) = unsafe { line.make(stream, &mailbox, wait, &mut pack) }?;
         if let Some(slot) = replaced {
-            staging.release(slot);
+            staging.drop_frame(slot);
         }
         Ok(made)
     }
@@ -370,7 +370,15 @@ fn pack_into(
     // SAFETY: the caller's stream is of this context and current here; the tensor stays
     // allocated until the pack runs (the caller holds it, and frees memory stream-ordered);
     // the slot holds one packed frame of this layout.
-    unsafe { cuda.packer.pack(stream, array.pointer, &packing, staging.pointer(slot)) }?;
+    unsafe {
+        cuda.packer.pack(
+            stream,
+            array.pointer,
+            &packing,
+            staging.pointer(slot),
+            Some(staging.droppable(slot)),
+        )
+    }?;
     // SAFETY: as above.
     unsafe { result::event::record(ready, stream) }.context("cuEventRecord (the slot's pack)")
 }

@@ -401,6 +401,33 @@ def test_newest_wins_mixes_frames_written_in_place_and_shown_on_two_streams(tmp_
         assert (frame[..., :3] == frame[0, 0, 0]).all(), f
 
 
+def test_newest_wins_never_shows_a_frame_whose_pack_was_skipped(tmp_path):
+    """Newest wins while the consumer writes PNGs (far behind): most shows are replaced, and a
+    replaced frame's pack that has not run yet skips its work. Every frame written is one value
+    whole, the values rise, and the last shown is last: no skipped pack reached a frame."""
+    torch = torch_gpu()
+    side = torch.cuda.Stream()
+    n, h, w = 240, 767, 1021
+    x = torch.zeros((h, w, 4), dtype=torch.uint8, device="cuda")
+    with vkcuda.Viewer(out=tmp_path, every_frame=False, validate=True) as v:
+        with torch.cuda.stream(side):
+            for i in range(n):
+                x.fill_(i)
+                v.show(x)
+                x.fill_(255)  # the immediate overwrite, on the same stream
+        v.flush()
+        s = v.stats()
+    assert (s["validation_errors"], s["validation_warnings"], s["shown"]) == (0, 0, n), s
+    assert s["replaced"] > 0, s
+    got = []
+    for f in frames(tmp_path):
+        frame = vkcuda.read_frame(tmp_path / f)
+        assert (frame == frame[0, 0, 0]).all(), f"{f}: not one value whole: {np.unique(frame)[:6]}"
+        got.append(int(frame[0, 0, 0]))
+    assert got == sorted(set(got)) and got[-1] == n - 1, got
+    print(f"newest wins: {n} shown, {s['replaced']} replaced, {len(got)} written, all whole")
+
+
 def test_a_show_inside_a_frame_block_waits_for_it_without_spinning(tmp_path):
     """Newest wins: a tensor shown while a frame is written in place waits in a slot; the
     producer waits for the block to end without burning a core, and the frame written in

@@ -6,7 +6,10 @@
 //! Vulkan's (newest wins), or for a frame written in place, the caller packs
 //! into a free slot of [`DeviceStaging`] ([`Packer::pack`]) after the slot's
 //! last pack and last copy out ("ready" and "copied" events), records
-//! "ready" there, and puts the slot in the mailbox. [`FedCudaProducer`] waits
+//! "ready" there, and puts the slot in the mailbox. A slot whose frame is
+//! replaced before its pack has run marks that on a stream of its own, and
+//! the pack skips the blocks not yet begun ([`DeviceStaging::drop_frame`]):
+//! a caller that shows faster than frames are consumed wastes less of the GPU. [`FedCudaProducer`] waits
 //! on the host for the plan's "released", then, unless the caller made that
 //! frame first, on its own stream for "ready", copies the slot into the
 //! shared buffer, signals "rendered", records "copied" and frees the slot. So:
@@ -18,6 +21,7 @@
 //!   the pack comes first on the same stream.
 
 use std::path::Path;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
@@ -50,6 +54,18 @@ struct Slot {
     pointer: sys::CUdeviceptr,
     ready: sys::CUevent,
     copied: sys::CUevent,
+    /// The number of the last pack into it.
+    pack: AtomicU64,
+}
+
+/// A pack into a slot that may skip its work once the slot's frame is dropped
+/// ([`DeviceStaging::drop_frame`]): where the kernel reads that, and the pack's number.
+#[derive(Clone, Copy, Debug)]
+pub struct Droppable {
+    /// The slot's word in device memory: the last pack whose frame was dropped.
+    pub flag: sys::CUdeviceptr,
+    /// This pack's number; it skips its work once the word reaches it.
+    pub id: u64,
 }
 
 /// The slots frames are packed into, in `ctx`, and which of them are free.
@@ -57,6 +73,12 @@ pub struct DeviceStaging {
     ctx: Arc<CudaContext>,
     bytes: usize,
     slots: Vec<Slot>,
+    /// Per slot, in device memory: the last pack whose frame was dropped.
+    dropped: sys::CUdeviceptr,
+    /// The stream that writes `dropped`: beside the packs, never behind them.
+    marks: Arc<CudaStream>,
+    /// Packs numbered so far.
+    packs: AtomicU64,
     free: Mutex<Vec<usize>>,
     returned: Condvar,
 }
@@ -77,8 +99,21 @@ impl DeviceStaging {
     /// [`SLOTS`] slots of `bytes` each in `ctx`.
     pub fn new(ctx: Arc<CudaContext>, bytes: usize) -> Result<Arc<Self>> {
         ctx.bind_to_thread()?;
-        let mut this =
-            Self { ctx, bytes, slots: Vec::new(), free: Mutex::new(Vec::new()), returned: Condvar::new() };
+        let marks = ctx.new_stream().context("cuStreamCreate")?;
+        // SAFETY: a plain allocation in the bound context; freed in Drop (`this` owns it at once).
+        let dropped = unsafe { result::malloc_sync(SLOTS * 8) }.context("cuMemAlloc (the dropped packs)")?;
+        let mut this = Self {
+            ctx,
+            bytes,
+            slots: Vec::new(),
+            dropped,
+            marks,
+            packs: AtomicU64::new(0),
+            free: Mutex::new(Vec::new()),
+            returned: Condvar::new(),
+        };
+        // SAFETY: the allocation above holds `SLOTS * 8` bytes.
+        unsafe { result::memset_d8_sync(this.dropped, 0, SLOTS * 8) }.context("cuMemsetD8")?;
         for i in 0..SLOTS {
             // SAFETY: a plain allocation in the bound context; freed in Drop.
             let pointer =
@@ -100,7 +135,7 @@ impl DeviceStaging {
                     return Err(e).context("cuEventCreate");
                 }
             };
-            this.slots.push(Slot { pointer, ready, copied });
+            this.slots.push(Slot { pointer, ready, copied, pack: AtomicU64::new(0) });
             this.lock().push(i);
         }
         Ok(Arc::new(this))
@@ -145,6 +180,30 @@ impl DeviceStaging {
         self.returned.notify_all();
     }
 
+    /// Slot `slot`'s frame was dropped unshown (replaced by a newer one): a
+    /// pack into it that has not run yet may skip its work. Then it is free.
+    pub fn drop_frame(&self, slot: usize) {
+        let id = self.slots[slot].pack.load(Ordering::Acquire);
+        let addr = self.dropped + (slot * 8) as sys::CUdeviceptr;
+        let marked = self.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
+            // SAFETY: within the allocation; the stream is this context's.
+            let r = unsafe { sys::cuStreamWriteValue64_v2(self.marks.cu_stream(), addr, id, 0) };
+            vkcuda::cuda::check(r, "cuStreamWriteValue64_v2").map_err(anyhow::Error::from)
+        });
+        if let Err(e) = marked {
+            log::debug!("{e:#}: the dropped frame's pack runs whole");
+        }
+        self.release(slot);
+    }
+
+    /// Numbers a new pack into `slot`: what its kernel reads to skip its work
+    /// once the frame is dropped.
+    pub fn droppable(&self, slot: usize) -> Droppable {
+        let id = self.packs.fetch_add(1, Ordering::AcqRel) + 1;
+        self.slots[slot].pack.store(id, Ordering::Release);
+        Droppable { flag: self.dropped + (slot * 8) as sys::CUdeviceptr, id }
+    }
+
     /// Slot `slot`'s memory.
     pub fn pointer(&self, slot: usize) -> sys::CUdeviceptr {
         self.slots[slot].pointer
@@ -178,6 +237,9 @@ impl Drop for DeviceStaging {
             // SAFETY: allocated in `new`, freed once, its last writer finished above.
             let _ = unsafe { result::free_sync(slot.pointer) };
         }
+        let _ = self.marks.synchronize();
+        // SAFETY: allocated in `new`, freed once; every pack that read it and every write finished above.
+        let _ = unsafe { result::free_sync(self.dropped) };
     }
 }
 
@@ -246,12 +308,14 @@ impl Packer {
         src: sys::CUdeviceptr,
         packing: &Packing,
         dst: sys::CUdeviceptr,
+        droppable: Option<Droppable>,
     ) -> Result<()> {
         let Packing { strides: [sy, sx, sc], channels, size, width, height, opaque } = *packing;
+        let (mut flag, mut id) = droppable.map_or((0, 0), |d| (d.flag, d.id));
         let (mut src, mut dst) = (src, dst);
         let (mut sy, mut sx, mut sc, mut channels, mut size, mut width, mut height, mut opaque) =
             (sy, sx, sc, channels, size, width, height, opaque);
-        let mut params: [*mut std::ffi::c_void; 10] = [
+        let mut params: [*mut std::ffi::c_void; 12] = [
             (&mut src as *mut u64).cast(),
             (&mut sy as *mut i64).cast(),
             (&mut sx as *mut i64).cast(),
@@ -262,6 +326,8 @@ impl Packer {
             (&mut height as *mut i32).cast(),
             (&mut dst as *mut u64).cast(),
             (&mut opaque as *mut u32).cast(),
+            (&mut flag as *mut u64).cast(),
+            (&mut id as *mut u64).cast(),
         ];
         let grid = ((width as u32).div_ceil(16), (height as u32).div_ceil(16), 1);
         // SAFETY: the parameters match vk_pack's signature and outlive the call (cuLaunchKernel
