@@ -402,21 +402,24 @@ def test_newest_wins_mixes_frames_written_in_place_and_shown_on_two_streams(tmp_
 
 
 def test_newest_wins_never_shows_a_frame_whose_pack_was_skipped(tmp_path):
-    """Newest wins while the consumer writes PNGs (far behind): most shows are replaced, and a
-    replaced frame's pack that has not run yet skips its work. Every frame written is one value
-    whole, the values rise, and the last shown is last: no skipped pack reached a frame."""
+    """Newest wins while the consumer writes PNGs (far behind), in bursts of 8 shows each ended by
+    a flush: in each burst most shows are replaced, and a replaced frame's pack that has not run
+    yet skips its work, while the burst's last frame (a slot the producer copies) must be packed
+    whole. Every frame written is one value whole, the values rise, the last shown is last."""
     torch = torch_gpu()
     side = torch.cuda.Stream()
-    n, h, w = 240, 767, 1021
+    bursts, size, h, w = 30, 8, 767, 1021
     x = torch.zeros((h, w, 4), dtype=torch.uint8, device="cuda")
     with vkcuda.Viewer(out=tmp_path, every_frame=False, validate=True) as v:
-        with torch.cuda.stream(side):
-            for i in range(n):
-                x.fill_(i)
-                v.show(x)
-                x.fill_(255)  # the immediate overwrite, on the same stream
-        v.flush()
+        for b in range(bursts):
+            with torch.cuda.stream(side):
+                for i in range(b * size, (b + 1) * size):
+                    x.fill_(i)
+                    v.show(x)
+                    x.fill_(255)  # the immediate overwrite, on the same stream
+            v.flush()
         s = v.stats()
+    n = bursts * size
     assert (s["validation_errors"], s["validation_warnings"], s["shown"]) == (0, 0, n), s
     assert s["replaced"] > 0, s
     got = []
@@ -425,6 +428,8 @@ def test_newest_wins_never_shows_a_frame_whose_pack_was_skipped(tmp_path):
         assert (frame == frame[0, 0, 0]).all(), f"{f}: not one value whole: {np.unique(frame)[:6]}"
         got.append(int(frame[0, 0, 0]))
     assert got == sorted(set(got)) and got[-1] == n - 1, got
+    ends = [(b + 1) * size - 1 for b in range(bursts)]
+    assert set(ends) <= set(got), f"a burst's last frame is missing: {sorted(set(ends) - set(got))}"
     print(f"newest wins: {n} shown, {s['replaced']} replaced, {len(got)} written, all whole")
 
 
