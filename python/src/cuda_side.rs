@@ -19,10 +19,12 @@ use vkcuda_run::setup::Gpu;
 
 /// Slot packs of the caller's that may wait on the GPU at once. A caller
 /// that shows faster than its own GPU packs (a loop of nothing but shows)
-/// waits for the pack this many shows before, instead of queueing packs
-/// without end: each would delay every frame after it, and the newest frame
-/// would reach the screen ever later.
-const RUN_AHEAD: u64 = 2;
+/// waits until its last one has run (or Vulkan releases the next buffer)
+/// instead of queueing more: each holds up the frame made after it on the
+/// same stream, and most are replaced before they are shown. One, not two:
+/// 89–90 % of the CLI's rate against 86 % at 1080p RGBA32F on the H100
+/// (docs/results/2026-11-26-newest-sleep).
+const RUN_AHEAD: u64 = 1;
 
 /// How often a wait for an earlier pack looks whether the context failed.
 const CHECK: Duration = Duration::from_millis(50);
@@ -69,7 +71,7 @@ impl CudaSide {
         Ok(Self { packs, ctx, stream, packer })
     }
 
-    /// The value the next pack waits for: the pack [`RUN_AHEAD`] before it has run.
+    /// The value the next pack waits for: the pack [`RUN_AHEAD`] packs before it has run.
     fn ahead(&self) -> u64 {
         (self.packs.count + 1).saturating_sub(RUN_AHEAD)
     }

@@ -291,11 +291,7 @@ impl State {
             }
         };
         // SAFETY: the caller's stream (or the viewer's own) is a live stream of this context.
-        let (made, replaced) = unsafe { line.make(stream, &mailbox, wait, &mut pack) }?;
-        if let Some(slot) = replaced {
-            staging.drop_frame(slot);
-        }
-        Ok(made)
+        unsafe { line.make(stream, &mailbox, wait, &mut pack, &|slot| staging.drop_frame(slot)) }
     }
 
     /// [`State::pack`] when it would not wait (the run goes on with these

@@ -196,7 +196,9 @@ impl Line {
     /// thread): `pack(dst)` enqueues the frame's pixels into the shared
     /// buffer at `dst`, once the host has seen Vulkan release it; `wait` says
     /// how long to wait for that. A frame still waiting in `mailbox` is
-    /// replaced (newest wins; given back), or made first (every frame).
+    /// replaced (newest wins), or made first (every frame); a replaced one
+    /// goes to `dropped` before the pack is enqueued: its own pack, ahead on
+    /// the caller's stream, may then skip its work instead of holding this one up.
     ///
     /// # Safety
     /// `stream` is a live stream of the feed's CUDA context, and stays live
@@ -207,15 +209,19 @@ impl Line {
         mailbox: &Mailbox<usize>,
         wait: Wait<'_>,
         pack: &mut dyn FnMut(sys::CUdeviceptr) -> Result<()>,
-    ) -> Result<(Made, Option<usize>)> {
+        dropped: &dyn Fn(usize),
+    ) -> Result<Made> {
         let mut turn = match self.claim(mailbox, wait)? {
             Ok(turn) => turn,
-            Err(made) => return Ok((made, None)),
+            Err(made) => return Ok(made),
         };
+        // The producer takes a frame from the mailbox only with the turn, which this holds.
+        mailbox.drop_pending().into_iter().for_each(dropped);
         // SAFETY: the caller's promise on `stream`.
         let stream = unsafe { RawStream::new(stream) };
         turn.make(&stream, None, pack)?;
-        Ok((Made::Made, mailbox.made_directly()))
+        mailbox.made_directly().into_iter().for_each(dropped);
+        Ok(Made::Made)
     }
 
     /// Hands out the next frame's shared buffer to be written in place, once

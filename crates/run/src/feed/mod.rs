@@ -245,6 +245,18 @@ impl<T> Mailbox<T> {
         Some(frame)
     }
 
+    /// The caller is about to make a frame itself: the frame still waiting,
+    /// if any, is replaced (given back).
+    fn drop_pending(&self) -> Option<T> {
+        let mut state = self.lock();
+        let replaced = state.pending.take();
+        if replaced.is_some() {
+            state.counts.replaced += 1;
+            self.changed.notify_all();
+        }
+        replaced
+    }
+
     /// The caller made a frame itself, past the mailbox: it counts as put,
     /// taken and made, and replaces the frame still waiting, if any (given back).
     fn made_directly(&self) -> Option<T> {
@@ -330,6 +342,17 @@ mod tests {
         assert_eq!(mailbox.made_directly(), Some(7), "the slot waiting is given back");
         assert!(!mailbox.has_pending());
         assert_eq!(mailbox.counts(), Counts { put: 3, taken: 2, replaced: 1, made: 2 });
+    }
+
+    #[test]
+    fn the_frame_waiting_is_dropped_before_a_frame_made_directly() {
+        let mailbox = Mailbox::<usize>::new();
+        assert_eq!(mailbox.drop_pending(), None, "nothing waited");
+        mailbox.put(4, false, &|| false).unwrap();
+        assert_eq!(mailbox.drop_pending(), Some(4), "the slot waiting is given back");
+        assert_eq!(mailbox.counts(), Counts { put: 1, taken: 0, replaced: 1, made: 0 });
+        assert_eq!(mailbox.made_directly(), None, "dropped already");
+        assert_eq!(mailbox.counts(), Counts { put: 2, taken: 1, replaced: 1, made: 1 });
     }
 
     #[test]
