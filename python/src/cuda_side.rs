@@ -17,12 +17,14 @@ use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda_run::feed::device::Packer;
 use vkcuda_run::setup::Gpu;
 
-/// Slot packs of the caller's that may wait on the GPU at once. A caller
-/// that shows faster than its own GPU packs (a loop of nothing but shows)
-/// waits until its last one has run (or Vulkan releases the next buffer)
-/// instead of queueing more: each holds up the frame made after it on the
-/// same stream, and most are replaced before they are shown. One, not two:
-/// 89–90 % of the CLI's rate against 86 % at 1080p RGBA32F on the H100
+/// Packs of the caller's that may be on the GPU when it packs into a slot.
+/// A caller that shows faster than its own GPU packs (a loop of nothing but
+/// newest-wins shows) waits until its last pack, into a slot or straight into
+/// the shared buffer, has run (or Vulkan releases the next buffer, which then
+/// takes the frame) instead of queueing more: a slot pack holds up the frame
+/// made after it on the same stream, and most are replaced before they are
+/// shown. Counting slot packs only, and two of them, left 1080p RGBA32F
+/// newest wins at 86–90 % of the CLI's rate on the H100; this, at 93–94 %
 /// (docs/results/2026-11-26-newest-sleep).
 const RUN_AHEAD: u64 = 1;
 
@@ -38,7 +40,7 @@ pub struct CudaSide {
     pub packer: Packer,
 }
 
-/// The caller's slot packs, counted on a timeline CUDA sets to k behind the
+/// The caller's packs, counted on a timeline CUDA sets to k behind the
 /// k-th: a Vulkan timeline, so a newest-wins caller can sleep in one host
 /// wait for whichever comes first, Vulkan's release of the next buffer or
 /// its own earlier pack ([`vkcuda_run::feed::line::Wait::Newest`]).
@@ -86,13 +88,25 @@ impl CudaSide {
         (&self.packs.timeline, self.ahead())
     }
 
-    /// Counts a pack just enqueued on `stream` (of this context, bound):
-    /// waits until the pack [`RUN_AHEAD`] before has run (every earlier one,
-    /// if that was on another stream: the values rise in the order they are
-    /// set), then enqueues its count behind it.
-    pub fn count_pack(&mut self, stream: sys::CUstream) -> Result<()> {
+    /// Counts a slot pack just enqueued on `stream` (of this context,
+    /// bound): waits until the pack [`RUN_AHEAD`] before has run, then
+    /// enqueues its count behind it.
+    pub fn count_slot_pack(&mut self, stream: sys::CUstream) -> Result<()> {
+        self.count(stream, self.ahead())
+    }
+
+    /// Counts a frame just packed straight into the shared buffer on
+    /// `stream` (newest wins): the next slot pack waits for it.
+    pub fn count_frame(&mut self, stream: sys::CUstream) -> Result<()> {
+        self.count(stream, 0)
+    }
+
+    /// Waits until the count reaches `before` (every earlier pack, if the
+    /// last was on another stream: the values rise in the order they are
+    /// set), then enqueues the next count on `stream`.
+    fn count(&mut self, stream: sys::CUstream, before: u64) -> Result<()> {
         let before = match stream == self.packs.last_stream {
-            true => self.ahead(),
+            true => before,
             false => self.packs.count,
         };
         while !self.packs.timeline.wait_for(before, CHECK)? {

@@ -263,7 +263,9 @@ impl State {
     /// ([`Line::make`]). Every frame waits for that until `give_up()`; newest
     /// wins waits until then or until a slot could take the frame at once
     /// ([`State::pack_if_ready`]: [`Made::NotNow`]), so a caller whose own
-    /// packs are behind still makes the next frame the moment its buffer is free.
+    /// packs are behind still makes the next frame the moment its buffer is
+    /// free. A newest-wins frame made is counted as a pack the next slot
+    /// pack waits for ([`CudaSide::count_frame`]).
     pub fn make(
         &mut self,
         array: &DeviceArray,
@@ -291,7 +293,11 @@ impl State {
             }
         };
         // SAFETY: the caller's stream (or the viewer's own) is a live stream of this context.
-        unsafe { line.make(stream, &mailbox, wait, &mut pack, &|slot| staging.drop_frame(slot)) }
+        let made = unsafe { line.make(stream, &mailbox, wait, &mut pack, &|slot| staging.drop_frame(slot)) }?;
+        if made == Made::Made && !every {
+            self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?.count_frame(stream)?;
+        }
+        Ok(made)
     }
 
     /// [`State::pack`] when it would not wait (the run goes on with these
@@ -307,13 +313,13 @@ impl State {
 
     /// Packs `array` on `stream` into a free slot of the device run for it and
     /// returns the run's mailbox and the slot, for putting; waits for a free
-    /// slot and for the caller's earlier pack ([`CudaSide::count_pack`]).
+    /// slot and for the caller's earlier pack ([`CudaSide::count_slot_pack`]).
     pub fn pack(&mut self, array: &DeviceArray, stream: u64) -> Result<Held> {
         let held = self.free_slot(&array.layout)?;
         let cuda = self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?;
         let packed = cuda.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
             pack_into(cuda, array, stream, &held.staging, held.slot)?;
-            cuda.count_pack(stream as sys::CUstream)
+            cuda.count_slot_pack(stream as sys::CUstream)
         });
         if packed.is_err() {
             held.staging.release(held.slot);
