@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# One GPU, the final build: test_gpu.py with the new wheel (.gpu/wheels)
+# One GPU, the build of 79d43ce: test_gpu.py with its wheel (.gpu/wheels)
 # under layer 1.4.309 and then 1.3.239, the new test 4 more times under each;
 # then show_bench.py with the wheel of the commit before this session's
 # changes (.gpu/wheels-base, ad5aa3b) and the new one in turn, twice, all
