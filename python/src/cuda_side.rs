@@ -1,7 +1,7 @@
 //! The viewer's CUDA side, made at the first GPU tensor: the primary context
 //! of the viewer's device (the one PyTorch, CuPy, JAX and cuda.core use), a
 //! stream for packs no caller stream orders, the packing kernel, and the
-//! count of the caller's slot packs that bounds how far it runs ahead.
+//! count of the caller's packs that bounds how far its slot packs run ahead.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -23,9 +23,8 @@ use vkcuda_run::setup::Gpu;
 /// the shared buffer, has run (or Vulkan releases the next buffer, which then
 /// takes the frame) instead of queueing more: a slot pack holds up the frame
 /// made after it on the same stream, and most are replaced before they are
-/// shown. Counting slot packs only, and two of them, left 1080p RGBA32F
-/// newest wins at 86–90 % of the CLI's rate on the H100; this, at 93–94 %
-/// (docs/results/2026-11-26-newest-sleep).
+/// shown (measured against counting slot packs only, two at a time, in
+/// docs/results/2026-11-26-newest-sleep).
 const RUN_AHEAD: u64 = 1;
 
 /// How often a wait for an earlier pack looks whether the context failed.
