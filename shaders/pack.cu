@@ -35,8 +35,8 @@ __device__ void pack_as(const unsigned char* src, long long sy, long long sx, lo
     out[3] = channels == 4 ? *(const T*)(p + 3 * sc) : opaque;
 }
 
-// `dropped` (host memory, or null): the last pack into this slot whose frame
-// was dropped unshown. A pack whose frame is dropped while it waits or runs
+// `dropped` (device memory, or null): the last pack into this slot whose
+// frame was dropped unshown. A pack whose frame is dropped while it waits or runs
 // skips the blocks not yet begun: nobody reads the slot before its next pack.
 extern "C" __global__ void vk_pack(const unsigned char* src, long long sy, long long sx, long long sc,
                                    int channels, int size, int width, int height, void* dst,

@@ -284,7 +284,7 @@ impl State {
             // stream-ordered); `dst` is the frame's shared buffer, of this layout.
             unsafe { cuda.packer.pack(stream, array.pointer, &packing, dst, None) }
         };
-        let fallback = || give_up() || (staging.has_free() && cuda.ahead_done());
+        let fallback = || give_up() || slot_ready(&staging, cuda);
         let wait = match every {
             true => Wait::Every { give_up },
             // No free slot: only a release can help, and slots are freed at releases.
@@ -301,13 +301,13 @@ impl State {
     }
 
     /// [`State::pack`] when it would not wait (the run goes on with these
-    /// frames, a slot is free, the caller's earlier pack has run: [`CudaSide::ahead_done`]), so the
-    /// caller need not give up the GIL; `None` otherwise.
+    /// frames, and [`slot_ready`]), so the caller need not give up the GIL;
+    /// `None` otherwise.
     pub fn pack_if_ready(&mut self, array: &DeviceArray, stream: u64) -> Option<Result<Held>> {
         let desc = frame_desc(&array.layout);
         let run = self.run.as_ref().filter(|r| r.serves(desc, true))?;
         let Feed::Device { staging, .. } = &run.feed else { return None };
-        let ready = staging.has_free() && self.cuda.as_ref().is_some_and(CudaSide::ahead_done);
+        let ready = self.cuda.as_ref().is_some_and(|cuda| slot_ready(staging, cuda));
         ready.then(|| self.pack(array, stream))
     }
 
@@ -344,6 +344,12 @@ impl State {
         let slot = staging.acquire(&run_stopped).ok_or_else(|| anyhow!("the viewer's run stopped"))?;
         Ok(Held { mailbox, staging, slot })
     }
+}
+
+/// Whether a pack into a slot would not wait: a slot is free, and the
+/// caller's earlier pack has run ([`CudaSide::ahead_done`]).
+fn slot_ready(staging: &DeviceStaging, cuda: &CudaSide) -> bool {
+    staging.has_free() && cuda.ahead_done()
 }
 
 /// A device run's feed: its mailbox, slots and line.

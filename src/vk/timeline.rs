@@ -77,17 +77,9 @@ impl Timeline {
     /// `true` orders what the host does next after the work that signalled
     /// `value`; `false` on timeout.
     pub fn wait_for(&self, value: u64, timeout: std::time::Duration) -> Result<bool> {
-        let semaphores = [self.raw];
-        let values = [value];
-        let info = vk::SemaphoreWaitInfo::default().semaphores(&semaphores).values(&values);
-        // SAFETY: a live timeline semaphore; `info` points into locals.
-        match unsafe { self.device.raw.wait_semaphores(&info, timeout.as_nanos() as u64) } {
-            Ok(()) => Ok(true),
-            Err(vk::Result::TIMEOUT) => Ok(false),
-            Err(e) => {
-                Err(e).with_context(|| format!("waiting for timeline '{}' to reach {value}", self.name))
-            }
-        }
+        let info = vk::SemaphoreWaitInfo::default();
+        self.host_wait(info, &[self.raw], &[value], timeout)
+            .with_context(|| format!("waiting for timeline '{}' to reach {value}", self.name))
     }
 
     /// Whether `self` reaches `value` or `other` reaches `other_value` (a
@@ -105,22 +97,27 @@ impl Timeline {
         if self.device.raw.handle() != other.device.raw.handle() {
             bail!("timelines '{}' and '{}' are of different devices", self.name, other.name);
         }
-        let semaphores = [self.raw, other.raw];
-        let values = [value, other_value];
-        let info = vk::SemaphoreWaitInfo::default()
-            .flags(vk::SemaphoreWaitFlags::ANY)
-            .semaphores(&semaphores)
-            .values(&values);
-        // SAFETY: live timeline semaphores of one device; `info` points into locals.
+        let info = vk::SemaphoreWaitInfo::default().flags(vk::SemaphoreWaitFlags::ANY);
+        self.host_wait(info, &[self.raw, other.raw], &[value, other_value], timeout).with_context(|| {
+            format!("waiting for timeline '{}' to reach {value} or '{}' {other_value}", self.name, other.name)
+        })
+    }
+
+    /// `vkWaitSemaphores` on `semaphores` (timelines of this device) reaching
+    /// `values`, as `info`'s flags say: `false` on timeout.
+    fn host_wait(
+        &self,
+        info: vk::SemaphoreWaitInfo<'_>,
+        semaphores: &[vk::Semaphore],
+        values: &[u64],
+        timeout: std::time::Duration,
+    ) -> std::result::Result<bool, vk::Result> {
+        let info = info.semaphores(semaphores).values(values);
+        // SAFETY: live timeline semaphores of this device; `info` points into the caller's slices.
         match unsafe { self.device.raw.wait_semaphores(&info, timeout.as_nanos() as u64) } {
             Ok(()) => Ok(true),
             Err(vk::Result::TIMEOUT) => Ok(false),
-            Err(e) => Err(e).with_context(|| {
-                format!(
-                    "waiting for timeline '{}' to reach {value} or '{}' {other_value}",
-                    self.name, other.name
-                )
-            }),
+            Err(e) => Err(e),
         }
     }
 

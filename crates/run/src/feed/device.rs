@@ -9,7 +9,8 @@
 //! "ready" there, and puts the slot in the mailbox. A slot whose frame is
 //! replaced before its pack has run marks that on a stream of its own, and
 //! the pack skips the blocks not yet begun ([`DeviceStaging::drop_frame`]):
-//! a caller that shows faster than frames are consumed wastes less of the GPU. [`FedCudaProducer`] waits
+//! a caller that shows faster than frames are consumed wastes less of the
+//! GPU. [`FedCudaProducer`] waits
 //! on the host for the plan's "released", then, unless the caller made that
 //! frame first, on its own stream for "ready", copies the slot into the
 //! shared buffer, signals "rendered", records "copied" and frees the slot. So:
@@ -101,7 +102,8 @@ impl DeviceStaging {
         ctx.bind_to_thread()?;
         let marks = ctx.new_stream().context("cuStreamCreate")?;
         // SAFETY: a plain allocation in the bound context; freed in Drop (`this` owns it at once).
-        let dropped = unsafe { result::malloc_sync(SLOTS * 8) }.context("cuMemAlloc (the dropped packs)")?;
+        let dropped = unsafe { result::malloc_sync(SLOTS * size_of::<u64>()) }
+            .context("cuMemAlloc (the dropped packs)")?;
         let mut this = Self {
             ctx,
             bytes,
@@ -112,8 +114,8 @@ impl DeviceStaging {
             free: Mutex::new(Vec::new()),
             returned: Condvar::new(),
         };
-        // SAFETY: the allocation above holds `SLOTS * 8` bytes.
-        unsafe { result::memset_d8_sync(this.dropped, 0, SLOTS * 8) }.context("cuMemsetD8")?;
+        // SAFETY: the allocation above holds `SLOTS` words.
+        unsafe { result::memset_d8_sync(this.dropped, 0, SLOTS * size_of::<u64>()) }.context("cuMemsetD8")?;
         for i in 0..SLOTS {
             // SAFETY: a plain allocation in the bound context; freed in Drop.
             let pointer =
@@ -184,7 +186,7 @@ impl DeviceStaging {
     /// pack into it that has not run yet may skip its work. Then it is free.
     pub fn drop_frame(&self, slot: usize) {
         let id = self.slots[slot].pack.load(Ordering::Acquire);
-        let addr = self.dropped + (slot * 8) as sys::CUdeviceptr;
+        let addr = self.dropped_word(slot);
         let marked = self.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
             // SAFETY: within the allocation; the stream is this context's.
             let r = unsafe { sys::cuStreamWriteValue64_v2(self.marks.cu_stream(), addr, id, 0) };
@@ -201,7 +203,12 @@ impl DeviceStaging {
     pub fn droppable(&self, slot: usize) -> Droppable {
         let id = self.packs.fetch_add(1, Ordering::AcqRel) + 1;
         self.slots[slot].pack.store(id, Ordering::Release);
-        Droppable { flag: self.dropped + (slot * 8) as sys::CUdeviceptr, id }
+        Droppable { flag: self.dropped_word(slot), id }
+    }
+
+    /// Slot `slot`'s word in `dropped`.
+    fn dropped_word(&self, slot: usize) -> sys::CUdeviceptr {
+        self.dropped + (slot * size_of::<u64>()) as sys::CUdeviceptr
     }
 
     /// Slot `slot`'s memory.

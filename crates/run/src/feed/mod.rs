@@ -101,6 +101,18 @@ struct State<T> {
     counts: Counts,
 }
 
+impl<T> State<T> {
+    /// Puts `frame` (or nothing) in place of the frame waiting, which is
+    /// returned and counted as replaced.
+    fn replace_pending(&mut self, frame: Option<T>) -> Option<T> {
+        let replaced = std::mem::replace(&mut self.pending, frame);
+        if replaced.is_some() {
+            self.counts.replaced += 1;
+        }
+        replaced
+    }
+}
+
 /// What [`Mailbox::put`] did with a frame.
 #[derive(Debug, PartialEq, Eq)]
 pub enum Put<T> {
@@ -147,10 +159,7 @@ impl<T> Mailbox<T> {
             state = self.changed.wait_timeout(state, CHECK).unwrap_or_else(|p| p.into_inner()).0;
         }
         ensure!(!state.closed, "the frames' consumer has stopped");
-        let replaced = state.pending.replace(frame);
-        if replaced.is_some() {
-            state.counts.replaced += 1;
-        }
+        let replaced = state.replace_pending(Some(frame));
         state.counts.put += 1;
         self.changed.notify_all();
         Ok(Put::Done(replaced))
@@ -249,9 +258,8 @@ impl<T> Mailbox<T> {
     /// if any, is replaced (given back).
     fn drop_pending(&self) -> Option<T> {
         let mut state = self.lock();
-        let replaced = state.pending.take();
+        let replaced = state.replace_pending(None);
         if replaced.is_some() {
-            state.counts.replaced += 1;
             self.changed.notify_all();
         }
         replaced
@@ -261,10 +269,7 @@ impl<T> Mailbox<T> {
     /// taken and made, and replaces the frame still waiting, if any (given back).
     fn made_directly(&self) -> Option<T> {
         let mut state = self.lock();
-        let replaced = state.pending.take();
-        if replaced.is_some() {
-            state.counts.replaced += 1;
-        }
+        let replaced = state.replace_pending(None);
         state.counts.put += 1;
         state.counts.taken += 1;
         state.counts.made += 1;
