@@ -51,6 +51,8 @@ struct Packs {
     count: u64,
     /// The stream the last one was enqueued on.
     last_stream: sys::CUstream,
+    /// The viewer's own stream: whether the context failed, for `Drop`.
+    probe: Arc<CudaStream>,
 }
 
 // SAFETY: the stream handle is only compared and the semaphores are used through
@@ -68,7 +70,9 @@ impl CudaSide {
         let timeline = Timeline::new(gpu.device.clone(), "packed", 0, true)?;
         let import = ExternalSemaphore::import(Context::Cudarc(ctx.clone()), timeline.export()?, "packed")
             .context("importing the 'packed' timeline into CUDA")?;
-        let packs = Packs { import: Some(import), timeline, count: 0, last_stream: std::ptr::null_mut() };
+        let probe = stream.clone();
+        let packs =
+            Packs { import: Some(import), timeline, count: 0, last_stream: std::ptr::null_mut(), probe };
         Ok(Self { packs, ctx, stream, packer })
     }
 
@@ -132,18 +136,31 @@ impl CudaSide {
 
 impl Drop for Packs {
     /// CUDA's import goes once its last signal has run (a signal may not
-    /// outlive it); leaked, with an error, if that takes past the bound.
+    /// outlive it), or at once if the context failed (nothing of it runs any
+    /// more); leaked, with an error, if neither comes within the bound.
     fn drop(&mut self) {
         let Some(import) = self.import.take() else { return };
-        match self.timeline.wait_for(self.count, WAIT_TIMEOUT) {
-            Ok(true) => drop(import),
-            Ok(false) | Err(_) => {
-                log::error!(
-                    "the caller's last pack did not run within {WAIT_TIMEOUT:?}: leaking the 'packed' \
-                     timeline's CUDA import rather than destroying it in use"
-                );
-                std::mem::forget(import);
+        let deadline = std::time::Instant::now() + WAIT_TIMEOUT;
+        loop {
+            match self.timeline.wait_for(self.count, CHECK) {
+                Ok(true) => return drop(import),
+                Ok(false) if std::time::Instant::now() < deadline => {}
+                Ok(false) | Err(_) => break,
+            }
+            let bound = self.probe.context().bind_to_thread();
+            // SAFETY: the viewer's own stream, alive while `probe` holds it, of the context bound.
+            let state = bound.map_or(sys::CUresult::CUDA_ERROR_INVALID_CONTEXT, |()| unsafe {
+                sys::cuStreamQuery(self.probe.cu_stream())
+            });
+            if !matches!(state, sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_NOT_READY) {
+                log::debug!("the context failed ({state:?}): the 'packed' timeline's last signal never runs");
+                return drop(import);
             }
         }
+        log::error!(
+            "the caller's last pack did not run within {WAIT_TIMEOUT:?}: leaking the 'packed' timeline's \
+             CUDA import rather than destroying it in use"
+        );
+        std::mem::forget(import);
     }
 }

@@ -415,10 +415,10 @@ fn put_slot(py: Python<'_>, state: &mut State, held: Held, every: bool) -> PyRes
     }
 }
 
-/// Why a put failed once the run's consumer stopped: the window was closed,
+/// Why a call failed once the run stopped or is stopping: the window was closed,
 /// or the run's own error; else `e`.
 fn stopped_or(state: &mut State, e: PyErr) -> PyErr {
-    if !state.run.as_ref().is_some_and(Run::stopped) {
+    if !state.run.as_ref().is_some_and(Run::ending) {
         return e;
     }
     let finished = state.finish_run();

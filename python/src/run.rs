@@ -106,6 +106,14 @@ impl Run {
         }
     }
 
+    /// Whether the run has ended or is ending: [`Run::stopped`], or its
+    /// producer has ended (the consumer follows); its error is then
+    /// [`Run::finish`]'s. Not for every call: it takes the feed's locks.
+    pub fn ending(&self) -> bool {
+        let line_closed = matches!(&self.feed, Feed::Device { line, .. } if line.closed());
+        line_closed || self.feed.ended() || self.stopped()
+    }
+
     /// Ends the run once every frame put is consumed and written.
     pub fn finish(mut self) -> Result<Ended> {
         self.feed.close();
@@ -166,13 +174,31 @@ fn consume(
         offscreen.bind(session.interop.frames()).and_then(|()| follow(&mut session, &mut offscreen, &feed));
     let stopped = session.stop(&mut offscreen, outcome.is_ok());
     let sink = offscreen.finish();
-    outcome?;
-    let stopped = stopped?;
+    let stopped = match outcome {
+        // The producer's own error says why it failed (a CUDA fault, say).
+        Err(e) if e.is::<ProducerFailed>() => {
+            return Err(stopped.err().map_or(e, |why| why.context(ProducerFailed)))
+        }
+        Err(e) => return Err(e),
+        Ok(()) => stopped?,
+    };
     if let Some(e) = sink.error {
         bail!("{e}");
     }
     Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: sink.written })
 }
+
+/// The consumer followed the producer to its end, and the producer had failed.
+#[derive(Debug)]
+struct ProducerFailed;
+
+impl std::fmt::Display for ProducerFailed {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the fed producer failed")
+    }
+}
+
+impl std::error::Error for ProducerFailed {}
 
 /// Consumes each frame once the producer has made it, until it has made its last.
 fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> Result<()> {
@@ -199,7 +225,7 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
         mailbox.wait_change(seen, within);
     }
     if session.control.failed() {
-        bail!("the fed producer failed");
+        return Err(ProducerFailed.into());
     }
     session.drain(offscreen)?;
     Ok(())

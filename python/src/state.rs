@@ -340,7 +340,7 @@ impl State {
     /// while the run goes on), with the run's mailbox it is put in.
     fn free_slot(&mut self, layout: &Layout) -> Result<Held> {
         let (mailbox, staging, _) = self.device_feed(layout)?;
-        let run_stopped = || self.run.as_ref().is_none_or(Run::stopped);
+        let run_stopped = || self.run.as_ref().is_none_or(Run::ending);
         let slot = staging.acquire(&run_stopped).ok_or_else(|| anyhow!("the viewer's run stopped"))?;
         Ok(Held { mailbox, staging, slot })
     }

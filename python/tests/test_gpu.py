@@ -7,7 +7,8 @@ Needs an NVIDIA GPU and the library; otherwise each test says
 Also here: the stream race (a kernel on a non-default stream writes the
 tensor, show, an immediate overwrite on that stream, 1,000 times: every
 frame holds the value at the call) and 100,000 shows with host and GPU
-memory flat.
+memory flat; odd sizes through both paths in both modes; a kernel that
+faults on the caller's stream is an error, never a hang.
 """
 
 import importlib
@@ -19,7 +20,7 @@ import pytest
 
 import vkcuda
 
-from test_headless import DTYPES, SHAPES, STRIDES, frames, make
+from test_headless import DTYPES, SHAPES, STRIDES, frames, make, run_python
 
 
 def library(name):
@@ -454,3 +455,91 @@ def test_a_show_inside_a_frame_block_waits_for_it_without_spinning(tmp_path):
     assert cpu < 0.15, f"{cpu:.2f} s of CPU in 0.3 s while a frame was written in place"
     assert (s["shown"], s["replaced"], s["written"], s["validation_errors"]) == (3, 1, 2, 0), s
     assert [int(vkcuda.read_frame(tmp_path / f)[0, 0, 0]) for f in frames(tmp_path)] == [4, 3]
+
+
+ODD = [(1, 1), (1, 3), (3, 1), (1, 1021), (1021, 1), (7, 5)]
+
+
+@pytest.mark.parametrize("every", [True, False], ids=["every", "newest"])
+@pytest.mark.parametrize("size", ODD, ids=[f"{h}x{w}" for h, w in ODD])
+def test_odd_sizes_shown_and_written_in_place(tmp_path, size, every):
+    """Tensors shown and frames written in place, alternating on a side stream, at sizes whose
+    rows are one element or not a multiple of the packing kernel's 16x16 blocks, uint8 and float32:
+    every frame (or, newest wins, the last) is the value at its call, whole."""
+    torch = torch_gpu()
+    h, w = size
+    side = torch.cuda.Stream()
+    for dt, name in [(torch.uint8, "uint8"), (torch.float32, "float32")]:
+        out = tmp_path / name
+        values = [(i * 37 + 5) % 251 for i in range(6)]
+        with vkcuda.Viewer(out=out, every_frame=every, validate=True) as v, torch.cuda.stream(side):
+            for i, value in enumerate(values):
+                if i % 2:
+                    v.show(torch.full((h, w, 4), value, dtype=dt, device="cuda"))
+                else:
+                    with v.frame(h, w, name) as f:
+                        torch.from_dlpack(f).fill_(value)
+            v.flush()
+            s = v.stats()
+        assert (s["validation_errors"], s["validation_warnings"], s["shown"]) == (0, 0, 6), s
+        got = [vkcuda.read_frame(out / f, name) for f in frames(out)]
+        assert all(g.shape == (h, w, 4) and (g == g[0, 0, 0]).all() for g in got), name
+        seen = [int(g[0, 0, 0]) for g in got]
+        assert seen == values if every else seen[-1] == values[-1], (name, seen, values)
+
+
+FAULT = """
+    import sys, time, cupy, vkcuda
+    mode, path, out = sys.argv[1:]
+    bad = cupy.RawKernel(r'extern "C" __global__ void bad(unsigned char* p) { p[1ull << 44] = 1; }', "bad")
+    x = cupy.zeros((33, 17, 4), dtype=cupy.uint8)
+    s = cupy.cuda.Stream(non_blocking=True)
+    v = vkcuda.Viewer(out=out, every_frame=mode == "every", validate=True)
+    for i in range(3):
+        with s:
+            x.fill(i)
+        v.show(x, stream=s)
+    v.flush()
+    with s:
+        bad((1,), (1,), (x,))
+    t = time.monotonic()
+    try:
+        for i in range(1000000):
+            if path == "frame":
+                with s, v.frame(33, 17):
+                    pass
+            else:
+                v.show(x, stream=s)
+        print("no error")
+    except RuntimeError as e:
+        print(f"raised after {time.monotonic() - t:.2f} s: {str(e).splitlines()[0]}")
+    t = time.monotonic()
+    try:
+        v.close()
+        print(f"closed in {time.monotonic() - t:.2f} s")
+    except RuntimeError as e:
+        print(f"closed in {time.monotonic() - t:.2f} s raising: {str(e).splitlines()[0]}")
+    s = v.stats()
+    print("validation", s["validation_errors"], s["validation_warnings"])
+"""
+
+
+@pytest.mark.parametrize("path", ["show", "frame"])
+@pytest.mark.parametrize("every", [True, False], ids=["every", "newest"])
+def test_a_kernel_fault_on_the_callers_stream_is_an_error_not_a_hang(tmp_path, every, path):
+    """A kernel faults on the caller's stream, and the caller goes on showing (or writing frames
+    in place): Vulkan would wait for those frames forever. The show (or frame) raises CUDA's
+    error within seconds, close() returns at once, no validation message, no panic. In a
+    process of its own: a fault spoils the CUDA context for good."""
+    cupy_gpu()
+    mode = "every" if every else "newest"
+    done = run_python(FAULT, timeout=90, args=[mode, path, str(tmp_path)])
+    lines = done.stdout.splitlines()
+    print(f"fault, {mode}, {path}: {lines}")
+    assert "panicked" not in done.stderr, done.stderr[-2000:]
+    raised = [ln for ln in lines if ln.startswith("raised after")]
+    assert raised and "CUDA_ERROR_ILLEGAL_ADDRESS" in raised[0], (lines, done.stderr[-2000:])
+    assert float(raised[0].split()[2]) < 5, raised
+    closed = [ln for ln in lines if ln.startswith("closed in")]
+    assert closed and float(closed[0].split()[2]) < 3, (lines, done.stderr[-2000:])
+    assert "validation 0 0" in lines, lines

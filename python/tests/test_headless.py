@@ -218,10 +218,14 @@ def test_garbage_collection_writes_what_was_shown(tmp_path):
     assert len(frames(tmp_path)) == 5
 
 
-def run_python(script, timeout=120, extra_env=None):
+def run_python(script, timeout=120, extra_env=None, args=()):
     env = dict(os.environ, PYTHONUNBUFFERED="1", **(extra_env or {}))
     return subprocess.run(
-        [sys.executable, "-c", textwrap.dedent(script)], capture_output=True, text=True, timeout=timeout, env=env
+        [sys.executable, "-c", textwrap.dedent(script), *args],
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=env,
     )
 
 

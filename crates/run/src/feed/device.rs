@@ -21,10 +21,11 @@
 //!   shown, and the caller may overwrite the tensor on that stream at once:
 //!   the pack comes first on the same stream.
 
+use std::cell::Cell;
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _, Result};
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
@@ -375,9 +376,20 @@ impl FedCudaProducer {
 
     /// The producer thread's loop: until the mailbox is closed and empty, or
     /// the run stops. Then no frame is made any more, by the caller either.
+    /// A failed context (a kernel of the caller's faulted: nothing it
+    /// enqueues runs, so Vulkan would wait for its frames forever) ends the
+    /// run with CUDA's error.
     pub fn run(self, job: &Job) -> Result<Report> {
         self.line.start(job);
-        let result = self.produce(job);
+        let watch = ContextWatch::new(&self.stream);
+        let result = self.produce(job, &watch);
+        let result = match watch.failure() {
+            Some(e) => Err(anyhow!(
+                "CUDA failed ({e:?}): a kernel on the viewer's GPU faulted (the caller's, or a pack), so no \
+                 frame made after it is shown"
+            )),
+            None => result,
+        };
         let frames = self.line.close();
         self.mailbox.end();
         result.map(|report| Report { frames, ..report })
@@ -385,10 +397,10 @@ impl FedCudaProducer {
 
     /// Makes each slot put into the frame the line is at, once Vulkan has
     /// released that frame's buffer, unless the caller made it first.
-    fn produce(&self, job: &Job) -> Result<Report> {
+    fn produce(&self, job: &Job, watch: &ContextWatch) -> Result<Report> {
         self.staging.context().bind_to_thread()?;
         let control = &job.control;
-        let failed = || control.failed();
+        let failed = || control.failed() || watch.failed();
         let mut report = Report::default();
         while self.mailbox.wait_pending(&failed) {
             let g = self.line.next();
@@ -420,6 +432,41 @@ impl FedCudaProducer {
             self.mailbox.made();
         }
         Ok(report)
+    }
+}
+
+/// Whether a context has failed, as one of its streams reports it (a kernel
+/// fault is sticky: every stream of the context answers with it), looked at
+/// no more than once per [`CHECK`]: a producer's waits ask on every wake.
+struct ContextWatch {
+    stream: sys::CUstream,
+    next: Cell<Instant>,
+    failure: Cell<Option<sys::CUresult>>,
+}
+
+impl ContextWatch {
+    fn new(stream: &CudaStream) -> Self {
+        Self { stream: stream.cu_stream(), next: Cell::new(Instant::now()), failure: Cell::new(None) }
+    }
+
+    /// Whether the context has failed (by the last look).
+    fn failed(&self) -> bool {
+        if self.failure.get().is_none() && Instant::now() >= self.next.get() {
+            self.next.set(Instant::now() + CHECK);
+            // SAFETY: the producer's own stream, live while it runs, of the context bound on this thread.
+            match unsafe { sys::cuStreamQuery(self.stream) } {
+                sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_NOT_READY => {}
+                e => self.failure.set(Some(e)),
+            }
+        }
+        self.failure.get().is_some()
+    }
+
+    /// The context's error, looked at now.
+    fn failure(&self) -> Option<sys::CUresult> {
+        self.next.set(Instant::now());
+        self.failed();
+        self.failure.get()
     }
 }
 

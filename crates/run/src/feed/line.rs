@@ -176,6 +176,11 @@ impl Line {
         self.changed.notify_all();
     }
 
+    /// Whether the producer has ended (or is ending): no frame is made any more.
+    pub fn closed(&self) -> bool {
+        self.lock().closed
+    }
+
     /// The next frame's number.
     pub(super) fn next(&self) -> u64 {
         self.lock().next
