@@ -1,14 +1,13 @@
 //! The integrator's side: your own Vulkan device, CUDA context, stream and
-//! kernel; vkcuda's core (no default features) only makes the shared frames
-//! and timelines and hands out each frame's barriers, waits and signals.
+//! kernel; vkcuda's core (the `vkcuda` package alone, its default CUDA 13.0
+//! headers) only makes the shared frames and timelines and hands out each
+//! frame's barriers, waits and signals.
 //! Every frame is read back and compared with the kernel's CPU twin.
 //!
-//! Two layouts, one frame plan:
-//! - `--layout array` (default): CUDA writes a surface object over the image
-//!   and reads every frame back through the texture object;
-//! - `--layout buffer`: a plain kernel writes linear memory through a pointer
-//!   and a row pitch, as a tensor library or most CUDA renderers would, and
-//!   Vulkan reads the buffer directly (here: copies it to the host).
+//! Two layouts, one frame plan: `--layout array` (default): CUDA writes a surface object
+//! over the image and reads every frame back through the texture object; `--layout buffer`:
+//! a plain kernel writes linear memory through a pointer and a row pitch, as a tensor
+//! library or most CUDA renderers would, and Vulkan copies the buffer to the host.
 //!
 //! Run:
 //!
@@ -20,7 +19,7 @@ use std::sync::Arc;
 
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
-use cudarc::driver::{CudaContext, CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use gpu_allocator::MemoryLocation;
 use vkcuda::interop::{requirements, CudaFrames, CudaTarget, Resource, SharedFrames, VulkanFrame};
 use vkcuda::sync::{FramePlan, SyncScheme};
@@ -49,14 +48,7 @@ fn expected(x: u32, y: u32, g: u32) -> [u8; 4] {
 }
 
 fn main() -> Result<()> {
-    let args: Vec<String> = std::env::args().collect();
-    let validate = args.iter().any(|a| a == "--validate");
-    let layout = args.iter().position(|a| a == "--layout").and_then(|i| args.get(i + 1));
-    let layout = match layout.map_or("array", |l| l.as_str()) {
-        "array" => Layout::Array,
-        "buffer" => Layout::Buffer,
-        other => bail!("--layout {other}: array or buffer"),
-    };
+    let (validate, layout) = engine::args()?;
     // 1. What vkcuda needs, enabled on your instance and device. (vkcuda's `Instance` is only
     //    used here to count the validation layer's messages.)
     let needs = requirements();
@@ -105,9 +97,9 @@ fn with_device(
     (ordinal, layout): (usize, Layout),
 ) -> Result<u64> {
     // 3. vkcuda wraps your device; 4. the plan and the shared frames on it.
-    // SAFETY: `raw` was created just above from `physical` of this instance, with exactly
-    // `extensions` and vkcuda's features, has queue 0 of `family`, only this thread submits
-    // to it, and it is destroyed only after this function has dropped every vkcuda object.
+    // SAFETY: `raw` was created just above from `physical` of this instance, with `extensions`
+    // and vkcuda's features, has queue 0 of `family`, only this thread submits to it, and it
+    // is destroyed only after this function has dropped every vkcuda object.
     let device = unsafe { Device::adopt(&instance.raw, physical, raw, extensions, family, 0) }?;
     let plan = FramePlan::new(SyncScheme::Split, IMAGES, 0, FRAMES).map_err(|e| anyhow!(e))?;
     // RGBA8 frames of W × H in `layout` (a `FrameDesc` also names the format: float ones too).
@@ -118,6 +110,9 @@ fn with_device(
     let ctx = CudaContext::new(ordinal)?;
     let stream = ctx.new_stream()?;
     let cuda = CudaFrames::import(ctx.clone(), &shared, stream.clone())?;
+    // Your kernels, compiled before anything is submitted: a missing NVRTC (cudarc panics on
+    // it: asked first) or a compile error then leaves no GPU wait that nobody would signal.
+    let kernels = engine::kernels(&ctx, KERNEL, ["fill_surface", "fill_linear", "check_texture"])?;
     // Your Vulkan objects: per image a command buffer, a fence and a readback buffer.
     let commands = Commands::new(raw, family, IMAGES)?;
     let usage = vk::BufferUsageFlags::TRANSFER_DST;
@@ -125,7 +120,7 @@ fn with_device(
         Buffer::frames(&device, "readback", IMAGES, desc.bytes(), usage, MemoryLocation::GpuToCpu)?;
     let checked = std::thread::scope(|s| {
         // 6. CUDA on its own thread: a call after a GPU wait may block it.
-        let producer = s.spawn(move || produce(&ctx, &stream, &cuda));
+        let producer = s.spawn(move || produce(&ctx, &stream, &cuda, &kernels));
         // 7. Vulkan's side, in your command buffers and submissions. A wrong frame does not
         //    stop the loop: every frame is still consumed, so every wait either side enqueued
         //    is met by its own signaller, in order (a host signal may not jump a timeline past
@@ -163,12 +158,13 @@ fn with_device(
 
 /// 6. Each frame: begin (the GPU wait; the surface, or pointer and pitch) → your kernel →
 ///    end (the signal); an array frame is also read back through its texture object.
-fn produce(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, cuda: &CudaFrames) -> Result<()> {
+fn produce(
+    ctx: &Arc<CudaContext>,
+    stream: &Arc<CudaStream>,
+    cuda: &CudaFrames,
+    [fill_surface, fill_linear, check_texture]: &[CudaFunction; 3],
+) -> Result<()> {
     ctx.bind_to_thread()?;
-    let module = ctx.load_module(cudarc::nvrtc::compile_ptx(KERNEL)?)?;
-    let [fill_surface, fill_linear, check_texture] = ["fill_surface", "fill_linear", "check_texture"]
-        .map(|k| module.load_function(k).with_context(|| format!("kernel {k}")));
-    let (fill_surface, fill_linear, check_texture) = (fill_surface?, fill_linear?, check_texture?);
     // Texels that read back wrong through the texture object, summed over all frames.
     let mut wrong_texels = stream.alloc_zeros::<u32>(1)?;
     let grid_dim = (W.div_ceil(16), H.div_ceil(16), 1);
@@ -178,21 +174,24 @@ fn produce(ctx: &Arc<CudaContext>, stream: &Arc<CudaStream>, cuda: &CudaFrames) 
         let frame = g as u32;
         match cuda.begin(g)? {
             CudaTarget::Array { surface, texture } => {
-                let mut launch = stream.launch_builder(&fill_surface);
+                let mut launch = stream.launch_builder(fill_surface);
                 launch.arg(&surface).arg(&w).arg(&h).arg(&frame);
                 // SAFETY: the arguments match `fill_surface`; the surface covers W × H texels.
                 unsafe { launch.launch(cfg) }?;
                 // The same frame read through the texture object, in a later launch (the
                 // texture cache is not coherent with surface writes of one launch).
-                let mut launch = stream.launch_builder(&check_texture);
+                let mut launch = stream.launch_builder(check_texture);
                 launch.arg(&texture).arg(&w).arg(&h).arg(&frame).arg(&mut wrong_texels);
                 // SAFETY: the arguments match `check_texture`; `wrong_texels` holds one u32.
                 unsafe { launch.launch(cfg) }?;
             }
-            CudaTarget::Buffer { pointer, pitch } => {
-                let mut launch = stream.launch_builder(&fill_linear);
+            CudaTarget::Buffer(linear) => {
+                debug_assert_eq!((linear.rows, linear.row_bytes), (u64::from(H), u64::from(W) * 4));
+                let (pointer, pitch) = (linear.pointer, linear.pitch);
+                let mut launch = stream.launch_builder(fill_linear);
                 launch.arg(&pointer).arg(&pitch).arg(&w).arg(&h).arg(&frame);
-                // SAFETY: the arguments match `fill_linear`; H rows of `pitch` bytes, each at least W × 4.
+                // SAFETY: the arguments match `fill_linear`; `linear` holds H rows of `pitch` bytes,
+                // each W × 4 long, written on this stream between begin and end.
                 unsafe { launch.launch(cfg) }?;
             }
         }

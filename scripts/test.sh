@@ -52,6 +52,9 @@ echo "== the Python module (python/): built with maturin, tested with pytest and
 cargo clippy --release -p vkcuda-python --all-targets -- -D warnings
 cargo test --release -p vkcuda-python --lib
 bash scripts/python-test.sh
+echo "== the signal tests again with SIGINT ignored, as a job started with & or nohup has it"
+(trap '' INT; PYTHONPATH=target/python-site:target/python-tools python3 -m pytest -q -p no:cacheprovider \
+    python/tests/test_headless.py -k "signal_module or ctrl_c")
 echo "== unit and end-to-end tests: validation layer $(dpkg-query -W -f='${Version}' vulkan-validationlayers), Mesa $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
 cargo test --release
 echo "== every failure stops validly: each fault at 30 frames x 8 configurations, CPU producer (scripts/fault-matrix.sh)"

@@ -69,6 +69,14 @@ pub enum Error {
         /// Why, in the driver's terms, and what vkcuda was doing.
         context: String,
     },
+    /// A call broke a rule of the API that vkcuda checks (a timeline signal
+    /// that would not rise, an import larger than the memory behind it);
+    /// nothing was done. The message names the rule (its VUID where Vulkan
+    /// states it).
+    Invalid {
+        /// The rule, and what vkcuda was doing.
+        context: String,
+    },
     /// A library could not be loaded (libvulkan, libcuda).
     Library {
         /// Which, and what to do.
@@ -94,6 +102,11 @@ impl Error {
     /// An [`Error::Unsupported`] with this context.
     pub(crate) fn unsupported(context: impl Into<String>) -> Self {
         Error::Unsupported { context: context.into() }
+    }
+
+    /// An [`Error::Invalid`] with this context.
+    pub(crate) fn invalid(context: impl Into<String>) -> Self {
+        Error::Invalid { context: context.into() }
     }
 
     /// A failed Vulkan call: device lost and out-of-memory results get their own variants.
@@ -123,6 +136,7 @@ impl Error {
             | Error::OutOfMemory { context }
             | Error::MissingExtension { context, .. }
             | Error::Unsupported { context }
+            | Error::Invalid { context }
             | Error::FormatUnsupported { context, .. }
             | Error::Library { context }
             | Error::Vulkan { context, .. }
@@ -152,7 +166,9 @@ impl fmt::Display for Error {
             Error::MissingExtension { extension, context } => {
                 write!(f, "{}{extension} is missing", at(context))
             }
-            Error::Unsupported { context } | Error::Library { context } => f.write_str(context),
+            Error::Unsupported { context } | Error::Invalid { context } | Error::Library { context } => {
+                f.write_str(context)
+            }
             Error::FormatUnsupported { format, layout, context } => {
                 write!(
                     f,

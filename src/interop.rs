@@ -89,18 +89,14 @@ pub type Use = (vk::PipelineStageFlags2, vk::AccessFlags2);
 /// The [`CudaFrames`] imported from them keep them alive, so they go last;
 /// their `Drop` waits (bounded) until the device's queue is idle
 /// ([`Device::wait_idle`]) and leaks rather than destroys what a batch that
-/// never finishes still uses.
+/// never finishes still uses. Its fields are private for that reason: an
+/// image or timeline taken out of it would be destroyed without the wait.
 pub struct SharedFrames {
-    /// The frame/value plan: the one source of truth for who waits for what.
-    pub plan: FramePlan,
-    /// What every frame is: format, extent, layout.
-    pub desc: FrameDesc,
-    /// The shared images, in plan order ([`Layout::Array`]; empty otherwise).
-    pub images: Vec<SharedImage>,
-    /// The shared buffers, in plan order ([`Layout::Buffer`]; empty otherwise).
-    pub buffers: Vec<SharedBuffer>,
-    /// The timelines, indexed as in the plan.
-    pub timelines: Vec<Timeline>,
+    plan: FramePlan,
+    desc: FrameDesc,
+    images: Vec<SharedImage>,
+    buffers: Vec<SharedBuffer>,
+    timelines: Vec<Timeline>,
     device: Arc<Device>,
 }
 
@@ -173,7 +169,7 @@ impl SharedFrames {
     /// let desc = FrameDesc::new(vk::Extent2D { width: 1280, height: 720 });
     /// let shared = SharedFrames::new(device, plan, desc, true)?;
     /// // One image per frame in rotation, and the plan's timelines.
-    /// assert_eq!((shared.images.len(), shared.timelines.len()), (3, 2));
+    /// assert_eq!((shared.images().len(), shared.timelines().len()), (3, 2));
     /// # Ok(()) }
     /// ```
     pub fn new(device: &Arc<Device>, plan: FramePlan, desc: FrameDesc, export: bool) -> Result<Self> {
@@ -209,10 +205,75 @@ impl SharedFrames {
         Ok(Self { plan, desc, images, buffers, timelines, device: device.clone() })
     }
 
+    /// The frame/value plan: the one source of truth for who waits for what.
+    pub fn plan(&self) -> &FramePlan {
+        &self.plan
+    }
+
+    /// What every frame is: format, extent, layout.
+    pub fn desc(&self) -> &FrameDesc {
+        &self.desc
+    }
+
+    /// The shared images, in plan order ([`Layout::Array`]; empty otherwise).
+    pub fn images(&self) -> &[SharedImage] {
+        &self.images
+    }
+
+    /// The shared buffers, in plan order ([`Layout::Buffer`]; empty otherwise).
+    pub fn buffers(&self) -> &[SharedBuffer] {
+        &self.buffers
+    }
+
+    /// The timelines, indexed as in the plan ([`TimelinePoint::timeline`]).
+    pub fn timelines(&self) -> &[Timeline] {
+        &self.timelines
+    }
+
+    /// The device they were made on.
+    pub fn device(&self) -> &Arc<Device> {
+        &self.device
+    }
+
+    /// Stands in from the host for the producer's signal that consumer
+    /// frame `g` waits for, once the producer can signal nothing any more:
+    /// the last step of stopping after a failure (docs/sync.md, "Stopping
+    /// after a failure"). Call it for each consumer frame still pending,
+    /// oldest first, and wait for that frame's batch before the next call.
+    /// A timeline already at the value is left alone.
+    ///
+    /// ```no_run
+    /// # fn demo(shared: &vkcuda::interop::SharedFrames, pending: std::ops::Range<u64>,
+    /// #         wait_for_batch: impl Fn(u64) -> vkcuda::Result<()>) -> vkcuda::Result<()> {
+    /// // The producer's thread has ended and its stream is idle (or failed).
+    /// for g in pending {
+    ///     // SAFETY: nothing but the host and this queue signals a timeline any more, and
+    ///     // frames before g are finished: no pending signal is at or below g's wait.
+    ///     unsafe { shared.stand_in(g) }?;
+    ///     wait_for_batch(g)?;
+    /// }
+    /// # Ok(()) }
+    /// ```
+    ///
+    /// # Safety
+    /// - no CUDA stream or other producer will signal a timeline of these
+    ///   frames any more (its thread has ended, its stream is idle or failed);
+    /// - every consumer batch submitted for a frame before `g` has finished:
+    ///   then no pending signal of the timeline is at or below the value
+    ///   (VUID-VkSemaphoreSignalInfo-value-03259; `shared`: a batch's signal
+    ///   is above its own wait). The value's rise (…-03258) is checked.
+    pub unsafe fn stand_in(&self, g: u64) -> Result<()> {
+        match self.plan.stand_in(g) {
+            // SAFETY: the caller's promises are raise_to's.
+            Some(w) => unsafe { self.timelines[w.timeline].raise_to(w.value) },
+            None => Ok(()),
+        }
+    }
+
     /// The semaphore and value of a plan point, for a `VkSubmitInfo2`.
     pub fn submit_info(&self, point: TimelinePoint) -> vk::SemaphoreSubmitInfo<'static> {
         vk::SemaphoreSubmitInfo::default()
-            .semaphore(self.timelines[point.timeline].raw)
+            .semaphore(self.timelines[point.timeline].raw())
             .value(point.value)
             .stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
     }
@@ -220,8 +281,8 @@ impl SharedFrames {
     /// Shared image or buffer `i`.
     pub fn resource(&self, i: usize) -> Resource {
         match self.desc.layout {
-            Layout::Array => Resource::Image(self.images[i].image),
-            Layout::Buffer => Resource::Buffer(self.buffers[i].buffer),
+            Layout::Array => Resource::Image(self.images[i].image()),
+            Layout::Buffer => Resource::Buffer(self.buffers[i].buffer()),
         }
     }
 
@@ -325,12 +386,32 @@ pub enum CudaTarget {
         texture: sys::CUtexObject,
     },
     /// [`Layout::Buffer`]: linear device memory, rows `pitch` bytes apart.
-    Buffer {
-        /// The first row.
-        pointer: sys::CUdeviceptr,
-        /// Bytes from one row to the next.
-        pitch: u64,
-    },
+    Buffer(LinearFrame),
+}
+
+/// A shared buffer as CUDA writes it ([`Layout::Buffer`]): `rows` rows of
+/// `row_bytes` bytes each, `pitch` bytes apart, from `pointer`; `size` bytes
+/// in all.
+///
+/// Where and when it is valid: the pointer stays mapped as long as the
+/// [`CudaFrames`] that gave it lives. Its bytes are CUDA's to write only
+/// on that `CudaFrames`' stream ([`CudaFrames::stream`]), in the work
+/// enqueued after [`CudaFrames::begin`]`(g)` returned it and before
+/// [`CudaFrames::end`]`(g)`: outside that span Vulkan may be reading them
+/// (work on another stream must first wait for an event recorded after
+/// `begin`, and `end` must come after it on this stream).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LinearFrame {
+    /// The first row.
+    pub pointer: sys::CUdeviceptr,
+    /// Bytes from one row to the next.
+    pub pitch: u64,
+    /// Bytes of pixels in a row (width × bytes per pixel; at most `pitch`).
+    pub row_bytes: u64,
+    /// Rows (the frame's height).
+    pub rows: u64,
+    /// Bytes mapped at `pointer`: what a kernel may write (`pitch` × `rows`).
+    pub size: u64,
 }
 
 /// The shared frames as CUDA sees them: surfaces or pointers to write, and imported timelines.
@@ -369,14 +450,13 @@ impl CudaFrames {
         };
         let desc = &frames.desc;
         for (i, img) in frames.images.iter().enumerate() {
-            let color = img.usage.contains(vk::ImageUsageFlags::COLOR_ATTACHMENT);
-            let ext =
-                ExternalImage::import(this.ctx.clone(), img.export()?, img.allocation_size, desc, color)
-                    .with_context(|| format!("importing shared image {i} ({desc}) into CUDA"))?;
+            let color = img.usage().contains(vk::ImageUsageFlags::COLOR_ATTACHMENT);
+            let ext = ExternalImage::import(this.ctx.clone(), img.export()?, desc, color)
+                .with_context(|| format!("importing shared image {i} ({desc}) into CUDA"))?;
             this.images.push(ext);
         }
         for (i, buf) in frames.buffers.iter().enumerate() {
-            let ext = ExternalBuffer::import(this.ctx.clone(), buf.export()?, buf.allocation_size, desc)
+            let ext = ExternalBuffer::import(this.ctx.clone(), buf.export()?, desc)
                 .with_context(|| format!("importing shared buffer {i} ({desc}) into CUDA"))?;
             this.buffers.push(ext);
         }
@@ -409,7 +489,14 @@ impl CudaFrames {
                 CudaTarget::Array { surface: self.images[i].surface(), texture: self.images[i].texture() }
             }
             Layout::Buffer => {
-                CudaTarget::Buffer { pointer: self.buffers[i].pointer(), pitch: self.buffers[i].pitch }
+                let (buffer, desc) = (&self.buffers[i], &self.shared.desc);
+                CudaTarget::Buffer(LinearFrame {
+                    pointer: buffer.pointer(),
+                    pitch: buffer.pitch(),
+                    row_bytes: desc.row_pitch(),
+                    rows: u64::from(desc.extent.height),
+                    size: buffer.size(),
+                })
             }
         }
     }

@@ -33,15 +33,20 @@
 //!    for your stream: [`interop::CudaFrames::import`].
 //! 6. Each frame `g`, on that stream: [`interop::CudaFrames::begin`]
 //!    (enqueues the wait, gives the [`interop::CudaTarget`]: a surface, or a
-//!    pointer and pitch), your kernel, then [`interop::CudaFrames::end`]
+//!    [`interop::LinearFrame`]: pointer, pitch and size, valid on that stream
+//!    until `end`), your kernel, then [`interop::CudaFrames::end`]
 //!    (enqueues the signal).
 //! 7. Each frame `g`, in your command buffer: the barriers of
 //!    [`interop::SharedFrames::vulkan_frame`] around your use of the image
 //!    or buffer, and its wait and signal in your `vkQueueSubmit2`.
 //! 8. Tear down: drop the [`interop::CudaFrames`] (it waits, bounded, until
 //!    its stream is idle; it keeps the [`interop::SharedFrames`] alive, whose
-//!    `Drop` waits for your queue). After a failure, meet every wait in
-//!    order before you stop (docs/sync.md, "Stopping after a failure").
+//!    `Drop` waits for your queue), then vkcuda's `Arc<Device>` (the last
+//!    clone frees vkcuda's allocations on your device), then destroy your
+//!    device. After a failure, meet every wait in order before you stop:
+//!    once the producer has stopped, [`interop::SharedFrames::stand_in`] for
+//!    each pending consumer frame, oldest first (docs/sync.md, "Stopping
+//!    after a failure").
 //!
 //! The same steps as code (compiled with the docs; it needs an NVIDIA GPU to
 //! run, so it is not run here):
@@ -54,12 +59,14 @@
 //! # fn main() -> vkcuda::Result<()> {
 //! // 1.-2. Your instance and device, made with what `requirements()` names,
 //! //       on the physical device whose UUID CUDA device 0 has.
-//! let (instance, physical, device, family) = your_engine();
+//! let (instance, physical, engine_device, family) = your_engine();
 //! let needs = interop::requirements();
 //! // 3. vkcuda's view of your device and queue 0 of `family`.
-//! // SAFETY: the device was made from `physical` with exactly `needs`' extensions and
-//! // features, has that queue, nobody else submits to it meanwhile, and it outlives vkcuda's objects.
-//! let device = unsafe { Device::adopt(&instance, physical, &device, &needs.device_extensions, family, 0) }?;
+//! // SAFETY: the device was made from `physical` with `needs`' extensions (and maybe more) and
+//! // features, has that queue, other threads submit to it only inside `device.queue_op`, and it
+//! // is destroyed only after every vkcuda object (step 8).
+//! let device =
+//!     unsafe { Device::adopt(&instance, physical, &engine_device, &needs.device_extensions, family, 0) }?;
 //! // 4. The plan (one timeline per signaller, 2 frames) and the shared frames: half-float
 //! //    frames in linear memory (`Layout::Array` for a CUDA array).
 //! let plan = sync::FramePlan::new(sync::SyncScheme::Split, 2, 0, 1000)?;
@@ -73,8 +80,10 @@
 //! let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 //! for g in 0..1000 {
 //!     // 6. CUDA (on a thread of its own in a real engine): wait, your kernel, signal.
-//!     let interop::CudaTarget::Buffer { pointer, pitch } = cuda.begin(g)? else { unreachable!() };
-//!     let _ = (pointer, pitch); // launch your kernel writing rows `pitch` bytes apart on `stream`
+//!     let interop::CudaTarget::Buffer(linear) = cuda.begin(g)? else { unreachable!() };
+//!     // Launch your kernel on `stream`: `linear.rows` rows of `linear.row_bytes` bytes,
+//!     // `linear.pitch` apart from `linear.pointer` (valid between begin and end, on `stream`).
+//!     let _ = (linear.pointer, linear.pitch, linear.rows, linear.row_bytes);
 //!     cuda.end(g)?;
 //!     // 7. Vulkan: record `acquire`, your commands (here a copy), `release` in one
 //!     //    command buffer; submit it with `wait` and `signal` in its VkSubmitInfo2.
@@ -82,18 +91,22 @@
 //!     let _ = (frame.resource, frame.acquire, frame.release, frame.wait, frame.signal);
 //! }
 //! // 8. Teardown holds by construction: the imports wait for the stream, then the
-//! //    shared frames (kept alive by them) wait for the queue.
+//! //    shared frames (kept alive by them) wait for the queue. vkcuda's `Device` goes
+//! //    before your `vkDestroyDevice`: its last clone frees vkcuda's allocations on it.
 //! drop(cuda);
 //! drop(shared);
+//! drop(device);
+//! // SAFETY: no vkcuda object is left on the device, and its queue is idle.
+//! unsafe { engine_device.destroy_device(None) };
 //! # Ok(()) }
 //! ```
 //!
 //! Where to read: [`sync`] (the protocol as one pure type, and why), then
 //! [`interop`], [`vk`] and [`cuda`]; [`platform`] is the one OS seam.
 //!
-//! With the default `app` feature the package also builds the `vkcuda`
-//! binary (viewer, headless dump, bench): its own module tree, outside this
-//! library, so it can use only the public API above.
+//! The `vkcuda` binary (viewer, headless dump, bench) and the Python module
+//! are packages of their own in the same workspace (`crates/`, `python/`),
+//! built on the public API above alone.
 
 #![deny(missing_docs)]
 

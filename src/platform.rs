@@ -42,6 +42,54 @@ use cudarc::driver::sys;
 /// An exported handle, owned until CUDA imports it.
 pub type Handle = OwnedFd;
 
+/// An exported handle to one dedicated allocation, with the allocation's
+/// size: what CUDA imports ([`crate::cuda::external::ExternalImage::import`],
+/// [`crate::cuda::external::ExternalBuffer::import`]). CUDA must be told the
+/// allocation's exact size (`vkGet*MemoryRequirements().size`, not the
+/// frame's w·h·bytes: tiling pads), and nothing in a file descriptor says it,
+/// so the two travel together: vkcuda's shared frames make them
+/// ([`crate::vk::shared_image::SharedImage::export`]), and a handle of the
+/// caller's own comes in through the `unsafe` [`ExportedMemory::from_raw`].
+#[derive(Debug)]
+pub struct ExportedMemory {
+    handle: Handle,
+    size: u64,
+}
+
+impl ExportedMemory {
+    /// A handle vkcuda exported from its own dedicated allocation of `size` bytes.
+    pub(crate) fn new(handle: Handle, size: u64) -> Self {
+        Self { handle, size }
+    }
+
+    /// A handle the caller exported.
+    ///
+    /// # Safety
+    /// - `handle` is an export, as [`MEMORY_HANDLE`], of one dedicated
+    ///   allocation (`VkMemoryDedicatedAllocateInfo`: CUDA imports it with
+    ///   `CUDA_EXTERNAL_MEMORY_DEDICATED`) of a device CUDA can see;
+    /// - `size` is that allocation's `allocationSize`, which for a resource
+    ///   allocated as the spec asks is `vkGet*MemoryRequirements().size`
+    ///   (CUDA maps what it is told exists: a larger size lets a kernel write
+    ///   past the allocation);
+    /// - the image or buffer bound to it holds what the import is told: for
+    ///   an image, the `FrameDesc`'s format and extent, OPTIMAL tiling, one
+    ///   level and layer; for a buffer, packed rows from offset 0.
+    pub unsafe fn from_raw(handle: Handle, size: u64) -> Self {
+        Self { handle, size }
+    }
+
+    /// The allocation's size in bytes.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The handle, and the allocation's size.
+    pub(crate) fn into_parts(self) -> (Handle, u64) {
+        (self.handle, self.size)
+    }
+}
+
 /// How shared image memory is exported.
 pub const MEMORY_HANDLE: vk::ExternalMemoryHandleTypeFlags = vk::ExternalMemoryHandleTypeFlags::OPAQUE_FD;
 /// How timeline semaphores are exported.
@@ -79,12 +127,25 @@ pub fn export_semaphore(loader: &SemaphoreExport, semaphore: vk::Semaphore) -> R
 /// timeline semaphore, which then shares the exported one's payload. Vulkan
 /// owns the descriptor once the import succeeds (Windows:
 /// `vkImportSemaphoreWin32HandleKHR`, which does not take the handle).
-pub fn import_semaphore(loader: &SemaphoreExport, semaphore: vk::Semaphore, handle: Handle) -> Result<()> {
+///
+/// # Safety
+/// - `semaphore` is a live timeline semaphore of the device `loader` was
+///   made for (VUID-VkImportSemaphoreFdInfoKHR-semaphore-parameter);
+/// - no queue command that uses `semaphore` is still pending
+///   (VUID-vkImportSemaphoreFdKHR-semaphore-01142); a semaphore made just
+///   for the import has none;
+/// - `handle` was exported from a timeline semaphore of a device with the
+///   same `deviceUUID` and driver (VUID-VkImportSemaphoreFdInfoKHR-handleType-03263).
+pub unsafe fn import_semaphore(
+    loader: &SemaphoreExport,
+    semaphore: vk::Semaphore,
+    handle: Handle,
+) -> Result<()> {
     let info = vk::ImportSemaphoreFdInfoKHR::default()
         .semaphore(semaphore)
         .handle_type(SEMAPHORE_HANDLE)
         .fd(handle.as_raw_fd());
-    // SAFETY: `semaphore` is live and unused; `handle` is an exported semaphore descriptor.
+    // SAFETY: the caller's promises above; `info` names a descriptor we own.
     unsafe { loader.import_semaphore_fd(&info) }.context("vkImportSemaphoreFdKHR")?;
     let _ = handle.into_raw_fd();
     Ok(())

@@ -213,9 +213,38 @@ impl FramePlan {
         self.consumer(g).signal
     }
 
-    /// A point past every value frames `0..frames` will signal, on every
-    /// timeline. Signalling it from the host unblocks any side still waiting
-    /// when a run is aborted.
+    /// Stopping after a failure: the point the host signals in the
+    /// producer's stead so that pending consumer frame `g` can run, once
+    /// the producer can signal nothing more (the wait of frame `g`; `None`
+    /// if it has none). Frames are stood in for one at a time, oldest first,
+    /// each after the frames before it finished: each such signal is then
+    /// above the timeline's value and below every signal still pending on it
+    /// (VUID-VkSemaphoreSignalInfo-value-03258 and -03259), where raising a
+    /// timeline past the end at once breaks the second rule (docs/sync.md,
+    /// "Stopping after a failure"). [`crate::interop::SharedFrames::stand_in`]
+    /// does the signal.
+    ///
+    /// ```
+    /// use vkcuda::sync::{FramePlan, SyncScheme, RENDERED};
+    /// let plan = FramePlan::new(SyncScheme::Split, 2, 0, 100)?;
+    /// // Consumer frame 7 waits for "rendered" = 8: the host signals that.
+    /// let p = plan.stand_in(7).expect("a wait");
+    /// assert_eq!((p.timeline, p.value), (RENDERED, 8));
+    /// // Shared: below the batch's own signal (16), which must still come from the queue.
+    /// let shared = FramePlan::new(SyncScheme::Shared, 2, 0, 100)?;
+    /// assert!(shared.stand_in(7).unwrap().value < shared.consumer(7).signal.value);
+    /// # Ok::<(), vkcuda::Error>(())
+    /// ```
+    pub fn stand_in(&self, g: u64) -> Option<TimelinePoint> {
+        self.consumer(g).wait
+    }
+
+    /// A value above every value frames `0..frames` signal, on every
+    /// timeline: the base of the plan of a rebuilt interop that goes on with
+    /// the same timelines, whose values may only rise. Never a value to
+    /// signal from the host while work is pending: a host signal may not
+    /// pass a pending signal (VUID-VkSemaphoreSignalInfo-value-03259; see
+    /// [`FramePlan::stand_in`]).
     pub fn past_end(&self, frames: u64) -> u64 {
         match self.scheme {
             SyncScheme::Split => self.base + frames + 1,

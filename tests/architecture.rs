@@ -502,3 +502,72 @@ fn the_code_map_names_every_source_file() {
     assert!(missing.is_empty(), "docs/integrating.md's code map does not name: {missing:?}");
     assert!(paths.len() > 60, "only {} files read", paths.len());
 }
+
+/// Every `[text](path#Lnn)` link in `doc`: (link, why it misses) for each
+/// whose text names no item in backticks, or that does not land on a line
+/// holding that item (with the lines that do).
+fn line_links_that_miss(doc: &Path) -> Vec<(String, String)> {
+    let text = std::fs::read_to_string(doc).unwrap();
+    let mut misses = Vec::new();
+    for (at, _) in text.match_indices("](") {
+        let label = text[..at].rsplit_once('[').map_or("", |(_, l)| l);
+        let target = text[at + 2..].split(')').next().unwrap_or("");
+        let Some((path, line)) = target.split_once("#L") else { continue };
+        let link = format!("[{label}]({target})");
+        let Some(item) = label.split('`').nth(1) else {
+            misses.push((link, "its text names no item in backticks".into()));
+            continue;
+        };
+        let file = doc.parent().unwrap().join(path);
+        let Ok(source) = std::fs::read_to_string(&file) else {
+            misses.push((link, format!("{} does not exist", file.display())));
+            continue;
+        };
+        let want: usize = line.parse().unwrap_or(0);
+        let holds = |(_, l): &(usize, &str)| l.contains(item);
+        let lines: Vec<(usize, &str)> = source.lines().enumerate().map(|(i, l)| (i + 1, l)).collect();
+        if !lines.get(want.wrapping_sub(1)).is_some_and(holds) {
+            let found: Vec<usize> = lines.iter().filter(|l| holds(l)).map(|(n, _)| *n).take(5).collect();
+            misses.push((link, format!("line {want} has no `{item}`; it is on lines {found:?}")));
+        }
+    }
+    misses
+}
+
+/// Links to a line of code in the docs land on the item their text names
+/// (integrators follow them to the code that handles a pitfall): a line
+/// number that drifted when the code moved fails here, and says where the
+/// item is now.
+#[test]
+fn line_links_in_the_docs_land_where_they_say() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs = vec![root.join("README.md"), root.join("python/README.md")];
+    files_with(&root.join("docs"), "md", &mut docs);
+    let (mut links, mut misses) = (0, Vec::new());
+    for doc in docs.iter().filter(|d| d.exists()) {
+        links += std::fs::read_to_string(doc).unwrap().matches("#L").count();
+        misses.extend(line_links_that_miss(doc));
+    }
+    let fix = "python3 scripts/doc-links.py FILE moves them";
+    assert!(misses.is_empty(), "{} line links miss ({fix}):\n{misses:#?}", misses.len());
+    assert!(links >= 20, "only {links} line links read");
+    // The checker itself: a drifted line and an unnamed link are both caught.
+    let probe = std::env::temp_dir().join(format!("vkcuda-links-{}.md", std::process::id()));
+    let here = root.join("tests/architecture.rs").display().to_string();
+    std::fs::write(&probe, format!("[`files_with`]({here}#L1) [plain]({here}#L1)")).unwrap();
+    let caught = line_links_that_miss(&probe);
+    let _ = std::fs::remove_file(&probe);
+    assert_eq!(caught.len(), 2, "{caught:?}");
+}
+
+/// Every file under `dir` whose name ends in `.{ext}`, recursively.
+fn files_with(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
+    for entry in std::fs::read_dir(dir).unwrap().flatten() {
+        let path = entry.path();
+        if path.is_dir() {
+            files_with(&path, ext, out);
+        } else if path.extension().is_some_and(|e| e == ext) {
+            out.push(path);
+        }
+    }
+}

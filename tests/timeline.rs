@@ -31,12 +31,28 @@ fn raising_an_exported_timeline_after_host_signals_is_valid() {
     // From the value it was created at (an abort before the first frame), then from values
     // that a host signal reached before, as in an abort where every frame before the failed
     // one was signalled: the read before each raise sees a value already seen reached.
-    timeline.raise_to(1).unwrap();
+    // No queue or stream has any operation on this timeline: every host signal here is valid.
+    // SAFETY: as above.
+    unsafe { timeline.raise_to(1) }.unwrap();
     for v in 1..=20u64 {
-        timeline.signal(2 * v).unwrap();
-        timeline.raise_to(2 * v).unwrap(); // reached: nothing to do
-        timeline.raise_to(2 * v + 1).unwrap();
+        // SAFETY: as above.
+        unsafe { timeline.signal(2 * v) }.unwrap();
+        // SAFETY: as above.
+        unsafe { timeline.raise_to(2 * v) }.unwrap(); // reached: nothing to do
+                                                      // SAFETY: as above.
+        unsafe { timeline.raise_to(2 * v + 1) }.unwrap();
     }
+    assert_eq!(timeline.value().unwrap(), 41);
+    // A host signal that would not rise is refused before Vulkan sees it (VUID 03258): the
+    // layer, which would report it, stays silent below.
+    for stale in [41, 40, 0] {
+        // SAFETY: as above.
+        let refused = unsafe { timeline.signal(stale) }.unwrap_err();
+        assert!(matches!(refused, vkcuda::Error::Invalid { .. }), "{refused:?}");
+        assert!(refused.to_string().contains("03258"), "{refused}");
+    }
+    // SAFETY: as above.
+    unsafe { timeline.raise_to(7) }.unwrap(); // below: nothing to do
     assert_eq!(timeline.value().unwrap(), 41);
     drop(timeline);
     drop(device);

@@ -1,8 +1,44 @@
 //! What examples/minimal.rs needs from your engine that has nothing to do
-//! with vkcuda: a command pool, and per frame slot a command buffer and a fence.
+//! with vkcuda: its command line, a command pool, per frame slot a command
+//! buffer and a fence, and kernels compiled at run time.
 
-use anyhow::{Context, Result};
+use std::sync::Arc;
+
+use anyhow::{bail, Context, Result};
 use ash::vk;
+use cudarc::driver::{CudaContext, CudaFunction};
+
+/// The command line: `--validate`, and `--layout array|buffer`.
+pub fn args() -> Result<(bool, vkcuda::Layout)> {
+    let args: Vec<String> = std::env::args().collect();
+    let validate = args.iter().any(|a| a == "--validate");
+    let layout = args.iter().position(|a| a == "--layout").and_then(|i| args.get(i + 1));
+    let layout = match layout.map_or("array", |l| l.as_str()) {
+        "array" => vkcuda::Layout::Array,
+        "buffer" => vkcuda::Layout::Buffer,
+        other => bail!("--layout {other}: array or buffer"),
+    };
+    Ok((validate, layout))
+}
+
+/// `source`'s kernels `names`, compiled by NVRTC and loaded into `ctx`.
+pub fn kernels<const N: usize>(
+    ctx: &Arc<CudaContext>,
+    source: &str,
+    names: [&str; N],
+) -> Result<[CudaFunction; N]> {
+    // SAFETY: only tries to dlopen libnvrtc under its usual names.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        bail!("libnvrtc.so (NVRTC, the CUDA run-time compiler) was not found: add its folder to LD_LIBRARY_PATH");
+    }
+    let module = ctx.load_module(cudarc::nvrtc::compile_ptx(source)?)?;
+    let loaded = names.map(|k| module.load_function(k).with_context(|| format!("kernel {k}")));
+    let mut out = Vec::with_capacity(N);
+    for k in loaded {
+        out.push(k?);
+    }
+    out.try_into().map_err(|_| anyhow::anyhow!("{N} kernels"))
+}
 
 /// A queue family of `physical` with compute (where the frames are consumed here).
 pub fn compute_family(instance: &ash::Instance, physical: vk::PhysicalDevice) -> Result<u32> {

@@ -3,11 +3,16 @@
 //! package around it (`python/vkcuda`) adds the context manager, the clean-up
 //! at interpreter exit and the docs.
 //!
-//! A `Viewer` owns a Vulkan device and one `run::Run` at a time: `show`
-//! converts the array's pixels into the shared frames' format and puts them
-//! in the run's mailbox; the run's producer thread copies them into a
-//! staging buffer and signals "rendered", its consumer thread copies each
-//! frame on the GPU and, when writing, reads it back for the writer pool.
+//! A `Viewer` owns a Vulkan device and one run at a time (`run.rs`
+//! headless, `window.rs` in a window). A host array's pixels are converted
+//! into the shared frames' format and put in the run's mailbox, which the
+//! fed host producer copies into a staging buffer before it signals
+//! "rendered"; a GPU tensor is packed on the caller's stream straight into
+//! the exported buffer once Vulkan has released it (or into a slot the fed
+//! CUDA producer copies in, newest wins), and `frame()` hands out that
+//! buffer to write in place (`state.rs`, `cuda_side.rs`, `export.rs`). The
+//! consumer thread draws or copies each frame on the GPU and, when writing,
+//! reads it back for the writer pool.
 
 mod array;
 mod context;
@@ -95,15 +100,9 @@ fn host_array(x: &Bound<'_, PyAny>, channels_first: bool) -> PyResult<HostArray>
         }
         Err(_) => {
             let kind = x.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
-            let gpu = x.hasattr("__cuda_array_interface__")? || x.hasattr("__dlpack__")?;
-            let hint = match gpu {
-                true => {
-                    "; GPU tensors (__dlpack__, __cuda_array_interface__) are not accepted by this build yet"
-                }
-                false => "",
-            };
             return Err(PyTypeError::new_err(format!(
-                "show() takes a NumPy array (anything with __array_interface__), not {kind}{hint}"
+                "show() takes a GPU tensor (__dlpack__, __cuda_array_interface__) or host memory \
+                 (__array_interface__, or __dlpack__ on the CPU), not {kind}"
             )));
         }
     };
@@ -209,7 +208,12 @@ impl Viewer {
                 Ok(state.cuda_for(device).map_err(runtime)?.own_stream())
             };
             match device_array(x, named, channels_first, &mut own)? {
-                Some(array) => show_device(py, &mut state, &array, every),
+                Some(array) if !array.host => show_device(py, &mut state, &array, every),
+                // A host DLPack tensor (PyTorch on the CPU): read from its capsule, alive till here.
+                Some(array) => {
+                    let host = HostArray { data: array.pointer as usize, layout: array.layout };
+                    show_host(py, &mut state, &host, every)
+                }
                 None => show_host(py, &mut state, &host_array(x, channels_first)?, every),
             }
         })

@@ -58,8 +58,11 @@ struct DlManagedTensorVersioned {
     dl_tensor: DlTensor,
 }
 
-/// A tensor in GPU memory, as `show` reads it.
+/// A tensor as `show` reads it: in GPU memory, or (`host`) a host DLPack
+/// tensor with no `__array_interface__` (a PyTorch CPU tensor).
 pub struct DeviceArray {
+    /// In host memory (DLPack's CPU or CUDA-pinned device): shown through the host.
+    pub host: bool,
     /// The CUDA device (ordinal) it lives on.
     pub device: usize,
     /// Its first element.
@@ -72,7 +75,10 @@ pub struct DeviceArray {
     _capsule: Option<Py<PyAny>>,
 }
 
-/// Whether `x` is a GPU tensor (`Some`), a host array (`None`), or neither of use (an error).
+/// Whether `x` is a tensor read through DLPack or the CUDA array interface
+/// (`Some`: in GPU memory, or a host DLPack tensor that has no
+/// `__array_interface__`), a host array read through `__array_interface__`
+/// (`None`), or neither of use (an error).
 /// `own(device)` gives the viewer's own stream on that device, for a DLPack
 /// producer to order its work before when the caller names no stream.
 pub fn device_array(
@@ -94,7 +100,11 @@ pub fn device_array(
                 let own = own(usize::try_from(id).unwrap_or(0))?;
                 return dlpack(x, Some(own), channels_first);
             }
-            return device_kind(kind, id).map(|()| None);
+            device_kind(kind, id)?;
+            return match x.hasattr("__array_interface__")? {
+                true => Ok(None),
+                false => dlpack(x, None, channels_first),
+            };
         }
     }
     if let Ok(interface) = x.getattr("__cuda_array_interface__") {
@@ -124,7 +134,8 @@ fn device_kind(kind: i32, id: i32) -> PyResult<()> {
 /// Reads `x.__dlpack__(stream=...)`: the producer orders its work before
 /// `stream` (a viewer's own), so the data is ready there; `None`: no ordering
 /// (the caller's stream reads it, after the work that made it). `Ok(None)`:
-/// the capsule is of host memory.
+/// the capsule is of host memory and `x` has `__array_interface__` (NumPy's
+/// own path reads it); a host tensor without one is read from the capsule.
 fn dlpack(x: &Bound<'_, PyAny>, stream: Option<u64>, channels_first: bool) -> PyResult<Option<DeviceArray>> {
     let py = x.py();
     // DLPack forbids 0 for CUDA: the legacy default stream is 1.
@@ -174,8 +185,12 @@ fn dlpack(x: &Bound<'_, PyAny>, stream: Option<u64>, channels_first: bool) -> Py
         }
     };
     let (kind, id) = (tensor.device.device_type, tensor.device.device_id);
-    if !matches!(kind, DL_CUDA | DL_CUDA_MANAGED) {
-        return device_kind(kind, id).map(|()| None);
+    let host = !matches!(kind, DL_CUDA | DL_CUDA_MANAGED);
+    if host {
+        device_kind(kind, id)?;
+        if x.hasattr("__array_interface__")? {
+            return Ok(None);
+        }
     }
     let dtype = dl_dtype(tensor.dtype)?;
     let ndim = usize::try_from(tensor.ndim)
@@ -192,7 +207,7 @@ fn dlpack(x: &Bound<'_, PyAny>, stream: Option<u64>, channels_first: bool) -> Py
         Layout::new(dtype, &shape, strides.as_deref(), channels_first).map_err(PyValueError::new_err)?;
     let pointer = (tensor.data as u64).wrapping_add(tensor.byte_offset);
     let device = usize::try_from(tensor.device.device_id).unwrap_or(0);
-    Ok(Some(DeviceArray { device, pointer, layout, stream: asked, _capsule: Some(capsule.unbind()) }))
+    Ok(Some(DeviceArray { host, device, pointer, layout, stream: asked, _capsule: Some(capsule.unbind()) }))
 }
 
 fn dl_dtype(t: DlDataType) -> PyResult<Dtype> {
@@ -246,7 +261,7 @@ fn cuda_array_interface(
     let layout =
         Layout::new(dtype, &shape, strides.as_deref(), channels_first).map_err(PyValueError::new_err)?;
     let device = pointer_device(pointer)?;
-    Ok(DeviceArray { device, pointer, layout, stream: stream.or(own), _capsule: None })
+    Ok(DeviceArray { host: false, device, pointer, layout, stream: stream.or(own), _capsule: None })
 }
 
 /// The CUDA device a pointer's memory is on.

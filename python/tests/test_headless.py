@@ -9,7 +9,6 @@ file: they need an NVIDIA GPU.
 
 import gc
 import os
-import signal
 import subprocess
 import sys
 import textwrap
@@ -97,6 +96,37 @@ def test_a_host_array_with_a_stream_named_is_shown_from_the_host(tmp_path):
     assert np.array_equal(vkcuda.read_frame(tmp_path / "frame_000000.png"), expected)
 
 
+class HostDlpack:
+    """A host tensor known only through DLPack, as a PyTorch CPU tensor is:
+    no __array_interface__ (NumPy's capsule stands in for the producer's)."""
+
+    def __init__(self, a):
+        self.a = a
+
+    def __dlpack__(self, **kwargs):
+        return self.a.__dlpack__(**kwargs)
+
+    def __dlpack_device__(self):
+        return self.a.__dlpack_device__()
+
+
+@pytest.mark.parametrize("stream", [None, 1], ids=["no-stream", "stream"])
+@pytest.mark.parametrize("shape, strides", [("hw4", "contiguous"), ("hw3", "transposed"), ("hw", "every-other")])
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_a_host_dlpack_tensor_is_shown(tmp_path, dtype, shape, strides, stream):
+    x, expected = make(dtype, shape, strides)
+    host = HostDlpack(x)
+    assert not hasattr(host, "__array_interface__")
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        v.show(host, stream=stream)
+        v.flush()
+        s = clean(v)
+    assert (s["shown"], s["written"]) == (1, 1), s
+    [name] = frames(tmp_path)
+    got = vkcuda.read_frame(tmp_path / name, np.dtype(dtype).name)
+    assert np.array_equal(got, expected), f"{np.count_nonzero(got != expected)} values differ"
+
+
 def test_an_exporter_that_refuses_raises_its_own_error():
     # show() calls again on the tensor's device only for a PyTorch CUDA tensor on another
     # device than PyTorch's current one (test_gpu.py); any other BufferError is the caller's.
@@ -170,7 +200,7 @@ def test_the_caller_may_overwrite_the_array_right_after_show(tmp_path):
         (np.zeros((4,), np.uint8), ValueError, ["[4]"]),
         (np.zeros((2, 4, 4, 3), np.uint8), ValueError, ["[2, 4, 4, 3]"]),
         (np.zeros((0, 4), np.uint8), ValueError, ["no pixels"]),
-        ([[1, 2], [3, 4]], TypeError, ["list", "__array_interface__"]),
+        ([[1, 2], [3, 4]], TypeError, ["list", "__array_interface__", "__dlpack__"]),
         ("pixels", TypeError, ["str"]),
     ],
     ids=["int64", "float64", "two-channels", "1d", "4d", "empty", "list", "str"],
@@ -245,10 +275,16 @@ def test_interpreter_exit_writes_what_was_shown(tmp_path):
 
 def test_ctrl_c_in_the_users_loop_stops_cleanly(tmp_path):
     # SIGINT arrives while the loop shows frames: KeyboardInterrupt in the
-    # user's code, and every frame shown before it is written at exit.
+    # user's code, and every frame shown before it is written at exit. Python
+    # raises KeyboardInterrupt only where SIGINT was not ignored when it
+    # started (a job started with & or nohup ignores it): the script puts
+    # Python's handler back, as an interactive session has it, whatever this
+    # process was started with (CI runs this test once with SIGINT ignored).
     done = run_python(
         f"""
-        import os, signal, numpy as np, vkcuda
+        import os, signal, numpy as np
+        signal.signal(signal.SIGINT, signal.default_int_handler)
+        import vkcuda
         v = vkcuda.Viewer(out={str(tmp_path)!r}, validate=True)
         shown = 0
         try:
@@ -293,8 +329,23 @@ def test_import_needs_no_gpu():
 
 
 def test_signal_module_is_untouched():
-    # vkcuda installs no signal handler of its own: Python's SIGINT handler stays.
-    assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+    # vkcuda installs no signal handler of its own: whatever handles SIGINT and
+    # SIGTERM before it is imported and runs a viewer (Python's handler, or
+    # SIG_IGN in a job started with & or nohup) still does after it closes.
+    done = run_python(
+        """
+        import signal, numpy as np
+        before = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
+        import vkcuda
+        with vkcuda.Viewer(headless=True) as v:
+            v.show(np.zeros((4, 4), np.uint8))
+            during = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
+        after = [signal.getsignal(s) for s in (signal.SIGINT, signal.SIGTERM)]
+        print("SIGINT", before[0], "same:", before == during == after)
+        """
+    )
+    assert done.returncode == 0, done.stderr
+    assert "same: True" in done.stdout, done.stdout
 
 
 def test_frame_in_place_needs_a_cuda_device():

@@ -11,7 +11,8 @@ without copying it to the host, in a window or headless.
 
 ``Viewer.show(x)`` takes anything with ``__dlpack__`` or
 ``__cuda_array_interface__`` (PyTorch, CuPy, JAX, cuda.core, Numba) on the
-viewer's GPU, or ``__array_interface__`` (NumPy), of dtype uint8, float16 or
+viewer's GPU, or host memory (``__array_interface__``: NumPy; ``__dlpack__`` on
+the CPU: a PyTorch CPU tensor), of dtype uint8, float16 or
 float32, shaped HxW, HxWx1, HxWx3, HxWx4 (or CxHxW with
 ``channels_first=True``), with any strides. ``x`` may be overwritten right
 after ``show`` returns (on the stream it was shown on). Headless, with
@@ -95,7 +96,8 @@ class Viewer:
 
         ``x``: a GPU tensor (``__dlpack__`` or ``__cuda_array_interface__``:
         PyTorch, CuPy, JAX, cuda.core, Numba...) on the viewer's GPU, or a
-        host array (``__array_interface__``: NumPy). A GPU tensor is copied
+        host array (``__array_interface__``: NumPy; or ``__dlpack__`` of host
+        memory: a PyTorch CPU tensor). A GPU tensor is copied
         on ``stream``: by default the caller's current stream (PyTorch's and
         CuPy's current stream, the stream a CUDA array interface names), else
         the viewer's own, which the DLPack producer orders its work before.

@@ -20,7 +20,7 @@ use cudarc::driver::sys;
 
 use super::{check, Context, Stream};
 use crate::format::FrameDesc;
-use crate::platform::{self, Handle};
+use crate::platform::{self, ExportedMemory, Handle};
 
 /// A shared image as CUDA sees it: level 0 of a mipmapped array, written
 /// through a surface object (`surf2Dwrite`) and readable through a texture
@@ -39,18 +39,21 @@ pub struct ExternalImage {
 unsafe impl Send for ExternalImage {}
 
 impl ExternalImage {
-    /// Imports `size` bytes of dedicated memory (exactly
-    /// `vkGetImageMemoryRequirements().size`) holding an image of `desc`'s
-    /// format and extent; `color_attachment`: the Vulkan image has that usage
-    /// (CUDA must be told, `CUDA_ARRAY3D_COLOR_ATTACHMENT`).
+    /// Imports `memory`, the dedicated allocation of an image of `desc`'s
+    /// format and extent (from [`crate::vk::shared_image::SharedImage::export`],
+    /// or a handle of your own through the `unsafe`
+    /// [`ExportedMemory::from_raw`]); `color_attachment`: the Vulkan image
+    /// has that usage (CUDA must be told, `CUDA_ARRAY3D_COLOR_ATTACHMENT`).
+    ///
+    /// Checked: the allocation holds at least `desc`'s bytes
+    /// ([`crate::Error::Invalid`] if not; the handle is closed).
     pub fn import(
         ctx: Context,
-        handle: Handle,
-        size: u64,
+        memory: ExportedMemory,
         desc: &FrameDesc,
         color_attachment: bool,
     ) -> Result<Self> {
-        let memory = import_memory(&ctx, handle, size)?;
+        let memory = import_memory(&ctx, memory, desc)?;
         let mut this = Self { ctx, memory, mipmapped: std::ptr::null_mut(), surface: 0, texture: 0 };
         let mut flags = sys::CUDA_ARRAY3D_SURFACE_LDST;
         if color_attachment {
@@ -144,21 +147,24 @@ pub struct ExternalBuffer {
     ctx: Context,
     memory: sys::CUexternalMemory,
     pointer: sys::CUdeviceptr,
-    /// Bytes mapped (the frame's: row pitch × height).
-    pub size: u64,
-    /// Bytes from one row to the next.
-    pub pitch: u64,
+    size: u64,
+    pitch: u64,
 }
 
 // SAFETY: as for ExternalImage: usable from any thread with the context current.
 unsafe impl Send for ExternalBuffer {}
 
 impl ExternalBuffer {
-    /// Imports `allocation_size` bytes of dedicated memory (exactly
-    /// `vkGetBufferMemoryRequirements().size`) holding one frame of `desc`
-    /// in packed rows, and maps its first `desc.bytes()` as a device pointer.
-    pub fn import(ctx: Context, handle: Handle, allocation_size: u64, desc: &FrameDesc) -> Result<Self> {
-        let memory = import_memory(&ctx, handle, allocation_size)?;
+    /// Imports `memory`, the dedicated allocation of a buffer holding one
+    /// frame of `desc` in packed rows (from
+    /// [`crate::vk::shared_buffer::SharedBuffer::export`], or a handle of your
+    /// own through the `unsafe` [`ExportedMemory::from_raw`]), and maps its
+    /// first `desc.bytes()` as a device pointer.
+    ///
+    /// Checked: the allocation holds at least `desc.bytes()`
+    /// ([`crate::Error::Invalid`] if not; the handle is closed).
+    pub fn import(ctx: Context, memory: ExportedMemory, desc: &FrameDesc) -> Result<Self> {
+        let memory = import_memory(&ctx, memory, desc)?;
         let mut this = Self { ctx, memory, pointer: 0, size: desc.bytes(), pitch: desc.row_pitch() };
         let buffer =
             sys::CUDA_EXTERNAL_MEMORY_BUFFER_DESC { offset: 0, size: this.size, flags: 0, reserved: [0; 16] };
@@ -171,6 +177,16 @@ impl ExternalBuffer {
     /// The device pointer to the first row.
     pub fn pointer(&self) -> sys::CUdeviceptr {
         self.pointer
+    }
+
+    /// Bytes mapped at [`ExternalBuffer::pointer`] (the frame's: row pitch × height).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// Bytes from one row to the next.
+    pub fn pitch(&self) -> u64 {
+        self.pitch
     }
 }
 
@@ -187,8 +203,10 @@ impl Drop for ExternalBuffer {
     }
 }
 
-/// Imports `size` bytes of dedicated exported memory (the handle is consumed).
-fn import_memory(ctx: &Context, handle: Handle, size: u64) -> Result<sys::CUexternalMemory> {
+/// Imports dedicated exported memory that must hold a frame of `desc` (the handle is consumed).
+fn import_memory(ctx: &Context, memory: ExportedMemory, desc: &FrameDesc) -> Result<sys::CUexternalMemory> {
+    let (handle, size) = memory.into_parts();
+    fits(size, desc)?;
     ctx.bind()?;
     let desc = platform::cuda_memory_desc(&handle, size);
     let mut memory = std::ptr::null_mut();
@@ -196,6 +214,19 @@ fn import_memory(ctx: &Context, handle: Handle, size: u64) -> Result<sys::CUexte
     check(unsafe { sys::cuImportExternalMemory(&mut memory, &desc) }, "cuImportExternalMemory")?;
     platform::imported(handle);
     Ok(memory)
+}
+
+/// Whether an allocation of `size` bytes can hold a frame of `desc`: a
+/// mapping larger than the memory behind it would let a kernel write past it.
+fn fits(size: u64, desc: &FrameDesc) -> Result<()> {
+    if size < desc.bytes() {
+        return Err(crate::Error::invalid(format!(
+            "importing {size} bytes of memory as a {desc} frame, which needs {} bytes: the allocation is too \
+             small for the frame (or the size given is not the allocation's)",
+            desc.bytes()
+        )));
+    }
+    Ok(())
 }
 
 /// A Vulkan semaphore imported into CUDA: a timeline (the frame plan's), or
@@ -261,5 +292,23 @@ impl Drop for ExternalSemaphore {
         let _ = self.ctx.bind();
         // SAFETY: destroyed once; the stream that used it is idle.
         unsafe { sys::cuDestroyExternalSemaphore(self.raw) };
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fits;
+    use crate::{Format, FrameDesc};
+    use ash::vk;
+
+    #[test]
+    fn an_import_larger_than_its_allocation_is_refused() {
+        let desc = FrameDesc::new(vk::Extent2D { width: 333, height: 211 }).format(Format::Rgba32f);
+        let bytes = 333 * 211 * 16;
+        assert!(fits(bytes, &desc).is_ok());
+        assert!(fits(bytes + 4096, &desc).is_ok()); // padded, as NVIDIA's allocations are
+        let e = fits(bytes - 1, &desc).unwrap_err();
+        assert!(matches!(e, crate::Error::Invalid { .. }), "{e:?}");
+        assert!(e.to_string().contains(&format!("needs {bytes} bytes")), "{e}");
     }
 }

@@ -312,28 +312,47 @@ impl Device {
     /// Wraps the integrator's device, created with [`crate::interop::requirements`]
     /// (Vulkan 1.3, the export extensions, timeline semaphores and
     /// synchronization2), and its queue `queue_index` of family `queue_family`.
-    /// vkcuda submits to that queue only while preparing shared images
-    /// ([`crate::interop::SharedFrames::new`]) and when a `SharedFrames` is
-    /// dropped (a fence, to wait for the queue); every frame is the
-    /// integrator's own submission. Nothing here destroys the device or the
-    /// instance.
+    /// Nothing here destroys the device or the instance.
     ///
     /// Checked, each an error: `physical` is one of `instance`'s devices and
     /// supports Vulkan 1.3, timeline semaphores and synchronization2;
-    /// `enabled_extensions` holds every extension vkcuda needs (ash would
-    /// otherwise panic on the first call of a missing one); the queue family
-    /// exists.
+    /// `enabled_extensions` holds memory export
+    /// ([`crate::platform::MEMORY_EXTENSION`]; ash would otherwise panic on
+    /// the first call of a missing one); the queue family exists. Semaphore
+    /// export ([`crate::platform::SEMAPHORE_EXTENSION`]) is needed only for
+    /// timelines made exportable (CUDA imports them): without it in
+    /// `enabled_extensions`, making one is an error, and frames whose
+    /// timelines the host signals still work.
+    ///
+    /// Where vkcuda submits to the queue (each call serialized with the
+    /// others through [`Device::queue_op`]): [`crate::interop::SharedFrames::new`]
+    /// (one batch that prepares the frames, waited for), [`Device::run_once`],
+    /// [`Device::wait_idle`] (which `SharedFrames`' drop calls: an empty batch
+    /// with a fence) and the host signals of
+    /// [`crate::vk::timeline::Timeline::signal`] and
+    /// [`crate::interop::SharedFrames::stand_in`]. Every frame's batch is the
+    /// engine's own submission.
     ///
     /// # Safety
-    /// - `instance` and `device` are live, and `device` was created from
-    ///   `physical` of `instance` with exactly `enabled_extensions` enabled,
-    ///   and with the features of
+    /// - `instance` and `device` are live, `device` was created from
+    ///   `physical` of `instance`, and every extension in
+    ///   `enabled_extensions` was enabled on it (it may have more: a
+    ///   swapchain, the engine's own), with the features of
     ///   [`crate::interop::Requirements::enable_features`] enabled;
     /// - `device` has queue `queue_index` in family `queue_family`;
-    /// - no other thread submits to that queue while vkcuda does (above):
-    ///   `vkQueueSubmit` needs the queue externally synchronized;
+    /// - the queue is externally synchronized (`vkQueueSubmit`,
+    ///   `vkQueuePresentKHR`, `vkQueueWaitIdle`): no other thread uses it
+    ///   while vkcuda does (above). An engine that submits from other
+    ///   threads wraps its own submits and presents in [`Device::queue_op`],
+    ///   which serializes them with vkcuda's (validation layers before
+    ///   1.4.347 also need its host signals serialized with every submit of
+    ///   the device, whichever queue);
     /// - `device` and `instance` outlive every vkcuda object made with the
-    ///   returned device.
+    ///   returned device: drop the returned `Arc<Device>`, and every object
+    ///   holding a clone of it ([`crate::interop::SharedFrames`],
+    ///   [`crate::interop::CudaFrames`] through it, timelines, buffers), before
+    ///   `vkDestroyDevice`; the last clone's drop frees vkcuda's
+    ///   gpu-allocator memory on `device`.
     pub unsafe fn adopt(
         instance: &ash::Instance,
         physical: vk::PhysicalDevice,
@@ -357,10 +376,8 @@ impl Device {
                 "Device::adopt: {info} does not support Vulkan 1.3 (timeline semaphores, synchronization2)"
             );
         }
-        let missing = [platform::MEMORY_EXTENSION, platform::SEMAPHORE_EXTENSION]
-            .into_iter()
-            .find(|need| !enabled_extensions.contains(need));
-        if let Some(missing) = missing {
+        if !enabled_extensions.contains(&platform::MEMORY_EXTENSION) {
+            let missing = platform::MEMORY_EXTENSION;
             return Err(Error::MissingExtension {
                 extension: missing.to_string_lossy().into_owned(),
                 context: "Device::adopt: the device was created without it (enable what interop::requirements() lists)"
@@ -383,7 +400,9 @@ impl Device {
             queue,
             queue_family,
             memory_export: Some(platform::MemoryExport::new(instance, device)),
-            semaphore_export: Some(platform::SemaphoreExport::new(instance, device)),
+            semaphore_export: enabled_extensions
+                .contains(&platform::SEMAPHORE_EXTENSION)
+                .then(|| platform::SemaphoreExport::new(instance, device)),
             calibrated: None,
             allocator,
             queue_ops: Mutex::new(()),

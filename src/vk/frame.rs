@@ -76,12 +76,12 @@ pub fn prepare_shared(device: &Device, images: &[SharedImage], buffers: &[Shared
     device.run_once("preparing the shared images", |cmd| {
         let to_general: Vec<_> = images
             .iter()
-            .map(|i| image_barrier(i.image, none, all).old_layout(vk::ImageLayout::UNDEFINED))
+            .map(|i| image_barrier(i.image(), none, all).old_layout(vk::ImageLayout::UNDEFINED))
             .collect();
         let release: Vec<_> = images
             .iter()
             .map(|i| {
-                image_barrier(i.image, all, none)
+                image_barrier(i.image(), all, none)
                     .src_queue_family_index(device.queue_family)
                     .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
             })
@@ -89,7 +89,7 @@ pub fn prepare_shared(device: &Device, images: &[SharedImage], buffers: &[Shared
         let release_buffers: Vec<_> = buffers
             .iter()
             .map(|b| {
-                buffer_barrier(b.buffer, all, none)
+                buffer_barrier(b.buffer(), all, none)
                     .src_queue_family_index(device.queue_family)
                     .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
             })

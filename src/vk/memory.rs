@@ -58,17 +58,21 @@ pub(crate) fn allocate_dedicated(
     Ok((memory, req.size))
 }
 
-/// A new handle to dedicated `memory` that [`allocate_dedicated`] made
-/// exportable (`exportable`), for CUDA to import (see [`crate::platform`] for
-/// who owns it after the import); `what` names it in the error.
+/// A new handle to dedicated `memory` of `size` bytes that
+/// [`allocate_dedicated`] made exportable (`exportable`), for CUDA to import
+/// (see [`crate::platform`] for who owns it after the import); `what` names
+/// it in the error.
 pub(crate) fn export_dedicated(
     device: &Device,
-    memory: vk::DeviceMemory,
+    (memory, size): (vk::DeviceMemory, u64),
     exportable: bool,
     what: &str,
-) -> Result<crate::platform::Handle> {
+) -> Result<crate::platform::ExportedMemory> {
     match (&device.memory_export, exportable) {
-        (Some(loader), true) => crate::platform::export_memory(loader, memory),
+        (Some(loader), true) => {
+            let handle = crate::platform::export_memory(loader, memory)?;
+            Ok(crate::platform::ExportedMemory::new(handle, size))
+        }
         _ => Err(Error::unsupported(format!("this {what} was not allocated exportable"))),
     }
 }

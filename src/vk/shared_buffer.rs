@@ -16,7 +16,7 @@ use super::device::Device;
 use super::memory::{allocate_dedicated, export_dedicated};
 use crate::error::{Context as _, Error, Result};
 use crate::format::{FrameDesc, Layout};
-use crate::platform::{self, Handle, MEMORY_HANDLE as HANDLE};
+use crate::platform::{self, ExportedMemory, MEMORY_HANDLE as HANDLE};
 
 /// What every shared buffer allows: copies both ways, and reads and writes
 /// from shaders (an engine may read it directly).
@@ -27,19 +27,16 @@ pub const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
 );
 
 /// One shared buffer and its dedicated memory.
+///
+/// Its fields are private, as [`crate::vk::shared_image::SharedImage`]'s.
 pub struct SharedBuffer {
     device: Arc<Device>,
-    /// The buffer.
-    pub buffer: vk::Buffer,
+    buffer: vk::Buffer,
     memory: vk::DeviceMemory,
-    /// `vkGetBufferMemoryRequirements().size`: what CUDA imports (at least [`SharedBuffer::size`]).
-    pub allocation_size: u64,
-    /// The frame's bytes: row pitch × height.
-    pub size: u64,
-    /// The frame it holds.
-    pub desc: FrameDesc,
-    /// Whether the memory was allocated exportable.
-    pub exportable: bool,
+    allocation_size: u64,
+    size: u64,
+    desc: FrameDesc,
+    exportable: bool,
 }
 
 /// Whether `device` can export buffers for `desc`: the driver's answer to
@@ -102,10 +99,35 @@ impl SharedBuffer {
         Ok(this)
     }
 
-    /// A new handle to the buffer's memory, for CUDA to import (see
-    /// [`crate::platform`] for who owns it after the import).
-    pub fn export(&self) -> Result<Handle> {
-        export_dedicated(&self.device, self.memory, self.exportable, "shared buffer")
+    /// The buffer (it stays this `SharedBuffer`'s: destroyed when it drops).
+    pub fn buffer(&self) -> vk::Buffer {
+        self.buffer
+    }
+
+    /// `vkGetBufferMemoryRequirements().size`: what CUDA imports (at least [`SharedBuffer::size`]).
+    pub fn allocation_size(&self) -> u64 {
+        self.allocation_size
+    }
+
+    /// The frame's bytes: row pitch × height.
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
+    /// The frame it holds.
+    pub fn desc(&self) -> FrameDesc {
+        self.desc
+    }
+
+    /// Whether the memory was allocated exportable.
+    pub fn exportable(&self) -> bool {
+        self.exportable
+    }
+
+    /// A new handle to the buffer's memory, with the allocation's size, for
+    /// CUDA to import (see [`crate::platform`] for who owns it after the import).
+    pub fn export(&self) -> Result<ExportedMemory> {
+        export_dedicated(&self.device, (self.memory, self.allocation_size), self.exportable, "shared buffer")
     }
 }
 

@@ -19,25 +19,22 @@ use super::device::Device;
 use super::memory::{allocate_dedicated, export_dedicated, image_info};
 use crate::error::Error;
 use crate::format::{Format, FrameDesc, Layout};
-use crate::platform::{self, Handle, MEMORY_HANDLE as HANDLE};
+use crate::platform::{self, ExportedMemory, MEMORY_HANDLE as HANDLE};
 
 /// One shared image and its dedicated memory (ownership rules: see the module).
+///
+/// Its fields are private: `Drop` destroys the image and frees the memory,
+/// and [`SharedImage::export`] hands CUDA the allocation's size, so none may
+/// be changed from outside.
 pub struct SharedImage {
     device: Arc<Device>,
-    /// The image.
-    pub image: vk::Image,
+    image: vk::Image,
     memory: vk::DeviceMemory,
-    /// `vkGetImageMemoryRequirements().size`: CUDA must import exactly this
-    /// many bytes (more than width × height × bytes per pixel: tiling pads).
-    pub allocation_size: u64,
-    /// Width and height.
-    pub extent: vk::Extent2D,
-    /// The pixel format.
-    pub format: Format,
-    /// The usage it was created with (see [`image_usage`]).
-    pub usage: vk::ImageUsageFlags,
-    /// Whether the memory was allocated exportable.
-    pub exportable: bool,
+    allocation_size: u64,
+    extent: vk::Extent2D,
+    format: Format,
+    usage: vk::ImageUsageFlags,
+    exportable: bool,
 }
 
 /// What every shared image must allow: copies both ways and sampling.
@@ -154,10 +151,41 @@ impl SharedImage {
         Ok(this)
     }
 
-    /// A new handle to the image's memory, for CUDA to import (see
-    /// [`crate::platform`] for who owns it after the import).
-    pub fn export(&self) -> Result<Handle> {
-        export_dedicated(&self.device, self.memory, self.exportable, "shared image")
+    /// The image (it stays this `SharedImage`'s: destroyed when it drops).
+    pub fn image(&self) -> vk::Image {
+        self.image
+    }
+
+    /// `vkGetImageMemoryRequirements().size`: what CUDA imports (more than
+    /// width × height × bytes per pixel: tiling pads).
+    pub fn allocation_size(&self) -> u64 {
+        self.allocation_size
+    }
+
+    /// Width and height.
+    pub fn extent(&self) -> vk::Extent2D {
+        self.extent
+    }
+
+    /// The pixel format.
+    pub fn format(&self) -> Format {
+        self.format
+    }
+
+    /// The usage it was created with (see [`image_usage`]).
+    pub fn usage(&self) -> vk::ImageUsageFlags {
+        self.usage
+    }
+
+    /// Whether the memory was allocated exportable.
+    pub fn exportable(&self) -> bool {
+        self.exportable
+    }
+
+    /// A new handle to the image's memory, with the allocation's size, for
+    /// CUDA to import (see [`crate::platform`] for who owns it after the import).
+    pub fn export(&self) -> Result<ExportedMemory> {
+        export_dedicated(&self.device, (self.memory, self.allocation_size), self.exportable, "shared image")
     }
 }
 

@@ -20,8 +20,8 @@ use crate::platform::{self, Handle, SEMAPHORE_HANDLE as HANDLE};
 /// destroy this only once no queue or stream uses it.
 pub struct Timeline {
     device: Arc<Device>,
-    /// The semaphore.
-    pub raw: vk::Semaphore,
+    /// Private: `Drop` destroys it, so it must stay the semaphore made here.
+    raw: vk::Semaphore,
     /// Its name in the frame plan ("rendered", "released", "frame").
     pub name: &'static str,
     exportable: bool,
@@ -29,7 +29,15 @@ pub struct Timeline {
 
 impl Timeline {
     /// Creates a timeline starting at `initial`; exportable to CUDA when `export`.
+    /// Exportable without semaphore export enabled on the device is an
+    /// [`crate::Error::MissingExtension`].
     pub fn new(device: Arc<Device>, name: &'static str, initial: u64, export: bool) -> Result<Self> {
+        if export && device.semaphore_export.is_none() {
+            return Err(crate::Error::MissingExtension {
+                extension: platform::SEMAPHORE_EXTENSION.to_string_lossy().into_owned(),
+                context: format!("making timeline '{name}' exportable to CUDA"),
+            });
+        }
         let mut kind = vk::SemaphoreTypeCreateInfo::default()
             .semaphore_type(vk::SemaphoreType::TIMELINE)
             .initial_value(initial);
@@ -42,6 +50,12 @@ impl Timeline {
         let raw = unsafe { device.raw.create_semaphore(&info, None) }
             .with_context(|| format!("vkCreateSemaphore (timeline '{name}')"))?;
         Ok(Self { device, raw, name, exportable: export })
+    }
+
+    /// The semaphore, for a `VkSemaphoreSubmitInfo` (it stays this
+    /// `Timeline`'s: destroyed when it drops).
+    pub fn raw(&self) -> vk::Semaphore {
+        self.raw
     }
 
     /// The current value.
@@ -122,7 +136,8 @@ impl Timeline {
     }
 
     /// Raises the value to `value` from the host if it is below: used only to
-    /// unblock the other side when a run is aborted.
+    /// stand in for a side that has stopped, when a run ends after a failure
+    /// ([`crate::interop::SharedFrames::stand_in`]).
     ///
     /// An exported timeline is read through one fresh handle to its payload
     /// and signalled through another (each imported from a new export), not
@@ -133,29 +148,60 @@ impl Timeline {
     /// created at is one too) and then reports a valid host signal on that
     /// handle as VUID-VkSemaphoreSignalInfo-value-03259; a handle that was
     /// never read and never waited on has none.
-    pub fn raise_to(&self, value: u64) -> Result<()> {
+    ///
+    /// # Safety
+    /// As for [`Timeline::signal`] (VUID-VkSemaphoreSignalInfo-value-03259):
+    /// no signal operation of this timeline that a queue or a CUDA stream has
+    /// been given and not yet executed has a value of `value` or less. The
+    /// rule that `value` is above the current value (…-03258) is met here: a
+    /// timeline already at `value` is left alone.
+    pub unsafe fn raise_to(&self, value: u64) -> Result<()> {
         let Some(loader) = self.device.semaphore_export.as_ref().filter(|_| self.exportable) else {
             if self.value()? < value {
-                self.signal(value)?;
+                // SAFETY: above `value()` (03258); no pending signal at or below it (the caller's promise).
+                unsafe { self.signal(value) }?;
             }
             return Ok(());
         };
         let fresh = || -> Result<Timeline> {
             let handle = Timeline::new(self.device.clone(), self.name, 0, false)?;
-            platform::import_semaphore(loader, handle.raw, self.export()?)?;
+            // SAFETY: `handle` is a new timeline of the loader's device that nothing has used.
+            unsafe { platform::import_semaphore(loader, handle.raw, self.export()?) }?;
             Ok(handle)
         };
         if fresh()?.value()? < value {
-            fresh()?.signal(value)?;
+            // SAFETY: one payload with `self`: the caller's promise holds for it (03259).
+            unsafe { fresh()?.signal(value) }?;
         }
         Ok(())
     }
 
-    /// Sets the value from the host (the CPU producer's signal).
-    pub fn signal(&self, value: u64) -> Result<()> {
+    /// Sets the value from the host (a host producer's signal), serialized
+    /// with the device's submits ([`Device::queue_op`]).
+    ///
+    /// Checked: `value` is above the current value
+    /// (VUID-VkSemaphoreSignalInfo-value-03258); [`crate::Error::Invalid`]
+    /// if not, and nothing is signalled.
+    ///
+    /// # Safety
+    /// No signal operation of this timeline that a queue or a CUDA stream has
+    /// been given and not yet executed has a value of `value` or less
+    /// (VUID-VkSemaphoreSignalInfo-value-03259): the host may only signal a
+    /// timeline it alone signals (the frame plan names each timeline's
+    /// signaller), or one whose other signallers have stopped.
+    pub unsafe fn signal(&self, value: u64) -> Result<()> {
+        let now = self.value()?;
+        if value <= now {
+            return Err(crate::Error::invalid(format!(
+                "signalling timeline '{}' to {value} from the host: it is already at {now}, and a timeline's \
+                 value only rises (VUID-VkSemaphoreSignalInfo-value-03258)",
+                self.name
+            )));
+        }
         let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(value);
         let signalled = self.device.queue_op(|| {
-            // SAFETY: a live timeline; the plan guarantees `value` rises.
+            // SAFETY: a live timeline; `value` is above its value (checked) and below every
+            // pending signal (the caller's promise).
             unsafe { self.device.raw.signal_semaphore(&info) }
         });
         signalled.with_context(|| format!("signalling timeline '{}' to {value} from the host", self.name))

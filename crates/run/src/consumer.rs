@@ -249,7 +249,7 @@ impl FrameLoop {
         extra: ExtraSync<'_>,
         cancelled: &dyn Fn() -> bool,
     ) -> Result<Option<Completed>> {
-        let buffers = shared.desc.layout == Layout::Buffer;
+        let buffers = shared.desc().layout == Layout::Buffer;
         // A buffer a consumer cannot read is copied into its view image first.
         let through_view = buffers && !consumer.takes_buffers();
         let usage = match through_view {
@@ -262,12 +262,12 @@ impl FrameLoop {
         let (staging, views) = (self.staging.clone(), self.views.clone());
         let waits: Vec<_> = frame.wait.into_iter().chain(extra.wait.iter().copied()).collect();
         let signals: Vec<_> = std::iter::once(frame.signal).chain(extra.signal.iter().copied()).collect();
-        let point = shared.plan.consumed(g);
+        let point = shared.plan().consumed(g);
         let submission = Submission {
             frame: g,
             source: match buffers {
-                true => Source::Buffer(&shared.buffers[frame.index]),
-                false => Source::Image(&shared.images[frame.index]),
+                true => Source::Buffer(&shared.buffers()[frame.index]),
+                false => Source::Image(&shared.images()[frame.index]),
             },
             view: views.as_ref().filter(|_| through_view).map(|v| &v[frame.index]),
             acquire: Some(frame.acquire),
@@ -275,7 +275,7 @@ impl FrameLoop {
             upload: staging.as_ref().map(|s| &s[frame.index]),
             wait: &waits,
             signal: &signals,
-            marks: (shared.timelines[point.timeline].name, point.value),
+            marks: (shared.timelines()[point.timeline].name, point.value),
         };
         self.submit_raw(submission, consumer, cancelled)
     }
@@ -579,17 +579,17 @@ fn record_upload(
         Source::Image(image) => {
             let region = [vk::BufferImageCopy::default()
                 .image_subresource(copy_layers())
-                .image_extent(extent3d(image.extent))];
+                .image_extent(extent3d(image.extent()))];
             let layout = vk::ImageLayout::GENERAL;
             // SAFETY: recording; as above.
-            unsafe { dev.cmd_copy_buffer_to_image(cmd, staging.raw, image.image, layout, &region) };
-            record_image_barrier(dev, cmd, image_barrier(image.image, UPLOAD, next));
+            unsafe { dev.cmd_copy_buffer_to_image(cmd, staging.raw, image.image(), layout, &region) };
+            record_image_barrier(dev, cmd, image_barrier(image.image(), UPLOAD, next));
         }
         Source::Buffer(buffer) => {
-            let region = [vk::BufferCopy::default().size(buffer.size)];
+            let region = [vk::BufferCopy::default().size(buffer.size())];
             // SAFETY: recording; as above.
-            unsafe { dev.cmd_copy_buffer(cmd, staging.raw, buffer.buffer, &region) };
-            let after = [buffer_barrier(buffer.buffer, UPLOAD, next)];
+            unsafe { dev.cmd_copy_buffer(cmd, staging.raw, buffer.buffer(), &region) };
+            let after = [buffer_barrier(buffer.buffer(), UPLOAD, next)];
             let after = vk::DependencyInfo::default().buffer_memory_barriers(&after);
             // SAFETY: recording; the buffer is live.
             unsafe { dev.cmd_pipeline_barrier2(cmd, &after) };
@@ -607,14 +607,15 @@ fn record_buffer_to_view(
     view: &SharedImage,
     reads: (vk::PipelineStageFlags2, vk::AccessFlags2),
 ) {
-    let region =
-        [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent3d(view.extent))];
-    record_image_barrier(dev, cmd, image_barrier(view.image, reads, UPLOAD));
+    let region = [vk::BufferImageCopy::default()
+        .image_subresource(copy_layers())
+        .image_extent(extent3d(view.extent()))];
+    record_image_barrier(dev, cmd, image_barrier(view.image(), reads, UPLOAD));
     // SAFETY: recording; the buffer holds one packed frame of the view's format and size.
     unsafe {
-        dev.cmd_copy_buffer_to_image(cmd, buffer.buffer, view.image, vk::ImageLayout::GENERAL, &region)
+        dev.cmd_copy_buffer_to_image(cmd, buffer.buffer(), view.image(), vk::ImageLayout::GENERAL, &region)
     };
-    record_image_barrier(dev, cmd, image_barrier(view.image, UPLOAD, reads));
+    record_image_barrier(dev, cmd, image_barrier(view.image(), UPLOAD, reads));
 }
 
 /// A 2D extent as a copy's 3D one.

@@ -16,7 +16,7 @@ use cudarc::nvrtc::Ptx;
 
 use crate::nvrtc;
 use crate::scene::{FrameArgs, Scene, SceneKind};
-use vkcuda::interop::CudaTarget;
+use vkcuda::interop::{CudaTarget, LinearFrame};
 use vkcuda::Format;
 
 /// The kernels' source.
@@ -46,6 +46,43 @@ pub fn default_cache_dir() -> PathBuf {
         .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cache")))
         .unwrap_or_else(std::env::temp_dir);
     base.join("vkcuda")
+}
+
+/// `source` (named `name`) compiled by NVRTC for `ctx`'s device and loaded:
+/// the one PTX cache of the built-in kernels (the scenes, the feed's packing
+/// kernel). An entry is keyed by the source, the kernel contract, the
+/// architecture and NVRTC's version; one that is corrupt, or that the driver
+/// refuses (a driver older than the NVRTC that wrote it), is compiled again.
+pub fn cached_module(
+    ctx: &Arc<CudaContext>,
+    cache_dir: &Path,
+    (name, source): (&str, &str),
+) -> Result<Arc<CudaModule>> {
+    let version = nvrtc::version()?;
+    let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
+    let arch = format!("--gpu-architecture=sm_{major}{minor}");
+    let key = fnv1a(&[source.as_bytes(), nvrtc::HEADER.as_bytes(), arch.as_bytes(), version.as_bytes()]);
+    let stem = name.trim_end_matches(".cu");
+    let path = cache_dir.join(format!("{stem}-{key:016x}.ptx"));
+    if let Some(ptx) = read_cached(&path) {
+        match ctx.load_module(Ptx::from_src(ptx)) {
+            Ok(module) => return Ok(module),
+            Err(e) => {
+                log(&format!("cached PTX {} refused by the driver ({e}); compiling again", path.display()))
+            }
+        }
+    } else if path.exists() {
+        log(&format!("cached PTX {} is corrupt; compiling again", path.display()));
+    }
+    let started = std::time::Instant::now();
+    let ptx = nvrtc::compile(source, name, std::slice::from_ref(&arch))
+        .map_err(|e| anyhow!("NVRTC {version} ({arch}): {e}"))?
+        .ptx;
+    log(&format!("compiled {name} with NVRTC {version} for sm_{major}{minor} in {:.0?}", started.elapsed()));
+    if let Err(e) = write_cached(&path, &ptx) {
+        log(&format!("cannot cache PTX in {}: {e} (continuing)", path.display()));
+    }
+    ctx.load_module(Ptx::from_src(ptx)).with_context(|| format!("loading the compiled PTX of {name}"))
 }
 
 /// Reads a cache entry; `None` if it is missing or fails its checksum.
@@ -89,7 +126,7 @@ impl Out {
     pub fn shared(target: CudaTarget, format: Format) -> Self {
         match target {
             CudaTarget::Array { surface, .. } => Self::new(surface, 0, 0, format),
-            CudaTarget::Buffer { pointer, pitch } => Self::new(0, pointer, pitch, format),
+            CudaTarget::Buffer(LinearFrame { pointer, pitch, .. }) => Self::new(0, pointer, pitch, format),
         }
     }
 
@@ -114,35 +151,8 @@ pub struct SceneKernels {
 impl SceneKernels {
     /// Compiles (or takes from `cache_dir`) and loads the kernels for `ctx`'s device.
     pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Self> {
-        let nvrtc = nvrtc::version().map_err(|e| anyhow!("{e:#}, or run with --producer cpu"))?;
-        let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
-        let arch = format!("--gpu-architecture=sm_{major}{minor}");
-        let key = fnv1a(&[SOURCE.as_bytes(), nvrtc::HEADER.as_bytes(), arch.as_bytes(), nvrtc.as_bytes()]);
-        let path = cache_dir.join(format!("scenes-{key:016x}.ptx"));
-
-        if let Some(ptx) = read_cached(&path) {
-            match ctx.load_module(Ptx::from_src(ptx)) {
-                Ok(module) => return Self::from_module(module),
-                Err(e) => log(&format!(
-                    "cached PTX {} refused by the driver ({e}); compiling again",
-                    path.display()
-                )),
-            }
-        } else if path.exists() {
-            log(&format!("cached PTX {} is corrupt; compiling again", path.display()));
-        }
-        let started = std::time::Instant::now();
-        let ptx = nvrtc::compile(SOURCE, "scenes.cu", std::slice::from_ref(&arch))
-            .map_err(|e| anyhow!("NVRTC {nvrtc} ({arch}): {e}"))?
-            .ptx;
-        log(&format!(
-            "compiled shaders/scenes.cu with NVRTC {nvrtc} for sm_{major}{minor} in {:.0?}",
-            started.elapsed()
-        ));
-        if let Err(e) = write_cached(&path, &ptx) {
-            log(&format!("cannot cache PTX in {}: {e} (continuing)", path.display()));
-        }
-        Self::from_module(ctx.load_module(Ptx::from_src(ptx)).context("loading the compiled PTX")?)
+        nvrtc::version().map_err(|e| anyhow!("{e:#}, or run with --producer cpu"))?;
+        Self::from_module(cached_module(ctx, cache_dir, ("scenes.cu", SOURCE))?)
     }
 
     fn from_module(module: Arc<CudaModule>) -> Result<Self> {

@@ -42,7 +42,8 @@ pub struct Session {
     pub next: u64,
     /// Size of the shared images.
     pub size: Size,
-    /// Which producer runs ("cuda", "staging" or "cpu").
+    /// Which producer runs ([`crate::setup::Producer::name`]: "cuda", "cpu",
+    /// "staging", "fed" or "fed-cuda").
     pub producer: &'static str,
     /// The CUDA device the producer uses, if any.
     pub cuda: Option<CudaDevice>,
@@ -227,7 +228,7 @@ impl Session {
         if let Some(w) = self.plan.consumer(g).wait.filter(|_| self.host_waits) {
             // The hand-over experiment: the queue's wait below is then already satisfied.
             self.wait_produced(g)?;
-            self.interop.shared.timelines[w.timeline].wait(w.value, &give_up)?;
+            self.interop.shared.timelines()[w.timeline].wait(w.value, &give_up)?;
         }
         let showing = &mut Showing { consumer, control: &self.control };
         let done = self.frames.submit(g, &self.interop.shared, showing, extra, &give_up)?;
@@ -276,7 +277,7 @@ impl Session {
         };
         idle?;
         let top =
-            self.interop.shared.timelines.iter().map(|t| t.value()).collect::<vkcuda::Result<Vec<_>>>()?;
+            self.interop.shared.timelines().iter().map(|t| t.value()).collect::<vkcuda::Result<Vec<_>>>()?;
         let next_base = top.into_iter().max().unwrap_or(0) + 1;
         Ok(Stopped {
             report,
@@ -351,10 +352,10 @@ impl Session {
     /// as `vkSignalSemaphore` requires (VUID-VkSemaphoreSignalInfo-value-03259).
     fn stand_in(&mut self) {
         let shared = self.interop.shared.clone();
-        let mut raise = |frame: u64| match shared.plan.consumer(frame).wait {
-            Some(w) => Ok(shared.timelines[w.timeline].raise_to(w.value)?),
-            None => Ok(()),
-        };
+        // SAFETY: the producer's thread has ended (its stream is drained or failed), and
+        // drain_each calls this for each pending frame, oldest first, after the frames before
+        // it finished: SharedFrames::stand_in's promises.
+        let mut raise = |frame: u64| Ok(unsafe { shared.stand_in(frame) }?);
         if let Err(e) = self.frames.drain_each(&mut Discard, &|| false, &mut raise) {
             log::error!("while standing in for the producer: {e:#}");
         }

@@ -36,7 +36,8 @@ use vkcuda::vk::memory::Buffer;
 use vkcuda::vk::shared_image::SharedImage;
 use vkcuda::{Format, FrameDesc, Layout};
 
-/// What a run is made of (the CLI fills it in from its arguments).
+/// What a run is made of: each front end fills it in (the CLI from its
+/// arguments, the Python module from a viewer's options and the first frame).
 #[derive(Clone, Debug)]
 pub struct RunSpec {
     /// Vulkan device: index or UUID prefix; `None`: the first one CUDA matches.
@@ -168,10 +169,10 @@ impl Interop {
     /// What the draw pass binds: the shared images, the shared buffers, or
     /// (too large to read as storage buffers) the buffers' view images.
     pub fn frames(&self) -> Frames<'_> {
-        match (&self.views, self.shared.desc.layout) {
+        match (&self.views, self.shared.desc().layout) {
             (Some(views), _) => Frames::Images(views),
-            (None, Layout::Buffer) => Frames::Buffers(&self.shared.buffers),
-            (None, Layout::Array) => Frames::Images(&self.shared.images),
+            (None, Layout::Buffer) => Frames::Buffers(self.shared.buffers()),
+            (None, Layout::Array) => Frames::Images(self.shared.images()),
         }
     }
 }
@@ -454,7 +455,7 @@ fn view_images(device: &Arc<Device>, desc: &FrameDesc, count: usize) -> Result<V
     device.run_once("preparing the buffers' view images", |cmd| {
         let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
         for v in &views {
-            let b = image_barrier(v.image, none, none).old_layout(vk::ImageLayout::UNDEFINED);
+            let b = image_barrier(v.image(), none, none).old_layout(vk::ImageLayout::UNDEFINED);
             record_image_barrier(&device.raw, cmd, b);
         }
     })?;

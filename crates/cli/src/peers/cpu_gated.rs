@@ -29,7 +29,7 @@ pub(super) fn run(
     stop: &mut Stop<'_>,
 ) -> Result<(u64, Samples<Completed>)> {
     let done = rig.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
-    let mut counter = rig.shared.plan.initial_value();
+    let mut counter = rig.shared.plan().initial_value();
     let (mut read, mut write) = (0usize, 1usize);
     // The frame CUDA is writing into `write`, and the (frame, timeline value) in `read`.
     let mut pending: Option<u64> = None;

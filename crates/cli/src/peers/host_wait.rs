@@ -22,13 +22,13 @@ pub(super) fn run(
     consumer: &mut dyn Consume,
     stop: &mut Stop<'_>,
 ) -> Result<(u64, Samples<Completed>)> {
-    let base = rig.shared.plan.initial_value();
+    let base = rig.shared.plan().initial_value();
     let mut out = Consumptions::default();
     let mut k = 0u64;
     loop {
         let even = base + 2 * k;
         // 1. The CPU waits for CUDA's frame k - 1.
-        rig.shared.timelines[0].wait(even, &|| false)?;
+        rig.shared.timelines()[0].wait(even, &|| false)?;
         out.add(rig.frames.drain(consumer, &|| false)?);
         // 2. Vulkan.
         let (wait, signal) = ([rig.at(even)], [rig.at(even + 1)]);

@@ -83,7 +83,7 @@ fn run(
 ) -> Result<(Consumed, Report, &'static str)> {
     director.resize(size.width, size.height);
     let mut rig = Rig::new(kind, gpu, spec, base, director.clone(), size)?;
-    offscreen.bind(Frames::Images(&rig.shared.images))?;
+    offscreen.bind(Frames::Images(rig.shared.images()))?;
     let mut stop = Stop { clock: SpanClock::new(span), limit: spec.frames, caught, progress };
     let outcome = match kind {
         Handover::CpuGated => cpu_gated::run(&mut rig, offscreen, &mut stop),
@@ -232,7 +232,7 @@ impl Rig {
         self.timer.start(g, &self.stream, &mut self.report)?;
         let spec = self.director.begin(g);
         let args = FrameArgs::new(&spec.scene, spec.tick);
-        let out = Out::shared(self.cuda.target(image), self.shared.desc.format);
+        let out = Out::shared(self.cuda.target(image), self.shared.desc().format);
         self.kernels.launch(&self.stream, &spec.scene, &args, out)?;
         self.timer.end(g, &self.stream)?;
         self.report.frames += 1;
@@ -274,7 +274,7 @@ impl Rig {
             self.shared.ownership_transfer(image, self.device.queue_family, usage, usage);
         let submission = Submission {
             frame,
-            source: Source::Image(&self.shared.images[image]),
+            source: Source::Image(&self.shared.images()[image]),
             view: None,
             acquire: transfer.then_some(acquire),
             release: transfer.then_some(release),
@@ -290,9 +290,11 @@ impl Rig {
     /// sides when the loop failed, and resolves the kernel timings.
     fn finish(&mut self, healthy: bool) -> Result<Report> {
         if !healthy {
-            // Nothing may stay waiting: raise the timeline past every value, and give
-            // CUDA's binary wait a signal.
-            let _ = self.shared.timelines[0].raise_to(u64::MAX / 2);
+            // No timeline is raised from the host: in each pattern a GPU wait on the timeline
+            // is enqueued only once the other side's signal of that value was, so none waits
+            // for a signal that never comes (a kernel fault aside: then the bounded waits
+            // below give up). Raising it "past every value" would pass signals still pending
+            // (VUID-VkSemaphoreSignalInfo-value-03259). CUDA's binary wait gets its signal.
             if let Some(vk_done) = self.binary.get(1) {
                 let s = [vk::SemaphoreSubmitInfo::default().semaphore(vk_done.raw)];
                 let _ = self.signal_only(&[], &s);

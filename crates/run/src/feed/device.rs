@@ -29,13 +29,11 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _, Result};
 use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
-use cudarc::nvrtc::Ptx;
 
 use super::line::Line;
 use super::{check_size, Mailbox};
 use crate::clock::now_ns;
-use crate::kernels::{fnv1a, read_cached, write_cached};
-use crate::nvrtc;
+use crate::kernels::cached_module;
 use crate::producer::{FrameTiming, Job, Report};
 use vkcuda::interop::{CudaFrames, SharedFrames};
 
@@ -282,23 +280,8 @@ unsafe impl Sync for Packer {}
 impl Packer {
     /// Compiles [`SOURCE`] with NVRTC for `ctx`'s device (or takes it from `cache_dir`) and loads it.
     pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Self> {
-        let version = nvrtc::version()?;
-        let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
-        let arch = format!("--gpu-architecture=sm_{major}{minor}");
-        let key = fnv1a(&[SOURCE.as_bytes(), arch.as_bytes(), version.as_bytes()]);
-        let path = cache_dir.join(format!("pack-{key:016x}.ptx"));
-        let ptx = match read_cached(&path) {
-            Some(ptx) => ptx,
-            None => {
-                let made = nvrtc::compile(SOURCE, "pack.cu", std::slice::from_ref(&arch))
-                    .map_err(|e| anyhow!("NVRTC {version} ({arch}): {e}"))?;
-                if let Err(e) = write_cached(&path, &made.ptx) {
-                    log::warn!("cannot cache PTX in {}: {e:#}", path.display());
-                }
-                made.ptx
-            }
-        };
-        let module = ctx.load_module(Ptx::from_src(ptx)).context("loading the packing kernel")?;
+        let module =
+            cached_module(ctx, cache_dir, ("pack.cu", SOURCE)).context("loading the packing kernel")?;
         let function = module.load_function("vk_pack").context("the packing kernel's entry")?;
         Ok(Self { _module: module, function })
     }
@@ -369,7 +352,7 @@ impl FedCudaProducer {
         ctx.bind_to_thread()?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;
         let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
-        check_size(staging.bytes(), shared.desc.bytes() as usize)?;
+        check_size(staging.bytes(), shared.desc().bytes() as usize)?;
         line.open(ctx, frames, shared.clone())?;
         Ok(Self { stream, shared: shared.clone(), staging, mailbox, line })
     }
@@ -409,7 +392,7 @@ impl FedCudaProducer {
             }
             // On the host first: a stream waiting on a value not yet reached blocks this thread's next call.
             if let Some(w) = job.plan.producer(g).wait {
-                self.shared.timelines[w.timeline].wait(w.value, &failed)?;
+                self.shared.timelines()[w.timeline].wait(w.value, &failed)?;
             }
             let Some(mut turn) = self.line.turn_if(g, &failed) else { continue };
             let Some(slot) = self.mailbox.take_now() else { continue };
@@ -480,6 +463,7 @@ impl Drop for FedCudaProducer {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::nvrtc;
 
     /// The packing kernel compiles (NVRTC needs no GPU: CI has PyPI's libnvrtc).
     #[test]

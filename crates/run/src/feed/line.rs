@@ -20,7 +20,7 @@ use cudarc::driver::{result, sys, CudaContext};
 use super::Mailbox;
 use crate::producer::Job;
 use vkcuda::cuda::{RawStream, Stream, StreamState};
-use vkcuda::interop::{CudaFrames, CudaTarget, SharedFrames};
+use vkcuda::interop::{CudaFrames, CudaTarget, LinearFrame, SharedFrames};
 use vkcuda::sync::TimelinePoint;
 use vkcuda::vk::timeline::Timeline;
 use vkcuda::vk::WAIT_TIMEOUT;
@@ -252,7 +252,9 @@ impl Line {
         // SAFETY: the caller's promise on `stream`.
         turn.after_previous(&unsafe { RawStream::new(stream) })?;
         let maker = turn.maker()?;
-        let CudaTarget::Buffer { pointer, .. } = maker.frames.target(maker.shared.plan.image(g)) else {
+        let CudaTarget::Buffer(LinearFrame { pointer, .. }) =
+            maker.frames.target(maker.shared.plan().image(g))
+        else {
             bail!("a fed frame needs the buffer layout");
         };
         turn.state.reserved = true;
@@ -342,7 +344,7 @@ impl Line {
                 continue;
             }
             if let Some((shared, w)) = state.maker.as_ref().and_then(Maker::release_needed(state.next)) {
-                let timeline = &shared.timelines[w.timeline];
+                let timeline = &shared.timelines()[w.timeline];
                 if !timeline.wait_for(w.value, Duration::ZERO)? {
                     drop(state);
                     if let Some(done) = wait.for_release(timeline, w.value)? {
@@ -379,7 +381,7 @@ impl Maker {
     /// For frame `g`: the shared frames and the point Vulkan must have
     /// released its buffer at, if it has been used before.
     fn release_needed(g: u64) -> impl Fn(&Maker) -> Option<(Arc<SharedFrames>, TimelinePoint)> {
-        move |m| m.shared.plan.producer(g).wait.map(|w| (m.shared.clone(), w))
+        move |m| m.shared.plan().producer(g).wait.map(|w| (m.shared.clone(), w))
     }
 
     /// Lets the imports go once the caller's last frame has run.
@@ -451,11 +453,11 @@ impl Turn<'_> {
         self.after_previous(stream)?;
         job.director.begin(g);
         // The host saw Vulkan release the buffer: no wait on the stream.
-        let step = maker.shared.plan.producer(g);
-        let CudaTarget::Buffer { pointer, pitch } = maker.frames.target(step.image) else {
+        let step = maker.shared.plan().producer(g);
+        let CudaTarget::Buffer(LinearFrame { pointer, pitch, .. }) = maker.frames.target(step.image) else {
             bail!("a fed frame needs the buffer layout");
         };
-        let row = maker.shared.desc.row_pitch();
+        let row = maker.shared.desc().row_pitch();
         ensure!(
             pitch == row,
             "the shared buffer's rows are not packed ({pitch} bytes apart, a row has {row})"

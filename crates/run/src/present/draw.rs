@@ -274,16 +274,17 @@ impl DrawPass {
         match frames {
             Frames::Images(images) => {
                 for (image, &set) in images.iter().zip(&self.images.sets) {
-                    let view = self.bind_image(image.image, image.format, set)?;
-                    self.shared.push(Bound { handle: vk::Handle::as_raw(image.image), view, set });
+                    let view = self.bind_image(image.image(), image.format(), set)?;
+                    self.shared.push(Bound { handle: vk::Handle::as_raw(image.image()), view, set });
                 }
             }
             Frames::Buffers(buffers) => {
                 if let Some(first) = buffers.first() {
-                    self.buffer_pipeline(first.desc.format)?;
+                    self.buffer_pipeline(first.desc().format)?;
                 }
                 for (buffer, &set) in buffers.iter().zip(&self.buffers.sets) {
-                    let info = [vk::DescriptorBufferInfo::default().buffer(buffer.buffer).range(buffer.size)];
+                    let info =
+                        [vk::DescriptorBufferInfo::default().buffer(buffer.buffer()).range(buffer.size())];
                     let writes = BUFFER_BINDINGS.map(|(binding, ty)| {
                         vk::WriteDescriptorSet::default()
                             .dst_set(set)
@@ -294,15 +295,15 @@ impl DrawPass {
                     // SAFETY: the queue is idle (interop rebuilds drain first), so no pending
                     // command buffer uses the set.
                     unsafe { self.device.raw.update_descriptor_sets(&writes, &[]) };
-                    let handle = vk::Handle::as_raw(buffer.buffer);
+                    let handle = vk::Handle::as_raw(buffer.buffer());
                     self.shared.push(Bound { handle, view: vk::ImageView::null(), set });
                 }
             }
         }
         self.bound_to_buffers = matches!(frames, Frames::Buffers(_));
         let desc = match frames {
-            Frames::Images(images) => images.first().map(|i| (i.extent, i.format)),
-            Frames::Buffers(buffers) => buffers.first().map(|b| (b.desc.extent, b.desc.format)),
+            Frames::Images(images) => images.first().map(|i| (i.extent(), i.format())),
+            Frames::Buffers(buffers) => buffers.first().map(|b| (b.desc().extent, b.desc().format)),
         };
         (self.shared_extent, self.shared_format) = desc.unwrap_or((vk::Extent2D::default(), Format::Rgba8));
         Ok(())
@@ -380,8 +381,8 @@ impl DrawPass {
     ) -> Result<()> {
         let dev = &self.device.raw;
         let (handle, pipe) = match frame {
-            Source::Image(image) => (vk::Handle::as_raw(image.image), &self.images),
-            Source::Buffer(buffer) => (vk::Handle::as_raw(buffer.buffer), &self.buffers),
+            Source::Image(image) => (vk::Handle::as_raw(image.image()), &self.images),
+            Source::Buffer(buffer) => (vk::Handle::as_raw(buffer.buffer()), &self.buffers),
         };
         let pipeline = match (frame, self.shared_format) {
             (Source::Image(_), Format::Rgba8Srgb) => self.srgb_images,

@@ -129,7 +129,7 @@ impl Offscreen {
                 for _ in 0..copies {
                     before(&vk::DependencyInfo::default().image_memory_barriers(&b));
                     // SAFETY: recording; both images are live, in GENERAL, of one size and format.
-                    unsafe { dev.cmd_copy_image(cmd, image.image, general, target.raw, general, &region) };
+                    unsafe { dev.cmd_copy_image(cmd, image.image(), general, target.raw, general, &region) };
                 }
                 if dump {
                     record_image_barrier(dev, cmd, image_barrier(target.raw, COPY_W, COPY_R));
@@ -143,20 +143,20 @@ impl Offscreen {
                     None => (COPY_RW, COPY_W),
                 };
                 let b = [buffer_barrier(target.raw, last, write)];
-                let whole = [vk::BufferCopy::default().size(buffer.size)];
+                let whole = [vk::BufferCopy::default().size(buffer.size())];
                 for _ in 0..copies {
                     before(&vk::DependencyInfo::default().buffer_memory_barriers(&b));
                     match shader {
-                        Some(shader) => shader.record(cmd, buffer.buffer, buffer.size)?,
+                        Some(shader) => shader.record(cmd, buffer.buffer(), buffer.size())?,
                         // SAFETY: recording; both buffers are live and hold one packed frame.
-                        None => unsafe { dev.cmd_copy_buffer(cmd, buffer.buffer, target.raw, &whole) },
+                        None => unsafe { dev.cmd_copy_buffer(cmd, buffer.buffer(), target.raw, &whole) },
                     }
                 }
                 if dump {
                     let b = [buffer_barrier(target.raw, write, COPY_R)];
                     before(&vk::DependencyInfo::default().buffer_memory_barriers(&b));
                 }
-                Ok(Readable::Buffer(target.raw, buffer.size))
+                Ok(Readable::Buffer(target.raw, buffer.size()))
             }
             _ => bail!("the copy target's layout is not the shared frames'"),
         }

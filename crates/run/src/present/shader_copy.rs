@@ -129,7 +129,7 @@ impl ShaderCopy {
         // SAFETY: the pool has room for one set per source.
         let sets = unsafe { dev.allocate_descriptor_sets(&alloc) }?;
         for (source, set) in sources.iter().zip(sets) {
-            let from = [vk::DescriptorBufferInfo::default().buffer(source.buffer).range(vk::WHOLE_SIZE)];
+            let from = [vk::DescriptorBufferInfo::default().buffer(source.buffer()).range(vk::WHOLE_SIZE)];
             let to = [vk::DescriptorBufferInfo::default().buffer(target).range(vk::WHOLE_SIZE)];
             let writes = BINDINGS.map(|binding| {
                 vk::WriteDescriptorSet::default()
@@ -140,7 +140,7 @@ impl ShaderCopy {
             });
             // SAFETY: a new set; the buffers are live.
             unsafe { dev.update_descriptor_sets(&writes, &[]) };
-            self.sets.push((source.buffer, set));
+            self.sets.push((source.buffer(), set));
         }
         Ok(())
     }

@@ -292,8 +292,8 @@ fn record_to_swapchain(
 /// A shared frame as a readback copies it.
 pub fn readable(source: Source<'_>) -> Readable {
     match source {
-        Source::Image(image) => Readable::Image(image.image),
-        Source::Buffer(buffer) => Readable::Buffer(buffer.buffer, buffer.size),
+        Source::Image(image) => Readable::Image(image.image()),
+        Source::Buffer(buffer) => Readable::Buffer(buffer.buffer(), buffer.size()),
     }
 }
 

@@ -31,7 +31,7 @@ impl CpuProducer {
 
     /// The producer thread's loop.
     pub fn run(self, job: &Job) -> Result<Report> {
-        let format = self.shared.desc.format;
+        let format = self.shared.desc().format;
         host_loop(job, &self.shared, &self.staging, |spec, pixels| {
             let t0 = Instant::now();
             render_cpu_as(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), format, pixels, self.threads);
@@ -54,7 +54,7 @@ pub(crate) fn host_loop(
     let mut meter = CpuMeter::default();
     let mut report = Report::default();
     let failed = || job.control.failed();
-    let timelines = &shared.timelines;
+    let timelines = &shared.timelines();
     let mut g = 0;
     while g < job.control.limit() {
         meter.frame(g, job.control.steady(g));
@@ -70,7 +70,7 @@ pub(crate) fn host_loop(
             timelines[w.timeline].wait(w.value, &failed)?;
         }
         let spec = job.director.begin(g);
-        let bytes = shared.desc.bytes() as usize;
+        let bytes = shared.desc().bytes() as usize;
         let buffer = &staging[step.image];
         ensure!(buffer.size as usize >= bytes, "staging buffer too small");
         // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
@@ -81,7 +81,10 @@ pub(crate) fn host_loop(
         // The frame is rendered now: its "rendered" point is the host signal below.
         report.timings.push(g, FrameTiming { render: render_time, rendered_ns: now_ns() });
         // Host-coherent memory: the writes are visible once "rendered" is signalled.
-        timelines[step.signal.timeline].signal(step.signal.value)?;
+        // SAFETY: this thread is the timeline's only producer-side signaller, and it waited
+        // above for the consumer's last signal below this value (`shared`): none is pending at
+        // or below it (VUID-VkSemaphoreSignalInfo-value-03259).
+        unsafe { timelines[step.signal.timeline].signal(step.signal.value) }?;
         report.frames += 1;
         g += 1;
         job.control.set_produced(g);

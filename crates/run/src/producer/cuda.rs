@@ -123,7 +123,7 @@ impl CudaProducer {
         }
         .context("cuStreamCreate")?;
         let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
-        Ok(Self { frames, kernels, user, format: shared.desc.format, stream, ctx, host_waits: None })
+        Ok(Self { frames, kernels, user, format: shared.desc().format, stream, ctx, host_waits: None })
     }
 
     /// The producer thread's loop.
@@ -196,7 +196,8 @@ impl CudaProducer {
         let (Some(shared), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) else { return Ok(()) };
         let control = &job.control;
         // A faulted stream never lets the consumer release: give up at once.
-        let waited = shared.timelines[w.timeline].wait(w.value, &|| control.failed() || self.stream_failed());
+        let waited =
+            shared.timelines()[w.timeline].wait(w.value, &|| control.failed() || self.stream_failed());
         if let Err(e) = waited {
             // The stream's error is the cause, when there is one. A wait that timed out
             // already gave a busy stream its time.

@@ -89,7 +89,7 @@ impl StagingProducer {
         let timing = Some(sys::CUevent_flags::CU_EVENT_DEFAULT);
         let (start, end) = (self.ctx.new_event(timing)?, self.ctx.new_event(timing)?);
         let anchor = EventAnchor::new(&self.ctx, &self.stream)?;
-        let format = self.shared.desc.format;
+        let format = self.shared.desc().format;
         host_loop(job, &self.shared, &self.staging, |spec, pixels| {
             ensure!(self.memory.bytes >= pixels.len(), "staging memory too small");
             start.record(&self.stream)?;
