@@ -23,6 +23,7 @@ mod spec;
 mod state;
 mod tensor;
 mod window;
+mod words;
 
 use std::path::PathBuf;
 use std::sync::{Mutex, MutexGuard};
@@ -84,7 +85,7 @@ fn guarded<T>(what: &str, f: impl FnOnce() -> PyResult<T>) -> PyResult<T> {
 }
 
 pub(crate) fn runtime(e: anyhow::Error) -> PyErr {
-    PyRuntimeError::new_err(format!("vkcuda: {}", vkcuda_run::for_people(&format!("{e:#}"))))
+    PyRuntimeError::new_err(format!("vkcuda: {}", words::said(&e)))
 }
 
 /// An array's memory as `__array_interface__` (v3) describes it.

@@ -242,7 +242,7 @@ impl Shown {
             slots: spec.in_flight,
         };
         let (gpu, screen, line) = Screen::open(event_loop, attributes, &present)?;
-        log::info!("{line}");
+        log::info!("{}", line.worded(&crate::words::Python));
         Ok(Self {
             session: None,
             feed: None,
@@ -314,7 +314,7 @@ impl Shown {
     /// Closes the window: the session stops (on an error, aborts), and the Python side is told.
     fn close(&mut self, error: Option<anyhow::Error>) {
         if let Some(e) = &error {
-            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(format!("{e:#}"));
+            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(crate::words::said(e));
         }
         // First: a show failing on the feed the stop closes must see why.
         self.closed.store(true, Ordering::Release);

@@ -156,6 +156,26 @@ def test_gpu_tensors_are_written_as_they_are(tmp_path, producer, dtype, shape, s
     assert differing == 0, f"{differing} bytes differ"
 
 
+@pytest.mark.parametrize("strides", STRIDES)
+@pytest.mark.parametrize("dtype", DTYPES, ids=lambda d: np.dtype(d).name)
+def test_a_torch_cpu_tensor_is_shown_from_the_host(tmp_path, dtype, strides):
+    # A PyTorch CPU tensor has no __array_interface__: it is read through its DLPack capsule.
+    torch = library("torch")
+    x, expected = make(dtype, "hw3", strides, height=41, width=67, seed=5)
+    t = torch.from_numpy(x)
+    assert t.device.type == "cpu" and not hasattr(t, "__array_interface__")
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        v.show(t)
+        v.flush()
+        s = v.stats()
+    assert (s["validation_errors"], s["validation_warnings"]) == (0, 0), s
+    assert (s["shown"], s["written"]) == (1, 1), s
+    [name] = frames(tmp_path)
+    got = vkcuda.read_frame(tmp_path / name, np.dtype(dtype).name)
+    differing = np.count_nonzero(got.view(np.uint8) != np.ascontiguousarray(expected).view(np.uint8))
+    assert differing == 0, f"{differing} bytes differ"
+
+
 def test_the_frame_is_the_tensor_at_the_call_on_its_stream(tmp_path):
     torch = torch_gpu()
     n = 1000

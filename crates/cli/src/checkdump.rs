@@ -48,10 +48,10 @@ impl Verdict {
 /// Checks `dir` for frames `0, every, 2·every, …` below `frames`.
 pub fn check(dir: &Path, frames: u64, every: u64) -> Result<Verdict> {
     if every == 0 {
-        return Err(UsageError("--dump-every 0 dumps no frame: nothing to check".into()).into());
+        return Err(UsageError::new("--dump-every 0 dumps no frame: nothing to check").into());
     }
     let names: BTreeSet<String> = std::fs::read_dir(dir)
-        .map_err(|e| UsageError(format!("{}: {e}", dir.display())))?
+        .map_err(|e| UsageError::new(format!("{}: {e}", dir.display())))?
         .filter_map(|e| e.ok().and_then(|e| e.file_name().into_string().ok()))
         .collect();
     let leftovers =

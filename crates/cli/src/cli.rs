@@ -450,27 +450,27 @@ impl Args {
     /// The viewer's options against the headless run's.
     fn check_modes(&self) -> Result<(), UsageError> {
         if self.headless && self.size == SizeArg::Window {
-            return Err(UsageError(
-                "--size window needs the viewer: drop --headless or give WIDTHxHEIGHT".into(),
+            return Err(UsageError::new(
+                "--size window needs the viewer: drop --headless or give WIDTHxHEIGHT",
             ));
         }
         if !self.offscreen() && self.queue.is_some_and(|q| q != QueueKind::Graphics) {
-            return Err(UsageError("the viewer presents from a graphics queue: drop --queue".into()));
+            return Err(UsageError::new("the viewer presents from a graphics queue: drop --queue"));
         }
         if self.latency.is_some() && self.offscreen() {
-            return Err(UsageError(
-                "--latency paces the viewer's producer to its screen: drop it (or --headless)".into(),
+            return Err(UsageError::new(
+                "--latency paces the viewer's producer to its screen: drop it (or --headless)",
             ));
         }
         if self.consume == ConsumeKind::Draw && !self.offscreen() {
-            return Err(UsageError("--consume draw is for --headless (the viewer always draws)".into()));
+            return Err(UsageError::new("--consume draw is for --headless (the viewer always draws)"));
         }
         if self.target_size.is_some() && self.consume != ConsumeKind::Draw {
-            return Err(UsageError("--target-size is the size --consume draw draws into".into()));
+            return Err(UsageError::new("--target-size is the size --consume draw draws into"));
         }
         if self.consume == ConsumeKind::Draw && self.queue.is_some_and(|q| q != QueueKind::Graphics) {
-            return Err(UsageError(
-                "--consume draw runs the draw pass on a graphics queue: drop --queue".into(),
+            return Err(UsageError::new(
+                "--consume draw runs the draw pass on a graphics queue: drop --queue",
             ));
         }
         Ok(())
@@ -480,26 +480,26 @@ impl Args {
     fn check_handover(&self) -> Result<(), UsageError> {
         if self.handover != Handover::Vkcuda {
             if !self.headless {
-                return Err(UsageError(format!(
+                return Err(UsageError::new(format!(
                     "--handover {} is for --headless runs (and `vkcuda bench` variants)",
                     self.handover.name()
                 )));
             }
             if self.format != Format::Rgba8 || self.layout != Layout::Array {
-                return Err(UsageError(format!(
+                return Err(UsageError::new(format!(
                     "--handover {} is a peer's pattern on its RGBA8 images: drop --format and --layout",
                     self.handover.name()
                 )));
             }
             if !matches!(self.producer, ProducerKind::Auto | ProducerKind::Cuda) {
-                return Err(UsageError(format!(
+                return Err(UsageError::new(format!(
                     "--handover {} is a CUDA pattern: drop --producer",
                     self.handover.name()
                 )));
             }
         }
         if self.json.is_some() && !self.headless {
-            return Err(UsageError("--json writes a headless run's summary: add --headless".into()));
+            return Err(UsageError::new("--json writes a headless run's summary: add --headless"));
         }
         Ok(())
     }
@@ -508,28 +508,30 @@ impl Args {
     fn check_kernel(&self) -> Result<(), UsageError> {
         if self.kernel.is_some() {
             if self.verify {
-                return Err(UsageError(
+                return Err(UsageError::new(
                     "--verify compares with the built-in scenes' CPU reference, which your kernel has not: \
-                     compare with an earlier dump (--compare-to DIR)"
-                        .into(),
+                     compare with an earlier dump (--compare-to DIR)",
                 ));
             }
             if self.params.len() > userkernel::PARAMS {
-                return Err(UsageError(format!("--param: at most {} values", userkernel::PARAMS)));
+                return Err(UsageError::new(format!("--param: at most {} values", userkernel::PARAMS)));
             }
             if self.block.width * self.block.height > 1024 {
-                return Err(UsageError(format!("--block {}: at most 1024 threads per block", self.block)));
+                return Err(UsageError::new(format!(
+                    "--block {}: at most 1024 threads per block",
+                    self.block
+                )));
             }
             if self.handover != Handover::Vkcuda {
-                return Err(UsageError("--kernel runs with vkcuda's hand-over: drop --handover".into()));
+                return Err(UsageError::new("--kernel runs with vkcuda's hand-over: drop --handover"));
             }
             if !matches!(self.producer, ProducerKind::Auto | ProducerKind::Cuda) {
-                return Err(UsageError("--kernel runs on the CUDA producer: drop --producer".into()));
+                return Err(UsageError::new("--kernel runs on the CUDA producer: drop --producer"));
             }
         }
         if let Some(Command::Bench(b)) = &self.command {
             if b.loads.contains(&Load::Kernel) && self.kernel.is_none() {
-                return Err(UsageError("--loads kernel runs your kernel: add --kernel FILE".into()));
+                return Err(UsageError::new("--loads kernel runs your kernel: add --kernel FILE"));
             }
         }
         Ok(())
@@ -539,23 +541,23 @@ impl Args {
     fn check_reference(&self) -> Result<(), UsageError> {
         if let Some(golden) = &self.compare_to {
             if !self.headless || self.dump_every == 0 {
-                return Err(UsageError(
-                    "--compare-to checks a headless run's dumped frames (--dump-every 1 or more)".into(),
+                return Err(UsageError::new(
+                    "--compare-to checks a headless run's dumped frames (--dump-every 1 or more)",
                 ));
             }
             if self.verify {
-                return Err(UsageError("--verify and --compare-to: choose one reference".into()));
+                return Err(UsageError::new("--verify and --compare-to: choose one reference"));
             }
             let same = |a: &Path, b: &Path| {
                 a == b || a.canonicalize().ok().is_some_and(|a| Some(a) == b.canonicalize().ok())
             };
             if same(golden, &self.out) {
-                return Err(UsageError(
-                    "--compare-to names the --out folder: the dump would overwrite its reference".into(),
+                return Err(UsageError::new(
+                    "--compare-to names the --out folder: the dump would overwrite its reference",
                 ));
             }
             if !golden.is_dir() {
-                return Err(UsageError(format!("--compare-to {}: no such folder", golden.display())));
+                return Err(UsageError::new(format!("--compare-to {}: no such folder", golden.display())));
             }
         }
         Ok(())
@@ -565,22 +567,20 @@ impl Args {
     fn check_run(&self) -> Result<(), UsageError> {
         let bench = matches!(self.command, Some(Command::Bench(_)));
         if self.all_gpus() && !(self.headless || bench) {
-            return Err(UsageError(
+            return Err(UsageError::new(
                 "--gpu all runs one interop per GPU in a --headless run or vkcuda bench (the viewer uses one GPU)"
-                    .into(),
             ));
         }
         if self.shard.is_some() && !self.headless {
-            return Err(UsageError("--shard splits a --headless run's frames".into()));
+            return Err(UsageError::new("--shard splits a --headless run's frames"));
         }
         if self.resume && !(self.headless && self.dump_every > 0) {
-            return Err(UsageError(
+            return Err(UsageError::new(
                 "--resume renders the frames --out lacks: it is for a --headless run that dumps (--dump-every 1 or more)"
-                    .into(),
             ));
         }
         if self.verify && self.dump_every == 0 {
-            return Err(UsageError("--verify checks dumped frames: it needs --dump-every 1 or more".into()));
+            return Err(UsageError::new("--verify checks dumped frames: it needs --dump-every 1 or more"));
         }
         vkcuda::sync::FramePlan::new(
             self.sync,
@@ -588,7 +588,7 @@ impl Args {
             self.timeline_base,
             self.frame_count(),
         )
-        .map_err(|e| UsageError(e.to_string()))?;
+        .map_err(|e| UsageError::new(e.to_string()))?;
         Ok(())
     }
 
@@ -717,7 +717,7 @@ mod tests {
         let mut v = vec!["vkcuda", "--headless"];
         v.extend_from_slice(args);
         let a = Args::try_parse_from(v).map_err(|e| e.to_string())?;
-        a.check().map_err(|e| e.0)?;
+        a.check().map_err(|e| e.to_string())?;
         Ok(a)
     }
 

@@ -10,6 +10,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::Args;
 use crate::peers;
+use crate::words::Flags;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, Layout};
@@ -29,12 +30,14 @@ use vkcuda_run::scene::Scene;
 use vkcuda_run::setup::{self, Gpu, MemoryNeed};
 use vkcuda_run::sink::{PngSink, SinkReport};
 use vkcuda_run::size::Size;
+use vkcuda_run::usage::{Field, Message};
 
 /// The frame and target sizes as the user gave them, for messages.
-fn size_words(args: &Args, size: Size) -> String {
+fn size_words(args: &Args, size: Size) -> Message {
+    let words = Message::new().field(Field::Size, size);
     match args.target_or(size) {
-        t if t == size => format!("--size {size}"),
-        t => format!("--size {size} with --target-size {t}"),
+        t if t == size => words,
+        t => words.text(" with ").field(Field::TargetSize, t),
     }
 }
 
@@ -214,8 +217,8 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     let device = gpu.device.clone();
     let size = args.size_or(Size { width: 1920, height: 1080 });
     // Bad input first, so nothing is written when it is refused.
-    setup::check_size(&gpu, size, "--size")?;
-    setup::check_size(&gpu, args.target_or(size), "--target-size")?;
+    setup::check_size(&gpu, size, Field::Size)?;
+    setup::check_size(&gpu, args.target_or(size), Field::TargetSize)?;
     let dumping = args.dump_every > 0;
     let workers = run.workers;
     // One buffer per consumer frame slot (a peer pattern may keep up to 4 in flight).
@@ -243,7 +246,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         (args.consume, args.dump_every, args.consume_copies),
         readback,
     )?;
-    eprintln!("vkcuda: {}; {}", device.info, gpu.why);
+    eprintln!("vkcuda: {}; {}", device.info, gpu.why.worded(&Flags));
 
     let progress = run.progress;
     let span = Span::frames(args.frame_count());

@@ -11,6 +11,7 @@ mod cli;
 mod headless;
 mod peers;
 mod viewer;
+mod words;
 
 use crate::bench::Interrupted;
 use crate::cli::BenchArgs;
@@ -139,7 +140,7 @@ fn one_line(text: &str) -> String {
 
 /// Prints an error and maps it to its exit code.
 fn failure(e: &anyhow::Error) -> ExitCode {
-    eprintln!("vkcuda: error: {}", vkcuda_run::for_people(&format!("{e:#}")));
+    eprintln!("vkcuda: error: {}", words::said(e));
     if let Some(Interrupted(sig)) = e.downcast_ref::<Interrupted>() {
         return ExitCode::from(128 + *sig as u8);
     }

@@ -596,7 +596,7 @@ fn open_screen(
         slots: args.in_flight(),
     };
     let (gpu, screen, line) = Screen::open(event_loop, attributes, &spec)?;
-    eprintln!("vkcuda: {line}");
+    eprintln!("vkcuda: {}", line.worded(&crate::words::Flags));
     Ok((gpu, screen))
 }
 

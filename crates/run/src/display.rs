@@ -5,6 +5,7 @@
 use std::ffi::CString;
 use std::path::PathBuf;
 
+use crate::usage::{Field, Message};
 use crate::UsageError;
 
 /// The window systems winit may use here, in the order it tries them.
@@ -81,10 +82,11 @@ fn missing(libs: &[(&'static str, &'static str)]) -> Option<(&'static str, &'sta
 pub fn check() -> Result<(), UsageError> {
     let servers = named();
     if servers.is_empty() {
-        return Err(UsageError(
-            "no display: neither WAYLAND_DISPLAY nor DISPLAY is set: run with --headless, or in a \
-             desktop session (or a virtual one: Xvfb, weston)"
-                .into(),
+        return Err(UsageError::new(
+            Message::new()
+                .text("no display: neither WAYLAND_DISPLAY nor DISPLAY is set: run ")
+                .field(Field::Headless, "")
+                .text(", or in a desktop session (or a virtual one: Xvfb, weston)"),
         ));
     }
     let mut problems = Vec::new();
@@ -108,7 +110,14 @@ pub fn check() -> Result<(), UsageError> {
                 .push(format!("{what}: {lib} cannot be loaded (Debian/Ubuntu: apt install {package})")),
         }
     }
-    Err(UsageError(format!("cannot open a window: {}; or run with --headless", problems.join("; "))))
+    Err(no_window(&problems.join("; ")))
+}
+
+/// "Cannot open a window: `why`", and how to run without one.
+pub fn no_window(why: &str) -> UsageError {
+    UsageError::new(
+        Message::new().text(format!("cannot open a window: {why}; or run ")).field(Field::Headless, ""),
+    )
 }
 
 #[cfg(test)]

@@ -25,6 +25,7 @@ use crate::setup::{Gpu, RunSpec};
 use crate::sink::{PngSink, Reference, SinkReport};
 use crate::size::Size;
 use crate::stats::{median, median_f64, Samples};
+use crate::usage::{Field, Message};
 use crate::UsageError;
 use vkcuda::vk::instance::ValidationCounts;
 
@@ -89,7 +90,9 @@ pub fn spare_cores() -> usize {
 /// Makes sure `dir` (the `--out` folder) exists and is writable, before any frame is rendered.
 /// Returns whether it was created here (so a failed run can remove it).
 pub fn prepare_out_dir(dir: &Path) -> Result<bool, UsageError> {
-    let bad = |why: String| UsageError(format!("--out {}: {why}", dir.display()));
+    let bad = |why: String| {
+        UsageError::new(Message::new().field(Field::Out, dir.display()).text(format!(": {why}")))
+    };
     if dir.exists() && !dir.is_dir() {
         return Err(bad("exists and is not a folder".into()));
     }

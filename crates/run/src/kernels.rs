@@ -16,6 +16,7 @@ use cudarc::nvrtc::Ptx;
 
 use crate::nvrtc;
 use crate::scene::{FrameArgs, Scene, SceneKind};
+use crate::usage::{Field, Message};
 use vkcuda::interop::{CudaTarget, LinearFrame};
 use vkcuda::Format;
 
@@ -151,7 +152,9 @@ pub struct SceneKernels {
 impl SceneKernels {
     /// Compiles (or takes from `cache_dir`) and loads the kernels for `ctx`'s device.
     pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Self> {
-        nvrtc::version().map_err(|e| anyhow!("{e:#}, or run with --producer cpu"))?;
+        nvrtc::version().map_err(|e| {
+            anyhow::Error::new(Message::new().text(format!("{e:#}, or run ")).field(Field::Producer, "cpu"))
+        })?;
         Self::from_module(cached_module(ctx, cache_dir, ("scenes.cu", SOURCE))?)
     }
 

@@ -13,7 +13,8 @@
 //!    [`clock`], [`stats`], [`footprint`], `diagram` (tests), [`outfile`], [`encode`],
 //!    [`inject`] (test-only fault injection), [`kinds`] (the kinds of run),
 //!    [`pairing`] (which CUDA device is which Vulkan device), [`logger`],
-//!    [`size`] (a frame's or window's size as the front ends take it);
+//!    [`size`] (a frame's or window's size as the front ends take it),
+//!    [`usage`] (messages that name a run's fields, worded by each front end);
 //! 2. the running interop: [`producer`] (CUDA, CPU and staging threads), [`feed`]
 //!    (frames a caller hands in, and the producers that take them),
 //!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
@@ -55,19 +56,10 @@ pub mod setup;
 pub mod sink;
 pub mod size;
 pub mod stats;
+pub mod usage;
 pub mod userkernel;
 
-/// A problem with the command line or its values: exit code 2.
-#[derive(Debug)]
-pub struct UsageError(pub String);
-
-impl std::fmt::Display for UsageError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.0)
-    }
-}
-
-impl std::error::Error for UsageError {}
+pub use usage::UsageError;
 
 /// An error message as a person should read it: without the source
 /// locations some dependencies put in their errors (winit's X11 error reads

@@ -181,7 +181,7 @@ pub fn entry_params(ptx: &str, name: &str) -> Option<Vec<usize>> {
 /// Reads a kernel file, saying which one could not be read.
 pub fn read_source(file: &Path) -> Result<String> {
     std::fs::read_to_string(file)
-        .map_err(|e| UsageError(format!("reading the kernel {}: {e}", file.display())).into())
+        .map_err(|e| UsageError::new(format!("reading the kernel {}: {e}", file.display())).into())
 }
 
 #[cfg(test)]

@@ -10,7 +10,7 @@ use crate::UsageError;
 
 /// Refuses an output path that cannot be written, before anything runs.
 pub fn check_output(path: &Path, ext: Option<&str>) -> Result<(), UsageError> {
-    let bad = |why: String| UsageError(format!("{}: {why}", path.display()));
+    let bad = |why: String| UsageError::new(format!("{}: {why}", path.display()));
     if let Some(ext) = ext {
         if path.extension().and_then(|e| e.to_str()) != Some(ext) {
             return Err(bad(format!("the chart is written as SVG: name it *.{ext}")));

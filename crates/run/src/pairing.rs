@@ -10,6 +10,7 @@ use std::fmt::Write as _;
 use anyhow::Result;
 
 use crate::kinds::ProducerKind;
+use crate::usage::{Field, Message};
 use crate::UsageError;
 use vkcuda::cuda::{self, CudaDevice};
 use vkcuda::vk::device::{format_uuid, list_gpus, GpuInfo};
@@ -24,8 +25,8 @@ pub fn every_gpu(instance: &Instance, producer: ProducerKind) -> Result<Vec<usiz
     }
     let gpus: Vec<usize> = pairing.all(producer).iter().map(|g| g.index).collect();
     if gpus.is_empty() {
-        let why = format!("--gpu all: no GPU has a CUDA twin; devices:\n{}", pairing.listing());
-        return Err(UsageError(why).into());
+        let why = format!(": no GPU has a CUDA twin; devices:\n{}", pairing.listing());
+        return Err(UsageError::new(Message::new().field(Field::AllGpus, "").text(why)).into());
     }
     Ok(gpus)
 }
@@ -55,7 +56,7 @@ impl Pairing {
     pub fn new(instance: &Instance, producer: ProducerKind) -> Result<Self> {
         let gpus = list_gpus(instance)?;
         let cuda = match producer {
-            ProducerKind::Cpu => Err("--producer cpu".to_string()),
+            ProducerKind::Cpu => Err("the CPU producer was asked for".to_string()),
             _ => cuda::load_driver().and_then(|()| cuda::list_devices()).map_err(|e| format!("{e:#}")),
         };
         Ok(Self { gpus, cuda })
@@ -81,7 +82,10 @@ impl Pairing {
                 let uuid = |g: &GpuInfo| format_uuid(&g.uuid).replace('-', "");
                 self.gpus.iter().find(|g| !prefix.is_empty() && uuid(g).starts_with(&prefix))
             })
-            .ok_or_else(|| UsageError(format!("--gpu {sel} names no device; devices:\n{}", self.listing())))
+            .ok_or_else(|| {
+                let why = format!(" names no device; devices:\n{}", self.listing());
+                UsageError::new(Message::new().field(Field::Gpu, sel).text(why))
+            })
     }
 
     /// `--gpu all`: every device with a CUDA twin, or, with the CPU producer, every device.

@@ -81,8 +81,8 @@ impl Session {
     pub fn start(gpu: &Gpu, spec: &RunSpec, director: &Arc<Director>, size: Size, base: u64) -> Result<Self> {
         director.resize(size.width, size.height);
         let total = spec.frames;
-        let plan =
-            FramePlan::new(spec.sync, spec.buffers, base, total).map_err(|e| UsageError(e.to_string()))?;
+        let plan = FramePlan::new(spec.sync, spec.buffers, base, total)
+            .map_err(|e| UsageError::new(e.to_string()))?;
         let (interop, producer) = setup::build(gpu, spec, plan, size)?;
         let (staging, views) = (interop.staging.clone(), interop.views.clone());
         let mut frames = FrameLoop::new(gpu.device.clone(), spec.in_flight, staging, views)?;

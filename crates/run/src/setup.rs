@@ -23,6 +23,7 @@ use crate::producer::staging::StagingProducer;
 use crate::producer::{Control, Job, Report};
 use crate::reload::ReloadLink;
 use crate::size::Size;
+use crate::usage::{Field, Message};
 use crate::userkernel::KernelSpec;
 use crate::UsageError;
 use vkcuda::cuda::{self, CudaDevice};
@@ -89,7 +90,7 @@ pub struct Gpu {
     /// The matching CUDA device, when CUDA produces.
     pub cuda: Option<CudaDevice>,
     /// Why this producer was chosen (logged).
-    pub why: String,
+    pub why: Message,
 }
 
 /// A Vulkan instance for the application: the loader `VKCUDA_LIBVULKAN`
@@ -124,25 +125,24 @@ pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result
     };
     let matched = pairing.twin(chosen).cloned();
     let (cuda, why) = match (args.producer, matched) {
-        (ProducerKind::Cpu, _) => (None, "cpu producer: asked for with --producer cpu".to_string()),
+        (ProducerKind::Cpu, _) => {
+            (None, Message::new().text("cpu producer: asked for with ").field(Field::Producer, "cpu"))
+        }
         (_, Some(c)) => {
             let name = if args.producer == ProducerKind::Staging { "staging (baseline)" } else { "cuda" };
             let why = format!("{name} producer: {c} matches {chosen}");
-            (Some(c), why)
+            (Some(c), Message::from(why))
         }
         (ProducerKind::Cuda | ProducerKind::Staging, None) => {
-            bail!(
-                "--producer {}: no CUDA device has the UUID of {chosen}; devices:\n{}",
-                args.producer,
-                pairing.listing()
-            )
+            let why = format!(": no CUDA device has the UUID of {chosen}; devices:\n{}", pairing.listing());
+            return Err(Message::new().field(Field::Producer, args.producer).text(why).into());
         }
         (_, None) => {
             let reason = match &pairing.cuda {
                 Err(e) => e.clone(),
                 Ok(_) => format!("no CUDA device has the UUID of {chosen}"),
             };
-            (None, format!("cpu producer: {reason}"))
+            (None, Message::from(format!("cpu producer: {reason}")))
         }
     };
     // The consumers draw (dynamic rendering) and time their frames (timestamps).
@@ -259,13 +259,12 @@ impl Drop for FailOnPanic {
 }
 
 /// Refuses a size the device cannot make images of (a usage error: exit 2);
-/// `option` names where the size came from (`--size`, `--target-size`).
-pub fn check_size(gpu: &Gpu, size: Size, option: &str) -> Result<(), UsageError> {
+/// `field` names which size it is (the frames', the draw target's).
+pub fn check_size(gpu: &Gpu, size: Size, field: Field) -> Result<(), UsageError> {
     let max = gpu.device.info.max_image_dimension;
     if size.width > max || size.height > max {
-        return Err(UsageError(format!(
-            "{option} {size} exceeds the device's limit of {max} pixels a side (maxImageDimension2D)"
-        )));
+        let why = format!(" exceeds the device's limit of {max} pixels a side (maxImageDimension2D)");
+        return Err(UsageError::new(Message::new().field(field, size).text(why)));
     }
     Ok(())
 }
@@ -310,12 +309,12 @@ fn frame_bytes(size: Size, format: Format) -> u64 {
 /// Refuses a run whose frames cannot fit the device's memory heaps (a usage
 /// error: exit 2), before anything is allocated or written. `what` names the
 /// sizes in the message.
-pub fn check_memory(gpu: &Gpu, need: MemoryNeed, what: &str) -> Result<(), UsageError> {
+pub fn check_memory(gpu: &Gpu, need: MemoryNeed, what: &Message) -> Result<(), UsageError> {
     check_heaps(&gpu.device.memory_heaps(), need, what)
 }
 
 /// [`check_memory`] against heaps given as (size, device-local, host-visible).
-pub fn check_heaps(heaps: &[(u64, bool, bool)], need: MemoryNeed, what: &str) -> Result<(), UsageError> {
+pub fn check_heaps(heaps: &[(u64, bool, bool)], need: MemoryNeed, what: &Message) -> Result<(), UsageError> {
     let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
     let largest = |pick: fn(&(u64, bool, bool)) -> bool| {
         heaps.iter().enumerate().filter(|(_, h)| pick(h)).max_by_key(|(_, h)| h.0).map(|(i, h)| (i, h.0))
@@ -323,12 +322,13 @@ pub fn check_heaps(heaps: &[(u64, bool, bool)], need: MemoryNeed, what: &str) ->
     let device = largest(|h| h.1).or_else(|| largest(|_| true));
     let host = largest(|h| h.2).or(device);
     let refuse = |kind: &str, bytes: u64, heap: u64| {
-        UsageError(format!(
-            "{what} needs about {:.2} GiB of {kind} memory; the device's largest such heap holds {:.2} GiB: \
-             use a smaller size or fewer --buffers",
+        let why = format!(
+            " needs about {:.2} GiB of {kind} memory; the device's largest such heap holds {:.2} GiB: use a \
+             smaller size or fewer ",
             gib(bytes),
             gib(heap)
-        ))
+        );
+        UsageError::new(what.clone().text(why).field(Field::Buffers, ""))
     };
     let (Some((di, dsize)), Some((hi, hsize))) = (device, host) else { return Ok(()) };
     if di == hi && need.device + need.host > dsize {
@@ -345,13 +345,15 @@ pub fn check_heaps(heaps: &[(u64, bool, bool)], need: MemoryNeed, what: &str) ->
 
 /// Turns an allocation that failed for want of memory into a usage error
 /// (exit 2) that says so; other errors pass unchanged.
-pub fn out_of_memory(e: anyhow::Error, what: &str) -> anyhow::Error {
+pub fn out_of_memory(e: anyhow::Error, what: &Message) -> anyhow::Error {
     let oom = e
         .chain()
         .any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::OutOfMemory { .. })));
     match oom {
-        true => UsageError(format!("{what} does not fit in the device's memory ({e:#}): use a smaller size"))
-            .into(),
+        true => {
+            let why = format!(" does not fit in the device's memory ({e:#}): use a smaller size");
+            UsageError::new(what.clone().text(why)).into()
+        }
         false => e,
     }
 }
@@ -371,8 +373,8 @@ pub fn unsupported_format(e: anyhow::Error) -> anyhow::Error {
     });
     match unsupported {
         Some((format, layout)) => {
-            UsageError(format!("--format {format} --layout {layout}: {e:#}; try another format or layout"))
-                .into()
+            let both = Message::new().field(Field::Format, format).text(" ").field(Field::Layout, layout);
+            UsageError::new(both.text(format!(": {e:#}; try another format or layout"))).into()
         }
         None => e,
     }
@@ -380,9 +382,9 @@ pub fn unsupported_format(e: anyhow::Error) -> anyhow::Error {
 
 /// Checks the size against the device and builds the interop objects.
 pub fn build(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
-    check_size(gpu, size, "--size")?;
+    check_size(gpu, size, Field::Size)?;
     build_checked(gpu, args, plan, size)
-        .map_err(|e| unsupported_format(out_of_memory(e, &format!("--size {size}"))))
+        .map_err(|e| unsupported_format(out_of_memory(e, &Message::new().field(Field::Size, size))))
 }
 
 fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
@@ -403,12 +405,13 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
         Ok(Arc::new(staging))
     };
     let cache = args.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir);
-    if args.kernel.is_some() && gpu.cuda.is_none() {
-        bail!(
-            "--kernel runs your kernel with CUDA, and no CUDA device matches {} \
-             (`vkcuda check-kernel FILE` compiles it without a GPU)",
+    if let (Some(_), None) = (&args.kernel, &gpu.cuda) {
+        let why = format!(
+            " runs your kernel with CUDA, and no CUDA device matches {} (`vkcuda check-kernel FILE` \
+             compiles it without a GPU)",
             gpu.device.info
         );
+        return Err(Message::new().field(Field::Kernel, "").text(why).into());
     }
     match &args.feed {
         Some(Feed::Host(mailbox)) => {
@@ -442,7 +445,9 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
             let p = StagingProducer::new(ctx, kernels, bytes, shared.clone(), staging.clone())?;
             (Some(staging), Producer::Staging(Box::new(p)))
         }
-        (ProducerKind::Staging, None) => bail!("--producer staging needs a CUDA device"),
+        (ProducerKind::Staging, None) => {
+            return Err(Message::new().field(Field::Producer, "staging").text(" needs a CUDA device").into())
+        }
     };
     Ok((Interop { shared, staging, views }, producer))
 }
@@ -465,6 +470,7 @@ fn view_images(device: &Arc<Device>, desc: &FrameDesc, count: usize) -> Result<V
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::usage::Flags;
 
     const GIB: u64 = 1 << 30;
     const RGBA8: Format = Format::Rgba8;
@@ -477,13 +483,9 @@ mod tests {
             context: "the driver says images of this format are not exportable".into(),
         };
         let e = unsupported_format(anyhow::Error::new(e).context("building the interop"));
-        let usage = e.downcast_ref::<UsageError>().expect("a usage error (exit 2)");
-        assert!(
-            usage.0.starts_with("--format rgba8-srgb --layout array: building the interop: "),
-            "{}",
-            usage.0
-        );
-        assert!(usage.0.contains("cannot share rgba8-srgb frames in the array layout"), "{}", usage.0);
+        let usage = e.downcast_ref::<UsageError>().expect("a usage error (exit 2)").0.worded(&Flags);
+        assert!(usage.starts_with("--format rgba8-srgb --layout array: building the interop: "), "{usage}");
+        assert!(usage.contains("cannot share rgba8-srgb frames in the array layout"), "{usage}");
         let other = unsupported_format(anyhow::anyhow!("something else"));
         assert!(other.downcast_ref::<UsageError>().is_none());
     }
@@ -491,19 +493,20 @@ mod tests {
     #[test]
     fn memory_is_checked_per_heap_and_once_for_a_shared_heap() {
         let frame = Size { width: 8192, height: 8192 }; // 256 MiB a frame
+        let what = Message::new().field(Field::Size, frame);
         let need = MemoryNeed::images(3, frame, RGBA8) + MemoryNeed::buffers(10, frame, RGBA8);
         assert!(need.device > 3 * 256 * (1 << 20) && need.host == 10 * 256 * (1 << 20));
         // Discrete: an 80 GiB device heap, a 94 GiB host heap.
         let discrete = [(80 * GIB, true, false), (94 * GIB, false, true)];
-        assert!(check_heaps(&discrete, need, "--size 8192x8192").is_ok());
+        assert!(check_heaps(&discrete, need, &what).is_ok());
         let too_much = MemoryNeed::buffers(400, frame, RGBA8);
-        let e = check_heaps(&discrete, too_much, "--size 8192x8192").unwrap_err().0;
+        let e = check_heaps(&discrete, too_much, &what).unwrap_err().0.worded(&Flags);
         assert!(e.contains("100.00 GiB of host-visible memory") && e.contains("94.00 GiB"), "{e}");
         // One heap for both (lavapipe, integrated GPUs): counted together.
         let unified = [(3 * GIB, true, true)];
-        let e = check_heaps(&unified, need, "--size 8192x8192").unwrap_err().0;
+        let e = check_heaps(&unified, need, &what).unwrap_err().0.worded(&Flags);
         assert!(e.starts_with("--size 8192x8192 needs about 3.") && e.contains("GPU memory"), "{e}");
-        assert!(check_heaps(&unified, MemoryNeed::buffers(4, frame, RGBA8), "x").is_ok());
+        assert!(check_heaps(&unified, MemoryNeed::buffers(4, frame, RGBA8), &what).is_ok());
         // Bytes per pixel count: 100 RGBA32F frames are 400 RGBA8 ones.
         assert_eq!(MemoryNeed::buffers(100, frame, Format::Rgba32f), too_much);
     }

@@ -237,7 +237,7 @@ pub fn compile_checked(file: &Path, entry: &str, arch: &str) -> Result<Program> 
     let frame = std::mem::size_of::<KernelFrame>();
     match nvrtc::entry_params(&program.ptx, entry) {
         None => Err(CompileError::Source(format!(
-            "{name}: error: no extern \"C\" __global__ function `{entry}` (the entry point: --entry)"
+            "{name}: error: no extern \"C\" __global__ function `{entry}` (the entry point asked for)"
         ))
         .into()),
         Some(p) if p == [frame] => Ok(program),

@@ -19,6 +19,7 @@ pub use report::{headline, table, utc_date, Load, Report, Row, Variant};
 
 use crate::cli::{Args, BenchArgs};
 use crate::peers;
+use crate::words::Flags;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::QueueKind;
 use vkcuda::vk::device::Queue;
@@ -36,6 +37,7 @@ use vkcuda_run::setup::{self, Gpu};
 use vkcuda_run::sink::SinkReport;
 use vkcuda_run::size::Size;
 use vkcuda_run::stats::median_f64;
+use vkcuda_run::usage::Field;
 
 /// Runs `vkcuda bench`.
 pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
@@ -63,9 +65,9 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
         let gpus = open_gpus(args, &instance, *queue)?;
         for gpu in &gpus {
             for size in &bench.sizes {
-                setup::check_size(gpu, *size, "--sizes")?;
+                setup::check_size(gpu, *size, Field::Size)?;
             }
-            eprintln!("vkcuda: {}, {queue:?} queue; {}", gpu.device.info, gpu.why);
+            eprintln!("vkcuda: {}, {queue:?} queue; {}", gpu.device.info, gpu.why.worded(&Flags));
         }
         let gpu = &gpus[0];
         about.get_or_insert_with(|| device_words(&gpus));

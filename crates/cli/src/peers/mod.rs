@@ -171,14 +171,16 @@ impl Rig {
     ) -> Result<Self> {
         let name = kind.name();
         let cuda_device = gpu.cuda.as_ref().ok_or_else(|| {
-            UsageError(format!("--handover {name} is a CUDA pattern, and no CUDA device matches this GPU"))
+            UsageError::new(format!(
+                "--handover {name} is a CUDA pattern, and no CUDA device matches this GPU"
+            ))
         })?;
         let device = gpu.device.clone();
         // ovrtx: 2 images (read, write); the cuda-samples: 1.
         let images = if kind == Handover::CpuGated { 2 } else { 1 };
         // One timeline ("frame"), starting at the run's base value.
         let plan = FramePlan::new(SyncScheme::Shared, images, base, spec.frames)
-            .map_err(|e| UsageError(e.to_string()))?;
+            .map_err(|e| UsageError::new(e.to_string()))?;
         let extent = vk::Extent2D { width: size.width, height: size.height };
         let shared = Arc::new(SharedFrames::new(&device, plan, FrameDesc::new(extent), true)?);
         // Command buffers in flight: ovrtx 1 (its fence), simpleVulkan 2, vulkanImageCUDA 4 (MAX_FRAMES).

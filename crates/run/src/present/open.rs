@@ -14,8 +14,10 @@ use winit::window::Window;
 
 use super::window::Presenter;
 use super::x11;
+use crate::display::no_window;
 use crate::kinds::{PresentMode, PresentPath};
 use crate::setup::{self, Gpu, RunSpec};
+use crate::usage::Message;
 use crate::UsageError;
 use vkcuda::types::QueueKind;
 use vkcuda::vk::device::{list_gpus, Queue};
@@ -58,35 +60,35 @@ pub fn event_loop<T: 'static>(any_thread: bool) -> Result<EventLoop<T>> {
     });
     std::panic::set_hook(hook);
     match made {
-        Ok(made) => made.context("cannot open a window: run with --headless instead"),
+        Ok(made) => made.map_err(|e| no_window(&e.to_string()).into()),
         Err(panic) => {
             let why = panic
                 .downcast_ref::<String>()
                 .cloned()
                 .or_else(|| panic.downcast_ref::<&str>().map(|s| s.to_string()))
                 .unwrap_or_else(|| "winit panicked".into());
-            Err(UsageError(format!("cannot open a window: {why}; or run with --headless")).into())
+            Err(no_window(&why).into())
         }
     }
 }
 
 /// The device and presenter for `window` on `spec.path` (auto: Vulkan, else
 /// the CPU path with the reason), and a line saying which.
-pub fn open(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Presenter, String)> {
+pub fn open(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Presenter, Message)> {
     match spec.path {
         PresentPath::Vulkan => open_vulkan(window, spec),
-        PresentPath::Cpu => open_cpu(window, spec, "asked for with --present cpu"),
+        PresentPath::Cpu => open_cpu(window, spec, Message::new().text("asked for")),
         PresentPath::Auto => match open_vulkan(window, spec) {
             Ok(v) => Ok(v),
             Err(e) if e.chain().any(|c| c.downcast_ref::<UsageError>().is_some()) => Err(e),
-            Err(e) => open_cpu(window, spec, &format!("{e:#}")),
+            Err(e) => open_cpu(window, spec, Message::new().text(format!("{e:#}"))),
         },
     }
 }
 
 /// The Vulkan-present path: an instance with the window system's surface
 /// extensions, the window's surface, a device whose graphics queue can present to it.
-fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Presenter, String)> {
+fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Presenter, Message)> {
     let display = window.display_handle()?.as_raw();
     let handle = window.window_handle()?.as_raw();
     let required =
@@ -108,7 +110,7 @@ fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Pre
             .context("creating the window's Vulkan surface")?;
     let surface_fn = ash::khr::surface::Instance::new(&instance.entry, &instance.raw);
     let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
-    let gpu = match setup::open_gpu(spec.run, instance.clone(), queue) {
+    let mut gpu = match setup::open_gpu(spec.run, instance.clone(), queue) {
         Ok(g) => g,
         Err(e) => {
             // SAFETY: nothing uses the surface yet.
@@ -121,17 +123,23 @@ fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Pre
     let wayland = matches!(display, RawDisplayHandle::Wayland(_));
     let mode = spec.mode.unwrap_or(if wayland { PresentMode::Mailbox } else { PresentMode::Fifo });
     let presenter = Presenter::new(gpu.device.clone(), surface_fn, surface, spec.slots, mode)?;
-    let line = format!("{}; {}; presenting through a Vulkan swapchain", gpu.device.info, gpu.why);
+    let why = std::mem::take(&mut gpu.why);
+    let line = Message::new()
+        .text(format!("{}; ", gpu.device.info))
+        .then(why)
+        .text("; presenting through a Vulkan swapchain");
     Ok((gpu, presenter, line))
 }
 
 /// The CPU-present path: no surface; the draw pass into an offscreen image
 /// that softbuffer puts in the window.
-fn open_cpu(window: &Arc<Window>, spec: &PresentSpec<'_>, why: &str) -> Result<(Gpu, Presenter, String)> {
+fn open_cpu(window: &Arc<Window>, spec: &PresentSpec<'_>, why: Message) -> Result<(Gpu, Presenter, Message)> {
     let instance = (spec.instance)(&[])?;
     let queue = Queue { kind: QueueKind::Graphics, present: None };
-    let gpu = setup::open_gpu(spec.run, instance, queue)?;
+    let mut gpu = setup::open_gpu(spec.run, instance, queue)?;
     let presenter = Presenter::new_cpu(gpu.device.clone(), window.clone(), spec.slots)?;
-    let line = format!("{}; {}; presenting through the CPU (softbuffer): {why}", gpu.device.info, gpu.why);
+    let chosen = std::mem::take(&mut gpu.why);
+    let line = Message::new().text(format!("{}; ", gpu.device.info)).then(chosen);
+    let line = line.text("; presenting through the CPU (softbuffer): ").then(why);
     Ok((gpu, presenter, line))
 }

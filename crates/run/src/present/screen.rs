@@ -18,6 +18,7 @@ use super::window::{present_next, refit, Presented, Presenter};
 use crate::consumer::Completed;
 use crate::session::Session;
 use crate::setup::Gpu;
+use crate::usage::Message;
 
 /// A window and what presents into it.
 pub struct Screen {
@@ -37,7 +38,7 @@ impl Screen {
         event_loop: &ActiveEventLoop,
         attributes: WindowAttributes,
         spec: &PresentSpec<'_>,
-    ) -> Result<(Gpu, Self, String)> {
+    ) -> Result<(Gpu, Self, Message)> {
         let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
         let (gpu, mut presenter, line) = open(&window, spec)?;
         let px = window.inner_size();

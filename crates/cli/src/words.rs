@@ -1,0 +1,35 @@
+//! The CLI's words for the run layer's fields: its flags
+//! ([`vkcuda_run::usage::Vocabulary`]).
+
+use vkcuda_run::usage::{Field, Vocabulary};
+
+/// Fields as the command line spells them: `--size 640x480`.
+pub struct Flags;
+
+impl Vocabulary for Flags {
+    fn field(&self, field: Field, value: &str) -> String {
+        let flag = match field {
+            Field::Size => "--size",
+            Field::TargetSize => "--target-size",
+            Field::Format => "--format",
+            Field::Layout => "--layout",
+            Field::Buffers => "--buffers",
+            Field::Out => "--out",
+            Field::Gpu => "--gpu",
+            Field::AllGpus => "--gpu all",
+            Field::Producer => "--producer",
+            Field::Kernel => "--kernel",
+            // "run with --headless", as the messages say it.
+            Field::Headless => "with --headless",
+        };
+        match value {
+            "" => flag.to_string(),
+            v => format!("{flag} {v}"),
+        }
+    }
+}
+
+/// `e` and its causes in the CLI's words, for people (see [`vkcuda_run::for_people`]).
+pub fn said(e: &anyhow::Error) -> String {
+    vkcuda_run::for_people(&vkcuda_run::usage::worded(e, &Flags))
+}
