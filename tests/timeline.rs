@@ -60,3 +60,37 @@ fn raising_an_exported_timeline_after_host_signals_is_valid() {
     assert!(counts.clean(), "validation: {counts}");
     println!("validation: {counts}");
 }
+
+/// A host signal that would not rise is refused before Vulkan sees it
+/// (VUID-VkSemaphoreSignalInfo-value-03258), and a timeline made exportable
+/// on a device without semaphore export is an error, not a semaphore the
+/// export would fail on later. Any Vulkan 1.3 device (lavapipe in CI).
+#[test]
+fn a_host_signal_that_would_not_rise_is_refused() {
+    let instance = Instance::new(true, &[]).unwrap();
+    let Some(gpu) = list_gpus(&instance).unwrap().into_iter().find(|g| g.vulkan_1_3) else {
+        println!("skipped: no Vulkan 1.3 device");
+        return;
+    };
+    let queue = Queue { kind: QueueKind::Compute, present: None };
+    let device = Device::new(instance.clone(), gpu, false, queue, Default::default()).unwrap();
+    let timeline = Timeline::new(device.clone(), "rendered", 5, false).unwrap();
+    // No queue has any operation on this timeline: every host signal here is valid.
+    for stale in [5, 4, 0] {
+        // SAFETY: as above.
+        let refused = unsafe { timeline.signal(stale) }.unwrap_err();
+        assert!(matches!(refused, vkcuda::Error::Invalid { .. }), "{refused:?}");
+    }
+    // SAFETY: as above.
+    unsafe { timeline.signal(6) }.unwrap();
+    assert_eq!(timeline.value().unwrap(), 6);
+    // SAFETY: as above.
+    assert!(unsafe { timeline.signal(6) }.is_err());
+    let exportable = Timeline::new(device.clone(), "released", 0, true);
+    assert!(matches!(exportable, Err(vkcuda::Error::MissingExtension { .. })), "{:?}", exportable.err());
+    drop(timeline);
+    drop(device);
+    let counts = instance.validation().counts();
+    assert!(counts.clean(), "validation: {counts}");
+    println!("validation: {counts}");
+}

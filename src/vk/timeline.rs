@@ -1,6 +1,7 @@
 //! Timeline semaphores, exportable to CUDA (see [`crate::platform`]), and host-side waits
 //! that time out with an error naming what was awaited.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::error::{bail, Context as _, Result};
@@ -25,6 +26,9 @@ pub struct Timeline {
     /// Its name in the frame plan ("rendered", "released", "frame").
     pub name: &'static str,
     exportable: bool,
+    /// The highest value set from the host (or the initial value): what an
+    /// exported timeline's host signal is checked against (see [`Timeline::signal`]).
+    host_high: AtomicU64,
 }
 
 impl Timeline {
@@ -49,7 +53,7 @@ impl Timeline {
         // SAFETY: valid create info chaining locals; destroyed in Drop.
         let raw = unsafe { device.raw.create_semaphore(&info, None) }
             .with_context(|| format!("vkCreateSemaphore (timeline '{name}')"))?;
-        Ok(Self { device, raw, name, exportable: export })
+        Ok(Self { device, raw, name, exportable: export, host_high: AtomicU64::new(initial) })
     }
 
     /// The semaphore, for a `VkSemaphoreSubmitInfo` (it stays this
@@ -170,8 +174,11 @@ impl Timeline {
             Ok(handle)
         };
         if fresh()?.value()? < value {
-            // SAFETY: one payload with `self`: the caller's promise holds for it (03259).
-            unsafe { fresh()?.signal(value) }?;
+            // SAFETY: one payload with `self`: the caller's promise holds for it (03259), and the
+            // read just above saw it below `value` (03258). Unchecked: a check would read the
+            // signalling handle, which is what layer 1.3.239 must not see.
+            unsafe { fresh()?.signal_unchecked(value) }?;
+            self.host_high.fetch_max(value, Ordering::Relaxed);
         }
         Ok(())
     }
@@ -181,7 +188,11 @@ impl Timeline {
     ///
     /// Checked: `value` is above the current value
     /// (VUID-VkSemaphoreSignalInfo-value-03258); [`crate::Error::Invalid`]
-    /// if not, and nothing is signalled.
+    /// if not, and nothing is signalled. An exported timeline is checked
+    /// against the highest value set from the host instead (CUDA's signals
+    /// are not seen): reading its value on the handle that then signals makes
+    /// layer 1.3.239 report the valid signal as …-03259 (see
+    /// [`Timeline::raise_to`]).
     ///
     /// # Safety
     /// No signal operation of this timeline that a queue or a CUDA stream has
@@ -190,7 +201,10 @@ impl Timeline {
     /// timeline it alone signals (the frame plan names each timeline's
     /// signaller), or one whose other signallers have stopped.
     pub unsafe fn signal(&self, value: u64) -> Result<()> {
-        let now = self.value()?;
+        let now = match self.exportable {
+            true => self.host_high.load(Ordering::Relaxed),
+            false => self.value()?,
+        };
         if value <= now {
             return Err(crate::Error::invalid(format!(
                 "signalling timeline '{}' to {value} from the host: it is already at {now}, and a timeline's \
@@ -198,13 +212,23 @@ impl Timeline {
                 self.name
             )));
         }
+        // SAFETY: above the value (checked), below every pending signal (the caller's promise).
+        unsafe { self.signal_unchecked(value) }
+    }
+
+    /// [`Timeline::signal`] without the check.
+    ///
+    /// # Safety
+    /// `value` is above the timeline's value and below every pending signal (03258, 03259).
+    unsafe fn signal_unchecked(&self, value: u64) -> Result<()> {
         let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(value);
         let signalled = self.device.queue_op(|| {
-            // SAFETY: a live timeline; `value` is above its value (checked) and below every
-            // pending signal (the caller's promise).
+            // SAFETY: a live timeline; the caller's promises.
             unsafe { self.device.raw.signal_semaphore(&info) }
         });
-        signalled.with_context(|| format!("signalling timeline '{}' to {value} from the host", self.name))
+        signalled.with_context(|| format!("signalling timeline '{}' to {value} from the host", self.name))?;
+        self.host_high.fetch_max(value, Ordering::Relaxed);
+        Ok(())
     }
 
     /// A new handle to the semaphore, for CUDA to import (see [`crate::platform`]).
