@@ -6,18 +6,17 @@ use std::ffi::{CStr, CString};
 use std::sync::{Arc, Mutex};
 
 use anyhow::Result;
-use ash::vk;
 
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::CudaSched;
 use vkcuda::vk::instance::Instance;
 use vkcuda::{FrameDesc, Layout};
 use vkcuda_run::director::Director;
-use vkcuda_run::feed::{Feed, Mailbox};
+use vkcuda_run::feed::Feed;
 use vkcuda_run::inject::Inject;
 use vkcuda_run::kinds::ProducerKind;
 use vkcuda_run::scene::{Scene, SceneKind};
-use vkcuda_run::setup::{Gpu, RunSpec};
+use vkcuda_run::setup::{DeviceChoice, Gpu, RunSpec};
 use vkcuda_run::size::Size;
 
 /// Shared frames of a run: frames can be fed while the consumer reads others.
@@ -42,8 +41,6 @@ pub struct Ended {
 /// The run-layer description of a fed run.
 pub fn fed_spec(desc: FrameDesc, feed: Feed) -> RunSpec {
     RunSpec {
-        gpu: None,
-        announce: false,
         producer: ProducerKind::Cpu,
         sync: SyncScheme::Split,
         buffers: BUFFERS,
@@ -69,16 +66,13 @@ pub fn fed_spec(desc: FrameDesc, feed: Feed) -> RunSpec {
 pub fn open(validate: bool, gpu: Option<String>) -> Result<Arc<Gpu>> {
     let instance = instance(validate, &[])?;
     let queue = vkcuda::vk::device::Queue { kind: vkcuda::types::QueueKind::Graphics, present: None };
-    Ok(Arc::new(vkcuda_run::setup::open_gpu(&device_spec(gpu), instance, queue)?))
+    Ok(Arc::new(vkcuda_run::setup::open_gpu(&device_choice(gpu), instance, queue)?))
 }
 
 /// What picks a viewer's device: `gpu` (an index or UUID prefix), else the
 /// first with a CUDA twin (GPU tensors need one; host arrays do not), else the first.
-pub fn device_spec(gpu: Option<String>) -> RunSpec {
-    let mut spec = fed_spec(FrameDesc::new(vk::Extent2D { width: 1, height: 1 }), Feed::Host(Mailbox::new()));
-    spec.gpu = gpu;
-    spec.producer = ProducerKind::Auto;
-    spec
+pub fn device_choice(gpu: Option<String>) -> DeviceChoice {
+    DeviceChoice { gpu, producer: ProducerKind::Auto, announce: false }
 }
 
 /// The process's Vulkan instance, with or without validation: made once and

@@ -232,14 +232,14 @@ impl Shown {
     ) -> Result<Self> {
         let attributes =
             Window::default_attributes().with_title(title).with_inner_size(PhysicalSize::new(width, height));
-        let spec = spec::device_spec(gpu);
+        let device = spec::device_choice(gpu);
         let instance = |extensions: &[&CStr]| spec::instance(validate, extensions);
         let present = PresentSpec {
-            run: &spec,
+            device: &device,
             instance: &instance,
             path: PresentPath::Auto,
             mode: None,
-            slots: spec.in_flight,
+            slots: spec::IN_FLIGHT,
         };
         let (gpu, screen, line) = Screen::open(event_loop, attributes, &present)?;
         log::info!("{}", line.worded(&crate::words::Python));

@@ -142,15 +142,19 @@ PRODUCERS = {"torch": to_torch, "cupy": to_cupy, "jax": to_jax, "cuda.core": to_
 @pytest.mark.parametrize("producer", list(PRODUCERS))
 def test_gpu_tensors_are_written_as_they_are(tmp_path, producer, dtype, shape, strides):
     x, expected = make(dtype, shape, strides, height=41, width=67, seed=3)
-    gpu = PRODUCERS[producer](x)
-    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
-        v.show(gpu, channels_first=shape.startswith("chw"))
+    shown_as_written(tmp_path, PRODUCERS[producer](x), expected, channels_first=shape.startswith("chw"))
+
+
+def shown_as_written(folder, x, expected, channels_first=False):
+    """Shows `x` once, validated, into `folder`: the frame written is `expected`, byte for byte."""
+    with vkcuda.Viewer(out=folder, validate=True) as v:
+        v.show(x, channels_first=channels_first)
         v.flush()
         s = v.stats()
     assert (s["validation_errors"], s["validation_warnings"]) == (0, 0), s
     assert (s["shown"], s["written"]) == (1, 1), s
-    [name] = frames(tmp_path)
-    got = vkcuda.read_frame(tmp_path / name, np.dtype(dtype).name)
+    [name] = frames(folder)
+    got = vkcuda.read_frame(folder / name, expected.dtype.name)
     assert got.shape == expected.shape
     differing = np.count_nonzero(got.view(np.uint8) != np.ascontiguousarray(expected).view(np.uint8))
     assert differing == 0, f"{differing} bytes differ"
@@ -164,16 +168,7 @@ def test_a_torch_cpu_tensor_is_shown_from_the_host(tmp_path, dtype, strides):
     x, expected = make(dtype, "hw3", strides, height=41, width=67, seed=5)
     t = torch.from_numpy(x)
     assert t.device.type == "cpu" and not hasattr(t, "__array_interface__")
-    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
-        v.show(t)
-        v.flush()
-        s = v.stats()
-    assert (s["validation_errors"], s["validation_warnings"]) == (0, 0), s
-    assert (s["shown"], s["written"]) == (1, 1), s
-    [name] = frames(tmp_path)
-    got = vkcuda.read_frame(tmp_path / name, np.dtype(dtype).name)
-    differing = np.count_nonzero(got.view(np.uint8) != np.ascontiguousarray(expected).view(np.uint8))
-    assert differing == 0, f"{differing} bytes differ"
+    shown_as_written(tmp_path, t, expected)
 
 
 def test_the_frame_is_the_tensor_at_the_call_on_its_stream(tmp_path):

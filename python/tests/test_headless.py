@@ -361,27 +361,18 @@ def test_frame_in_place_needs_a_cuda_device():
 
 
 def test_no_message_names_a_cli_flag():
-    # The run layer names a run's fields as types, and the module words them (gpu=...,
-    # vkcuda.Viewer(headless=True)); tests/architecture.rs checks the sources for flags,
-    # this reads the messages the user gets, from the paths this machine can reach.
-    env = {k: v for k, v in os.environ.items() if k not in ("DISPLAY", "WAYLAND_DISPLAY")}
-    no_display = subprocess.run(
-        [sys.executable, "-c", "import vkcuda\ntry:\n    vkcuda.Viewer(headless=False)\nexcept Exception as e:\n    print(e)"],
-        capture_output=True,
-        text=True,
-        timeout=60,
-        env=env,
-    )
+    # The run layer names a run's fields as types, and the module words them (gpu=...);
+    # tests/architecture.rs checks the sources for flags, this reads the messages the user
+    # gets, from the paths this machine can reach (test_window.py: no display).
     with pytest.raises(RuntimeError) as no_device:
         vkcuda.Viewer(headless=True, gpu="99")
-    messages = [no_display.stdout.strip(), str(no_device.value)]
+    messages = [str(no_device.value)]
     with vkcuda.Viewer(headless=True) as v:
         if "NVIDIA" not in v.stats()["device"]:  # with CUDA, frame() works (test_gpu.py)
             with pytest.raises(RuntimeError) as no_cuda:
                 with v.frame(4, 4):
                     pass
             messages.append(str(no_cuda.value))
-    assert "vkcuda.Viewer(headless=True)" in messages[0], messages[0]
-    assert 'gpu="99" names no device' in messages[1], messages[1]
+    assert 'gpu="99" names no device' in messages[0], messages[0]
     for m in messages:
         assert m.startswith("vkcuda:") and "--" not in m, m

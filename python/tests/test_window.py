@@ -375,6 +375,8 @@ def test_no_display_is_reported_when_a_window_is_asked_for():
     )
     assert done.returncode == 0, done.stderr
     assert done.stdout.startswith("RuntimeError vkcuda:") and "display" in done.stdout.lower(), done.stdout
+    # In Python's terms, not the CLI's: how to run without a window, and no flag.
+    assert "vkcuda.Viewer(headless=True)" in done.stdout and "--" not in done.stdout, done.stdout
 
 
 @pytest.fixture

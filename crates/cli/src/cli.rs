@@ -13,7 +13,7 @@ use vkcuda::{Format, Layout};
 use vkcuda_run::inject::{At, Inject};
 use vkcuda_run::kinds::{ConsumeKind, Latency, PresentMode, PresentPath, ProducerKind};
 use vkcuda_run::scene::SceneKind;
-use vkcuda_run::setup::RunSpec;
+use vkcuda_run::setup::{DeviceChoice, RunSpec};
 use vkcuda_run::sink::Reference;
 use vkcuda_run::size::Size;
 use vkcuda_run::userkernel::{self, KernelSpec};
@@ -663,8 +663,6 @@ impl Args {
     /// What a run is made of, in the domain's terms.
     pub fn spec(&self) -> RunSpec {
         RunSpec {
-            gpu: self.gpu.clone(),
-            announce: self.part.is_none(),
             producer: self.producer,
             sync: self.sync,
             buffers: self.buffers as usize,
@@ -683,6 +681,11 @@ impl Args {
             inject: Inject(self.inject.clone()),
             feed: None,
         }
+    }
+
+    /// The device to open: `--gpu`, for `--producer`.
+    pub fn device_choice(&self) -> DeviceChoice {
+        DeviceChoice { gpu: self.gpu.clone(), producer: self.producer, announce: self.part.is_none() }
     }
 
     /// What dumped frames are compared with: `--compare-to`, `--verify`, or nothing.

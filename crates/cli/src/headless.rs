@@ -212,8 +212,11 @@ fn combine(results: Vec<(usize, (u64, u64), Result<Summary>)>) -> Result<Summary
 
 /// A headless run on the device `args` names.
 fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run: Run<'_>) -> Result<Summary> {
-    let gpu =
-        setup::open_gpu(&args.spec(), instance.clone(), Queue { kind: args.queue_kind(), present: None })?;
+    let gpu = setup::open_gpu(
+        &args.device_choice(),
+        instance.clone(),
+        Queue { kind: args.queue_kind(), present: None },
+    )?;
     let device = gpu.device.clone();
     let size = args.size_or(Size { width: 1920, height: 1080 });
     // Bad input first, so nothing is written when it is refused.

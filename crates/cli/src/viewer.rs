@@ -586,10 +586,10 @@ fn open_screen(
     attributes: WindowAttributes,
     args: &Args,
 ) -> Result<(Gpu, Screen)> {
-    let run = args.spec();
+    let device = args.device_choice();
     let instance = |extensions: &[&CStr]| setup::vulkan_instance(args.validate, extensions);
     let spec = PresentSpec {
-        run: &run,
+        device: &device,
         instance: &instance,
         path: args.present,
         mode: args.present_mode,

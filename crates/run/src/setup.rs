@@ -37,14 +37,24 @@ use vkcuda::vk::memory::Buffer;
 use vkcuda::vk::shared_image::SharedImage;
 use vkcuda::{Format, FrameDesc, Layout};
 
-/// What a run is made of: each front end fills it in (the CLI from its
-/// arguments, the Python module from a viewer's options and the first frame).
+/// Which device to open, and whether CUDA is wanted there: all that
+/// [`open_gpu`] takes (no frame, no run).
+#[derive(Clone, Debug)]
+pub struct DeviceChoice {
+    /// Vulkan device: index or UUID prefix; `None`: the first one CUDA
+    /// matches (the first, for the CPU producer).
+    pub gpu: Option<String>,
+    /// Who renders: whether a CUDA twin is looked for, and needed.
+    pub producer: ProducerKind,
+    /// Say which NVIDIA devices CUDA cannot see (once per run: not for each GPU of all of them).
+    pub announce: bool,
+}
+
+/// What a run on an open device is made of: each front end fills it in (the
+/// CLI from its arguments, the Python module from a viewer's options and the
+/// first frame).
 #[derive(Clone, Debug)]
 pub struct RunSpec {
-    /// Vulkan device: index or UUID prefix; `None`: the first one CUDA matches.
-    pub gpu: Option<String>,
-    /// Say which NVIDIA devices CUDA cannot see (once per run: not for each GPU of `--gpu all`).
-    pub announce: bool,
     /// Who renders.
     pub producer: ProducerKind,
     /// The synchronization scheme.
@@ -102,7 +112,7 @@ pub fn vulkan_instance(validate: bool, extensions: &[&std::ffi::CStr]) -> Result
 }
 
 /// Opens Vulkan, finds CUDA if wanted, and picks the device and producer.
-pub fn open_gpu(args: &RunSpec, instance: Arc<Instance>, queue: Queue) -> Result<Gpu> {
+pub fn open_gpu(args: &DeviceChoice, instance: Arc<Instance>, queue: Queue) -> Result<Gpu> {
     let pairing = Pairing::new(&instance, args.producer)?;
     if pairing.gpus.is_empty() {
         bail!(

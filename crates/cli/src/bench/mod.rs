@@ -33,7 +33,7 @@ use vkcuda_run::outfile::{check_output, write_atomically};
 use vkcuda_run::pairing;
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::scene::{Scene, SceneKind};
-use vkcuda_run::setup::{self, Gpu};
+use vkcuda_run::setup::{self, DeviceChoice, Gpu};
 use vkcuda_run::sink::SinkReport;
 use vkcuda_run::size::Size;
 use vkcuda_run::stats::median_f64;
@@ -152,13 +152,12 @@ impl std::error::Error for Interrupted {}
 fn open_gpus(args: &Args, instance: &Arc<Instance>, queue: QueueKind) -> Result<Vec<Gpu>> {
     let queue = || Queue { kind: queue, present: None };
     if !args.all_gpus() {
-        return Ok(vec![setup::open_gpu(&args.spec(), instance.clone(), queue())?]);
+        return Ok(vec![setup::open_gpu(&args.device_choice(), instance.clone(), queue())?]);
     }
     let mut gpus = Vec::new();
     for index in pairing::every_gpu(instance, args.producer)? {
-        let mut spec = args.spec();
-        (spec.gpu, spec.announce) = (Some(index.to_string()), false);
-        gpus.push(setup::open_gpu(&spec, instance.clone(), queue())?);
+        let choice = DeviceChoice { gpu: Some(index.to_string()), announce: false, ..args.device_choice() };
+        gpus.push(setup::open_gpu(&choice, instance.clone(), queue())?);
     }
     Ok(gpus)
 }

@@ -16,7 +16,7 @@ use super::window::Presenter;
 use super::x11;
 use crate::display::no_window;
 use crate::kinds::{PresentMode, PresentPath};
-use crate::setup::{self, Gpu, RunSpec};
+use crate::setup::{self, DeviceChoice, Gpu};
 use crate::usage::Message;
 use crate::UsageError;
 use vkcuda::types::QueueKind;
@@ -29,8 +29,8 @@ pub type MakeInstance<'a> = &'a dyn Fn(&[&CStr]) -> Result<Arc<Instance>>;
 
 /// What opening the presenter needs besides the window.
 pub struct PresentSpec<'a> {
-    /// The device choice and producer (`RunSpec::gpu`, `RunSpec::producer`).
-    pub run: &'a RunSpec,
+    /// The device to open.
+    pub device: &'a DeviceChoice,
     /// Makes the instance.
     pub instance: MakeInstance<'a>,
     /// Which path.
@@ -110,7 +110,7 @@ fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Pre
             .context("creating the window's Vulkan surface")?;
     let surface_fn = ash::khr::surface::Instance::new(&instance.entry, &instance.raw);
     let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
-    let mut gpu = match setup::open_gpu(spec.run, instance.clone(), queue) {
+    let mut gpu = match setup::open_gpu(spec.device, instance.clone(), queue) {
         Ok(g) => g,
         Err(e) => {
             // SAFETY: nothing uses the surface yet.
@@ -136,7 +136,7 @@ fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Pre
 fn open_cpu(window: &Arc<Window>, spec: &PresentSpec<'_>, why: Message) -> Result<(Gpu, Presenter, Message)> {
     let instance = (spec.instance)(&[])?;
     let queue = Queue { kind: QueueKind::Graphics, present: None };
-    let mut gpu = setup::open_gpu(spec.run, instance, queue)?;
+    let mut gpu = setup::open_gpu(spec.device, instance, queue)?;
     let presenter = Presenter::new_cpu(gpu.device.clone(), window.clone(), spec.slots)?;
     let chosen = std::mem::take(&mut gpu.why);
     let line = Message::new().text(format!("{}; ", gpu.device.info)).then(chosen);
