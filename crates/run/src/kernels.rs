@@ -69,19 +69,24 @@ pub fn cached_module(
         match ctx.load_module(Ptx::from_src(ptx)) {
             Ok(module) => return Ok(module),
             Err(e) => {
-                log(&format!("cached PTX {} refused by the driver ({e}); compiling again", path.display()))
+                log::warn!("cached PTX {} refused by the driver ({e}); compiling again", path.display())
             }
         }
     } else if path.exists() {
-        log(&format!("cached PTX {} is corrupt; compiling again", path.display()));
+        log::warn!("cached PTX {} is corrupt; compiling again", path.display());
     }
     let started = std::time::Instant::now();
     let ptx = nvrtc::compile(source, name, std::slice::from_ref(&arch))
         .map_err(|e| anyhow!("NVRTC {version} ({arch}): {e}"))?
         .ptx;
-    log(&format!("compiled {name} with NVRTC {version} for sm_{major}{minor} in {:.0?}", started.elapsed()));
+    // Through `log`: the CLI's logger prints it ("vkcuda: compiled shaders/scenes.cu ..."); a
+    // Python viewer, which installs none, stays quiet.
+    log::info!(
+        "compiled shaders/{name} with NVRTC {version} for sm_{major}{minor} in {:.0?}",
+        started.elapsed()
+    );
     if let Err(e) = write_cached(&path, &ptx) {
-        log(&format!("cannot cache PTX in {}: {e} (continuing)", path.display()));
+        log::warn!("cannot cache PTX in {}: {e} (continuing)", path.display());
     }
     ctx.load_module(Ptx::from_src(ptx)).with_context(|| format!("loading the compiled PTX of {name}"))
 }
@@ -197,10 +202,6 @@ impl SceneKernels {
         unsafe { b.launch(cfg) }.with_context(|| format!("launching the {} kernel", scene.kind))?;
         Ok(())
     }
-}
-
-fn log(msg: &str) {
-    eprintln!("vkcuda: {msg}");
 }
 
 #[cfg(test)]
