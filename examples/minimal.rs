@@ -62,7 +62,7 @@ fn main() -> Result<()> {
         vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_extension_names(&extensions);
     let info = info.push_next(&mut v12).push_next(&mut v13);
     // SAFETY: every pointer in `info` points into locals that outlive the call.
-    let device = unsafe { instance.raw.create_device(physical, &info, None) }.context("vkCreateDevice")?;
+    let device = unsafe { instance.raw().create_device(physical, &info, None) }.context("vkCreateDevice")?;
     let checked =
         with_device(&instance, physical, (&device, &needs.device_extensions), family, (ordinal, layout));
     // SAFETY: with_device dropped every object it made on the device and left its queue idle.
@@ -79,14 +79,14 @@ fn pick_device(instance: &Instance) -> Result<(vk::PhysicalDevice, usize, u32)> 
     vkcuda::cuda::load_driver()?;
     let cuda_devices = vkcuda::cuda::list_devices()?;
     // SAFETY: plain query on a live instance.
-    let physicals = unsafe { instance.raw.enumerate_physical_devices() }?;
+    let physicals = unsafe { instance.raw().enumerate_physical_devices() }?;
     let (physical, ordinal) = (physicals.iter().enumerate())
         .find_map(|(i, &p)| {
-            let info = gpu_info(&instance.raw, i, p).ok()?;
+            let info = gpu_info(instance.raw(), i, p).ok()?;
             cuda_devices.iter().find(|c| c.uuid == info.uuid).map(|c| (p, c.ordinal))
         })
         .ok_or_else(|| anyhow!("no Vulkan device has the UUID of a CUDA device"))?;
-    Ok((physical, ordinal, engine::compute_family(&instance.raw, physical)?))
+    Ok((physical, ordinal, engine::compute_family(instance.raw(), physical)?))
 }
 
 fn with_device(
@@ -100,7 +100,7 @@ fn with_device(
     // SAFETY: `raw` was created just above from `physical` of this instance, with `extensions`
     // and vkcuda's features, has queue 0 of `family`, only this thread submits to it, and it
     // is destroyed only after this function has dropped every vkcuda object.
-    let device = unsafe { Device::adopt(&instance.raw, physical, raw, extensions, family, 0) }?;
+    let device = unsafe { Device::adopt(instance.raw(), physical, raw, extensions, family, 0) }?;
     let plan = FramePlan::new(SyncScheme::Split, IMAGES, 0, FRAMES).map_err(|e| anyhow!(e))?;
     // RGBA8 frames of W × H in `layout` (a `FrameDesc` also names the format: float ones too).
     let desc = FrameDesc::new(vk::Extent2D { width: W, height: H }).layout(layout);
@@ -141,8 +141,8 @@ fn with_device(
             }
             let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
             // The frame's pieces: acquire, release, wait and signal, for a copy on this queue.
-            let frame = shared.vulkan_frame(g, device.queue_family, copy, copy);
-            submit(raw, (device.queue, commands.slot(slot)), &frame, (readback[slot].raw, desc.bytes()))
+            let frame = shared.vulkan_frame(g, device.queue_family(), copy, copy);
+            submit(raw, (device.queue(), commands.slot(slot)), &frame, (readback[slot].raw(), desc.bytes()))
         });
         producer.join().map_err(|_| anyhow!("the CUDA thread panicked"))??;
         consumed?;
@@ -151,7 +151,7 @@ fn with_device(
     // 8. Teardown: CUDA let go first (its thread ended), then your queue idles, then Vulkan
     //    (`shared`, dropped last, waits for the queue itself too).
     // SAFETY: only this thread uses the queue.
-    unsafe { raw.queue_wait_idle(device.queue) }?;
+    unsafe { raw.queue_wait_idle(device.queue()) }?;
     commands.destroy(raw);
     checked
 }

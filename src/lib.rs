@@ -87,7 +87,7 @@
 //!     cuda.end(g)?;
 //!     // 7. Vulkan: record `acquire`, your commands (here a copy), `release` in one
 //!     //    command buffer; submit it with `wait` and `signal` in its VkSubmitInfo2.
-//!     let frame = shared.vulkan_frame(g, device.queue_family, copy, copy);
+//!     let frame = shared.vulkan_frame(g, device.queue_family(), copy, copy);
 //!     let _ = (frame.resource, frame.acquire, frame.release, frame.wait, frame.signal);
 //! }
 //! // 8. Teardown holds by construction: the imports wait for the stream, then the

@@ -62,7 +62,7 @@ unsafe impl Send for CudaSide {}
 impl CudaSide {
     pub fn new(gpu: &Gpu) -> Result<Self> {
         let Some(device) = &gpu.cuda else {
-            bail!("no CUDA device matches {}: GPU tensors cannot be shown on it", gpu.device.info)
+            bail!("no CUDA device matches {}: GPU tensors cannot be shown on it", gpu.device.info())
         };
         let ctx = vkcuda::cuda::context(device, CudaSched::Auto)?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;

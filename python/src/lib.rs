@@ -316,7 +316,7 @@ impl Viewer {
         dict.set_item("validation_errors", validation.errors)?;
         dict.set_item("validation_warnings", validation.warnings)?;
         if let Some(gpu) = &state.gpu {
-            dict.set_item("device", gpu.device.info.to_string())?;
+            dict.set_item("device", gpu.device.info().to_string())?;
         }
         dict.set_item("window", state.window_state())?;
         Ok(dict)
@@ -346,7 +346,7 @@ impl Viewer {
 /// Refuses an image larger than the device's largest.
 fn check_size(state: &State, layout: &Layout) -> PyResult<()> {
     let gpu = state.gpu().map_err(runtime)?;
-    let max = gpu.device.info.max_image_dimension as usize;
+    let max = gpu.device.info().max_image_dimension as usize;
     if layout.width > max || layout.height > max {
         return Err(PyValueError::new_err(format!(
             "an image of {}x{} is larger than this device's largest, {max}x{max}",

@@ -190,11 +190,11 @@ impl State {
             Some(c) => bail!(
                 "the tensor is on CUDA device {device}, this viewer on {} ({c}): make the viewer with the \
                  tensor's GPU (gpu=...) or move the tensor",
-                gpu.device.info
+                gpu.device.info()
             ),
             None => bail!(
                 "the tensor is on CUDA device {device}, and no CUDA device matches this viewer's {}",
-                gpu.device.info
+                gpu.device.info()
             ),
         }
         if self.cuda.is_none() {
@@ -216,7 +216,7 @@ impl State {
     ) -> Result<Option<FrameSlot>> {
         let gpu = self.gpu()?.clone();
         let device = gpu.cuda.as_ref().map(|c| c.ordinal).ok_or_else(|| {
-            anyhow!("frame() writes in GPU memory, and no CUDA device matches {}", gpu.device.info)
+            anyhow!("frame() writes in GPU memory, and no CUDA device matches {}", gpu.device.info())
         })?;
         self.cuda_for(device)?;
         let (mailbox, staging, line) = self.device_feed(layout)?;

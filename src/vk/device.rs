@@ -66,11 +66,11 @@ impl std::fmt::Display for GpuInfo {
 pub fn list_gpus(instance: &Instance) -> Result<Vec<GpuInfo>> {
     // SAFETY: plain query on a live instance.
     let physicals =
-        unsafe { instance.raw.enumerate_physical_devices() }.context("vkEnumeratePhysicalDevices")?;
+        unsafe { instance.raw().enumerate_physical_devices() }.context("vkEnumeratePhysicalDevices")?;
     physicals
         .into_iter()
         .enumerate()
-        .map(|(index, physical)| gpu_info(&instance.raw, index, physical))
+        .map(|(index, physical)| gpu_info(instance.raw(), index, physical))
         .collect()
 }
 
@@ -124,27 +124,23 @@ pub struct Extras {
 
 /// The logical device and what hangs off it. Every Vulkan object of vkcuda
 /// holds an `Arc<Device>`, so the device is destroyed after all of them.
+/// Its fields are private (getters give them out): `Drop` destroys the
+/// device vkcuda made, and every object made on it trusts its queue and
+/// loaders, so none may be replaced.
 ///
 /// Made by [`Device::new`] (vkcuda creates the device, and destroys it last)
 /// or by [`Device::adopt`] (the integrator's device: never destroyed here).
 pub struct Device {
-    /// The instance's entry points.
-    pub instance: ash::Instance,
+    instance: ash::Instance,
     /// The instance vkcuda created, kept alive by the device; `None` for an
     /// adopted device, whose instance and device the integrator owns.
     owner: Option<Arc<Instance>>,
-    /// The physical device.
-    pub info: GpuInfo,
-    /// The logical device.
-    pub raw: ash::Device,
-    /// The one queue vkcuda submits to (set-up, and the application's consumer).
-    pub queue: vk::Queue,
-    /// Its family.
-    pub queue_family: u32,
-    /// Memory export ([`crate::platform::MEMORY_EXTENSION`]), when enabled.
-    pub memory_export: Option<platform::MemoryExport>,
-    /// Semaphore export ([`crate::platform::SEMAPHORE_EXTENSION`]), when enabled.
-    pub semaphore_export: Option<platform::SemaphoreExport>,
+    info: GpuInfo,
+    raw: ash::Device,
+    queue: vk::Queue,
+    queue_family: u32,
+    memory_export: Option<platform::MemoryExport>,
+    semaphore_export: Option<platform::SemaphoreExport>,
     /// `VK_EXT_calibrated_timestamps`, when the device can read its clock and
     /// `CLOCK_MONOTONIC` together.
     calibrated: Option<ash::ext::calibrated_timestamps::Device>,
@@ -168,7 +164,7 @@ impl Device {
     /// // A transfer queue (copy engines) if the device has one; no window, so no surface.
     /// let queue = Queue { kind: QueueKind::Transfer, present: None };
     /// let device = Device::new(instance, gpu, true, queue, Default::default())?;
-    /// println!("queue family {} of {}", device.queue_family, device.info);
+    /// println!("queue family {} of {}", device.queue_family(), device.info());
     /// # Ok::<(), vkcuda::Error>(())
     /// ```
     pub fn new(
@@ -201,17 +197,18 @@ impl Device {
             .push_next(&mut v12)
             .push_next(&mut v13);
         // SAFETY: every pointer in `create` points into locals that outlive the call.
-        let raw = unsafe { instance.raw.create_device(info.physical, &create, None) }
+        let raw = unsafe { instance.raw().create_device(info.physical, &create, None) }
             .with_context(|| format!("vkCreateDevice on {info}"))?;
         // SAFETY: the family and index were requested in `create`.
         let queue = unsafe { raw.get_device_queue(queue_family, 0) };
-        let memory_export = info.external.0.then(|| platform::MemoryExport::new(&instance.raw, &raw));
-        let semaphore_export = export_semaphores.then(|| platform::SemaphoreExport::new(&instance.raw, &raw));
+        let memory_export = info.external.0.then(|| platform::MemoryExport::new(instance.raw(), &raw));
+        let semaphore_export =
+            export_semaphores.then(|| platform::SemaphoreExport::new(instance.raw(), &raw));
         let calibrated =
-            calibrates.then(|| ash::ext::calibrated_timestamps::Device::new(&instance.raw, &raw));
-        let allocator = allocator(&instance.raw, &raw, info.physical)?;
+            calibrates.then(|| ash::ext::calibrated_timestamps::Device::new(instance.raw(), &raw));
+        let allocator = allocator(instance.raw(), &raw, info.physical)?;
         Ok(Arc::new(Self {
-            instance: instance.raw.clone(),
+            instance: instance.raw().clone(),
             owner: Some(instance),
             info,
             raw,
@@ -234,7 +231,7 @@ impl Device {
         timestamps: bool,
     ) -> Result<u32> {
         // SAFETY: plain query on a live physical device.
-        let families = unsafe { instance.raw.get_physical_device_queue_family_properties(info.physical) };
+        let families = unsafe { instance.raw().get_physical_device_queue_family_properties(info.physical) };
         let has = |i: &usize, f: vk::QueueFlags| families[*i].queue_flags.contains(f);
         let (g, c, t) = (vk::QueueFlags::GRAPHICS, vk::QueueFlags::COMPUTE, vk::QueueFlags::TRANSFER);
         let all = 0..families.len();
@@ -295,7 +292,7 @@ impl Device {
             extensions.push(platform::SEMAPHORE_EXTENSION.as_ptr());
         }
         let calibrates = timestamps && info.calibrated_timestamps && {
-            let loader = ash::ext::calibrated_timestamps::Instance::new(&instance.entry, &instance.raw);
+            let loader = ash::ext::calibrated_timestamps::Instance::new(instance.entry(), instance.raw());
             // SAFETY: plain query on a live physical device that has the extension.
             let domains = unsafe { loader.get_physical_device_calibrateable_time_domains(info.physical) };
             let domains = domains.unwrap_or_default();
@@ -407,6 +404,41 @@ impl Device {
             allocator,
             queue_ops: Mutex::new(()),
         }))
+    }
+
+    /// The instance's entry points.
+    pub fn instance(&self) -> &ash::Instance {
+        &self.instance
+    }
+
+    /// The physical device.
+    pub fn info(&self) -> &GpuInfo {
+        &self.info
+    }
+
+    /// The logical device's entry points.
+    pub fn raw(&self) -> &ash::Device {
+        &self.raw
+    }
+
+    /// The one queue vkcuda submits to (set-up, and the application's consumer).
+    pub fn queue(&self) -> vk::Queue {
+        self.queue
+    }
+
+    /// The queue's family.
+    pub fn queue_family(&self) -> u32 {
+        self.queue_family
+    }
+
+    /// Memory export ([`crate::platform::MEMORY_EXTENSION`]), when enabled.
+    pub fn memory_export(&self) -> Option<&platform::MemoryExport> {
+        self.memory_export.as_ref()
+    }
+
+    /// Semaphore export ([`crate::platform::SEMAPHORE_EXTENSION`]), when enabled.
+    pub fn semaphore_export(&self) -> Option<&platform::SemaphoreExport> {
+        self.semaphore_export.as_ref()
     }
 
     /// The validation messages counted so far by the instance vkcuda created

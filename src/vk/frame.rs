@@ -82,7 +82,7 @@ pub fn prepare_shared(device: &Device, images: &[SharedImage], buffers: &[Shared
             .iter()
             .map(|i| {
                 image_barrier(i.image(), all, none)
-                    .src_queue_family_index(device.queue_family)
+                    .src_queue_family_index(device.queue_family())
                     .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
             })
             .collect();
@@ -90,17 +90,17 @@ pub fn prepare_shared(device: &Device, images: &[SharedImage], buffers: &[Shared
             .iter()
             .map(|b| {
                 buffer_barrier(b.buffer(), all, none)
-                    .src_queue_family_index(device.queue_family)
+                    .src_queue_family_index(device.queue_family())
                     .dst_queue_family_index(vk::QUEUE_FAMILY_EXTERNAL)
             })
             .collect();
         let to_general = vk::DependencyInfo::default().image_memory_barriers(&to_general);
         // SAFETY: recording; the images are live and unused.
-        unsafe { device.raw.cmd_pipeline_barrier2(cmd, &to_general) };
+        unsafe { device.raw().cmd_pipeline_barrier2(cmd, &to_general) };
         let release = vk::DependencyInfo::default()
             .image_memory_barriers(&release)
             .buffer_memory_barriers(&release_buffers);
         // SAFETY: recording; the images and buffers are live and unused.
-        unsafe { device.raw.cmd_pipeline_barrier2(cmd, &release) };
+        unsafe { device.raw().cmd_pipeline_barrier2(cmd, &release) };
     })
 }

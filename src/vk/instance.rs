@@ -52,12 +52,11 @@ impl std::fmt::Display for ValidationCounts {
 }
 
 /// The loader's entry points and the instance. Everything Vulkan holds an
-/// `Arc<Instance>`, so the instance is destroyed last.
+/// `Arc<Instance>`, so the instance is destroyed last. Its fields are
+/// private (getters give them out): `Drop` destroys this instance.
 pub struct Instance {
-    /// The loader (keeps libvulkan loaded).
-    pub entry: ash::Entry,
-    /// The instance.
-    pub raw: ash::Instance,
+    entry: ash::Entry,
+    raw: ash::Instance,
     debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
     // The messenger's user data points here: it lives as long as the instance.
     log: Arc<ValidationLog>,
@@ -97,6 +96,16 @@ fn check_validation_layer(entry: &ash::Entry) -> Result<()> {
 }
 
 impl Instance {
+    /// The loader (it keeps libvulkan loaded).
+    pub fn entry(&self) -> &ash::Entry {
+        &self.entry
+    }
+
+    /// The instance's entry points.
+    pub fn raw(&self) -> &ash::Instance {
+        &self.raw
+    }
+
     /// Loads libvulkan and creates a Vulkan 1.3 instance; with `validate`,
     /// with the validation layer and synchronization validation on.
     ///

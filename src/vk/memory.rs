@@ -53,7 +53,7 @@ pub(crate) fn allocate_dedicated(
         alloc = alloc.push_next(&mut export_info);
     }
     // SAFETY: valid allocate info chaining locals; the caller frees it.
-    let memory = unsafe { device.raw.allocate_memory(&alloc, None) }
+    let memory = unsafe { device.raw().allocate_memory(&alloc, None) }
         .with_context(|| format!("vkAllocateMemory ({} bytes, {what})", req.size))?;
     Ok((memory, req.size))
 }
@@ -68,7 +68,7 @@ pub(crate) fn export_dedicated(
     exportable: bool,
     what: &str,
 ) -> Result<crate::platform::ExportedMemory> {
-    match (&device.memory_export, exportable) {
+    match (device.memory_export(), exportable) {
         (Some(loader), true) => {
             let handle = crate::platform::export_memory(loader, memory)?;
             Ok(crate::platform::ExportedMemory::new(handle, size))
@@ -96,17 +96,25 @@ pub fn image_info(
         .initial_layout(vk::ImageLayout::UNDEFINED)
 }
 
-/// A buffer and its allocation.
+/// A buffer and its allocation (private: `Drop` frees them).
 pub struct Buffer {
     device: Arc<Device>,
-    /// The buffer.
-    pub raw: vk::Buffer,
+    raw: vk::Buffer,
     allocation: Option<Allocation>,
-    /// Size in bytes.
-    pub size: u64,
+    size: u64,
 }
 
 impl Buffer {
+    /// The buffer (it stays this `Buffer`'s: destroyed when it drops).
+    pub fn raw(&self) -> vk::Buffer {
+        self.raw
+    }
+
+    /// Size in bytes, as asked for (the allocation may be larger).
+    pub fn size(&self) -> u64 {
+        self.size
+    }
+
     /// Creates a buffer of `size` bytes in `location` (host-visible ones stay mapped).
     pub fn new(
         device: Arc<Device>,
@@ -117,16 +125,16 @@ impl Buffer {
     ) -> Result<Self> {
         let info = vk::BufferCreateInfo::default().size(size).usage(usage);
         // SAFETY: valid create info; destroyed in Drop.
-        let raw = unsafe { device.raw.create_buffer(&info, None) }
+        let raw = unsafe { device.raw().create_buffer(&info, None) }
             .with_context(|| format!("vkCreateBuffer ({name})"))?;
         let mut this = Self { device, raw, allocation: None, size };
         // SAFETY: `raw` is live.
-        let requirements = unsafe { this.device.raw.get_buffer_memory_requirements(raw) };
+        let requirements = unsafe { this.device.raw().get_buffer_memory_requirements(raw) };
         let allocation = allocate(&this.device, name, requirements, location, true)?;
         // SAFETY: the allocation is live; its memory stays while `allocation` does.
         let memory = unsafe { allocation.memory() };
         // SAFETY: the allocation fits the requirements and is bound once.
-        unsafe { this.device.raw.bind_buffer_memory(raw, memory, allocation.offset()) }?;
+        unsafe { this.device.raw().bind_buffer_memory(raw, memory, allocation.offset()) }?;
         this.allocation = Some(allocation);
         Ok(this)
     }
@@ -189,6 +197,6 @@ impl Drop for Buffer {
             self.device.allocator().free(a).ok();
         }
         // SAFETY: the GPU is done with the buffer (teardown waits first).
-        unsafe { self.device.raw.destroy_buffer(self.raw, None) };
+        unsafe { self.device.raw().destroy_buffer(self.raw, None) };
     }
 }

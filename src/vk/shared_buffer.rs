@@ -44,7 +44,7 @@ pub struct SharedBuffer {
 pub fn check_export(device: &Device, desc: &FrameDesc) -> Result<()> {
     let unsupported =
         |why: String| Error::FormatUnsupported { format: desc.format, layout: Layout::Buffer, context: why };
-    if device.memory_export.is_none() {
+    if device.memory_export().is_none() {
         return Err(unsupported(format!(
             "the device was made without {}",
             platform::MEMORY_EXTENSION.to_string_lossy()
@@ -54,8 +54,8 @@ pub fn check_export(device: &Device, desc: &FrameDesc) -> Result<()> {
     let mut props = vk::ExternalBufferProperties::default();
     // SAFETY: valid structs; plain query.
     unsafe {
-        device.instance.get_physical_device_external_buffer_properties(
-            device.info.physical,
+        device.instance().get_physical_device_external_buffer_properties(
+            device.info().physical,
             &info,
             &mut props,
         )
@@ -78,7 +78,7 @@ impl SharedBuffer {
         }
         // SAFETY: valid create info; destroyed in Drop (or below on failure).
         let buffer =
-            unsafe { device.raw.create_buffer(&info, None) }.context("vkCreateBuffer (shared buffer)")?;
+            unsafe { device.raw().create_buffer(&info, None) }.context("vkCreateBuffer (shared buffer)")?;
         let mut this = Self {
             device,
             buffer,
@@ -89,12 +89,12 @@ impl SharedBuffer {
             exportable: export,
         };
         // SAFETY: `buffer` is live.
-        let req = unsafe { this.device.raw.get_buffer_memory_requirements(buffer) };
+        let req = unsafe { this.device.raw().get_buffer_memory_requirements(buffer) };
         let dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
         (this.memory, this.allocation_size) =
             allocate_dedicated(&this.device, req, dedicated, export, "shared buffer")?;
         // SAFETY: fresh memory of the required size and type, bound once at offset 0.
-        unsafe { this.device.raw.bind_buffer_memory(buffer, this.memory, 0) }
+        unsafe { this.device.raw().bind_buffer_memory(buffer, this.memory, 0) }
             .context("vkBindBufferMemory")?;
         Ok(this)
     }
@@ -135,10 +135,10 @@ impl Drop for SharedBuffer {
     fn drop(&mut self) {
         // The GPU is idle for this buffer (SharedFrames waits first); both objects are ours.
         // SAFETY: as above; the buffer before its memory.
-        unsafe { self.device.raw.destroy_buffer(self.buffer, None) };
+        unsafe { self.device.raw().destroy_buffer(self.buffer, None) };
         if self.memory != vk::DeviceMemory::null() {
             // SAFETY: as above; nothing is bound to the memory any more.
-            unsafe { self.device.raw.free_memory(self.memory, None) };
+            unsafe { self.device.raw().free_memory(self.memory, None) };
         }
     }
 }

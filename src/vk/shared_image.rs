@@ -50,8 +50,9 @@ const REQUIRED: vk::ImageUsageFlags = vk::ImageUsageFlags::from_raw(
 /// compute into them too. The export query is asked for exactly this usage.
 pub fn image_usage(device: &Device, format: Format) -> vk::ImageUsageFlags {
     // SAFETY: plain query on the device's physical device.
-    let props =
-        unsafe { device.instance.get_physical_device_format_properties(device.info.physical, format.vk()) };
+    let props = unsafe {
+        device.instance().get_physical_device_format_properties(device.info().physical, format.vk())
+    };
     let features = props.optimal_tiling_features;
     let mut usage = REQUIRED;
     if features.contains(vk::FormatFeatureFlags::COLOR_ATTACHMENT) {
@@ -69,7 +70,7 @@ pub fn image_usage(device: &Device, format: Format) -> vk::ImageUsageFlags {
 pub fn check_export(device: &Device, desc: &FrameDesc) -> Result<()> {
     let unsupported =
         |why: String| Error::FormatUnsupported { format: desc.format, layout: Layout::Array, context: why };
-    if device.memory_export.is_none() {
+    if device.memory_export().is_none() {
         return Err(unsupported(format!(
             "the device was made without {}",
             platform::MEMORY_EXTENSION.to_string_lossy()
@@ -77,7 +78,7 @@ pub fn check_export(device: &Device, desc: &FrameDesc) -> Result<()> {
     }
     // SAFETY: plain query on the device's physical device.
     let features = unsafe {
-        device.instance.get_physical_device_format_properties(device.info.physical, desc.format.vk())
+        device.instance().get_physical_device_format_properties(device.info().physical, desc.format.vk())
     }
     .optimal_tiling_features;
     let needed = vk::FormatFeatureFlags::SAMPLED_IMAGE
@@ -97,7 +98,11 @@ pub fn check_export(device: &Device, desc: &FrameDesc) -> Result<()> {
     let mut props = vk::ImageFormatProperties2::default().push_next(&mut external_props);
     // SAFETY: valid chained structs; plain query.
     let asked = unsafe {
-        device.instance.get_physical_device_image_format_properties2(device.info.physical, &info, &mut props)
+        device.instance().get_physical_device_image_format_properties2(
+            device.info().physical,
+            &info,
+            &mut props,
+        )
     };
     let limits = props.image_format_properties.max_extent;
     let features = external_props.external_memory_properties.external_memory_features;
@@ -130,7 +135,7 @@ impl SharedImage {
         }
         // SAFETY: valid create info; destroyed in Drop (or below on failure).
         let image =
-            unsafe { device.raw.create_image(&info, None) }.context("vkCreateImage (shared image)")?;
+            unsafe { device.raw().create_image(&info, None) }.context("vkCreateImage (shared image)")?;
         let mut this = Self {
             device,
             image,
@@ -142,12 +147,12 @@ impl SharedImage {
             exportable: export,
         };
         // SAFETY: `image` is live.
-        let req = unsafe { this.device.raw.get_image_memory_requirements(image) };
+        let req = unsafe { this.device.raw().get_image_memory_requirements(image) };
         let dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
         (this.memory, this.allocation_size) =
             allocate_dedicated(&this.device, req, dedicated, export, "shared image")?;
         // SAFETY: fresh memory of the required size and type, bound once at offset 0.
-        unsafe { this.device.raw.bind_image_memory(image, this.memory, 0) }.context("vkBindImageMemory")?;
+        unsafe { this.device.raw().bind_image_memory(image, this.memory, 0) }.context("vkBindImageMemory")?;
         Ok(this)
     }
 
@@ -193,8 +198,8 @@ impl Drop for SharedImage {
     fn drop(&mut self) {
         // The GPU is idle for this image (teardown waits first); both objects are ours.
         // SAFETY: as above; the image before its memory.
-        unsafe { self.device.raw.destroy_image(self.image, None) };
+        unsafe { self.device.raw().destroy_image(self.image, None) };
         // SAFETY: as above; nothing is bound to the memory any more.
-        unsafe { self.device.raw.free_memory(self.memory, None) };
+        unsafe { self.device.raw().free_memory(self.memory, None) };
     }
 }

@@ -36,7 +36,7 @@ impl Timeline {
     /// Exportable without semaphore export enabled on the device is an
     /// [`crate::Error::MissingExtension`].
     pub fn new(device: Arc<Device>, name: &'static str, initial: u64, export: bool) -> Result<Self> {
-        if export && device.semaphore_export.is_none() {
+        if export && device.semaphore_export().is_none() {
             return Err(crate::Error::MissingExtension {
                 extension: platform::SEMAPHORE_EXTENSION.to_string_lossy().into_owned(),
                 context: format!("making timeline '{name}' exportable to CUDA"),
@@ -51,7 +51,7 @@ impl Timeline {
             info = info.push_next(&mut export_info);
         }
         // SAFETY: valid create info chaining locals; destroyed in Drop.
-        let raw = unsafe { device.raw.create_semaphore(&info, None) }
+        let raw = unsafe { device.raw().create_semaphore(&info, None) }
             .with_context(|| format!("vkCreateSemaphore (timeline '{name}')"))?;
         Ok(Self { device, raw, name, exportable: export, host_high: AtomicU64::new(initial) })
     }
@@ -65,7 +65,7 @@ impl Timeline {
     /// The current value.
     pub fn value(&self) -> Result<u64> {
         // SAFETY: a live timeline semaphore.
-        unsafe { self.device.raw.get_semaphore_counter_value(self.raw) }
+        unsafe { self.device.raw().get_semaphore_counter_value(self.raw) }
             .with_context(|| format!("reading timeline '{}'", self.name))
     }
 
@@ -112,7 +112,7 @@ impl Timeline {
         other_value: u64,
         timeout: std::time::Duration,
     ) -> Result<bool> {
-        if self.device.raw.handle() != other.device.raw.handle() {
+        if self.device.raw().handle() != other.device.raw().handle() {
             bail!("timelines '{}' and '{}' are of different devices", self.name, other.name);
         }
         let info = vk::SemaphoreWaitInfo::default().flags(vk::SemaphoreWaitFlags::ANY);
@@ -132,7 +132,7 @@ impl Timeline {
     ) -> std::result::Result<bool, vk::Result> {
         let info = info.semaphores(semaphores).values(values);
         // SAFETY: live timeline semaphores of this device; `info` points into the caller's slices.
-        match unsafe { self.device.raw.wait_semaphores(&info, timeout.as_nanos() as u64) } {
+        match unsafe { self.device.raw().wait_semaphores(&info, timeout.as_nanos() as u64) } {
             Ok(()) => Ok(true),
             Err(vk::Result::TIMEOUT) => Ok(false),
             Err(e) => Err(e),
@@ -160,7 +160,7 @@ impl Timeline {
     /// rule that `value` is above the current value (…-03258) is met here: a
     /// timeline already at `value` is left alone.
     pub unsafe fn raise_to(&self, value: u64) -> Result<()> {
-        let Some(loader) = self.device.semaphore_export.as_ref().filter(|_| self.exportable) else {
+        let Some(loader) = self.device.semaphore_export().filter(|_| self.exportable) else {
             if self.value()? < value {
                 // SAFETY: above `value()` (03258); no pending signal at or below it (the caller's promise).
                 unsafe { self.signal(value) }?;
@@ -224,7 +224,7 @@ impl Timeline {
         let info = vk::SemaphoreSignalInfo::default().semaphore(self.raw).value(value);
         let signalled = self.device.queue_op(|| {
             // SAFETY: a live timeline; the caller's promises.
-            unsafe { self.device.raw.signal_semaphore(&info) }
+            unsafe { self.device.raw().signal_semaphore(&info) }
         });
         signalled.with_context(|| format!("signalling timeline '{}' to {value} from the host", self.name))?;
         self.host_high.fetch_max(value, Ordering::Relaxed);
@@ -233,7 +233,7 @@ impl Timeline {
 
     /// A new handle to the semaphore, for CUDA to import (see [`crate::platform`]).
     pub fn export(&self) -> Result<Handle> {
-        let (Some(loader), true) = (&self.device.semaphore_export, self.exportable) else {
+        let (Some(loader), true) = (self.device.semaphore_export(), self.exportable) else {
             bail!("timeline '{}' was not created exportable", self.name);
         };
         platform::export_semaphore(loader, self.raw)
@@ -243,6 +243,6 @@ impl Timeline {
 impl Drop for Timeline {
     fn drop(&mut self) {
         // SAFETY: teardown waited for the queue; CUDA's import was destroyed first.
-        unsafe { self.device.raw.destroy_semaphore(self.raw, None) };
+        unsafe { self.device.raw().destroy_semaphore(self.raw, None) };
     }
 }

@@ -249,7 +249,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         (args.consume, args.dump_every, args.consume_copies),
         readback,
     )?;
-    eprintln!("vkcuda: {}; {}", device.info, gpu.why.worded(&Flags));
+    eprintln!("vkcuda: {}; {}", device.info(), gpu.why.worded(&Flags));
 
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
@@ -274,7 +274,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     }
     let validation = device.validation();
     let mut summary = summarize(consumed, report, sink, (producer, size), &validation, caught);
-    summary.device = device.info.to_string();
+    summary.device = device.info().to_string();
     Ok(summary)
 }
 

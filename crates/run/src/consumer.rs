@@ -204,23 +204,23 @@ impl FrameLoop {
             .query_type(vk::QueryType::TIMESTAMP)
             .query_count(2 * frames_in_flight as u32);
         // SAFETY: valid create info; destroyed in Drop.
-        let queries = unsafe { device.raw.create_query_pool(&info, None) }.context("vkCreateQueryPool")?;
+        let queries = unsafe { device.raw().create_query_pool(&info, None) }.context("vkCreateQueryPool")?;
         let anchor = device.calibrated_timestamps().map(|(gpu_ticks, host_ns)| Anchor {
             gpu_ticks,
             host_ns,
-            ns_per_tick: f64::from(device.info.timestamp_period),
+            ns_per_tick: f64::from(device.info().timestamp_period),
         });
         let mut this =
             Self { device, slots: Vec::new(), queries, staging, views, anchor, fail_recording_at: None };
         for _ in 0..frames_in_flight {
             let pool_info = vk::CommandPoolCreateInfo::default()
-                .queue_family_index(this.device.queue_family)
+                .queue_family_index(this.device.queue_family())
                 .flags(vk::CommandPoolCreateFlags::TRANSIENT);
             // SAFETY: valid create info; destroyed in Drop.
-            let pool = unsafe { this.device.raw.create_command_pool(&pool_info, None) }?;
+            let pool = unsafe { this.device.raw().create_command_pool(&pool_info, None) }?;
             let alloc = vk::CommandBufferAllocateInfo::default().command_pool(pool).command_buffer_count(1);
             // SAFETY: `pool` is live; freed with it.
-            let cmd = unsafe { this.device.raw.allocate_command_buffers(&alloc) };
+            let cmd = unsafe { this.device.raw().allocate_command_buffers(&alloc) };
             // Pushed before `?`, so Drop destroys the pool on failure too.
             this.slots.push(Slot {
                 pool,
@@ -231,7 +231,7 @@ impl FrameLoop {
             });
             let cmd = cmd.context("vkAllocateCommandBuffers")?[0];
             // SAFETY: default create info; destroyed in Drop.
-            let fence = unsafe { this.device.raw.create_fence(&vk::FenceCreateInfo::default(), None) };
+            let fence = unsafe { this.device.raw().create_fence(&vk::FenceCreateInfo::default(), None) };
             if let Some(s) = this.slots.last_mut() {
                 s.cmd = cmd;
                 s.fence = fence.context("vkCreateFence")?;
@@ -258,7 +258,7 @@ impl FrameLoop {
         };
         // A host producer's frame is uploaded first: the acquire is for the upload.
         let first = if self.staging.is_some() { UPLOAD } else { usage };
-        let frame: VulkanFrame = shared.vulkan_frame(g, self.device.queue_family, first, usage);
+        let frame: VulkanFrame = shared.vulkan_frame(g, self.device.queue_family(), first, usage);
         let (staging, views) = (self.staging.clone(), self.views.clone());
         let waits: Vec<_> = frame.wait.into_iter().chain(extra.wait.iter().copied()).collect();
         let signals: Vec<_> = std::iter::once(frame.signal).chain(extra.signal.iter().copied()).collect();
@@ -295,7 +295,7 @@ impl FrameLoop {
         let done = self.retire(slot_index, consumer, cancelled)?;
         let usage = consumer.image_use();
         let slot = &mut self.slots[slot_index];
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let cmd = slot.cmd;
 
         // 2. Record.
@@ -348,7 +348,7 @@ impl FrameLoop {
         let fence = self.slots[slot_index].fence;
         let submitted = self.device.queue_op(|| {
             // SAFETY: only this thread submits to the queue; everything referenced is live.
-            unsafe { dev.queue_submit2(self.device.queue, &submit, fence) }
+            unsafe { dev.queue_submit2(self.device.queue(), &submit, fence) }
         });
         submitted.with_context(|| format!("vkQueueSubmit2 (frame {g})"))?;
         self.slots[slot_index].frame = Some(g);
@@ -383,7 +383,7 @@ impl FrameLoop {
             return Ok(None);
         }
         let fences: Vec<vk::Fence> = busy.iter().map(|s| s.fence).collect();
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         // SAFETY: each fence was submitted with its slot's frame.
         match unsafe { dev.wait_for_fences(&fences, true, within.as_nanos() as u64) } {
             Ok(()) => return Ok(None),
@@ -443,7 +443,7 @@ impl FrameLoop {
         let mut out = Vec::new();
         for (_, i) in self.submitted() {
             // SAFETY: the fence is live and was submitted with the slot's frame.
-            if !unsafe { self.device.raw.get_fence_status(self.slots[i].fence) }
+            if !unsafe { self.device.raw().get_fence_status(self.slots[i].fence) }
                 .context("vkGetFenceStatus")?
             {
                 break;
@@ -481,7 +481,7 @@ impl FrameLoop {
         let fence = [self.slots[slot].fence];
         let (name, value) = self.slots[slot].marks;
         let what = || format!("consumer frame {frame} (semaphore '{name}' value {value})");
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         bounded_wait(&what, cancelled, |slice| {
             // SAFETY: the fence was submitted with this slot's last frame.
             match unsafe { dev.wait_for_fences(&fence, true, slice.as_nanos() as u64) } {
@@ -496,7 +496,7 @@ impl FrameLoop {
         let mut stamps = [0u64; 2];
         // SAFETY: both queries of this slot were written by a submission that has completed.
         unsafe {
-            self.device.raw.get_query_pool_results(
+            self.device.raw().get_query_pool_results(
                 self.queries,
                 2 * slot as u32,
                 &mut stamps,
@@ -526,12 +526,12 @@ impl Drop for FrameLoop {
         // The queue is idle; the pools, fences and queries are ours, each destroyed once.
         for s in &self.slots {
             // SAFETY: as above.
-            unsafe { self.device.raw.destroy_command_pool(s.pool, None) };
+            unsafe { self.device.raw().destroy_command_pool(s.pool, None) };
             // SAFETY: as above.
-            unsafe { self.device.raw.destroy_fence(s.fence, None) };
+            unsafe { self.device.raw().destroy_fence(s.fence, None) };
         }
         // SAFETY: as above.
-        unsafe { self.device.raw.destroy_query_pool(self.queries, None) };
+        unsafe { self.device.raw().destroy_query_pool(self.queries, None) };
     }
 }
 
@@ -553,7 +553,7 @@ fn record_upload(
 ) {
     // The host wrote the staging buffer before it signalled "rendered": make those writes visible.
     let b = [buffer_barrier(
-        staging.raw,
+        staging.raw(),
         (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_WRITE),
         (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ),
     )];
@@ -582,13 +582,13 @@ fn record_upload(
                 .image_extent(extent3d(image.extent()))];
             let layout = vk::ImageLayout::GENERAL;
             // SAFETY: recording; as above.
-            unsafe { dev.cmd_copy_buffer_to_image(cmd, staging.raw, image.image(), layout, &region) };
+            unsafe { dev.cmd_copy_buffer_to_image(cmd, staging.raw(), image.image(), layout, &region) };
             record_image_barrier(dev, cmd, image_barrier(image.image(), UPLOAD, next));
         }
         Source::Buffer(buffer) => {
             let region = [vk::BufferCopy::default().size(buffer.size())];
             // SAFETY: recording; as above.
-            unsafe { dev.cmd_copy_buffer(cmd, staging.raw, buffer.buffer(), &region) };
+            unsafe { dev.cmd_copy_buffer(cmd, staging.raw(), buffer.buffer(), &region) };
             let after = [buffer_barrier(buffer.buffer(), UPLOAD, next)];
             let after = vk::DependencyInfo::default().buffer_memory_barriers(&after);
             // SAFETY: recording; the buffer is live.

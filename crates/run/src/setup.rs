@@ -190,7 +190,7 @@ impl Interop {
 /// The most bytes one storage-buffer binding may span on `device` (`maxStorageBufferRange`).
 pub fn storage_buffer_range(device: &Device) -> u64 {
     // SAFETY: the physical device belongs to the device's instance.
-    let limits = unsafe { device.instance.get_physical_device_properties(device.info.physical) }.limits;
+    let limits = unsafe { device.instance().get_physical_device_properties(device.info().physical) }.limits;
     u64::from(limits.max_storage_buffer_range)
 }
 
@@ -271,7 +271,7 @@ impl Drop for FailOnPanic {
 /// Refuses a size the device cannot make images of (a usage error: exit 2);
 /// `field` names which size it is (the frames', the draw target's).
 pub fn check_size(gpu: &Gpu, size: Size, field: Field) -> Result<(), UsageError> {
-    let max = gpu.device.info.max_image_dimension;
+    let max = gpu.device.info().max_image_dimension;
     if size.width > max || size.height > max {
         let why = format!(" exceeds the device's limit of {max} pixels a side (maxImageDimension2D)");
         return Err(UsageError::new(Message::new().field(field, size).text(why)));
@@ -419,7 +419,7 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
         let why = format!(
             " runs your kernel with CUDA, and no CUDA device matches {} (`vkcuda check-kernel FILE` \
              compiles it without a GPU)",
-            gpu.device.info
+            gpu.device.info()
         );
         return Err(Message::new().field(Field::Kernel, "").text(why).into());
     }
@@ -471,7 +471,7 @@ fn view_images(device: &Arc<Device>, desc: &FrameDesc, count: usize) -> Result<V
         let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
         for v in &views {
             let b = image_barrier(v.image(), none, none).old_layout(vk::ImageLayout::UNDEFINED);
-            record_image_barrier(&device.raw, cmd, b);
+            record_image_barrier(device.raw(), cmd, b);
         }
     })?;
     Ok(views)

@@ -67,7 +67,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
             for size in &bench.sizes {
                 setup::check_size(gpu, *size, Field::Size)?;
             }
-            eprintln!("vkcuda: {}, {queue:?} queue; {}", gpu.device.info, gpu.why.worded(&Flags));
+            eprintln!("vkcuda: {}, {queue:?} queue; {}", gpu.device.info(), gpu.why.worded(&Flags));
         }
         let gpu = &gpus[0];
         about.get_or_insert_with(|| device_words(&gpus));
@@ -113,10 +113,10 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
 /// The device, driver and CUDA driver version a report names (`--gpu all`: how many GPUs).
 fn device_words(gpus: &[Gpu]) -> (String, String, Option<String>) {
     let gpu = &gpus[0];
-    let name = gpu.device.info.name.clone();
+    let name = gpu.device.info().name.clone();
     (
         if gpus.len() > 1 { format!("{} GPUs: {name}", gpus.len()) } else { name },
-        gpu.device.info.driver.trim().to_string(),
+        gpu.device.info().driver.trim().to_string(),
         gpu.cuda.as_ref().and_then(|_| vkcuda::cuda::driver_version().ok()),
     )
 }

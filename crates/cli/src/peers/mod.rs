@@ -208,9 +208,9 @@ impl Rig {
             }
             // vulkanImageCUDA's image belongs to its graphics queue from the start and
             // is never transferred again: take it from EXTERNAL once.
-            let (acquire, _) = shared.ownership_transfer(0, device.queue_family, COPY_READ, COPY_READ);
+            let (acquire, _) = shared.ownership_transfer(0, device.queue_family(), COPY_READ, COPY_READ);
             device.run_once("taking the image for the binary pattern", |cmd| {
-                acquire.record(&device.raw, cmd);
+                acquire.record(device.raw(), cmd);
             })?;
         }
         Ok(Self {
@@ -255,7 +255,7 @@ impl Rig {
         let submit = [vk::SubmitInfo2::default().wait_semaphore_infos(wait).signal_semaphore_infos(signal)];
         let dev = &self.device;
         // SAFETY: only this thread submits; the semaphores are live.
-        let r = dev.queue_op(|| unsafe { dev.raw.queue_submit2(dev.queue, &submit, vk::Fence::null()) });
+        let r = dev.queue_op(|| unsafe { dev.raw().queue_submit2(dev.queue(), &submit, vk::Fence::null()) });
         r.context("vkQueueSubmit2 (signal only)")
     }
 
@@ -273,7 +273,7 @@ impl Rig {
     ) -> Result<Option<Completed>> {
         let usage = consumer.image_use();
         let (acquire, release) =
-            self.shared.ownership_transfer(image, self.device.queue_family, usage, usage);
+            self.shared.ownership_transfer(image, self.device.queue_family(), usage, usage);
         let submission = Submission {
             frame,
             source: Source::Image(&self.shared.images()[image]),

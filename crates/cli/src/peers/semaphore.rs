@@ -29,14 +29,14 @@ impl BinarySemaphore {
         let mut export = vk::ExportSemaphoreCreateInfo::default().handle_types(SEMAPHORE_HANDLE);
         let info = vk::SemaphoreCreateInfo::default().push_next(&mut export);
         // SAFETY: valid create info chaining a local; destroyed in Drop.
-        let raw = unsafe { device.raw.create_semaphore(&info, None) }
+        let raw = unsafe { device.raw().create_semaphore(&info, None) }
             .with_context(|| format!("vkCreateSemaphore (binary '{name}')"))?;
         Ok(Self { device, raw, name })
     }
 
     /// A new handle to the semaphore, for CUDA to import.
     pub fn export(&self) -> Result<Handle> {
-        let Some(loader) = &self.device.semaphore_export else {
+        let Some(loader) = &self.device.semaphore_export() else {
             bail!("the device was created without semaphore export ('{}')", self.name);
         };
         Ok(platform::export_semaphore(loader, self.raw)?)
@@ -46,6 +46,6 @@ impl BinarySemaphore {
 impl Drop for BinarySemaphore {
     fn drop(&mut self) {
         // SAFETY: teardown waited for the queue; CUDA's import was destroyed first.
-        unsafe { self.device.raw.destroy_semaphore(self.raw, None) };
+        unsafe { self.device.raw().destroy_semaphore(self.raw, None) };
     }
 }

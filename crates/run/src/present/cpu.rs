@@ -93,7 +93,7 @@ impl CpuOutput {
         let target = self.target.as_ref().context("no target")?;
         target.record(cmd, pass, shown, true)?;
         let drawn = Readable::Image(target.raw());
-        copy_to_host(&self.device.raw, cmd, drawn, &self.buffers[slot], target.extent);
+        copy_to_host(self.device.raw(), cmd, drawn, &self.buffers[slot], target.extent);
         self.pending[slot] = Some(frame);
         Ok(())
     }

@@ -117,7 +117,7 @@ impl DrawPass {
             .address_mode_v(vk::SamplerAddressMode::CLAMP_TO_EDGE)
             .address_mode_w(vk::SamplerAddressMode::CLAMP_TO_EDGE);
         // SAFETY: valid create info; destroyed in Drop.
-        this.sampler = unsafe { this.device.raw.create_sampler(&sampler, None) }?;
+        this.sampler = unsafe { this.device.raw().create_sampler(&sampler, None) }?;
         this.images = this.create_pipe(&IMAGE_BINDINGS, Some(c"fs_main"))?;
         this.srgb_images = this.create_pipeline(this.images.layout, c"fs_image_loaded")?;
         this.buffers = this.create_pipe(&BUFFER_BINDINGS, None)?;
@@ -142,7 +142,7 @@ impl DrawPass {
 
     /// One descriptor pool with [`MAX_SHARED`] sets of each pipeline's layout.
     fn allocate_sets(&mut self) -> Result<()> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let n = MAX_SHARED as u32;
         let sizes = [
             vk::DescriptorPoolSize { ty: vk::DescriptorType::SAMPLED_IMAGE, descriptor_count: n },
@@ -169,7 +169,7 @@ impl DrawPass {
         bindings: &[(u32, vk::DescriptorType)],
         entry: Option<&std::ffi::CStr>,
     ) -> Result<Pipe> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let bindings: Vec<_> = bindings
             .iter()
             .map(|&(binding, ty)| {
@@ -209,7 +209,7 @@ impl DrawPass {
     }
 
     fn create_pipeline(&self, layout: vk::PipelineLayout, entry: &std::ffi::CStr) -> Result<vk::Pipeline> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let code = ash::util::read_spv(&mut std::io::Cursor::new(SPIRV)).context("reading present.spv")?;
         // SAFETY: SPIR-V produced and validated by naga at build time.
         let module =
@@ -294,7 +294,7 @@ impl DrawPass {
                     });
                     // SAFETY: the queue is idle (interop rebuilds drain first), so no pending
                     // command buffer uses the set.
-                    unsafe { self.device.raw.update_descriptor_sets(&writes, &[]) };
+                    unsafe { self.device.raw().update_descriptor_sets(&writes, &[]) };
                     let handle = vk::Handle::as_raw(buffer.buffer());
                     self.shared.push(Bound { handle, view: vk::ImageView::null(), set });
                 }
@@ -325,14 +325,14 @@ impl DrawPass {
         let pipeline = self.create_pipeline(self.buffers.layout, entry)?;
         let old = std::mem::replace(&mut self.buffers.pipeline, pipeline);
         // SAFETY: the queue is idle (interop rebuilds drain first): no command buffer uses it.
-        unsafe { self.device.raw.destroy_pipeline(old, None) };
+        unsafe { self.device.raw().destroy_pipeline(old, None) };
         self.buffer_format = Some(format);
         Ok(())
     }
 
     /// A view of `image` for `set` to sample (the caller keeps it in `shared`).
     fn bind_image(&self, image: vk::Image, format: Format, set: vk::DescriptorSet) -> Result<vk::ImageView> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let view_info = vk::ImageViewCreateInfo::default()
             .image(image)
             .view_type(vk::ImageViewType::TYPE_2D)
@@ -365,7 +365,7 @@ impl DrawPass {
         // SAFETY: called with the queue idle (interop rebuilds drain first); the views are ours.
         unsafe {
             for bound in self.shared.drain(..).filter(|b| b.view != vk::ImageView::null()) {
-                self.device.raw.destroy_image_view(bound.view, None);
+                self.device.raw().destroy_image_view(bound.view, None);
             }
         }
     }
@@ -379,7 +379,7 @@ impl DrawPass {
         target: vk::ImageView,
         extent: vk::Extent2D,
     ) -> Result<()> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let (handle, pipe) = match frame {
             Source::Image(image) => (vk::Handle::as_raw(image.image()), &self.images),
             Source::Buffer(buffer) => (vk::Handle::as_raw(buffer.buffer()), &self.buffers),
@@ -495,7 +495,7 @@ impl DrawTarget {
             .format(DISPLAY_FORMAT)
             .subresource_range(COLOR);
         // SAFETY: a live image; destroyed in Drop.
-        let view = unsafe { device.raw.create_image_view(&info, None) }?;
+        let view = unsafe { device.raw().create_image_view(&info, None) }?;
         Ok(Self { device, view, image, extent })
     }
 
@@ -513,7 +513,7 @@ impl DrawTarget {
         frame: Source<'_>,
         then_copy: bool,
     ) -> Result<()> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         // The previous frame's draw and copy out of the target come first; its contents may go.
         let last = (COLOR_W.0 | COPY_R.0, COLOR_W.1 | COPY_R.1);
         let to_color = image_barrier(self.image.raw, last, COLOR_W)
@@ -533,21 +533,21 @@ impl DrawTarget {
 impl Drop for DrawTarget {
     fn drop(&mut self) {
         // SAFETY: the owner waited for the queue; the view is ours.
-        unsafe { self.device.raw.destroy_image_view(self.view, None) };
+        unsafe { self.device.raw().destroy_image_view(self.view, None) };
     }
 }
 
 impl Drop for DrawPass {
     fn drop(&mut self) {
         self.release_views();
-        self.images.destroy(&self.device.raw);
-        self.buffers.destroy(&self.device.raw);
+        self.images.destroy(self.device.raw());
+        self.buffers.destroy(self.device.raw());
         // The owner waited for the queue before dropping; the objects are ours.
         // SAFETY: as above.
-        unsafe { self.device.raw.destroy_pipeline(self.srgb_images, None) };
+        unsafe { self.device.raw().destroy_pipeline(self.srgb_images, None) };
         // SAFETY: as above.
-        unsafe { self.device.raw.destroy_sampler(self.sampler, None) };
+        unsafe { self.device.raw().destroy_sampler(self.sampler, None) };
         // SAFETY: as above; its sets go with it.
-        unsafe { self.device.raw.destroy_descriptor_pool(self.pool, None) };
+        unsafe { self.device.raw().destroy_descriptor_pool(self.pool, None) };
     }
 }

@@ -30,11 +30,11 @@ impl Image {
     ) -> Result<Self> {
         let info = image_info(format, extent, usage);
         // SAFETY: valid create info; destroyed in Drop.
-        let raw = unsafe { device.raw.create_image(&info, None) }
+        let raw = unsafe { device.raw().create_image(&info, None) }
             .with_context(|| format!("vkCreateImage ({name})"))?;
         let mut this = Self { device, raw, allocation: None };
         // SAFETY: `raw` is live.
-        let requirements = unsafe { this.device.raw.get_image_memory_requirements(raw) };
+        let requirements = unsafe { this.device.raw().get_image_memory_requirements(raw) };
         let desc = AllocationCreateDesc {
             name,
             requirements,
@@ -47,7 +47,7 @@ impl Image {
         // SAFETY: the allocation is live; its memory stays while `allocation` does.
         let memory = unsafe { allocation.memory() };
         // SAFETY: the allocation fits the requirements and is bound once.
-        unsafe { this.device.raw.bind_image_memory(raw, memory, allocation.offset()) }?;
+        unsafe { this.device.raw().bind_image_memory(raw, memory, allocation.offset()) }?;
         this.allocation = Some(allocation);
         Ok(this)
     }
@@ -59,6 +59,6 @@ impl Drop for Image {
             self.device.allocator().free(a).ok();
         }
         // SAFETY: the GPU is done with the image (teardown waits first).
-        unsafe { self.device.raw.destroy_image(self.raw, None) };
+        unsafe { self.device.raw().destroy_image(self.raw, None) };
     }
 }

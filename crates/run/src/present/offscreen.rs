@@ -90,7 +90,7 @@ impl Offscreen {
     pub fn bind(&mut self, frames: Frames<'_>) -> Result<()> {
         match (&mut self.mode, frames) {
             (Mode::Copy { target: CopyTarget::Buffer(target, Some(copy)), .. }, Frames::Buffers(buffers)) => {
-                copy.bind(buffers, target.raw)
+                copy.bind(buffers, target.raw())
             }
             (Mode::Copy { .. }, _) => Ok(()),
             (Mode::Draw { pass, .. }, frames) => pass.bind_shared(frames),
@@ -111,7 +111,7 @@ impl Offscreen {
         target: &CopyTarget,
         (copies, dump): (u32, bool),
     ) -> Result<Readable> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let extent = vk::Extent3D { width: self.extent.width, height: self.extent.height, depth: 1 };
         let region = [vk::ImageCopy::default()
             .src_subresource(copy_layers())
@@ -142,21 +142,21 @@ impl Offscreen {
                     Some(_) => ((COPY_R.0 | SHADER_W.0, COPY_R.1 | SHADER_W.1), SHADER_W),
                     None => (COPY_RW, COPY_W),
                 };
-                let b = [buffer_barrier(target.raw, last, write)];
+                let b = [buffer_barrier(target.raw(), last, write)];
                 let whole = [vk::BufferCopy::default().size(buffer.size())];
                 for _ in 0..copies {
                     before(&vk::DependencyInfo::default().buffer_memory_barriers(&b));
                     match shader {
                         Some(shader) => shader.record(cmd, buffer.buffer(), buffer.size())?,
                         // SAFETY: recording; both buffers are live and hold one packed frame.
-                        None => unsafe { dev.cmd_copy_buffer(cmd, buffer.buffer(), target.raw, &whole) },
+                        None => unsafe { dev.cmd_copy_buffer(cmd, buffer.buffer(), target.raw(), &whole) },
                     }
                 }
                 if dump {
-                    let b = [buffer_barrier(target.raw, write, COPY_R)];
+                    let b = [buffer_barrier(target.raw(), write, COPY_R)];
                     before(&vk::DependencyInfo::default().buffer_memory_barriers(&b));
                 }
-                Ok(Readable::Buffer(target.raw, buffer.size()))
+                Ok(Readable::Buffer(target.raw(), buffer.size()))
             }
             _ => bail!("the copy target's layout is not the shared frames'"),
         }
@@ -227,7 +227,7 @@ fn copy_target(device: &Arc<Device>, frame: FrameDesc) -> Result<CopyTarget> {
     device.run_once("preparing the offscreen target", |cmd| {
         let none = (vk::PipelineStageFlags2::NONE, vk::AccessFlags2::NONE);
         let b = image_barrier(target.raw, none, COPY_W).old_layout(vk::ImageLayout::UNDEFINED);
-        record_image_barrier(&device.raw, cmd, b);
+        record_image_barrier(device.raw(), cmd, b);
     })?;
     Ok(CopyTarget::Image(target))
 }

@@ -106,9 +106,9 @@ fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Pre
     }
     // SAFETY: the window outlives the surface (the presenter destroys it first).
     let surface =
-        unsafe { ash_window::create_surface(&instance.entry, &instance.raw, display, handle, None) }
+        unsafe { ash_window::create_surface(instance.entry(), instance.raw(), display, handle, None) }
             .context("creating the window's Vulkan surface")?;
-    let surface_fn = ash::khr::surface::Instance::new(&instance.entry, &instance.raw);
+    let surface_fn = ash::khr::surface::Instance::new(instance.entry(), instance.raw());
     let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
     let mut gpu = match setup::open_gpu(spec.device, instance.clone(), queue) {
         Ok(g) => g,
@@ -125,7 +125,7 @@ fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Pre
     let presenter = Presenter::new(gpu.device.clone(), surface_fn, surface, spec.slots, mode)?;
     let why = std::mem::take(&mut gpu.why);
     let line = Message::new()
-        .text(format!("{}; ", gpu.device.info))
+        .text(format!("{}; ", gpu.device.info()))
         .then(why)
         .text("; presenting through a Vulkan swapchain");
     Ok((gpu, presenter, line))
@@ -139,7 +139,7 @@ fn open_cpu(window: &Arc<Window>, spec: &PresentSpec<'_>, why: Message) -> Resul
     let mut gpu = setup::open_gpu(spec.device, instance, queue)?;
     let presenter = Presenter::new_cpu(gpu.device.clone(), window.clone(), spec.slots)?;
     let chosen = std::mem::take(&mut gpu.why);
-    let line = Message::new().text(format!("{}; ", gpu.device.info)).then(chosen);
+    let line = Message::new().text(format!("{}; ", gpu.device.info())).then(chosen);
     let line = line.text("; presenting through the CPU (softbuffer): ").then(why);
     Ok((gpu, presenter, line))
 }

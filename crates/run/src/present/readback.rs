@@ -219,7 +219,7 @@ impl Readback {
         let started = Instant::now();
         let (lent, waited) = self.lend()?;
         if let Some(buffer) = lent.buffer() {
-            copy_to_host(&self.device.raw, cmd, from, buffer, self.extent);
+            copy_to_host(self.device.raw(), cmd, from, buffer, self.extent);
         }
         let working = started.elapsed().saturating_sub(waited);
         self.pending[slot] = Some(Pending { frame, lent, working, waited });
@@ -271,7 +271,7 @@ pub fn copy_to_host(
     let extent = vk::Extent3D { width: extent.width, height: extent.height, depth: 1 };
     let region = [vk::BufferImageCopy::default().image_subresource(copy_layers()).image_extent(extent)];
     let to_host = [buffer_barrier(
-        buffer.raw,
+        buffer.raw(),
         (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE),
         (vk::PipelineStageFlags2::HOST, vk::AccessFlags2::HOST_READ),
     )];
@@ -281,12 +281,12 @@ pub fn copy_to_host(
         Readable::Image(image) => {
             let layout = vk::ImageLayout::GENERAL;
             // SAFETY: as above.
-            unsafe { dev.cmd_copy_image_to_buffer(cmd, image, layout, buffer.raw, &region) }
+            unsafe { dev.cmd_copy_image_to_buffer(cmd, image, layout, buffer.raw(), &region) }
         }
         Readable::Buffer(source, bytes) => {
-            let whole = [vk::BufferCopy::default().size(bytes.min(buffer.size))];
+            let whole = [vk::BufferCopy::default().size(bytes.min(buffer.size()))];
             // SAFETY: as above.
-            unsafe { dev.cmd_copy_buffer(cmd, source, buffer.raw, &whole) }
+            unsafe { dev.cmd_copy_buffer(cmd, source, buffer.raw(), &whole) }
         }
     }
     let to_host = vk::DependencyInfo::default().buffer_memory_barriers(&to_host);

@@ -47,9 +47,9 @@ impl ShaderCopy {
     pub fn new(device: Arc<Device>, bytes: u64) -> Result<Option<Self>> {
         // SAFETY: the instance and the physical device are live (the device holds them).
         let families =
-            unsafe { device.instance.get_physical_device_queue_family_properties(device.info.physical) };
+            unsafe { device.instance().get_physical_device_queue_family_properties(device.info().physical) };
         let compute = families
-            .get(device.queue_family as usize)
+            .get(device.queue_family() as usize)
             .is_some_and(|f| f.queue_flags.contains(vk::QueueFlags::COMPUTE));
         if !compute || bytes > storage_buffer_range(&device) || bytes % 4 != 0 {
             return Ok(None);
@@ -69,7 +69,7 @@ impl ShaderCopy {
     }
 
     fn create_layouts(&mut self) -> Result<()> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let bindings = BINDINGS.map(|binding| {
             vk::DescriptorSetLayoutBinding::default()
                 .binding(binding)
@@ -90,7 +90,7 @@ impl ShaderCopy {
     }
 
     fn create_pipeline(&self) -> Result<vk::Pipeline> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let code = ash::util::read_spv(&mut std::io::Cursor::new(SPIRV)).context("reading copy.spv")?;
         // SAFETY: SPIR-V produced and validated by naga at build time.
         let module =
@@ -110,7 +110,7 @@ impl ShaderCopy {
     /// Points the copy at a new session's shared buffers and `target` (the
     /// queue is idle: interop rebuilds drain first).
     pub fn bind(&mut self, sources: &[SharedBuffer], target: vk::Buffer) -> Result<()> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         self.sets.clear();
         // SAFETY: the queue is idle, so no pending command buffer uses the pool's sets.
         unsafe { dev.destroy_descriptor_pool(self.pool, None) };
@@ -148,7 +148,7 @@ impl ShaderCopy {
     /// Records a copy of `bytes` bytes of `source` (bound) into the target:
     /// the caller orders it after the target's last use ([`SHADER_W`]).
     pub fn record(&self, cmd: vk::CommandBuffer, source: vk::Buffer, bytes: u64) -> Result<()> {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         let set = self
             .sets
             .iter()
@@ -178,7 +178,7 @@ impl ShaderCopy {
 
 impl Drop for ShaderCopy {
     fn drop(&mut self) {
-        let dev = &self.device.raw;
+        let dev = &self.device.raw();
         // The owner waited for the queue; the objects are ours (null ones are ignored).
         // SAFETY: as above; the sets go with the pool.
         unsafe { dev.destroy_descriptor_pool(self.pool, None) };

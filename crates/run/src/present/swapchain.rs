@@ -68,8 +68,8 @@ impl Swapchain {
         slots: usize,
         mode: PresentMode,
     ) -> Result<Self> {
-        let swapchain_fn = ash::khr::swapchain::Device::new(&device.instance, &device.raw);
-        let physical = device.info.physical;
+        let swapchain_fn = ash::khr::swapchain::Device::new(device.instance(), device.raw());
+        let physical = device.info().physical;
         // SAFETY: plain queries with a live surface.
         let formats = unsafe { surface_fn.get_physical_device_surface_formats(physical, surface) }?;
         // SAFETY: as above.
@@ -104,7 +104,7 @@ impl Swapchain {
         };
         for _ in 0..slots {
             // SAFETY: default create info; destroyed in Drop.
-            let s = unsafe { this.device.raw.create_semaphore(&vk::SemaphoreCreateInfo::default(), None) }?;
+            let s = unsafe { this.device.raw().create_semaphore(&vk::SemaphoreCreateInfo::default(), None) }?;
             this.acquired.push(s);
         }
         Ok(this)
@@ -113,7 +113,7 @@ impl Swapchain {
     /// (Re)creates the swapchain for a window of `window` pixels. The caller
     /// made sure no submitted frame still uses the old one (queue idle).
     pub fn recreate(&mut self, window: vk::Extent2D) -> Result<()> {
-        let physical = self.device.info.physical;
+        let physical = self.device.info().physical;
         // SAFETY: plain query with a live surface.
         let caps =
             unsafe { self.surface_fn.get_physical_device_surface_capabilities(physical, self.surface) }?;
@@ -164,10 +164,10 @@ impl Swapchain {
                 .format(self.format)
                 .subresource_range(COLOR);
             // SAFETY: a live swapchain image; destroyed with the swapchain.
-            self.views.push(unsafe { self.device.raw.create_image_view(&view_info, None) }?);
+            self.views.push(unsafe { self.device.raw().create_image_view(&view_info, None) }?);
             // SAFETY: default create info; destroyed with the swapchain.
             self.rendered_to.push(unsafe {
-                self.device.raw.create_semaphore(&vk::SemaphoreCreateInfo::default(), None)
+                self.device.raw().create_semaphore(&vk::SemaphoreCreateInfo::default(), None)
             }?);
         }
         self.extent = extent;
@@ -178,11 +178,11 @@ impl Swapchain {
         // The queue is idle (the caller drained it), so nothing uses these any more.
         for v in self.views.drain(..) {
             // SAFETY: as above.
-            unsafe { self.device.raw.destroy_image_view(v, None) };
+            unsafe { self.device.raw().destroy_image_view(v, None) };
         }
         for s in self.rendered_to.drain(..) {
             // SAFETY: as above.
-            unsafe { self.device.raw.destroy_semaphore(s, None) };
+            unsafe { self.device.raw().destroy_semaphore(s, None) };
         }
         if swapchain != vk::SwapchainKHR::null() {
             // SAFETY: as above; its image views are gone.
@@ -241,7 +241,7 @@ impl Swapchain {
             .image_indices(&indices);
         let presented = self.device.queue_op(|| {
             // SAFETY: the image was acquired; its semaphore's signal was submitted just before.
-            unsafe { self.swapchain_fn.queue_present(self.device.queue, &info) }
+            unsafe { self.swapchain_fn.queue_present(self.device.queue(), &info) }
         });
         match presented {
             Ok(false) => Ok(SwapchainState::Ok),
@@ -283,7 +283,7 @@ impl Drop for Swapchain {
         // The owner waited for the queue before dropping; all objects are ours.
         for s in self.acquired.drain(..) {
             // SAFETY: as above.
-            unsafe { self.device.raw.destroy_semaphore(s, None) };
+            unsafe { self.device.raw().destroy_semaphore(s, None) };
         }
         // SAFETY: as above; the swapchain made on it is gone.
         unsafe { self.surface_fn.destroy_surface(self.surface, None) };

@@ -283,9 +283,9 @@ fn record_to_swapchain(
         .new_layout(vk::ImageLayout::PRESENT_SRC_KHR)
         .image(target)
         .subresource_range(COLOR);
-    record_image_barrier(&device.raw, cmd, to_color);
+    record_image_barrier(device.raw(), cmd, to_color);
     draw.record(cmd, frame, view, swapchain.extent())?;
-    record_image_barrier(&device.raw, cmd, to_present);
+    record_image_barrier(device.raw(), cmd, to_present);
     Ok(())
 }
 
@@ -300,6 +300,6 @@ pub fn readable(source: Source<'_>) -> Readable {
 impl Drop for Presenter {
     fn drop(&mut self) {
         // SAFETY: nothing else submits now; the parts destroy their objects after this.
-        let _ = unsafe { self.device.raw.queue_wait_idle(self.device.queue) };
+        let _ = unsafe { self.device.raw().queue_wait_idle(self.device.queue()) };
     }
 }

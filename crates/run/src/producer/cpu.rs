@@ -72,7 +72,7 @@ pub(crate) fn host_loop(
         let spec = job.director.begin(g);
         let bytes = shared.desc().bytes() as usize;
         let buffer = &staging[step.image];
-        ensure!(buffer.size as usize >= bytes, "staging buffer too small");
+        ensure!(buffer.size() as usize >= bytes, "staging buffer too small");
         // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
         // guarantees the GPU no longer reads it, and only this thread writes it.
         let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
