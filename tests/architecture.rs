@@ -17,48 +17,26 @@ use std::path::{Path, PathBuf};
 /// The floors of the run layer and the front ends, bottom (1) to top (4);
 /// see `crates/run/src/lib.rs`.
 const FLOORS: &[(&str, u8)] = &[
+    // The run layer: one folder per floor (crates/run/src/lib.rs, "Floors").
     ("run", 1),
-    ("run::scene", 1),
-    ("run::kernels", 1),
-    ("run::nvrtc", 1),
-    ("run::userkernel", 1),
-    ("run::reload", 1),
-    ("run::director", 1),
-    ("run::clock", 1),
-    ("run::stats", 1),
-    ("run::footprint", 1),
-    ("run::diagram", 1),
-    ("run::logger", 1),
-    ("run::outfile", 1),
-    ("run::dumpdir", 2),
-    ("run::inject", 1),
-    ("run::encode", 1),
-    ("run::kinds", 1),
-    ("run::pairing", 1),
-    ("run::size", 1),
-    ("run::usage", 1),
-    ("run::producer", 2),
-    ("run::consumer", 2),
-    ("run::present", 2),
-    ("run::sink", 2),
-    ("run::display", 2),
-    ("run::setup", 2),
-    ("run::session", 2),
-    ("run::measure", 2),
-    ("run::feed", 2),
-    ("run::drive", 3),
-    ("cli::bench::report", 2),
-    ("cli::bench::chart", 2),
-    ("cli::words", 2),
-    ("cli::cli", 3),
-    ("cli::peers", 3),
-    ("cli::peers::handover", 2),
-    ("cli::checkdump", 4),
-    ("cli::headless", 4),
-    ("cli::viewer", 4),
-    ("cli::bench", 4),
-    ("cli::main", 4),
-    ("py", 4),
+    ("run::base", 1),
+    ("run::frames", 2),
+    ("run::present", 3),
+    ("run::running", 4),
+    ("run::drive", 5),
+    // The front ends, above the floors of the run layer they import.
+    ("cli::bench::report", 5),
+    ("cli::bench::chart", 5),
+    ("cli::words", 5),
+    ("cli::cli", 6),
+    ("cli::peers", 6),
+    ("cli::peers::handover", 5),
+    ("cli::checkdump", 7),
+    ("cli::headless", 7),
+    ("cli::viewer", 7),
+    ("cli::bench", 7),
+    ("cli::main", 7),
+    ("py", 7),
 ];
 
 /// The source trees: where each package's files are, and the name its modules go by.
@@ -85,7 +63,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `crates/run/src/producer/mod.rs` → `run::producer`; `src/lib.rs` → `` (the core's root);
+/// `crates/run/src/running/producer/mod.rs` → `run::running::producer`; `src/lib.rs` → `` (the core's root);
 /// `crates/cli/src/main.rs` → `cli::main`.
 fn module_of(tree: &str, src: &Path, file: &Path) -> String {
     if file == src.join("main.rs") {
@@ -295,15 +273,32 @@ fn documented_floors() -> BTreeMap<String, u8> {
 #[test]
 fn the_floors_match_the_run_layers_docs() {
     let documented = documented_floors();
-    let mut checked = 0;
-    for (module, f) in FLOORS.iter().filter(|(m, _)| m.starts_with("run::") && m.matches("::").count() == 1) {
+    let folders: Vec<_> =
+        FLOORS.iter().filter(|(m, _)| m.starts_with("run::") && m.matches("::").count() == 1).collect();
+    for (module, f) in &folders {
         let said = documented.get(*module);
         assert_eq!(said, Some(f), "`{module}` is at floor {f}; crates/run/src/lib.rs says {said:?}");
-        checked += 1;
     }
     let unknown: Vec<_> = documented.keys().filter(|m| !FLOORS.iter().any(|(f, _)| f == m)).collect();
     assert!(unknown.is_empty(), "crates/run/src/lib.rs places modules the test does not: {unknown:?}");
-    assert!(checked > 20, "only {checked} modules checked");
+    assert_eq!(folders.len(), 5, "five floors: {folders:?}");
+    // Every module of the run layer is in a floor's folder (or is the top floor, `drive`).
+    let g = graph();
+    let top = |m: &str| m.split("::").take(2).collect::<Vec<_>>().join("::");
+    let loose: Vec<_> =
+        g.keys().filter(|m| m.starts_with("run::") && !folders.iter().any(|(f, _)| top(m) == *f)).collect();
+    assert!(loose.is_empty(), "run-layer modules outside the floors' folders: {loose:?}");
+    // Each folder's own docs open with its floor.
+    for (module, f) in folders.iter().filter(|(m, _)| *m != "run::drive") {
+        let dir = module.trim_start_matches("run::");
+        let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("crates/run/src/{dir}/mod.rs"));
+        let text = std::fs::read_to_string(&path).unwrap();
+        assert!(
+            text.starts_with(&format!("//! Floor {f},")),
+            "{} does not open with its floor",
+            path.display()
+        );
+    }
 }
 
 #[test]
@@ -327,13 +322,14 @@ fn the_checker_sees_circles_and_upward_imports() {
     let refs = references(
         "run",
         "run::producer::cpu",
-        "use super::{Job, cuda::X};\nuse crate::sync::Plan;\nuse vkcuda_run::scene;\nuse vkcuda::Format;",
+        "use super::{Job, cuda::X};\nuse crate::sync::Plan;\nuse vkcuda_run::base::scene;\nuse vkcuda::Format;",
     );
-    for r in ["run::producer::cuda::X", "run::sync::Plan", "run::scene", "Format"] {
+    for r in ["run::producer::cuda::X", "run::sync::Plan", "run::base::scene", "Format"] {
         assert!(refs.contains(&r.to_string()), "{r}: {refs:?}");
     }
-    assert_eq!(floor("cli::bench::report"), Some(2));
-    assert_eq!(floor("cli::bench"), Some(4));
+    assert_eq!(floor("cli::bench::report"), Some(5));
+    assert_eq!(floor("cli::bench"), Some(7));
+    assert_eq!(floor("run::running::session"), Some(4), "a folder's floor holds for what is in it");
     assert_eq!(floor("vk::device"), None, "the core has no floors");
     let edge = |a: &str, b: &str| (a.to_string(), BTreeSet::from([b.to_string()]));
     let circle: Graph = [edge("a", "b"), edge("b", "c"), edge("c", "a")].into();
@@ -386,7 +382,7 @@ fn no_library_message_names_a_cli_flag() {
     let mut found = Vec::new();
     for path in paths {
         // The protocol diagram's title (tests only: it draws assets/) quotes the CLI's flags.
-        if path.ends_with("crates/run/src/diagram.rs") {
+        if path.ends_with("crates/run/src/base/diagram.rs") {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();

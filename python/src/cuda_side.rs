@@ -14,8 +14,8 @@ use vkcuda::cuda::{Context, RawStream};
 use vkcuda::types::CudaSched;
 use vkcuda::vk::timeline::Timeline;
 use vkcuda::vk::WAIT_TIMEOUT;
-use vkcuda_run::feed::device::Packer;
-use vkcuda_run::setup::Gpu;
+use vkcuda_run::frames::gpu::Gpu;
+use vkcuda_run::running::feed::device::Packer;
 
 /// Packs of the caller's that may be on the GPU when it packs into a slot.
 /// A caller that shows faster than its own GPU packs (a loop of nothing but
@@ -42,7 +42,7 @@ pub struct CudaSide {
 /// The caller's packs, counted on a timeline CUDA sets to k behind the
 /// k-th: a Vulkan timeline, so a newest-wins caller can sleep in one host
 /// wait for whichever comes first, Vulkan's release of the next buffer or
-/// its own earlier pack ([`vkcuda_run::feed::line::Wait::Newest`]).
+/// its own earlier pack ([`vkcuda_run::running::feed::line::Wait::Newest`]).
 struct Packs {
     /// CUDA's import of `timeline`; `None` once leaked (see `Drop`).
     import: Option<ExternalSemaphore>,
@@ -66,7 +66,7 @@ impl CudaSide {
         };
         let ctx = vkcuda::cuda::context(device, CudaSched::Auto)?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;
-        let packer = Packer::load(&ctx, &vkcuda_run::kernels::default_cache_dir())?;
+        let packer = Packer::load(&ctx, &vkcuda_run::base::kernels::default_cache_dir())?;
         let timeline = Timeline::new(gpu.device.clone(), "packed", 0, true)?;
         let import = ExternalSemaphore::import(Context::Cudarc(ctx.clone()), timeline.export()?, "packed")
             .context("importing the 'packed' timeline into CUDA")?;

@@ -18,9 +18,9 @@ use pyo3::types::PyDict;
 
 use crate::array::Dtype;
 use crate::runtime;
-use vkcuda_run::feed::device::DeviceStaging;
-use vkcuda_run::feed::line::{Line, Reserved};
-use vkcuda_run::feed::Mailbox;
+use vkcuda_run::running::feed::device::DeviceStaging;
+use vkcuda_run::running::feed::line::{Line, Reserved};
+use vkcuda_run::running::feed::Mailbox;
 
 const LEGACY: &CStr = c"dltensor";
 const VERSIONED: &CStr = c"dltensor_versioned";

@@ -1,5 +1,5 @@
 //! One run of frames of one size and format: a run-layer session fed from a
-//! [`vkcuda_run::feed::Mailbox`], consumed on a thread of its own into the offscreen target
+//! [`vkcuda_run::running::feed::Mailbox`], consumed on a thread of its own into the offscreen target
 //! and, when dumping, the writer pool. A new size or format ends the run and
 //! starts the next one, whose timelines count on from where this one ended.
 
@@ -14,16 +14,17 @@ use ash::vk;
 
 use crate::spec::{fed_director, fed_spec, Ended, IN_FLIGHT};
 use vkcuda::FrameDesc;
-use vkcuda_run::consumer::ExtraSync;
-use vkcuda_run::feed::Feed;
-use vkcuda_run::inject::Inject;
-use vkcuda_run::kinds::ConsumeKind;
+use vkcuda_run::base::inject::Inject;
+use vkcuda_run::base::kinds::ConsumeKind;
+use vkcuda_run::base::size::Size;
+use vkcuda_run::frames::consumer::ExtraSync;
+use vkcuda_run::frames::gpu::Gpu;
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Readback, Shot};
-use vkcuda_run::session::Session;
-use vkcuda_run::setup::{Gpu, RunSpec};
-use vkcuda_run::sink::{PngSink, Reference};
-use vkcuda_run::size::Size;
+use vkcuda_run::running::feed::Feed;
+use vkcuda_run::running::session::Session;
+use vkcuda_run::running::setup::RunSpec;
+use vkcuda_run::running::sink::{PngSink, Reference};
 
 /// Where a run's frames go.
 #[derive(Clone, Debug)]
@@ -158,22 +159,24 @@ fn consume(
     let feed = spec.feed.clone().ok_or_else(|| anyhow!("a fed run without a feed"))?;
     let director = fed_director(size, first);
     let extent = vk::Extent2D { width: size.width, height: size.height };
-    let readback = match &output.dir {
-        Some(dir) => {
-            let sink = PngSink::new(dir, output.workers, Reference::None, Inject::default());
-            let shot = Shot { extent, format: spec.format, drawn: false };
-            Some(Readback::new(device.clone(), director.clone(), shot, IN_FLIGHT, sink)?)
+    let sink =
+        output.dir.as_ref().map(|dir| PngSink::new(dir, output.workers, Reference::None, Inject::default()));
+    let readback = match &sink {
+        Some(sink) => {
+            let shot = Shot { extent, format: spec.format, drawn: false, first: director.first() };
+            Some(Readback::new(device.clone(), shot, IN_FLIGHT, sink.recipient(director.clone())?)?)
         }
         None => None,
     };
-    let desc = vkcuda_run::setup::frame_desc(spec, size);
+    let desc = vkcuda_run::running::setup::frame_desc(spec, size);
     let mut offscreen = Offscreen::new(device, (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
     let mut session = Session::start(gpu, spec, &director, size, base)?;
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
     let outcome =
         offscreen.bind(session.interop.frames()).and_then(|()| follow(&mut session, &mut offscreen, &feed));
     let stopped = session.stop(&mut offscreen, outcome.is_ok());
-    let sink = offscreen.finish();
+    let read = offscreen.finish();
+    let sink = sink.map(|s| s.finish().with_readback(read)).unwrap_or_default();
     let stopped = match outcome {
         // The producer's own error says why it failed (a CUDA fault, say).
         Err(e) if e.is::<ProducerFailed>() => {

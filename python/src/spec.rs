@@ -11,13 +11,14 @@ use vkcuda::sync::SyncScheme;
 use vkcuda::types::CudaSched;
 use vkcuda::vk::instance::Instance;
 use vkcuda::{FrameDesc, Layout};
-use vkcuda_run::director::Director;
-use vkcuda_run::feed::Feed;
-use vkcuda_run::inject::Inject;
-use vkcuda_run::kinds::ProducerKind;
-use vkcuda_run::scene::{Scene, SceneKind};
-use vkcuda_run::setup::{DeviceChoice, Gpu, RunSpec};
-use vkcuda_run::size::Size;
+use vkcuda_run::base::director::Director;
+use vkcuda_run::base::inject::Inject;
+use vkcuda_run::base::kinds::ProducerKind;
+use vkcuda_run::base::scene::{Scene, SceneKind};
+use vkcuda_run::base::size::Size;
+use vkcuda_run::frames::gpu::{DeviceChoice, Gpu};
+use vkcuda_run::running::feed::Feed;
+use vkcuda_run::running::setup::RunSpec;
 
 /// Shared frames of a run: frames can be fed while the consumer reads others.
 const BUFFERS: usize = 3;
@@ -66,7 +67,7 @@ pub fn fed_spec(desc: FrameDesc, feed: Feed) -> RunSpec {
 pub fn open(validate: bool, gpu: Option<String>) -> Result<Arc<Gpu>> {
     let instance = instance(validate, &[])?;
     let queue = vkcuda::vk::device::Queue { kind: vkcuda::types::QueueKind::Graphics, present: None };
-    Ok(Arc::new(vkcuda_run::setup::open_gpu(&device_choice(gpu), instance, queue)?))
+    Ok(Arc::new(vkcuda_run::frames::gpu::open_gpu(&device_choice(gpu), instance, queue)?))
 }
 
 /// What picks a viewer's device: `gpu` (an index or UUID prefix), else the
@@ -89,7 +90,7 @@ pub fn instance(validate: bool, extensions: &[&CStr]) -> Result<Arc<Instance>> {
     if let Some((_, instance)) = made.iter().find(|(k, _)| *k == key) {
         return Ok(instance.clone());
     }
-    let instance = vkcuda_run::setup::vulkan_instance(validate, extensions)?;
+    let instance = vkcuda_run::frames::gpu::vulkan_instance(validate, extensions)?;
     made.push((key, instance.clone()));
     Ok(instance)
 }

@@ -16,10 +16,10 @@ use crate::tensor::DeviceArray;
 use crate::window::Opened;
 use vkcuda::vk::instance::ValidationCounts;
 use vkcuda::FrameDesc;
-use vkcuda_run::feed::device::{DeviceStaging, Packing};
-use vkcuda_run::feed::line::{Line, Made, Wait};
-use vkcuda_run::feed::{Counts, Feed, Mailbox};
-use vkcuda_run::setup::Gpu;
+use vkcuda_run::frames::gpu::Gpu;
+use vkcuda_run::running::feed::device::{DeviceStaging, Packing};
+use vkcuda_run::running::feed::line::{Line, Made, Wait};
+use vkcuda_run::running::feed::{Counts, Feed, Mailbox};
 
 /// What a viewer has done, over all its finished runs.
 #[derive(Default)]

@@ -29,13 +29,13 @@ use winit::window::{Window, WindowId};
 
 use crate::spec::{self, Ended};
 use vkcuda::FrameDesc;
-use vkcuda_run::feed::Feed;
-use vkcuda_run::kinds::PresentPath;
+use vkcuda_run::base::kinds::PresentPath;
+use vkcuda_run::base::size::Size;
+use vkcuda_run::frames::gpu::Gpu;
 use vkcuda_run::present::open::{event_loop, PresentSpec};
-use vkcuda_run::present::screen::Screen;
-use vkcuda_run::session::Session;
-use vkcuda_run::setup::Gpu;
-use vkcuda_run::size::Size;
+use vkcuda_run::running::feed::Feed;
+use vkcuda_run::running::screen::Screen;
+use vkcuda_run::running::session::Session;
 
 /// How often the loop looks at a window whose frames are in flight.
 const POLL: Duration = Duration::from_millis(1);
@@ -93,7 +93,7 @@ pub fn ask<T>(make: impl FnOnce(Sender<Result<T>>) -> Command) -> Result<T> {
 }
 
 fn start_thread() -> Result<EventLoopProxy<Command>> {
-    vkcuda_run::display::check()?;
+    vkcuda_run::frames::display::check()?;
     let (tx, rx) = channel();
     std::thread::Builder::new().name("vkcuda windows".into()).spawn(move || {
         let made = event_loop::<Command>(true);

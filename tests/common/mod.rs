@@ -7,7 +7,7 @@ use std::process::{Command, Output};
 
 // The CPU reference and the frame encoder (OpenEXR decoding for float dumps)
 // of the run layer, the library the binary is built on.
-pub use vkcuda_run::{encode, scene};
+pub use vkcuda_run::base::{encode, scene};
 
 use scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene};
 use vkcuda::Format;

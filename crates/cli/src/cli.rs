@@ -10,13 +10,14 @@ use crate::peers::Handover;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{CudaSched, QueueKind};
 use vkcuda::{Format, Layout};
-use vkcuda_run::inject::{At, Inject};
-use vkcuda_run::kinds::{ConsumeKind, Latency, PresentMode, PresentPath, ProducerKind};
-use vkcuda_run::scene::SceneKind;
-use vkcuda_run::setup::{DeviceChoice, RunSpec};
-use vkcuda_run::sink::Reference;
-use vkcuda_run::size::Size;
-use vkcuda_run::userkernel::{self, KernelSpec};
+use vkcuda_run::base::inject::{At, Inject};
+use vkcuda_run::base::kinds::{ConsumeKind, Latency, PresentMode, PresentPath, ProducerKind};
+use vkcuda_run::base::scene::SceneKind;
+use vkcuda_run::base::size::Size;
+use vkcuda_run::base::userkernel::{self, KernelSpec};
+use vkcuda_run::frames::gpu::DeviceChoice;
+use vkcuda_run::running::setup::RunSpec;
+use vkcuda_run::running::sink::Reference;
 use vkcuda_run::UsageError;
 
 /// The command-line values of a type from the core or the run layer: clap's

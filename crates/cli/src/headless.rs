@@ -14,23 +14,24 @@ use crate::words::Flags;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, Layout};
-use vkcuda_run::director::Director;
+use vkcuda_run::base::director::Director;
+use vkcuda_run::base::inject::Inject;
+use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
+use vkcuda_run::base::outfile;
+use vkcuda_run::base::pairing;
+use vkcuda_run::base::scene::Scene;
+use vkcuda_run::base::size::Size;
+use vkcuda_run::base::usage::{Field, Message};
 use vkcuda_run::drive::{
     png_workers, prepare_out_dir, spare_cores, sum_of, summarize, watch_signals, Summary, MAX_PNG_WORKERS,
 };
-use vkcuda_run::dumpdir;
-use vkcuda_run::inject::Inject;
-use vkcuda_run::kinds::{ConsumeKind, ProducerKind};
-use vkcuda_run::measure::Span;
-use vkcuda_run::outfile;
-use vkcuda_run::pairing;
+use vkcuda_run::frames::gpu::{self, Gpu, MemoryNeed};
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Readback, Shot};
-use vkcuda_run::scene::Scene;
-use vkcuda_run::setup::{self, Gpu, MemoryNeed};
-use vkcuda_run::sink::{PngSink, SinkReport};
-use vkcuda_run::size::Size;
-use vkcuda_run::usage::{Field, Message};
+use vkcuda_run::running::dumpdir;
+use vkcuda_run::running::measure::Span;
+use vkcuda_run::running::setup;
+use vkcuda_run::running::sink::{PngSink, SinkReport};
 
 /// The frame and target sizes as the user gave them, for messages.
 fn size_words(args: &Args, size: Size) -> Message {
@@ -70,7 +71,7 @@ pub fn run(args: &Args) -> Result<Summary> {
         outfile::check_output(p, None)?;
     }
     let caught = watch_signals()?;
-    let instance = setup::vulkan_instance(args.validate, &[])?;
+    let instance = gpu::vulkan_instance(args.validate, &[])?;
     // A killed run of these frames may have left temporary files: they go (other shards' stay).
     let removed = match args.dump_every > 0 {
         true => dumpdir::remove_leftovers(&args.out, args.frame_range())?,
@@ -212,7 +213,7 @@ fn combine(results: Vec<(usize, (u64, u64), Result<Summary>)>) -> Result<Summary
 
 /// A headless run on the device `args` names.
 fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run: Run<'_>) -> Result<Summary> {
-    let gpu = setup::open_gpu(
+    let gpu = gpu::open_gpu(
         &args.device_choice(),
         instance.clone(),
         Queue { kind: args.queue_kind(), present: None },
@@ -220,27 +221,29 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     let device = gpu.device.clone();
     let size = args.size_or(Size { width: 1920, height: 1080 });
     // Bad input first, so nothing is written when it is refused.
-    setup::check_size(&gpu, size, Field::Size)?;
-    setup::check_size(&gpu, args.target_or(size), Field::TargetSize)?;
+    gpu::check_size(&gpu, size, Field::Size)?;
+    gpu::check_size(&gpu, args.target_or(size), Field::TargetSize)?;
     let dumping = args.dump_every > 0;
     let workers = run.workers;
     // One buffer per consumer frame slot (a peer pattern may keep up to 4 in flight).
     let slots = args.in_flight().max(peers::MAX_IN_FLIGHT);
-    setup::check_memory(&gpu, memory_need(args, &gpu, size, slots + 2 * workers), &size_words(args, size))?;
+    gpu::check_memory(&gpu, memory_need(args, &gpu, size, slots + 2 * workers), &size_words(args, size))?;
     let created = if dumping && !run.out_ready { prepare_out_dir(&args.out)? } else { false };
 
     let scene = Scene { kind: args.scene, width: size.width, height: size.height, cost: args.cost };
     let director = Arc::new(Director::starting_at(scene, args.first_frame()));
     let target = args.target_or(size);
     let extent = ash::vk::Extent2D { width: target.width, height: target.height };
-    let readback = match dumping {
-        true => {
-            let sink = PngSink::new(&args.out, workers, args.reference(), Inject(args.inject.clone()));
-            let shot = Shot { extent, format: args.format, drawn: args.consume == ConsumeKind::Draw };
-            let made = Readback::new(device.clone(), director.clone(), shot, slots, sink);
-            Some(made.map_err(|e| setup::out_of_memory(e, &size_words(args, size)))?)
+    let sink =
+        dumping.then(|| PngSink::new(&args.out, workers, args.reference(), Inject(args.inject.clone())));
+    let readback = match &sink {
+        Some(sink) => {
+            let drawn = args.consume == ConsumeKind::Draw;
+            let shot = Shot { extent, format: args.format, drawn, first: director.first() };
+            let made = Readback::new(device.clone(), shot, slots, sink.recipient(director.clone())?);
+            Some(made.map_err(|e| gpu::out_of_memory(e, &size_words(args, size)))?)
         }
-        false => None,
+        None => None,
     };
     let frame = setup::frame_desc(&args.spec(), size);
     let mut offscreen = Offscreen::new(
@@ -264,7 +267,8 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         (caught, progress),
     );
     progress.finish_and_clear();
-    let sink = offscreen.finish();
+    let read = offscreen.finish();
+    let sink = sink.map(|s| s.finish().with_readback(read)).unwrap_or_default();
     if created && sink.written == 0 && result.is_err() {
         let _ = std::fs::remove_dir(&args.out);
     }

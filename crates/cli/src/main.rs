@@ -16,11 +16,11 @@ mod words;
 use crate::bench::Interrupted;
 use crate::cli::BenchArgs;
 use crate::cli::{Args, CheckDumpArgs, CheckKernelArgs, Command};
+use vkcuda_run::base::footprint::change;
+use vkcuda_run::base::nvrtc::CompileError;
+use vkcuda_run::base::stats::micros;
+use vkcuda_run::base::userkernel;
 use vkcuda_run::drive::Summary;
-use vkcuda_run::footprint::change;
-use vkcuda_run::nvrtc::CompileError;
-use vkcuda_run::stats::micros;
-use vkcuda_run::userkernel;
 use vkcuda_run::UsageError;
 
 /// Exit codes (documented in the README).
@@ -32,7 +32,7 @@ mod exit {
 }
 
 fn main() -> ExitCode {
-    vkcuda_run::logger::init();
+    vkcuda_run::base::logger::init();
     let args = match Args::try_parse() {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {
@@ -72,8 +72,8 @@ fn main() -> ExitCode {
 
 /// `--list-gpus`: both orders, paired by UUID.
 fn list_gpus(args: &Args) -> ExitCode {
-    let listed = vkcuda_run::setup::vulkan_instance(false, &[])
-        .and_then(|instance| vkcuda_run::pairing::Pairing::new(&instance, args.producer));
+    let listed = vkcuda_run::frames::gpu::vulkan_instance(false, &[])
+        .and_then(|instance| vkcuda_run::base::pairing::Pairing::new(&instance, args.producer));
     match listed {
         Ok(pairing) => {
             print!("{}", pairing.table());
@@ -154,7 +154,7 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         let json = headless::summary_json(args, s);
         let written = serde_json::to_string_pretty(&json)
             .map_err(anyhow::Error::from)
-            .and_then(|text| vkcuda_run::outfile::write_atomically(path, text.as_bytes()));
+            .and_then(|text| vkcuda_run::base::outfile::write_atomically(path, text.as_bytes()));
         if let Err(e) = written {
             return failure(&e);
         }

@@ -34,23 +34,24 @@ use winit::window::{Fullscreen, Window, WindowAttributes, WindowId};
 
 use crate::cli::{Args, SizeArg};
 use vkcuda::vk::WAIT_TIMEOUT;
-use vkcuda_run::clock::CpuMeter;
-use vkcuda_run::consumer::Completed;
-use vkcuda_run::director::{Director, Pointer};
-use vkcuda_run::display;
+use vkcuda_run::base::clock::CpuMeter;
+use vkcuda_run::base::director::{Director, Pointer};
+use vkcuda_run::base::reload::{KernelReload, Swapped};
+use vkcuda_run::base::scene::{frame_pixel, Scene};
+use vkcuda_run::base::size::Size;
+use vkcuda_run::base::stats::{median, micros, Samples};
 use vkcuda_run::drive::{cancelled, png_sink, prepare_out_dir, summarize, watch_signals, Summary};
-use vkcuda_run::measure::Consumed;
+use vkcuda_run::frames::consumer::Completed;
+use vkcuda_run::frames::display;
+use vkcuda_run::frames::gpu::{self, Gpu};
 use vkcuda_run::present::open::{event_loop, PresentSpec};
 use vkcuda_run::present::readback::{Readback, Shot};
-use vkcuda_run::present::screen::Screen;
-use vkcuda_run::producer::Report;
-use vkcuda_run::reload::{KernelReload, Swapped};
-use vkcuda_run::scene::{frame_pixel, Scene};
-use vkcuda_run::session::{warmup_frames, Session, Stopped, STALL};
-use vkcuda_run::setup::{self, Gpu};
-use vkcuda_run::sink::SinkReport;
-use vkcuda_run::size::Size;
-use vkcuda_run::stats::{median, micros, Samples};
+use vkcuda_run::running::measure::Consumed;
+use vkcuda_run::running::producer::Report;
+use vkcuda_run::running::screen::Screen;
+use vkcuda_run::running::session::{warmup_frames, Session, Stopped, STALL};
+use vkcuda_run::running::setup;
+use vkcuda_run::running::sink::{PngSink, SinkReport};
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
 pub fn run(args: &Args) -> Result<Summary> {
@@ -206,6 +207,8 @@ struct Viewer {
     meter: CpuMeter,
     report: Report,
     sink: SinkReport,
+    /// The PNG writers of the snapshots ("S") that the presenter's readback hands frames to.
+    snapshots: Option<PngSink>,
     /// When the frames of the last second went on screen (the title's frame rate).
     shown_at: VecDeque<Instant>,
     last_title: Instant,
@@ -275,6 +278,7 @@ impl Viewer {
             meter: CpuMeter::default(),
             report: Report::default(),
             sink: SinkReport::default(),
+            snapshots: None,
             shown_at: VecDeque::new(),
             last_title: Instant::now(),
             reload,
@@ -422,7 +426,10 @@ impl Viewer {
 
     fn finish_snapshots(&mut self) {
         if let Some(mut r) = self.screen.presenter.snapshot.take() {
-            self.sink.merge(r.finish());
+            let read = r.finish();
+            if let Some(sink) = self.snapshots.take() {
+                self.sink.merge(sink.finish().with_readback(read));
+            }
         }
     }
 
@@ -463,11 +470,13 @@ impl Viewer {
             }
             let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
             let extent = vk::Extent2D { width: run.size.width, height: run.size.height };
-            let shot = Shot { extent, format: self.args.format, drawn: false };
+            let shot = Shot { extent, format: self.args.format, drawn: false, first: self.director.first() };
             let sink = png_sink(&self.args.out, self.args.reference());
             let slots = run.frames.slots();
+            let recipient = sink.recipient(self.director.clone())?;
             self.screen.presenter.snapshot =
-                Some(Readback::new(self.gpu.device.clone(), self.director.clone(), shot, slots, sink)?);
+                Some(Readback::new(self.gpu.device.clone(), shot, slots, recipient)?);
+            self.snapshots = Some(sink);
         }
         self.screen.presenter.request_snapshot();
         Ok(())
@@ -587,7 +596,7 @@ fn open_screen(
     args: &Args,
 ) -> Result<(Gpu, Screen)> {
     let device = args.device_choice();
-    let instance = |extensions: &[&CStr]| setup::vulkan_instance(args.validate, extensions);
+    let instance = |extensions: &[&CStr]| gpu::vulkan_instance(args.validate, extensions);
     let spec = PresentSpec {
         device: &device,
         instance: &instance,

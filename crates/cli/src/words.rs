@@ -1,7 +1,7 @@
 //! The CLI's words for the run layer's fields: its flags
-//! ([`vkcuda_run::usage::Vocabulary`]).
+//! ([`vkcuda_run::base::usage::Vocabulary`]).
 
-use vkcuda_run::usage::{Field, Vocabulary};
+use vkcuda_run::base::usage::{Field, Vocabulary};
 
 /// Fields as the command line spells them: `--size 640x480`.
 pub struct Flags;
@@ -31,5 +31,5 @@ impl Vocabulary for Flags {
 
 /// `e` and its causes in the CLI's words, for people (see [`vkcuda_run::for_people`]).
 pub fn said(e: &anyhow::Error) -> String {
-    vkcuda_run::for_people(&vkcuda_run::usage::worded(e, &Flags))
+    vkcuda_run::for_people(&vkcuda_run::base::usage::worded(e, &Flags))
 }

@@ -6,60 +6,31 @@
 //! do not import each other: the compiler holds them apart, since each is a
 //! package of its own.
 //!
-//! Floors, bottom to top (an import only points down or sideways;
-//! `tests/architecture.rs` holds these paragraphs to its own list):
-//! 1. content and measurement: [`scene`] and its [`kernels`], [`nvrtc`],
-//!    [`userkernel`] (your own kernel) and its [`reload`], [`director`],
-//!    [`clock`], [`stats`], [`footprint`], `diagram` (tests), [`outfile`], [`encode`],
-//!    [`inject`] (test-only fault injection), [`kinds`] (the kinds of run),
-//!    [`pairing`] (which CUDA device is which Vulkan device), [`logger`],
-//!    [`size`] (a frame's or window's size as the front ends take it),
-//!    [`usage`] (messages that name a run's fields, worded by each front end);
-//! 2. the running interop: [`producer`] (CUDA, CPU and staging threads), [`feed`]
-//!    (frames a caller hands in, and the producers that take them),
-//!    [`consumer`] (the consumer's frame loop), [`present`] (what a consumer
-//!    does with a frame), [`sink`] (PNG output) and [`dumpdir`] (a dump
-//!    folder's frames), [`setup`] and [`session`], [`measure`]
-//!    (a consumer loop's span and clock),
-//!    [`display`] (is there a window system to open a window on);
-//! 3. driving a run to its end: [`drive`] (a session's consume loop, the
-//!    summary, signals, the output folder, which side of a failure is its cause).
+//! Floors, bottom to top, one folder each (an import only points down or
+//! sideways; `tests/architecture.rs` holds these paragraphs to its own list):
+//! 1. [`base`]: what a run is made of and measured by (scenes, kernels,
+//!    clocks, statistics, sizes, messages), with no device open;
+//! 2. [`frames`]: an open device and one frame on its Vulkan side (the
+//!    consumer's frame loop, opening a device, the window system);
+//! 3. [`present`]: what a consumer does with a frame (draw, present, copy,
+//!    read back), on frames and the core alone: a new consumer (a browser
+//!    view) reuses it without the floors above;
+//! 4. [`running`]: a run (its description, producers, the feed, the session
+//!    that follows the producer and stops, a window's frame loop, the PNG
+//!    writer pool);
+//! 5. [`drive`]: driving a run to its end (the consume loop, the summary,
+//!    signals, the output folder, which side of a failure is its cause).
 //!
 //! The front ends above it: `crates/cli` (the `vkcuda` binary) and
 //! `python/` (the `vkcuda` Python module).
 
-pub mod clock;
-pub mod consumer;
-#[cfg(test)]
-pub mod diagram;
-pub mod director;
-pub mod display;
+pub mod base;
 pub mod drive;
-pub mod dumpdir;
-pub mod encode;
-pub mod feed;
-pub mod footprint;
-pub mod inject;
-pub mod kernels;
-pub mod kinds;
-pub mod logger;
-pub mod measure;
-pub mod nvrtc;
-pub mod outfile;
-pub mod pairing;
+pub mod frames;
 pub mod present;
-pub mod producer;
-pub mod reload;
-pub mod scene;
-pub mod session;
-pub mod setup;
-pub mod sink;
-pub mod size;
-pub mod stats;
-pub mod usage;
-pub mod userkernel;
+pub mod running;
 
-pub use usage::UsageError;
+pub use base::usage::UsageError;
 
 /// An error message as a person should read it: without the source
 /// locations some dependencies put in their errors (winit's X11 error reads

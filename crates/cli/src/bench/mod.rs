@@ -25,19 +25,20 @@ use vkcuda::types::QueueKind;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::Instance;
 use vkcuda::{Format, Layout};
-use vkcuda_run::director::Director;
+use vkcuda_run::base::director::Director;
+use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
+use vkcuda_run::base::outfile::{check_output, write_atomically};
+use vkcuda_run::base::pairing;
+use vkcuda_run::base::scene::{Scene, SceneKind};
+use vkcuda_run::base::size::Size;
+use vkcuda_run::base::stats::median_f64;
+use vkcuda_run::base::usage::Field;
 use vkcuda_run::drive::{sum_of, summarize, watch_signals, Summary};
-use vkcuda_run::kinds::{ConsumeKind, ProducerKind};
-use vkcuda_run::measure::Span;
-use vkcuda_run::outfile::{check_output, write_atomically};
-use vkcuda_run::pairing;
+use vkcuda_run::frames::gpu::{self, DeviceChoice, Gpu};
 use vkcuda_run::present::offscreen::Offscreen;
-use vkcuda_run::scene::{Scene, SceneKind};
-use vkcuda_run::setup::{self, DeviceChoice, Gpu};
-use vkcuda_run::sink::SinkReport;
-use vkcuda_run::size::Size;
-use vkcuda_run::stats::median_f64;
-use vkcuda_run::usage::Field;
+use vkcuda_run::running::measure::Span;
+use vkcuda_run::running::setup;
+use vkcuda_run::running::sink::SinkReport;
 
 /// Runs `vkcuda bench`.
 pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
@@ -47,7 +48,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
         }
     }
     let caught = watch_signals()?;
-    let instance = setup::vulkan_instance(args.validate, &[])?;
+    let instance = gpu::vulkan_instance(args.validate, &[])?;
     let mut rows = Vec::new();
     let mut about = None;
     let frames: Vec<(Format, Layout)> =
@@ -65,7 +66,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
         let gpus = open_gpus(args, &instance, *queue)?;
         for gpu in &gpus {
             for size in &bench.sizes {
-                setup::check_size(gpu, *size, Field::Size)?;
+                gpu::check_size(gpu, *size, Field::Size)?;
             }
             eprintln!("vkcuda: {}, {queue:?} queue; {}", gpu.device.info(), gpu.why.worded(&Flags));
         }
@@ -152,12 +153,12 @@ impl std::error::Error for Interrupted {}
 fn open_gpus(args: &Args, instance: &Arc<Instance>, queue: QueueKind) -> Result<Vec<Gpu>> {
     let queue = || Queue { kind: queue, present: None };
     if !args.all_gpus() {
-        return Ok(vec![setup::open_gpu(&args.device_choice(), instance.clone(), queue())?]);
+        return Ok(vec![gpu::open_gpu(&args.device_choice(), instance.clone(), queue())?]);
     }
     let mut gpus = Vec::new();
     for index in pairing::every_gpu(instance, args.producer)? {
         let choice = DeviceChoice { gpu: Some(index.to_string()), announce: false, ..args.device_choice() };
-        gpus.push(setup::open_gpu(&choice, instance.clone(), queue())?);
+        gpus.push(gpu::open_gpu(&choice, instance.clone(), queue())?);
     }
     Ok(gpus)
 }

@@ -19,9 +19,9 @@ use anyhow::Result;
 use cudarc::driver::sys;
 
 use super::{Consumptions, Rig, Stop};
-use vkcuda_run::consumer::Completed;
-use vkcuda_run::consumer::Consume;
-use vkcuda_run::stats::Samples;
+use vkcuda_run::base::stats::Samples;
+use vkcuda_run::frames::consumer::Completed;
+use vkcuda_run::frames::consumer::Consume;
 
 pub(super) fn run(
     rig: &mut Rig,

@@ -14,8 +14,8 @@
 use anyhow::Result;
 
 use super::{Consumptions, Rig, Stop};
-use vkcuda_run::consumer::{Completed, Consume};
-use vkcuda_run::stats::Samples;
+use vkcuda_run::base::stats::Samples;
+use vkcuda_run::frames::consumer::{Completed, Consume};
 
 pub(super) fn run(
     rig: &mut Rig,

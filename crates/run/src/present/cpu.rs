@@ -15,7 +15,7 @@ use winit::window::Window;
 
 use super::draw::{DrawPass, DrawTarget};
 use super::readback::{copy_to_host, Readable};
-use crate::consumer::Source;
+use crate::frames::consumer::Source;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::memory::Buffer;
 use vkcuda::FrameDesc;

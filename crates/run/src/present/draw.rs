@@ -10,8 +10,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
 use super::image::Image;
-use crate::consumer::{Frames, Source};
-use crate::scene::letterbox;
+use crate::base::scene::letterbox;
+use crate::frames::consumer::{Frames, Source};
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{image_barrier, record_image_barrier, COLOR};
 use vkcuda::Format;

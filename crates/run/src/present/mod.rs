@@ -1,8 +1,9 @@
-//! Consumers: what Vulkan does with a ready shared image. Headless copies it
-//! into an offscreen target (what a presenter would do) and reads some frames
-//! back; the window draws it ([`draw`]) into a swapchain image ([`swapchain`])
-//! and presents it ([`window`]); a window's frame loop runs through its
-//! [`screen`].
+//! Floor 3, what a consumer does with a ready frame, on an open device and
+//! its frames alone: headless copies it into an offscreen target
+//! ([`offscreen`], what a presenter would do) and reads some frames back
+//! ([`readback`], to whatever takes them); a window draws it ([`draw`]) into
+//! a swapchain image ([`swapchain`]) or through the CPU ([`cpu`]) and
+//! presents it ([`window`], opened by [`open`]).
 
 pub mod cpu;
 pub mod draw;
@@ -10,7 +11,6 @@ pub mod image;
 pub mod offscreen;
 pub mod open;
 pub mod readback;
-pub mod screen;
 pub mod shader_copy;
 pub mod swapchain;
 pub mod window;

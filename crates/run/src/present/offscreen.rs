@@ -14,11 +14,10 @@ use ash::vk;
 
 use super::draw::{DrawPass, DrawTarget, DISPLAY_FORMAT};
 use super::image::Image;
-use super::readback::{Readable, Readback};
+use super::readback::{ReadStats, Readable, Readback};
 use super::shader_copy::{ShaderCopy, SHADER_R, SHADER_W};
-use crate::consumer::{Consume, Frames, Source};
-use crate::kinds::ConsumeKind;
-use crate::sink::SinkReport;
+use crate::base::kinds::ConsumeKind;
+use crate::frames::consumer::{Consume, Frames, Source};
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{buffer_barrier, copy_layers, image_barrier, record_image_barrier};
 use vkcuda::vk::memory::Buffer;
@@ -97,8 +96,9 @@ impl Offscreen {
         }
     }
 
-    /// Stops the PNG pool (after the last frame was consumed) and returns its report.
-    pub fn finish(&mut self) -> SinkReport {
+    /// Lets the readback's receiver go (after the last frame was consumed)
+    /// and returns what the readback measured.
+    pub fn finish(&mut self) -> ReadStats {
         self.readback.as_mut().map(Readback::finish).unwrap_or_default()
     }
 

@@ -14,10 +14,10 @@ use winit::window::Window;
 
 use super::window::Presenter;
 use super::x11;
-use crate::display::no_window;
-use crate::kinds::{PresentMode, PresentPath};
-use crate::setup::{self, DeviceChoice, Gpu};
-use crate::usage::Message;
+use crate::base::kinds::{PresentMode, PresentPath};
+use crate::base::usage::Message;
+use crate::frames::display::no_window;
+use crate::frames::gpu::{self, DeviceChoice, Gpu};
 use crate::UsageError;
 use vkcuda::types::QueueKind;
 use vkcuda::vk::device::{list_gpus, Queue};
@@ -43,7 +43,7 @@ pub struct PresentSpec<'a> {
 
 /// winit's event loop, on the main thread or (`any_thread`) on this one. winit
 /// panics when a window system library it loads at run time is missing;
-/// [`crate::display::check`] names those first, and a panic that still
+/// [`crate::frames::display::check`] names those first, and a panic that still
 /// happens becomes an error here, not a crash.
 pub fn event_loop<T: 'static>(any_thread: bool) -> Result<EventLoop<T>> {
     let hook = std::panic::take_hook();
@@ -110,7 +110,7 @@ fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Pre
             .context("creating the window's Vulkan surface")?;
     let surface_fn = ash::khr::surface::Instance::new(instance.entry(), instance.raw());
     let queue = Queue { kind: QueueKind::Graphics, present: Some((surface_fn.clone(), surface)) };
-    let mut gpu = match setup::open_gpu(spec.device, instance.clone(), queue) {
+    let mut gpu = match gpu::open_gpu(spec.device, instance.clone(), queue) {
         Ok(g) => g,
         Err(e) => {
             // SAFETY: nothing uses the surface yet.
@@ -136,7 +136,7 @@ fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Pre
 fn open_cpu(window: &Arc<Window>, spec: &PresentSpec<'_>, why: Message) -> Result<(Gpu, Presenter, Message)> {
     let instance = (spec.instance)(&[])?;
     let queue = Queue { kind: QueueKind::Graphics, present: None };
-    let mut gpu = setup::open_gpu(spec.device, instance, queue)?;
+    let mut gpu = gpu::open_gpu(spec.device, instance, queue)?;
     let presenter = Presenter::new_cpu(gpu.device.clone(), window.clone(), spec.slots)?;
     let chosen = std::mem::take(&mut gpu.why);
     let line = Message::new().text(format!("{}; ", gpu.device.info())).then(chosen);

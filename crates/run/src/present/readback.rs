@@ -1,8 +1,8 @@
 //! Copies chosen frames into host-visible buffers and, once a frame is
-//! consumed, lends its buffer to the PNG pool together with what the frame
-//! showed. Used by the headless dump and the viewer's "S".
+//! consumed, lends its buffer to a [`Recipient`] (the PNG pool of the headless
+//! dump and the viewer's "S"; any consumer's own taker).
 //!
-//! No host copy: a PNG worker reads the mapped buffer itself and gives it
+//! No host copy: the recipient reads the mapped buffer itself and gives it
 //! back when done. The buffers are a pool shared with the workers, grown on
 //! demand up to a bound; when every buffer is out, recording the next
 //! readback waits for a worker to return one (the back-pressure that keeps
@@ -15,8 +15,7 @@ use anyhow::{anyhow, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
-use crate::director::Director;
-use crate::sink::{FrameJob, PngSink, SinkReport, Stages};
+use crate::base::stats::push_bounded;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{buffer_barrier, copy_layers};
 use vkcuda::vk::memory::Buffer;
@@ -96,87 +95,116 @@ pub struct Shot {
     pub format: Format,
     /// Whether the image read back is a draw target.
     pub drawn: bool,
+    /// The run's number of the session's frame 0 (a shard's first frame; 0 otherwise).
+    pub first: u64,
 }
 
-/// The readback pool, the frames its buffers hold, and the PNG writer.
+impl Shot {
+    /// The pixels' format: the frames', or RGBA8 when drawn.
+    pub fn pixel_format(&self) -> Format {
+        match self.drawn {
+            true => Format::Rgba8,
+            false => self.format,
+        }
+    }
+}
+
+/// A frame read back, lent to a [`Recipient`]: its pixels stay in the readback
+/// buffer, which goes back to the pool when this is dropped.
+pub struct ReadFrame {
+    /// The frame, numbered within its session.
+    pub frame: u64,
+    /// What was read: size, format, drawn or as rendered.
+    pub shot: Shot,
+    /// The pixels, packed rows in [`Shot::pixel_format`].
+    pub pixels: Box<dyn AsRef<[u8]> + Send>,
+}
+
+/// Where frames read back go (the PNG writer pool; a consumer's own taker).
+pub trait Recipient: Send {
+    /// How many frames it may hold at once: the readback pool grows up to
+    /// this many buffers beyond one per frame slot.
+    fn holds(&self) -> usize;
+
+    /// Takes a consumed frame. Called on the consumer's thread: it must not block.
+    fn take(&mut self, frame: ReadFrame) -> Result<()>;
+
+    /// Its error, once it failed: a wait for a buffer it holds gives up with it.
+    fn failed(&self) -> Option<String>;
+}
+
+/// What a readback measured: per frame read back, the consumer thread's time
+/// to hand it over and its time waiting for a buffer to come back.
+#[derive(Clone, Debug, Default)]
+pub struct ReadStats {
+    /// Handing each frame over (lending a buffer, recording, the recipient's take).
+    pub handoff: Vec<Duration>,
+    /// Waiting for the recipient to give a buffer back.
+    pub buffer_wait: Vec<Duration>,
+    /// The readback memory's properties.
+    pub memory: vk::MemoryPropertyFlags,
+    /// Readback buffers made.
+    pub buffers: usize,
+}
+
+/// The readback pool, the frames its buffers hold, and where they go.
 pub struct Readback {
     device: Arc<Device>,
-    director: Arc<Director>,
-    extent: vk::Extent2D,
-    /// The frames' format (a drawn frame is read back as [`super::draw::DISPLAY_FORMAT`] RGBA8).
-    format: Format,
-    /// Whether the frames read back were drawn by the draw pass (see [`FrameJob::target`]).
-    drawn: bool,
+    shot: Shot,
     pool: Arc<Pool>,
     /// Buffers made so far, and the most there may be.
     made: usize,
     bound: usize,
     /// Per frame slot: the frame its buffer will hold once consumed.
     pending: Vec<Option<Pending>>,
-    sink: Option<PngSink>,
-    /// Per frame, the consumer thread's time to hand a frame over, and its
-    /// time waiting for a worker to give a buffer back (the other stages are
-    /// the workers').
-    stages: Stages,
-    properties: vk::MemoryPropertyFlags,
+    recipient: Option<Box<dyn Recipient>>,
+    stats: ReadStats,
 }
 
 impl Readback {
     /// Readback of `shot`'s frames for a consumer with `slots` frame slots:
-    /// one buffer per slot up front, up to two per PNG worker more as the
-    /// workers fall behind (each worker holds one, one more waits queued).
-    pub fn new(
-        device: Arc<Device>,
-        director: Arc<Director>,
-        shot: Shot,
-        slots: usize,
-        sink: PngSink,
-    ) -> Result<Self> {
-        let Shot { extent, format, drawn } = shot;
-        let bound = slots + 2 * sink.workers();
+    /// one buffer per slot up front, up to [`Recipient::holds`] more as the
+    /// recipient falls behind.
+    pub fn new(device: Arc<Device>, shot: Shot, slots: usize, recipient: Box<dyn Recipient>) -> Result<Self> {
+        let bound = slots + recipient.holds();
         let mut this = Self {
             device,
-            director,
-            extent,
-            format,
+            shot,
             pool: Arc::default(),
             made: 0,
             bound,
             pending: (0..slots).map(|_| None).collect(),
-            sink: Some(sink),
-            drawn,
-            stages: Stages::default(),
-            properties: vk::MemoryPropertyFlags::empty(),
+            recipient: Some(recipient),
+            stats: ReadStats::default(),
         };
         for _ in 0..slots {
             let b = this.make()?;
             this.pool.free().push(b);
         }
-        if !this.properties.contains(vk::MemoryPropertyFlags::HOST_CACHED) {
+        if !this.stats.memory.contains(vk::MemoryPropertyFlags::HOST_CACHED) {
             // Reads from uncached memory are several times slower: say so.
             log::warn!(
                 "readback memory is not host-cached ({:?}): dumping frames is slower",
-                this.properties
+                this.stats.memory
             );
         }
         Ok(this)
     }
 
-    /// One more pool buffer (mapped: the workers read it in place).
+    /// One more pool buffer (mapped: the recipient reads it in place).
     fn make(&mut self) -> Result<Buffer> {
         let usage = vk::BufferUsageFlags::TRANSFER_DST;
         let name = format!("readback {}", self.made);
-        let pixels = if self.drawn { Format::Rgba8 } else { self.format };
-        let bytes = FrameDesc::new(self.extent).format(pixels).bytes();
+        let bytes = FrameDesc::new(self.shot.extent).format(self.shot.pixel_format()).bytes();
         let buffer = Buffer::new(self.device.clone(), &name, bytes, usage, MemoryLocation::GpuToCpu)?;
         buffer.mapped()?;
-        self.properties = buffer.memory_properties();
+        self.stats.memory = buffer.memory_properties();
         self.made += 1;
         Ok(buffer)
     }
 
     /// A free buffer: one given back, a new one while under the bound, or
-    /// else the next one a worker gives back; and how long it waited for that.
+    /// else the next one the recipient gives back; and how long it waited for that.
     fn lend(&mut self) -> Result<(Lent, Duration)> {
         let mut waited = Duration::ZERO;
         let mut free = self.pool.free();
@@ -188,11 +216,11 @@ impl Readback {
                 drop(free);
                 break self.make()?;
             }
-            if let Some(e) = self.sink.as_ref().and_then(PngSink::error) {
+            if let Some(e) = self.recipient.as_ref().and_then(|r| r.failed()) {
                 return Err(anyhow!(e));
             }
-            // Every buffer outside `pending` is with a worker or queued for
-            // one, and each worker gives its buffer back when done with it.
+            // Every buffer outside `pending` is with the recipient, which
+            // gives each back when done with it.
             let started = Instant::now();
             free = self.pool.returned.wait(free).unwrap_or_else(|p| p.into_inner());
             waited += started.elapsed();
@@ -200,14 +228,9 @@ impl Readback {
         Ok((Lent { buffer: Some(buffer), pool: self.pool.clone() }, waited))
     }
 
-    /// The readback memory's properties (reported in the summary).
-    pub fn memory_properties(&self) -> vk::MemoryPropertyFlags {
-        self.properties
-    }
-
-    /// The global number of local frame 0 (`--shard`).
+    /// The run's number of the session's frame 0 (`--shard`).
     pub fn first_frame(&self) -> u64 {
-        self.director.first()
+        self.shot.first
     }
 
     /// Records a copy of `from` into a free buffer for slot `slot`'s frame
@@ -219,43 +242,32 @@ impl Readback {
         let started = Instant::now();
         let (lent, waited) = self.lend()?;
         if let Some(buffer) = lent.buffer() {
-            copy_to_host(self.device.raw(), cmd, from, buffer, self.extent);
+            copy_to_host(self.device.raw(), cmd, from, buffer, self.shot.extent);
         }
         let working = started.elapsed().saturating_sub(waited);
         self.pending[slot] = Some(Pending { frame, lent, working, waited });
         Ok(())
     }
 
-    /// Frame `frame` in slot `slot` is consumed: lend its buffer to a PNG
-    /// worker if it was read back.
+    /// Frame `frame` in slot `slot` is consumed: lend its buffer to the
+    /// recipient if it was read back.
     pub fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
         let Some(Pending { lent, working, waited, .. }) = self.pending[slot].take_if(|p| p.frame == frame)
         else {
             return Ok(());
         };
-        let spec =
-            self.director.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;
-        let sink = self.sink.as_ref().ok_or_else(|| anyhow!("the PNG writer has finished"))?;
+        let recipient = self.recipient.as_mut().ok_or_else(|| anyhow!("the readback has finished"))?;
         let started = Instant::now();
-        let target = self.drawn.then_some((self.extent.width, self.extent.height));
-        let format = self.format;
-        // Files are named by the global frame number (a shard's frames merge with the others').
-        let frame = self.director.first() + frame;
-        let job =
-            FrameJob { frame, tick: spec.tick, scene: spec.scene, format, pixels: Box::new(lent), target };
-        sink.send(job)?;
-        Stages::push(&mut self.stages.handoff, working + started.elapsed());
-        Stages::push(&mut self.stages.buffer_wait, waited);
+        recipient.take(ReadFrame { frame, shot: self.shot, pixels: Box::new(lent) })?;
+        push_bounded(&mut self.stats.handoff, working + started.elapsed());
+        push_bounded(&mut self.stats.buffer_wait, waited);
         Ok(())
     }
 
-    /// Writes what is queued and reports (call once every frame is consumed).
-    pub fn finish(&mut self) -> SinkReport {
-        let mut report = self.sink.take().map(PngSink::finish).unwrap_or_default();
-        report.stages.extend(std::mem::take(&mut self.stages));
-        report.readback_memory = format!("{:?}", self.memory_properties());
-        report.readback_buffers = self.made;
-        report
+    /// Lets the recipient go (call once every frame is consumed) and reports.
+    pub fn finish(&mut self) -> ReadStats {
+        self.recipient = None;
+        ReadStats { buffers: self.made, ..std::mem::take(&mut self.stats) }
     }
 }
 

@@ -9,7 +9,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
-use crate::setup::storage_buffer_range;
+use crate::frames::gpu::storage_buffer_range;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::shared_buffer::SharedBuffer;
 

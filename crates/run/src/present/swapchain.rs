@@ -15,7 +15,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
-use crate::kinds::PresentMode;
+use crate::base::kinds::PresentMode;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::COLOR;
 

@@ -13,9 +13,8 @@ use super::cpu::CpuOutput;
 use super::draw::{DrawPass, DISPLAY_FORMAT};
 use super::readback::{Readable, Readback};
 use super::swapchain::{Swapchain, SwapchainState};
-use crate::consumer::{Completed, Consume, ExtraSync, Frames, Source};
-use crate::kinds::PresentMode;
-use crate::session::Session;
+use crate::base::kinds::PresentMode;
+use crate::frames::consumer::{Consume, Frames, Source};
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{record_image_barrier, COLOR};
 
@@ -200,61 +199,6 @@ impl Consume for Presenter {
         }
         self.snapshot.as_mut().map_or(Ok(()), |r| r.completed(slot, frame))
     }
-}
-
-/// What [`Screen::present`](super::screen::Screen::present) did.
-pub struct Presented {
-    /// The frames that finished meanwhile, in order (on screen now).
-    pub done: Vec<Completed>,
-    /// The swapchain no longer fits the window: refit it ([`Screen::fit`](super::screen::Screen::fit)).
-    pub stale: bool,
-    /// The frame submitted; `None` when the swapchain was stale before it.
-    pub frame: Option<u64>,
-}
-
-/// One frame into the window: paces the frame's slot (the slot must be free
-/// before its acquire semaphore is reused), acquires a swapchain image
-/// (nothing to acquire on the CPU path), submits the frame (waits: the
-/// acquire and the frame's "rendered"; signals: the present's semaphore and
-/// "released") and presents it. The producer must have submitted the frame
-/// (a present must not wait on a signal not yet submitted).
-pub(super) fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Presented> {
-    let g = run.next;
-    let slot = (g % run.frames.slots() as u64) as usize;
-    let mut done: Vec<Completed> = run.pace(presenter)?.into_iter().collect();
-    let Acquired::Ready { state, wait, signal } = presenter.acquire(slot)? else {
-        return Ok(Presented { done, stale: true, frame: None });
-    };
-    let at = |s: vk::Semaphore, stage| vk::SemaphoreSubmitInfo::default().semaphore(s).stage_mask(stage);
-    let waits: Vec<_> =
-        wait.map(|s| at(s, vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)).into_iter().collect();
-    let signals: Vec<_> = signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
-    done.extend(run.submit(presenter, ExtraSync { wait: &waits, signal: &signals })?);
-    // Frames that have finished go on screen now, not when their slots come round again.
-    done.extend(run.show_finished(presenter, std::time::Duration::ZERO)?);
-    let presented = presenter.present()?;
-    if !presenter.through_cpu() {
-        run.shown(g);
-    }
-    let stale = presented == SwapchainState::Stale || state == SwapchainState::Stale;
-    Ok(Presented { done, stale, frame: Some(g) })
-}
-
-/// Fits the presenter to the window's size `px` once every submitted frame
-/// is done (returned) and the queue is idle; `false` while the window is
-/// minimized (nothing to fit: stay stale).
-pub(super) fn refit(
-    run: &mut Session,
-    presenter: &mut Presenter,
-    px: (u32, u32),
-) -> Result<(Vec<Completed>, bool)> {
-    let done = run.drain(presenter)?;
-    run.frames.device().wait_idle()?;
-    if px.0 == 0 || px.1 == 0 {
-        return Ok((done, false));
-    }
-    presenter.recreate(vk::Extent2D { width: px.0, height: px.1 })?;
-    Ok((done, true))
 }
 
 /// The draw pass into the acquired swapchain image, with its layout changes.

@@ -14,9 +14,9 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
-use crate::director::Pointer;
-use crate::kernels::Out;
-use crate::nvrtc::{self, CompileError, Program};
+use crate::base::director::Pointer;
+use crate::base::kernels::Out;
+use crate::base::nvrtc::{self, CompileError, Program};
 
 /// The entry point's name unless `--entry` says otherwise.
 pub const DEFAULT_ENTRY: &str = "render";

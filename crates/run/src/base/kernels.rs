@@ -14,14 +14,14 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
-use crate::nvrtc;
-use crate::scene::{FrameArgs, Scene, SceneKind};
-use crate::usage::{Field, Message};
+use crate::base::nvrtc;
+use crate::base::scene::{FrameArgs, Scene, SceneKind};
+use crate::base::usage::{Field, Message};
 use vkcuda::interop::{CudaTarget, LinearFrame};
 use vkcuda::Format;
 
 /// The kernels' source.
-pub const SOURCE: &str = include_str!("../../../shaders/scenes.cu");
+pub const SOURCE: &str = include_str!("../../../../shaders/scenes.cu");
 
 /// FNV-1a, 64-bit: a stable hash for cache keys and checksums.
 pub fn fnv1a(parts: &[&[u8]]) -> u64 {

@@ -16,8 +16,8 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use notify::{RecursiveMode, Watcher};
 
-use crate::nvrtc::Program;
-use crate::userkernel::{compile_checked, KernelSpec};
+use crate::base::nvrtc::Program;
+use crate::base::userkernel::{compile_checked, KernelSpec};
 
 /// A save often arrives as several events (truncate, write, rename): one
 /// compile for all of them, once none came for this long, or at once when
@@ -380,7 +380,7 @@ mod tests {
     /// failure naming FILE:LINE and hands nothing over, the fix clears it, R too.
     #[test]
     fn edits_are_compiled_and_handed_over() {
-        if let Err(e) = crate::nvrtc::load() {
+        if let Err(e) = crate::base::nvrtc::load() {
             println!("skipped: {e}");
             return;
         }

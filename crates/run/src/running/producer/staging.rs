@@ -14,8 +14,8 @@ use cudarc::driver::{result, sys, CudaContext, CudaStream};
 use super::cpu::host_loop;
 use super::cuda::EventAnchor;
 use super::{Job, Report};
-use crate::kernels::{Out, SceneKernels};
-use crate::scene::FrameArgs;
+use crate::base::kernels::{Out, SceneKernels};
+use crate::base::scene::FrameArgs;
 use vkcuda::interop::SharedFrames;
 use vkcuda::vk::memory::Buffer;
 

@@ -32,13 +32,13 @@ use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStr
 
 use super::line::Line;
 use super::{check_size, Mailbox};
-use crate::clock::now_ns;
-use crate::kernels::cached_module;
-use crate::producer::{FrameTiming, Job, Report};
+use crate::base::clock::now_ns;
+use crate::base::kernels::cached_module;
+use crate::running::producer::{FrameTiming, Job, Report};
 use vkcuda::interop::{CudaFrames, SharedFrames};
 
 /// The packing kernel: any strides in, RGBA rows packed out.
-pub const SOURCE: &str = include_str!("../../../../shaders/pack.cu");
+pub const SOURCE: &str = include_str!("../../../../../shaders/pack.cu");
 
 /// Slots: one waiting in the mailbox, one being copied, one to pack into.
 pub const SLOTS: usize = 3;
@@ -463,7 +463,7 @@ impl Drop for FedCudaProducer {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::nvrtc;
+    use crate::base::nvrtc;
 
     /// The packing kernel compiles (NVRTC needs no GPU: CI has PyPI's libnvrtc).
     #[test]

@@ -18,7 +18,7 @@ use anyhow::{anyhow, bail, ensure, Context as _, Result};
 use cudarc::driver::{result, sys, CudaContext};
 
 use super::Mailbox;
-use crate::producer::Job;
+use crate::running::producer::Job;
 use vkcuda::cuda::{RawStream, Stream, StreamState};
 use vkcuda::interop::{CudaFrames, CudaTarget, LinearFrame, SharedFrames};
 use vkcuda::sync::TimelinePoint;

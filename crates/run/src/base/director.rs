@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use crate::scene::{Scene, SceneKind};
+use crate::base::scene::{Scene, SceneKind};
 
 /// Everything the pixels of one frame depend on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -9,9 +9,9 @@ use std::time::{Duration, Instant};
 use anyhow::{ensure, Result};
 
 use super::{FrameTiming, Job, Report};
-use crate::clock::{now_ns, CpuMeter};
-use crate::director::FrameSpec;
-use crate::scene::{render_cpu_as, FrameArgs};
+use crate::base::clock::{now_ns, CpuMeter};
+use crate::base::director::FrameSpec;
+use crate::base::scene::{render_cpu_as, FrameArgs};
 use vkcuda::interop::SharedFrames;
 use vkcuda::vk::memory::Buffer;
 

@@ -10,12 +10,13 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
-use crate::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop, Source};
-use crate::director::Director;
-use crate::inject::{Fault, Inject};
-use crate::producer::{Control, Job, Report};
-use crate::setup::{self, Gpu, Interop, RunSpec};
-use crate::size::Size;
+use crate::base::director::Director;
+use crate::base::inject::{Fault, Inject};
+use crate::base::size::Size;
+use crate::frames::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop, Source};
+use crate::frames::gpu::Gpu;
+use crate::running::producer::{Control, Job, Report};
+use crate::running::setup::{self, Interop, RunSpec};
 use crate::UsageError;
 use vkcuda::cuda::CudaDevice;
 use vkcuda::sync::FramePlan;
@@ -42,7 +43,7 @@ pub struct Session {
     pub next: u64,
     /// Size of the shared images.
     pub size: Size,
-    /// Which producer runs ([`crate::setup::Producer::name`]: "cuda", "cpu",
+    /// Which producer runs ([`crate::running::setup::Producer::name`]: "cuda", "cpu",
     /// "staging", "fed" or "fed-cuda").
     pub producer: &'static str,
     /// The CUDA device the producer uses, if any.

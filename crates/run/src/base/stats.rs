@@ -2,6 +2,16 @@
 
 use std::time::Duration;
 
+/// The most frames whose stage times are kept.
+pub const STAGE_SAMPLES: usize = 100_000;
+
+/// Keeps `d` in `list` while it holds fewer than [`STAGE_SAMPLES`].
+pub fn push_bounded(list: &mut Vec<Duration>, d: Duration) {
+    if list.len() < STAGE_SAMPLES {
+        list.push(d);
+    }
+}
+
 /// The median of `samples` (the mean of the middle two for an even count).
 pub fn median(samples: &[Duration]) -> Option<Duration> {
     // Whole nanoseconds are exact in an f64 up to 104 days.

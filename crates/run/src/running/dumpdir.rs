@@ -9,7 +9,7 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 
-use crate::sink::frame_file_name;
+use crate::running::sink::frame_file_name;
 use vkcuda::Format;
 
 /// The frames of a range to render again, and those already there.

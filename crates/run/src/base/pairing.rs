@@ -9,8 +9,8 @@ use std::fmt::Write as _;
 
 use anyhow::Result;
 
-use crate::kinds::ProducerKind;
-use crate::usage::{Field, Message};
+use crate::base::kinds::ProducerKind;
+use crate::base::usage::{Field, Message};
 use crate::UsageError;
 use vkcuda::cuda::{self, CudaDevice};
 use vkcuda::vk::device::{format_uuid, list_gpus, GpuInfo};

@@ -6,8 +6,8 @@ use std::time::Duration;
 use anyhow::Result;
 
 use super::{check_size, Mailbox};
-use crate::producer::cpu::host_loop;
-use crate::producer::{Job, Report};
+use crate::running::producer::cpu::host_loop;
+use crate::running::producer::{Job, Report};
 use vkcuda::interop::SharedFrames;
 use vkcuda::vk::memory::Buffer;
 

@@ -4,11 +4,11 @@
 
 use std::time::{Duration, Instant};
 
-use crate::clock::CpuMeter;
-use crate::consumer::Completed;
-use crate::footprint::Footprint;
-use crate::session::warmup_frames;
-use crate::stats::Samples;
+use crate::base::clock::CpuMeter;
+use crate::base::footprint::Footprint;
+use crate::base::stats::Samples;
+use crate::frames::consumer::Completed;
+use crate::running::session::warmup_frames;
 
 /// Where a consumer loop's warm-up ends, and how long its steady part may last.
 #[derive(Clone, Copy, Debug)]

@@ -10,12 +10,12 @@ use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
 use super::{Control, FrameTiming, Job, Report};
-use crate::clock::{now_ns, CpuMeter};
-use crate::inject::Fault;
-use crate::kernels::{Out, SceneKernels};
-use crate::reload::{Compiled, ReloadLink};
-use crate::scene::FrameArgs;
-use crate::userkernel::{KernelClock, KernelSpec, UserKernel, Version};
+use crate::base::clock::{now_ns, CpuMeter};
+use crate::base::inject::Fault;
+use crate::base::kernels::{Out, SceneKernels};
+use crate::base::reload::{Compiled, ReloadLink};
+use crate::base::scene::FrameArgs;
+use crate::base::userkernel::{KernelClock, KernelSpec, UserKernel, Version};
 use vkcuda::cuda::StreamState;
 use vkcuda::interop::{CudaFrames, SharedFrames};
 use vkcuda::vk::WAIT_TIMEOUT;
@@ -68,7 +68,7 @@ const EVENT_RING: usize = 16;
 /// The CUDA producer's state: imports of the Vulkan objects, the stream, the kernels.
 ///
 /// Ownership and ordering: built on the consumer's thread, then moved to its
-/// own thread by [`crate::setup::Producer::spawn`]; only that thread enqueues
+/// own thread by [`crate::running::setup::Producer::spawn`]; only that thread enqueues
 /// on its stream. It signals "rendered" and waits on "released" on the GPU,
 /// and as it ends synchronises the stream and drops the imports, before the
 /// Vulkan images and timelines they came from.

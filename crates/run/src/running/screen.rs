@@ -13,12 +13,14 @@ use ash::vk;
 use winit::event_loop::ActiveEventLoop;
 use winit::window::{Window, WindowAttributes};
 
-use super::open::{open, PresentSpec};
-use super::window::{present_next, refit, Presented, Presenter};
-use crate::consumer::Completed;
-use crate::session::Session;
-use crate::setup::Gpu;
-use crate::usage::Message;
+use crate::base::usage::Message;
+use crate::frames::consumer::Completed;
+use crate::frames::consumer::ExtraSync;
+use crate::frames::gpu::Gpu;
+use crate::present::open::{open, PresentSpec};
+use crate::present::swapchain::SwapchainState;
+use crate::present::window::{Acquired, Presenter};
+use crate::running::session::Session;
 
 /// A window and what presents into it.
 pub struct Screen {
@@ -79,4 +81,55 @@ impl Screen {
         self.stale |= presented.stale;
         Ok(presented)
     }
+}
+
+/// What [`Screen::present`] did.
+pub struct Presented {
+    /// The frames that finished meanwhile, in order (on screen now).
+    pub done: Vec<Completed>,
+    /// The swapchain no longer fits the window: refit it ([`Screen::fit`]).
+    pub stale: bool,
+    /// The frame submitted; `None` when the swapchain was stale before it.
+    pub frame: Option<u64>,
+}
+
+/// One frame into the window: paces the frame's slot (the slot must be free
+/// before its acquire semaphore is reused), acquires a swapchain image
+/// (nothing to acquire on the CPU path), submits the frame (waits: the
+/// acquire and the frame's "rendered"; signals: the present's semaphore and
+/// "released") and presents it. The producer must have submitted the frame
+/// (a present must not wait on a signal not yet submitted).
+fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Presented> {
+    let g = run.next;
+    let slot = (g % run.frames.slots() as u64) as usize;
+    let mut done: Vec<Completed> = run.pace(presenter)?.into_iter().collect();
+    let Acquired::Ready { state, wait, signal } = presenter.acquire(slot)? else {
+        return Ok(Presented { done, stale: true, frame: None });
+    };
+    let at = |s: vk::Semaphore, stage| vk::SemaphoreSubmitInfo::default().semaphore(s).stage_mask(stage);
+    let waits: Vec<_> =
+        wait.map(|s| at(s, vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)).into_iter().collect();
+    let signals: Vec<_> = signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
+    done.extend(run.submit(presenter, ExtraSync { wait: &waits, signal: &signals })?);
+    // Frames that have finished go on screen now, not when their slots come round again.
+    done.extend(run.show_finished(presenter, std::time::Duration::ZERO)?);
+    let presented = presenter.present()?;
+    if !presenter.through_cpu() {
+        run.shown(g);
+    }
+    let stale = presented == SwapchainState::Stale || state == SwapchainState::Stale;
+    Ok(Presented { done, stale, frame: Some(g) })
+}
+
+/// Fits the presenter to the window's size `px` once every submitted frame
+/// is done (returned) and the queue is idle; `false` while the window is
+/// minimized (nothing to fit: stay stale).
+fn refit(run: &mut Session, presenter: &mut Presenter, px: (u32, u32)) -> Result<(Vec<Completed>, bool)> {
+    let done = run.drain(presenter)?;
+    run.frames.device().wait_idle()?;
+    if px.0 == 0 || px.1 == 0 {
+        return Ok((done, false));
+    }
+    presenter.recreate(vk::Extent2D { width: px.0, height: px.1 })?;
+    Ok((done, true))
 }

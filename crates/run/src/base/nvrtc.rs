@@ -14,7 +14,7 @@ use cudarc::nvrtc::{result, sys};
 use crate::UsageError;
 
 /// The kernel contract, given to every compile as `"vkcuda.h"`.
-pub const HEADER: &str = include_str!("../../../shaders/vkcuda.h");
+pub const HEADER: &str = include_str!("../../../../shaders/vkcuda.h");
 
 /// What a compile made.
 #[derive(Clone, Debug)]

@@ -12,10 +12,12 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
 
-use crate::encode::{decode_frame, encode_frame, extension};
-use crate::inject::{Fault, Inject};
-use crate::scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene};
-use crate::stats::median;
+use crate::base::director::Director;
+use crate::base::encode::{decode_frame, encode_frame, extension};
+use crate::base::inject::{Fault, Inject};
+use crate::base::scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene};
+use crate::base::stats::{median, push_bounded};
+use crate::present::readback::{ReadFrame, ReadStats, Recipient};
 use vkcuda::Format;
 
 /// One frame to write.
@@ -129,6 +131,15 @@ impl SinkReport {
         }
     }
 
+    /// Adds what the readback that fed this pool measured.
+    pub fn with_readback(mut self, read: ReadStats) -> Self {
+        self.stages.handoff.extend(read.handoff);
+        self.stages.buffer_wait.extend(read.buffer_wait);
+        self.readback_memory = format!("{:?}", read.memory);
+        self.readback_buffers = read.buffers;
+        self
+    }
+
     /// Adds what another pool did (the viewer starts one per interop build).
     pub fn merge(&mut self, other: SinkReport) {
         self.written += other.written;
@@ -145,9 +156,6 @@ impl SinkReport {
         }
     }
 }
-
-/// The most frames whose stage times are kept.
-pub const STAGE_SAMPLES: usize = 100_000;
 
 /// Where a frame's time went, by stage: per frame (`Stages`, up to
 /// [`STAGE_SAMPLES`] frames each), or their medians ([`StageMedians`]).
@@ -194,13 +202,6 @@ impl<T> Stages<T> {
 }
 
 impl Stages {
-    /// Keeps `d` in `list` while it holds fewer than [`STAGE_SAMPLES`].
-    pub fn push(list: &mut Vec<Duration>, d: Duration) {
-        if list.len() < STAGE_SAMPLES {
-            list.push(d);
-        }
-    }
-
     /// Adds another's samples, stage by stage.
     pub fn extend(&mut self, other: Stages) {
         for (mine, theirs) in self.each_mut().into_iter().zip(other.into_each()) {
@@ -258,11 +259,16 @@ impl PngSink {
 
     /// Queues a frame (never blocks).
     pub fn send(&self, job: FrameJob) -> Result<()> {
-        if let Some(e) = self.error() {
-            return Err(anyhow!(e));
-        }
         let tx = self.tx.as_ref().ok_or_else(|| anyhow!("the frame writer already finished"))?;
-        tx.send(job).map_err(|_| anyhow!("the frame writer threads have stopped"))
+        queue(tx, &self.report, job)
+    }
+
+    /// What a readback hands frames to: each becomes a job for the workers,
+    /// compared with what `director` says the frame showed.
+    pub fn recipient(&self, director: Arc<Director>) -> Result<Box<dyn Recipient>> {
+        let tx = self.tx.clone().ok_or_else(|| anyhow!("the frame writer already finished"))?;
+        let (report, workers) = (self.report.clone(), self.workers());
+        Ok(Box::new(PngFrames { tx, report, workers, director }))
     }
 
     /// Writes what is queued, stops the workers and reports.
@@ -279,6 +285,45 @@ impl PngSink {
     fn lock(&self) -> std::sync::MutexGuard<'_, SinkReport> {
         self.report.lock().unwrap_or_else(|p| p.into_inner())
     }
+}
+
+/// The pool's side of a readback ([`PngSink::recipient`]).
+struct PngFrames {
+    tx: Sender<FrameJob>,
+    report: Arc<Mutex<SinkReport>>,
+    workers: usize,
+    director: Arc<Director>,
+}
+
+impl Recipient for PngFrames {
+    fn holds(&self) -> usize {
+        // Each worker holds one frame while one more waits queued for it.
+        2 * self.workers
+    }
+
+    /// Queues the frame (never blocks).
+    fn take(&mut self, read: ReadFrame) -> Result<()> {
+        let ReadFrame { frame, shot, pixels } = read;
+        let spec =
+            self.director.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;
+        let target = shot.drawn.then_some((shot.extent.width, shot.extent.height));
+        // Files are named by the run's frame number (a shard's frames merge with the others').
+        let frame = self.director.first() + frame;
+        let job = FrameJob { frame, tick: spec.tick, scene: spec.scene, format: shot.format, pixels, target };
+        queue(&self.tx, &self.report, job)
+    }
+
+    fn failed(&self) -> Option<String> {
+        self.report.lock().unwrap_or_else(|p| p.into_inner()).error.clone()
+    }
+}
+
+/// Queues `job` for the workers, unless one of them failed (`report` says).
+fn queue(tx: &Sender<FrameJob>, report: &Mutex<SinkReport>, job: FrameJob) -> Result<()> {
+    if let Some(e) = report.lock().unwrap_or_else(|p| p.into_inner()).error.clone() {
+        return Err(anyhow!(e));
+    }
+    tx.send(job).map_err(|_| anyhow!("the frame writer threads have stopped"))
 }
 
 fn worker(
@@ -313,15 +358,15 @@ fn worker(
         let name = frame_file_name(job.frame, job.pixel_format());
         let injected = injected.with_context(|| format!("writing {}", dir.join(name).display()));
         let timed = injected.and_then(|()| write_png(dir, &job));
-        let (frame, writer) = (job.frame, crate::encode::writer_name(job.format));
+        let (frame, writer) = (job.frame, crate::base::encode::writer_name(job.format));
         drop(job); // gives a lent readback buffer back before taking the lock
         let mut r = report.lock().unwrap_or_else(|p| p.into_inner());
         if diff.is_some() {
-            Stages::push(&mut r.stages.verify, verified);
+            push_bounded(&mut r.stages.verify, verified);
         }
         let written = timed.map(|(encode, write)| {
-            Stages::push(&mut r.stages.encode, encode);
-            Stages::push(&mut r.stages.write, write);
+            push_bounded(&mut r.stages.encode, encode);
+            push_bounded(&mut r.stages.write, write);
         });
         match written {
             Ok(()) => r.written += 1,
@@ -400,7 +445,7 @@ pub fn write_png(dir: &Path, job: &FrameJob) -> Result<(Duration, Duration)> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::scene::{render_cpu, SceneKind};
+    use crate::base::scene::{render_cpu, SceneKind};
 
     /// Frame `frame` of `scene` at its own tick, as rendered (not drawn).
     fn job(frame: u64, scene: Scene, format: Format, pixels: Vec<u8>) -> FrameJob {

@@ -11,9 +11,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::director::Director;
-use crate::inject::Inject;
-use crate::stats::Samples;
+use crate::base::director::Director;
+use crate::base::inject::Inject;
+use crate::base::stats::Samples;
 use vkcuda::sync::FramePlan;
 
 /// How often a producer waiting for its turn looks whether its own side broke.
@@ -226,7 +226,7 @@ pub struct FrameTiming {
     /// render (CPU).
     pub render: Duration,
     /// When its "rendered" point was reached, on the host's clock
-    /// ([`crate::clock::now_ns`]).
+    /// ([`crate::base::clock::now_ns`]).
     pub rendered_ns: u64,
 }
 

@@ -1,0 +1,8 @@
+//! Floor 2, an open device and one frame on its Vulkan side: opening the
+//! device ([`gpu`]), the consumer's frame loop and what a consumer is
+//! ([`consumer`]), and whether there is a window system ([`display`]).
+//! Nothing here knows a producer, a run's description or a session.
+
+pub mod consumer;
+pub mod display;
+pub mod gpu;
