@@ -172,36 +172,16 @@ fn consume(
     let mut offscreen = Offscreen::new(device, (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
     let mut session = Session::start(gpu, spec, &director, size, base)?;
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
-    let outcome =
-        offscreen.bind(session.interop.frames()).and_then(|()| follow(&mut session, &mut offscreen, &feed));
-    let stopped = session.stop(&mut offscreen, outcome.is_ok());
+    let outcome = offscreen.bind(session.frames()).and_then(|()| follow(&mut session, &mut offscreen, &feed));
+    let ended = session.end(&mut offscreen, outcome);
     let read = offscreen.finish();
     let sink = sink.map(|s| s.finish().with_readback(read)).unwrap_or_default();
-    let stopped = match outcome {
-        // The producer's own error says why it failed (a CUDA fault, say).
-        Err(e) if e.is::<ProducerFailed>() => {
-            return Err(stopped.err().map_or(e, |why| why.context(ProducerFailed)))
-        }
-        Err(e) => return Err(e),
-        Ok(()) => stopped?,
-    };
+    let ((), stopped) = ended?;
     if let Some(e) = sink.error {
         bail!("{e}");
     }
     Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: sink.written })
 }
-
-/// The consumer followed the producer to its end, and the producer had failed.
-#[derive(Debug)]
-struct ProducerFailed;
-
-impl std::fmt::Display for ProducerFailed {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str("the fed producer failed")
-    }
-}
-
-impl std::error::Error for ProducerFailed {}
 
 /// Consumes each frame once the producer has made it, until it has made its last.
 fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> Result<()> {
@@ -213,7 +193,7 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
         // is seen, the producer's count is final.
         let seen = mailbox.counts();
         let ended = mailbox.ended();
-        if session.next < session.control.produced() {
+        if session.ready() {
             session.submit(offscreen, ExtraSync::default())?;
             continue;
         }
@@ -221,14 +201,15 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
             break;
         }
         // A frame taken but not yet made is moments away; otherwise wait for a change.
-        let within = match !told && seen.taken > session.control.produced() {
+        let within = match !told && seen.taken > session.produced() {
             true => Duration::from_micros(200),
             false => Duration::from_millis(100),
         };
         mailbox.wait_change(seen, within);
     }
-    if session.control.failed() {
-        return Err(ProducerFailed.into());
+    if session.producer_failed() {
+        // The producer's error, which the session's end returns, is the cause.
+        return Err(vkcuda::Error::Cancelled { what: format!("frame {}", session.next()) }.into());
     }
     session.drain(offscreen)?;
     Ok(())

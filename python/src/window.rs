@@ -258,7 +258,7 @@ impl Shown {
         let size = Size { width: desc.extent.width, height: desc.extent.height };
         let director = spec::fed_director(size, first);
         let session = Session::start(&self.gpu, &spec::fed_spec(desc, feed.clone()), &director, size, base)?;
-        self.screen.presenter.bind_shared(session.interop.frames())?;
+        self.screen.presenter.bind_shared(session.frames())?;
         self.session = Some(session);
         self.feed = Some(feed);
         Ok(())
@@ -266,10 +266,7 @@ impl Shown {
 
     /// Whether frames wait to be consumed or are in flight.
     fn has_work(&self) -> bool {
-        self.session.as_ref().is_some_and(|s| {
-            s.next < s.control.produced()
-                || s.frames.unfinished(None, Duration::ZERO).ok().flatten().is_some()
-        })
+        self.session.as_ref().is_some_and(|s| s.ready() || s.in_flight(Duration::ZERO).unwrap_or(false))
     }
 
     /// Consumes the next frame if it is made and its slot is free: draws it into the window and presents it.
@@ -279,7 +276,7 @@ impl Shown {
         if self.screen.stale() && !self.screen.fit(run)?.1 {
             return Ok(()); // minimized: stay stale until restored
         }
-        if run.next >= run.control.produced() || run.held_up_by(false, true, Duration::ZERO)?.is_some() {
+        if !run.ready() || run.held_up_by(false, true, Duration::ZERO)?.is_some() {
             return Ok(());
         }
         self.screen.present(run)?;
@@ -293,21 +290,21 @@ impl Shown {
         while let Some(run) = self.session.as_ref() {
             // `ended` first: once it is seen, the producer's count is final.
             let ended = self.feed.as_ref().is_none_or(Feed::ended);
-            if ended && run.next >= run.control.produced() {
+            if ended && !run.ready() {
                 break;
             }
-            if run.control.failed() || started.elapsed() > vkcuda::vk::WAIT_TIMEOUT {
+            if run.producer_failed() || started.elapsed() > vkcuda::vk::WAIT_TIMEOUT {
                 break; // the stop says why
             }
-            let before = run.next;
+            let before = run.next();
             self.frame()?;
-            if self.session.as_ref().is_some_and(|r| r.next == before) {
+            if self.session.as_ref().is_some_and(|r| r.next() == before) {
                 std::thread::sleep(Duration::from_micros(200));
             }
         }
         self.feed = None;
         let session = self.session.take().ok_or_else(|| anyhow!("no session to finish"))?;
-        let stopped = session.stop(&mut self.screen.presenter, true)?;
+        let ((), stopped) = session.end(&mut self.screen.presenter, Ok(()))?;
         Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: 0 })
     }
 
@@ -320,7 +317,8 @@ impl Shown {
         self.closed.store(true, Ordering::Release);
         self.feed = None;
         if let Some(s) = self.session.take() {
-            if let Err(e) = s.stop(&mut self.screen.presenter, error.is_none()) {
+            let outcome = error.map_or(Ok(()), Err);
+            if let Err(e) = s.end(&mut self.screen.presenter, outcome) {
                 log::error!("closing a window: {e:#}");
             }
         }

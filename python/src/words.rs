@@ -26,5 +26,5 @@ impl Vocabulary for Python {
 
 /// `e` and its causes in Python's words, for people (see [`vkcuda_run::for_people`]).
 pub fn said(e: &anyhow::Error) -> String {
-    vkcuda_run::for_people(&vkcuda_run::base::usage::worded(e, &Python))
+    vkcuda_run::for_people(&vkcuda_run::base::failure::worded(e, &Python))
 }

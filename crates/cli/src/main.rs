@@ -21,7 +21,6 @@ use vkcuda_run::base::nvrtc::CompileError;
 use vkcuda_run::base::stats::micros;
 use vkcuda_run::base::userkernel;
 use vkcuda_run::drive::Summary;
-use vkcuda_run::UsageError;
 
 /// Exit codes (documented in the README).
 mod exit {
@@ -144,7 +143,7 @@ fn failure(e: &anyhow::Error) -> ExitCode {
     if let Some(Interrupted(sig)) = e.downcast_ref::<Interrupted>() {
         return ExitCode::from(128 + *sig as u8);
     }
-    let usage = e.chain().any(|c| c.downcast_ref::<UsageError>().is_some());
+    let usage = vkcuda_run::base::failure::is_usage(e);
     ExitCode::from(if usage { exit::USAGE } else { exit::RUNTIME })
 }
 

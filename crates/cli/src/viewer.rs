@@ -40,7 +40,7 @@ use vkcuda_run::base::reload::{KernelReload, Swapped};
 use vkcuda_run::base::scene::{frame_pixel, Scene};
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::stats::{median, micros, Samples};
-use vkcuda_run::drive::{cancelled, png_sink, prepare_out_dir, summarize, watch_signals, Summary};
+use vkcuda_run::drive::{png_sink, prepare_out_dir, summarize, watch_signals, Summary};
 use vkcuda_run::frames::consumer::Completed;
 use vkcuda_run::frames::display;
 use vkcuda_run::frames::gpu::{self, Gpu};
@@ -79,27 +79,18 @@ impl App {
         }
     }
 
-    /// Ends the run: on error, keep the first error (unless it only says a
-    /// wait gave up because the producer failed: the producer's error is the
-    /// cause); then shut the viewer down.
+    /// Ends the run (the session decides which side caused an error) and
+    /// shuts the viewer down.
     fn finish(&mut self, event_loop: &ActiveEventLoop, error: Option<anyhow::Error>) {
         let summary = match self.viewer.take() {
             Some(mut v) => {
-                let s = v.shutdown(&self.caught, error.is_none());
+                let s = v.shutdown(&self.caught, error);
                 drop(v);
                 s
             }
-            None => Err(anyhow!("the viewer did not start")),
+            None => Err(error.unwrap_or_else(|| anyhow!("the viewer did not start"))),
         };
-        self.outcome.get_or_insert(match (error, summary) {
-            (Some(e), Err(producer)) if cancelled(&e) => Err(producer),
-            (Some(e), Err(also)) => {
-                log::info!("while stopping: {also:#}");
-                Err(e)
-            }
-            (Some(e), Ok(_)) => Err(e),
-            (None, summary) => summary,
-        });
+        self.outcome.get_or_insert(summary);
         event_loop.exit();
     }
 }
@@ -264,7 +255,7 @@ impl Viewer {
         }
         let run =
             Session::start(&gpu, &spec_with(args, reload.as_ref()), &director, size, args.timeline_base)?;
-        screen.presenter.bind_shared(run.interop.frames())?;
+        screen.presenter.bind_shared(run.frames())?;
         Ok(Self {
             run: Some(run),
             screen,
@@ -348,9 +339,9 @@ impl Viewer {
     /// frame held up for [`STALL`], and fails after [`WAIT_TIMEOUT`].
     fn held_up(&mut self) -> Result<bool> {
         let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
-        if run.control.failed() {
+        if run.producer_failed() {
             // The producer failed: its error, which the stop returns, is the cause.
-            return Err(vkcuda::Error::Cancelled { what: format!("frame {}", run.next) }.into());
+            return Err(vkcuda::Error::Cancelled { what: format!("frame {}", run.next()) }.into());
         }
         let produced = self.quit || !self.screen.presenter.through_cpu();
         let Some(frame) = run.held_up_by(self.screen.stale() || self.quit, produced, POLL)? else {
@@ -394,9 +385,9 @@ impl Viewer {
         }
         let e = self.screen.presenter.extent();
         let wanted = Size { width: e.width, height: e.height };
-        if self.args.size == SizeArg::Window && run.size != wanted {
+        if self.args.size == SizeArg::Window && run.size() != wanted {
             let old = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
-            let stopped = old.stop(&mut self.screen.presenter, true)?;
+            let ((), stopped) = old.end(&mut self.screen.presenter, Ok(()))?;
             let base = stopped.next_base;
             self.absorb(stopped);
             self.finish_snapshots();
@@ -404,7 +395,7 @@ impl Viewer {
             // Frame numbers restart with the new session.
             self.reload.iter().for_each(|r| r.link().forget_swap());
             let run = Session::start(&self.gpu, &spec, &self.director, wanted, base)?;
-            self.screen.presenter.bind_shared(run.interop.frames())?;
+            self.screen.presenter.bind_shared(run.frames())?;
             self.run = Some(run);
         }
         // The frame moved in the window (or changed size): where is the pointer now?
@@ -469,10 +460,10 @@ impl Viewer {
                 return Ok(());
             }
             let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
-            let extent = vk::Extent2D { width: run.size.width, height: run.size.height };
+            let extent = vk::Extent2D { width: run.size().width, height: run.size().height };
             let shot = Shot { extent, format: self.args.format, drawn: false, first: self.director.first() };
             let sink = png_sink(&self.args.out, self.args.reference());
-            let slots = run.frames.slots();
+            let slots = run.slots();
             let recipient = sink.recipient(self.director.clone())?;
             self.screen.presenter.snapshot =
                 Some(Readback::new(self.gpu.device.clone(), shot, slots, recipient)?);
@@ -524,7 +515,7 @@ impl Viewer {
             let skip = self.completed.len().saturating_sub(120);
             let vulkan =
                 median(&self.completed.iter().skip(skip).map(|(_, c)| c.gpu_time).collect::<Vec<_>>());
-            let render = run.map(|r| r.control.render_time());
+            let render = run.map(|r| r.render_time());
             format!(
                 "vkcuda — {} {}x{} {} {} exposure {} tick {} cost {}{paused} | {} fps | {} {} | Vulkan {}{} | {} | {} producer | sync {}{failed}",
                 what,
@@ -536,7 +527,7 @@ impl Viewer {
                 spec.tick,
                 spec.scene.cost,
                 self.shown_at.len(),
-                if run.is_some_and(|r| r.producer == "cuda") { "CUDA" } else { "CPU" },
+                if run.is_some_and(|r| r.producer() == "cuda") { "CUDA" } else { "CPU" },
                 micros(render),
                 micros(vulkan),
                 match self.screen.presenter.through_cpu() {
@@ -544,7 +535,7 @@ impl Viewer {
                     false => String::new(),
                 },
                 self.screen.presenter.mode(),
-                run.map_or("?", |r| r.producer),
+                run.map_or("?", |r| r.producer()),
                 self.args.sync,
             )
         } else {
@@ -554,16 +545,21 @@ impl Viewer {
     }
 
     /// Stops the interop, writes pending snapshots, and summarizes.
-    fn shutdown(&mut self, caught: &AtomicUsize, healthy: bool) -> Result<Summary> {
-        let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
-        let (size, producer) = (run.size, run.producer);
-        let stuck = self.stuck();
-        if stuck {
-            // Nothing will finish those frames: the producer must not wait for its stream either.
-            run.control.abandon();
+    /// `error`: the viewer's own, if it failed.
+    fn shutdown(&mut self, caught: &AtomicUsize, error: Option<anyhow::Error>) -> Result<Summary> {
+        let mut run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+        let (size, producer) = (run.size(), run.producer());
+        if self.stuck() {
+            // Nothing will finish those frames: don't wait for them, nor the producer for its stream.
+            run.abandon();
         }
-        // After a failed or stuck frame, don't wait for frames that may never come.
-        let stopped = run.stop(&mut self.screen.presenter, healthy && !stuck)?;
+        let ((), stopped) = match run.end(&mut self.screen.presenter, error.map_or(Ok(()), Err)) {
+            Ok(ended) => ended,
+            Err(e) => {
+                self.finish_snapshots();
+                return Err(e.into());
+            }
+        };
         self.absorb(stopped);
         self.finish_snapshots();
         if let Some(lead) = self.lead {

@@ -31,5 +31,5 @@ impl Vocabulary for Flags {
 
 /// `e` and its causes in the CLI's words, for people (see [`vkcuda_run::for_people`]).
 pub fn said(e: &anyhow::Error) -> String {
-    vkcuda_run::for_people(&vkcuda_run::base::usage::worded(e, &Flags))
+    vkcuda_run::for_people(&vkcuda_run::base::failure::worded(e, &Flags))
 }

@@ -1,7 +1,7 @@
 //! Driving a run to its end, what every front end does with a session: a
 //! headless run's or a bench repeat's consume loop ([`run_session`]), the
 //! summary a run measured ([`Summary`], [`summarize`], [`sum_of`] for runs
-//! side by side), which side of a failed run is its cause ([`cancelled`]),
+//! side by side; the session decides which side of a failed run is its cause),
 //! the signals that stop a run ([`watch_signals`]), and the output folder
 //! and PNG pool of a dump ([`prepare_out_dir`], [`png_sink`]).
 
@@ -14,6 +14,7 @@ use anyhow::{anyhow, Result};
 use indicatif::ProgressBar;
 
 use crate::base::director::Director;
+use crate::base::failure::{awaited, gave_up, RunError};
 use crate::base::footprint::{self, Footprint};
 use crate::base::inject::Inject;
 use crate::base::size::Size;
@@ -148,29 +149,6 @@ pub fn sum_of(runs: &[Summary]) -> Result<Summary> {
     Ok(all)
 }
 
-/// Whether `e` only says a wait gave up because the other side failed (the
-/// other side's error is then the cause).
-pub fn cancelled(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::Cancelled { .. })))
-}
-
-/// What the wait that `e` ended was for.
-fn awaited(e: &anyhow::Error) -> String {
-    e.chain()
-        .find_map(|c| match c.downcast_ref::<vkcuda::Error>() {
-            Some(vkcuda::Error::Cancelled { what } | vkcuda::Error::TimedOut { what, .. }) => {
-                Some(what.clone())
-            }
-            _ => None,
-        })
-        .unwrap_or_else(|| "a frame".into())
-}
-
-/// Whether `e` says a wait for the GPU or the producer timed out.
-fn timed_out(e: &anyhow::Error) -> bool {
-    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::TimedOut { .. })))
-}
-
 /// Starts a session of `spec` at `size` (timelines from `base`), consumes it
 /// into `offscreen` for `span`, and stops it: what one headless run (or one
 /// bench repeat) measures.
@@ -183,45 +161,28 @@ pub fn run_session(
     (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
     let mut session = Session::start(gpu, spec, director, size, base)?;
-    if let Err(e) = offscreen.bind(session.interop.frames()) {
-        let _ = session.stop(offscreen, false);
-        return Err(e);
-    }
     session.interrupt_with(caught.clone());
-    let outcome = consume(&mut session, offscreen, span, caught, progress);
+    // The copy may be a shader's, whose descriptor sets name the session's buffers.
+    let outcome = offscreen
+        .bind(session.frames())
+        .and_then(|()| consume(&mut session, offscreen, span, caught, progress));
     let signal = caught.load(Ordering::Relaxed);
     let outcome = match outcome {
         // A wait a signal ended: the frame was stuck for STALL (a kernel that does not end?).
-        Err(e) if signal != 0 && cancelled(&e) && !session.control.failed() => Err(anyhow!(
-            "interrupted by signal {signal} after waiting over {STALL:?} for {} (a kernel that does not end?): \
-             stopping without waiting for it",
-            awaited(&e)
-        )),
+        Err(e) if signal != 0 && gave_up(&e) && !session.producer_failed() => {
+            Err(RunError::Cancelled { signal: signal as i32, awaited: awaited(&e), waited: STALL }.into())
+        }
         other => other,
     };
-    if let Err(e) = &outcome {
-        if signal != 0 || timed_out(e) {
-            // A frame that never came: the stop must not wait for it again.
-            session.control.abandon();
-        }
+    if outcome.is_err() && signal != 0 {
+        // A frame that never came: the stop must not wait for it again.
+        session.abandon();
     }
-    let producer = session.producer;
-    let stopped = session.stop(offscreen, outcome.is_ok());
-    match (outcome, stopped) {
-        (Ok(mut consumed), Ok(stopped)) => {
-            stopped.drained.into_iter().for_each(|c| consumed.completed.push(c.frame, c));
-            consumed.total = stopped.consumed.max(consumed.frames);
-            Ok((consumed, stopped.report, producer))
-        }
-        // The side that did not merely give up waiting for the other is the cause.
-        (Err(consumer), Err(e)) if cancelled(&e) && !cancelled(&consumer) => Err(consumer),
-        (Err(consumer), Err(e)) if cancelled(&consumer) => {
-            Err(e.context(format!("the {producer} producer failed")))
-        }
-        (Err(consumer), Err(e)) => Err(e.context(format!("the {producer} producer failed ({consumer:#})"))),
-        (Ok(_), Err(e)) => Err(e.context(format!("the {producer} producer failed"))),
-        (Err(consumer), Ok(_)) => Err(consumer),
-    }
+    let producer = session.producer();
+    let (mut consumed, stopped) = session.end(offscreen, outcome)?;
+    stopped.drained.into_iter().for_each(|c| consumed.completed.push(c.frame, c));
+    consumed.total = stopped.consumed.max(consumed.frames);
+    Ok((consumed, stopped.report, producer))
 }
 
 /// Consumes frames until the count is reached, `span`'s steady time is up,
@@ -237,31 +198,30 @@ pub fn consume(
     let mut clock = SpanClock::new(span);
     let mut completed = Samples::default();
     let (mut footprint, mut half_way) = (None, None);
-    while session.next < session.control.limit() && caught.load(Ordering::Relaxed) == 0 {
-        let g = session.next;
-        if g == session.control.limit() / 2 && clock.steady() {
-            half_way = Some(footprint::now(session.cuda.as_ref()));
+    while session.next() < session.limit() && caught.load(Ordering::Relaxed) == 0 {
+        let g = session.next();
+        if g == session.limit() / 2 && clock.steady() {
+            half_way = Some(footprint::now(session.cuda()));
         }
         match clock.before(g) {
             None => break,
             Some(true) => {
-                footprint = Some(footprint::now(session.cuda.as_ref()));
-                session.control.set_steady_from(g);
+                footprint = Some(footprint::now(session.cuda()));
+                session.set_steady_from(g);
             }
             Some(false) => {}
         }
         if let Some(c) = session.submit(offscreen, ExtraSync::default())? {
             completed.push(c.frame, c);
         }
-        if session.next % 64 == 0 {
-            progress.set_position(session.next);
+        if session.next() % 64 == 0 {
+            progress.set_position(session.next());
         }
     }
     // The last frames count towards the time too: wait until they are consumed.
     session.drain(offscreen)?.into_iter().for_each(|c| completed.push(c.frame, c));
-    let footprint =
-        footprint.map(|start| [Some(start), half_way, Some(footprint::now(session.cuda.as_ref()))]);
-    Ok(clock.finish(session.next, completed, footprint))
+    let footprint = footprint.map(|start| [Some(start), half_way, Some(footprint::now(session.cuda()))]);
+    Ok(clock.finish(session.next(), completed, footprint))
 }
 
 /// What a run measured, from what its consumer, producer and PNG pool counted.

@@ -12,6 +12,7 @@ pub mod clock;
 pub mod diagram;
 pub mod director;
 pub mod encode;
+pub mod failure;
 pub mod footprint;
 pub mod inject;
 pub mod kernels;

@@ -154,20 +154,6 @@ impl fmt::Display for UsageError {
 
 impl std::error::Error for UsageError {}
 
-/// `e` and its causes as `{e:#}` shows them ("outer: inner"), each
-/// [`Message`] and [`UsageError`] among them in `words`' terms.
-pub fn worded(e: &anyhow::Error, words: &dyn Vocabulary) -> String {
-    let parts: Vec<String> = e
-        .chain()
-        .map(|c| match (c.downcast_ref::<UsageError>(), c.downcast_ref::<Message>()) {
-            (Some(u), _) => u.0.worded(words),
-            (_, Some(m)) => m.worded(words),
-            _ => c.to_string(),
-        })
-        .collect();
-    parts.join(": ")
-}
-
 /// Test only: fields as flags of their lower-cased names (`--size 8x8`).
 #[cfg(test)]
 pub(crate) struct Flags;
@@ -182,6 +168,7 @@ impl Vocabulary for Flags {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::failure::worded;
 
     #[test]
     fn each_front_end_words_the_fields() {

@@ -100,8 +100,8 @@ pub struct Presented {
 /// "released") and presents it. The producer must have submitted the frame
 /// (a present must not wait on a signal not yet submitted).
 fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Presented> {
-    let g = run.next;
-    let slot = (g % run.frames.slots() as u64) as usize;
+    let g = run.next();
+    let slot = (g % run.slots() as u64) as usize;
     let mut done: Vec<Completed> = run.pace(presenter)?.into_iter().collect();
     let Acquired::Ready { state, wait, signal } = presenter.acquire(slot)? else {
         return Ok(Presented { done, stale: true, frame: None });
@@ -126,7 +126,7 @@ fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Presente
 /// minimized (nothing to fit: stay stale).
 fn refit(run: &mut Session, presenter: &mut Presenter, px: (u32, u32)) -> Result<(Vec<Completed>, bool)> {
     let done = run.drain(presenter)?;
-    run.frames.device().wait_idle()?;
+    run.wait_idle()?;
     if px.0 == 0 || px.1 == 0 {
         return Ok((done, false));
     }

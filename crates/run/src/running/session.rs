@@ -11,9 +11,10 @@ use std::time::{Duration, Instant};
 use anyhow::{anyhow, Result};
 
 use crate::base::director::Director;
+use crate::base::failure::{gave_up, timed_out, RunError};
 use crate::base::inject::{Fault, Inject};
 use crate::base::size::Size;
-use crate::frames::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop, Source};
+use crate::frames::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop, Frames, Source};
 use crate::frames::gpu::Gpu;
 use crate::running::producer::{Control, Job, Report};
 use crate::running::setup::{self, Interop, RunSpec};
@@ -25,29 +26,38 @@ use vkcuda::vk::bounded_wait;
 /// A running interop.
 ///
 /// Ownership and ordering: the producer thread owns the CUDA side; this
-/// (the consumer's thread) owns the Vulkan side. [`Session::stop`] must end
+/// (the consumer's thread) owns the Vulkan side. [`Session::end`] ends
 /// every session: it consumes or releases what the producer made, joins the
-/// producer (whose CUDA imports go first), and waits for the queue, so the
-/// Vulkan objects in `interop` can then be dropped.
+/// producer (whose CUDA imports go first), waits for the queue, so the
+/// Vulkan objects in `interop` can then be dropped, and says which side
+/// caused a failure ([`RunError`]).
+///
+/// Every front end drives a run through these methods alone: it submits
+/// frames ([`Session::submit`], or a window's [`crate::running::screen::Screen`]),
+/// asks whether the next one is [`ready`](Session::ready) or
+/// [`held up`](Session::held_up_by), whether the producer failed, and ends
+/// the session with its own outcome.
 pub struct Session {
     /// The frame/value plan.
-    pub plan: FramePlan,
+    plan: FramePlan,
     /// Shared images, timelines and (CPU producer) staging buffers.
-    pub interop: Interop,
+    interop: Interop,
     /// The consumer's command-buffer slots and submission protocol.
-    pub frames: FrameLoop,
+    frames: FrameLoop,
     /// Frame count and failure flag, shared with the producer.
-    pub control: Arc<Control>,
+    control: Arc<Control>,
     handle: Option<JoinHandle<Result<Report>>>,
     /// The next frame to consume.
-    pub next: u64,
+    next: u64,
     /// Size of the shared images.
-    pub size: Size,
+    size: Size,
     /// Which producer runs ([`crate::running::setup::Producer::name`]: "cuda", "cpu",
     /// "staging", "fed" or "fed-cuda").
-    pub producer: &'static str,
+    producer: &'static str,
     /// The CUDA device the producer uses, if any.
-    pub cuda: Option<CudaDevice>,
+    cuda: Option<CudaDevice>,
+    /// Frames that may never come are not waited for: the stop aborts.
+    abandoned: bool,
     /// Wait on the host for "rendered" before each submission (`--host-waits`).
     host_waits: bool,
     /// Test only: the faults to inject (signals, as frames are submitted).
@@ -108,10 +118,91 @@ impl Session {
             size,
             producer: name,
             cuda,
+            abandoned: false,
             host_waits,
             inject: spec.inject.clone(),
             interrupt: None,
         })
+    }
+
+    /// The next frame to consume.
+    pub fn next(&self) -> u64 {
+        self.next
+    }
+
+    /// Frames the producer has submitted so far.
+    pub fn produced(&self) -> u64 {
+        self.control.produced()
+    }
+
+    /// Whether the producer has submitted the next frame (it can be consumed now).
+    pub fn ready(&self) -> bool {
+        self.next < self.control.produced()
+    }
+
+    /// The frame count the run stops at.
+    pub fn limit(&self) -> u64 {
+        self.control.limit()
+    }
+
+    /// Whether the producer has failed (its error is the stop's).
+    pub fn producer_failed(&self) -> bool {
+        self.control.failed()
+    }
+
+    /// The shared frames' size.
+    pub fn size(&self) -> Size {
+        self.size
+    }
+
+    /// Which producer runs: "cuda", "cpu", "staging", "fed" or "fed-cuda".
+    pub fn producer(&self) -> &'static str {
+        self.producer
+    }
+
+    /// The CUDA device the producer uses, if any.
+    pub fn cuda(&self) -> Option<&CudaDevice> {
+        self.cuda.as_ref()
+    }
+
+    /// What a consumer that binds its frames up front (the draw pass, the
+    /// shader copy) binds: the shared images or buffers, or the images the
+    /// loop copies buffers into.
+    pub fn frames(&self) -> Frames<'_> {
+        self.interop.frames()
+    }
+
+    /// The consumer's frame slots (frames in flight).
+    pub fn slots(&self) -> usize {
+        self.frames.slots()
+    }
+
+    /// The producer's median render time of its recent frames.
+    pub fn render_time(&self) -> Duration {
+        self.control.render_time()
+    }
+
+    /// Frames from `g` on count towards the producer's steady-state timings.
+    pub fn set_steady_from(&self, g: u64) {
+        self.control.set_steady_from(g);
+    }
+
+    /// Whether a submitted frame has not finished on the GPU, polled for at most `within`.
+    pub fn in_flight(&self, within: Duration) -> Result<bool> {
+        Ok(self.frames.unfinished(None, within)?.is_some())
+    }
+
+    /// Waits (bounded) until the queue is idle (before a swapchain is rebuilt).
+    pub fn wait_idle(&self) -> Result<()> {
+        Ok(self.frames.device().wait_idle()?)
+    }
+
+    /// Frames that are held up may never come (a stuck kernel, a signal, a
+    /// wait that ran out): the producer must not wait for its stream, and
+    /// [`Session::end`] aborts instead of consuming what is left.
+    pub fn abandon(&mut self) {
+        self.control.abandon();
+        self.abandoned = true;
     }
 
     /// Lets a signal end a wait for a stuck frame: once `caught` is not zero,
@@ -251,7 +342,7 @@ impl Session {
     /// failed) it aborts (docs/sync.md, "Stopping after a failure"). Either
     /// way the producer thread has ended and the queue is idle when this
     /// returns, on every path.
-    pub fn stop(mut self, consumer: &mut dyn Consume, healthy: bool) -> Result<Stopped> {
+    fn stop(mut self, consumer: &mut dyn Consume, healthy: bool) -> Result<Stopped> {
         // The stop ends the pacing: whether there was one is read first.
         let paced = self.control.paced();
         self.control.stop_at(self.next);
@@ -287,6 +378,35 @@ impl Session {
             consumed: self.next,
             lead: paced.then(|| self.control.lead()),
         })
+    }
+
+    /// Ends the session after `outcome` (the consumer's, up to now) and
+    /// decides which side caused a failure: the side that did not merely
+    /// give up waiting for the other ([`gave_up`]). A consumer that failed, or
+    /// an [`abandoned`](Session::abandon) session, aborts; otherwise every
+    /// frame is consumed, on the GPU, up to the producer's end.
+    pub fn end<T>(
+        mut self,
+        consumer: &mut dyn Consume,
+        outcome: Result<T>,
+    ) -> Result<(T, Stopped), RunError> {
+        if outcome.as_ref().is_err_and(timed_out) {
+            // A frame that never came: the stop must not wait for it again.
+            self.abandon();
+        }
+        let producer = self.producer;
+        let healthy = outcome.is_ok() && !self.abandoned;
+        let failed = |error, consumer| RunError::ProducerFailed { producer, error, consumer };
+        match (outcome, self.stop(consumer, healthy)) {
+            (Ok(value), Ok(stopped)) => Ok((value, stopped)),
+            (Err(consumer), Err(e)) if gave_up(&e) && !gave_up(&consumer) => {
+                Err(RunError::of_consumer(consumer))
+            }
+            (Err(consumer), Err(e)) if gave_up(&consumer) => Err(failed(e, None)),
+            (Err(consumer), Err(e)) => Err(failed(e, Some(consumer))),
+            (Ok(_), Err(e)) => Err(failed(e, None)),
+            (Err(consumer), Ok(_)) => Err(RunError::of_consumer(consumer)),
+        }
     }
 
     /// Consumes, on the GPU, every frame the producer makes until its thread
@@ -365,7 +485,7 @@ impl Session {
 }
 
 impl Drop for Session {
-    /// A session dropped without [`Session::stop`] (an early return) aborts:
+    /// A session dropped without [`Session::end`] (an early return) aborts:
     /// the producer thread and the queue end before the objects they use.
     fn drop(&mut self) {
         if let Some(producer) = self.handle.take() {

@@ -158,7 +158,7 @@ impl SinkReport {
 }
 
 /// Where a frame's time went, by stage: per frame (`Stages`, up to
-/// [`STAGE_SAMPLES`] frames each), or their medians ([`StageMedians`]).
+/// [`STAGE_SAMPLES`](crate::base::stats::STAGE_SAMPLES) frames each), or their medians ([`StageMedians`]).
 #[derive(Debug, Default, Clone, Copy)]
 pub struct Stages<T = Vec<Duration>> {
     /// A PNG worker rendering the CPU reference and comparing (with `--verify`).

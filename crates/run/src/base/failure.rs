@@ -1,0 +1,191 @@
+//! Why a run ended badly, by cause: what a front end needs to tell its user
+//! and to choose an exit code or an exception, without reading messages.
+//! The session decides which side caused a failure
+//! ([`crate::running::session::Session::end`]); each front end words the
+//! fields of a usage error in its own terms ([`worded`]).
+
+use std::fmt;
+use std::time::Duration;
+
+use super::usage::{UsageError, Vocabulary};
+
+/// Why a run failed.
+#[derive(Debug)]
+pub enum RunError {
+    /// A field of the run's description cannot work: the caller's to fix
+    /// (the CLI's exit code 2).
+    Usage(UsageError),
+    /// A signal (Ctrl+C, SIGTERM) stopped the run while a frame was held up
+    /// for `waited`: the run stopped without waiting for it.
+    Cancelled {
+        /// The signal's number.
+        signal: i32,
+        /// What the wait was for ("frame 12").
+        awaited: String,
+        /// How long the frame had been held up at least.
+        waited: Duration,
+    },
+    /// A wait for the GPU or the producer ran out: a frame never came.
+    TimedOut(anyhow::Error),
+    /// The producer failed: its error, and the consumer's if it failed for
+    /// a reason of its own meanwhile (not merely because the producer did).
+    ProducerFailed {
+        /// Which producer ("cuda", "cpu", "fed" ...).
+        producer: &'static str,
+        /// Its error.
+        error: anyhow::Error,
+        /// The consumer's own error, if any.
+        consumer: Option<anyhow::Error>,
+    },
+    /// The interop core failed on the consumer's side (Vulkan, CUDA).
+    Core(anyhow::Error),
+    /// Anything else on the consumer's side (a window, a file, the writer pool).
+    Consumer(anyhow::Error),
+}
+
+impl RunError {
+    /// The consumer side's error `e`, by cause: a usage error, a wait that
+    /// ran out, the core's, or the consumer's own.
+    pub fn of_consumer(e: anyhow::Error) -> Self {
+        if e.chain().any(|c| c.is::<UsageError>()) {
+            return match e.downcast::<UsageError>() {
+                Ok(u) => RunError::Usage(u),
+                Err(e) => RunError::Consumer(e), // a usage error wrapped in context: keep the context
+            };
+        }
+        if timed_out(&e) {
+            return RunError::TimedOut(e);
+        }
+        match e.chain().any(|c| c.is::<vkcuda::Error>()) {
+            true => RunError::Core(e),
+            false => RunError::Consumer(e),
+        }
+    }
+
+    /// The error in `words`' terms: its usage error's fields named as that
+    /// front end names them, and its causes after it ("outer: inner").
+    pub fn worded(&self, words: &dyn Vocabulary) -> String {
+        match self {
+            RunError::Usage(u) => u.0.worded(words),
+            RunError::Cancelled { .. } => self.to_string(),
+            RunError::TimedOut(e) | RunError::Core(e) | RunError::Consumer(e) => worded(e, words),
+            RunError::ProducerFailed { producer, error, consumer } => {
+                let also = consumer.as_ref().map(|c| format!(" ({})", worded(c, words))).unwrap_or_default();
+                format!("the {producer} producer failed{also}: {}", worded(error, words))
+            }
+        }
+    }
+}
+
+impl fmt::Display for RunError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            RunError::Usage(u) => u.fmt(f),
+            RunError::Cancelled { signal, awaited, waited } => write!(
+                f,
+                "interrupted by signal {signal} after waiting over {waited:?} for {awaited} (a kernel that \
+                 does not end?): stopping without waiting for it"
+            ),
+            RunError::TimedOut(e) | RunError::Core(e) | RunError::Consumer(e) => e.fmt(f),
+            RunError::ProducerFailed { producer, consumer, .. } => match consumer {
+                Some(c) => write!(f, "the {producer} producer failed ({c:#})"),
+                None => write!(f, "the {producer} producer failed"),
+            },
+        }
+    }
+}
+
+impl std::error::Error for RunError {
+    /// The next cause, as `{e:#}` and [`anyhow::Error::chain`] walk them.
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            RunError::Usage(_) | RunError::Cancelled { .. } => None,
+            RunError::TimedOut(e) | RunError::Core(e) | RunError::Consumer(e) => e.source(),
+            RunError::ProducerFailed { error, .. } => Some(error.as_ref()),
+        }
+    }
+}
+
+/// `e` and its causes as `{e:#}` shows them ("outer: inner"), each message
+/// naming a field ([`super::usage::Message`], [`UsageError`], [`RunError`])
+/// in `words`' terms.
+pub fn worded(e: &anyhow::Error, words: &dyn Vocabulary) -> String {
+    let mut parts = Vec::new();
+    for c in e.chain() {
+        if let Some(run) = c.downcast_ref::<RunError>() {
+            // A run error words its own causes.
+            parts.push(run.worded(words));
+            break;
+        }
+        parts.push(match (c.downcast_ref::<UsageError>(), c.downcast_ref::<super::usage::Message>()) {
+            (Some(u), _) => u.0.worded(words),
+            (_, Some(m)) => m.worded(words),
+            _ => c.to_string(),
+        });
+    }
+    parts.join(": ")
+}
+
+/// Whether `e` is, or was caused by, a usage error (the CLI's exit code 2).
+pub fn is_usage(e: &anyhow::Error) -> bool {
+    e.chain()
+        .any(|c| c.is::<UsageError>() || matches!(c.downcast_ref::<RunError>(), Some(RunError::Usage(_))))
+}
+
+/// Whether `e` only says a wait gave up because the other side failed (the
+/// other side's error is then the cause).
+pub fn gave_up(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::Cancelled { .. })))
+}
+
+/// Whether `e` says a wait for the GPU or the producer ran out.
+pub fn timed_out(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::TimedOut { .. })))
+}
+
+/// What the wait that `e` ended was for ("a frame" if it names none).
+pub fn awaited(e: &anyhow::Error) -> String {
+    e.chain()
+        .find_map(|c| match c.downcast_ref::<vkcuda::Error>() {
+            Some(vkcuda::Error::Cancelled { what } | vkcuda::Error::TimedOut { what, .. }) => {
+                Some(what.clone())
+            }
+            _ => None,
+        })
+        .unwrap_or_else(|| "a frame".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::usage::{Field, Flags, Message};
+    use anyhow::{anyhow, Context};
+
+    #[test]
+    fn a_consumer_error_is_classified_by_its_cause() {
+        let usage = anyhow::Error::from(UsageError::new(Message::new().field(Field::Size, "9x9")));
+        assert!(matches!(RunError::of_consumer(usage), RunError::Usage(_)));
+        let waited = vkcuda::Error::TimedOut { what: "frame 3".into(), after: Duration::from_secs(1) };
+        let timed = anyhow::Error::from(waited).context("consuming");
+        assert!(matches!(RunError::of_consumer(timed), RunError::TimedOut(_)));
+        let core = anyhow::Error::from(vkcuda::Error::Invalid { context: "x".into() }).context("submitting");
+        assert!(matches!(RunError::of_consumer(core), RunError::Core(_)));
+        assert!(matches!(RunError::of_consumer(anyhow!("disk full")), RunError::Consumer(_)));
+    }
+
+    #[test]
+    fn a_run_error_words_its_fields_and_keeps_its_causes() {
+        let size = UsageError::new(Message::new().field(Field::Size, "9x9").text(" is too large"));
+        let e = anyhow::Error::from(RunError::Usage(size));
+        assert_eq!(worded(&e, &Flags), "--size 9x9 is too large");
+        assert!(is_usage(&e) && !is_usage(&anyhow!("no")));
+        let error = anyhow!("CUDA_ERROR_ILLEGAL_ADDRESS").context("frame 4");
+        let consumer = Some(anyhow!("the window closed"));
+        let failed = anyhow::Error::from(RunError::ProducerFailed { producer: "cuda", error, consumer });
+        let said = "the cuda producer failed (the window closed): frame 4: CUDA_ERROR_ILLEGAL_ADDRESS";
+        assert_eq!(worded(&failed, &Flags), said);
+        assert_eq!(format!("{failed:#}"), said, "Display and source() walk the same causes");
+        let outer = Err::<(), _>(failed).context("run 2").unwrap_err();
+        assert_eq!(worded(&outer, &Flags), format!("run 2: {said}"));
+    }
+}
