@@ -582,3 +582,54 @@ fn files_with(dir: &Path, ext: &str, out: &mut Vec<PathBuf>) {
         }
     }
 }
+
+/// Where `code` calls the CUDA driver itself: a `sys::cuXxx` function, or
+/// cudarc's `result` module (its thin wrappers of the driver's functions).
+fn raw_cuda_calls(code: &str) -> Vec<String> {
+    let code: String =
+        code.lines().map(|l| l.split("//").next().unwrap_or("")).collect::<Vec<_>>().join("\n");
+    let mut found = Vec::new();
+    for (at, _) in code.match_indices("sys::cu") {
+        if code[at + 7..].starts_with(|c: char| c.is_ascii_uppercase()) {
+            found.push(
+                code[at..].chars().take_while(|c| c.is_alphanumeric() || *c == ':' || *c == '_').collect(),
+            );
+        }
+    }
+    let imports_result = |line: &str| {
+        line.contains("cudarc::driver::result")
+            || (line.contains("cudarc::driver::{") && line.contains("result"))
+    };
+    found.extend(code.lines().filter(|l| imports_result(l)).map(|l| l.trim().to_string()));
+    found
+}
+
+#[test]
+fn raw_cuda_calls_stay_in_the_core_and_one_run_layer_module() {
+    assert_eq!(
+        raw_cuda_calls("use cudarc::driver::{result, sys};\nlet r = unsafe { sys::cuStreamQuery(s) };\n")
+            .len(),
+        2
+    );
+    assert!(raw_cuda_calls("let e: sys::CUevent = x; // sys::cuEventQuery\nuse cudarc::nvrtc::result;")
+        .is_empty());
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    // This file names the calls it looks for.
+    let allowed = [root.join("src/cuda"), root.join("crates/run/src/base/driver.rs"), root.join(file!())];
+    let mut paths = Vec::new();
+    for dir in ["src", "crates", "python/src", "examples", "tests"] {
+        files(&root.join(dir), &mut paths);
+    }
+    let mut found = Vec::new();
+    for path in paths.iter().filter(|p| !allowed.iter().any(|a| p.starts_with(a))) {
+        let calls = raw_cuda_calls(&std::fs::read_to_string(path).unwrap());
+        found.extend(
+            calls.into_iter().map(|c| format!("{}: {c}", path.strip_prefix(root).unwrap().display())),
+        );
+    }
+    assert!(
+        found.is_empty(),
+        "raw CUDA driver calls outside src/cuda and crates/run/src/base/driver.rs: {found:#?}"
+    );
+    assert!(paths.len() > 60, "only {} files read", paths.len());
+}

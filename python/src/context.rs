@@ -2,7 +2,8 @@
 
 use std::sync::atomic::{AtomicBool, Ordering};
 
-use cudarc::driver::{result, sys};
+use cudarc::driver::sys;
+use vkcuda_run::base::driver;
 
 /// Set once a viewer's device has a CUDA twin (the pairing loaded libcuda):
 /// from then on a call may bind a context on the caller's thread. Before
@@ -28,7 +29,7 @@ impl CallersContext {
     /// Notes the calling thread's context, once a viewer uses CUDA.
     pub fn note() -> Self {
         let before = match IN_USE.load(Ordering::Relaxed) {
-            true => result::ctx::get_current().ok().map(|c| c.unwrap_or(std::ptr::null_mut())),
+            true => driver::current_context(),
             false => None,
         };
         Self { before }
@@ -38,11 +39,11 @@ impl CallersContext {
 impl Drop for CallersContext {
     fn drop(&mut self) {
         let Some(before) = self.before else { return };
-        let now = result::ctx::get_current().ok().flatten().unwrap_or(std::ptr::null_mut());
+        let now = driver::current_context().unwrap_or(std::ptr::null_mut());
         if now != before {
             // SAFETY: `before` was this thread's current context at the call's start (or none),
             // and a context the caller had current stays alive through a call into this module.
-            let _ = unsafe { result::ctx::set_current(before) };
+            let _ = unsafe { driver::make_current(before) };
         }
     }
 }

@@ -11,10 +11,11 @@ use std::ffi::{c_void, CStr};
 use std::sync::{Arc, Mutex};
 
 use anyhow::{Context as _, Result};
-use cudarc::driver::{result, sys, CudaContext};
+use cudarc::driver::{sys, CudaContext};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use vkcuda_run::base::driver::{self, Event};
 
 use crate::array::Dtype;
 use crate::runtime;
@@ -184,20 +185,12 @@ impl FrameSlot {
     /// `later` waits (on the GPU) for what is enqueued on `earlier` so far.
     fn order(&self, earlier: u64, later: u64) -> Result<()> {
         self.ctx.bind_to_thread()?;
-        let event = result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING)?;
+        // Dropped at the end: destroying a recorded event is fine, the wait holds what it needs.
+        let event = Event::new()?;
         // SAFETY: a new event of this context; both streams are of this context.
-        let ordered = unsafe { result::event::record(event, earlier as sys::CUstream) }.and_then(|()| {
+        let ordered = unsafe { driver::record(event.raw(), earlier as sys::CUstream) }
             // SAFETY: as above.
-            unsafe {
-                result::stream::wait_event(
-                    later as sys::CUstream,
-                    event,
-                    sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT,
-                )
-            }
-        });
-        // SAFETY: destroying a recorded event is fine: the wait already holds what it needs.
-        let _ = unsafe { result::event::destroy(event) };
+            .and_then(|()| unsafe { driver::wait_event(later as sys::CUstream, event.raw()) });
         ordered.context("ordering two streams")
     }
 
@@ -211,7 +204,7 @@ impl FrameSlot {
         let Target::Slot(slot) = self.target else { return Ok(()) };
         self.ctx.bind_to_thread()?;
         // SAFETY: the slot's event and the frame's stream, both of this context, which is bound.
-        unsafe { result::event::record(self.staging.ready(slot), self.stream as sys::CUstream) }
+        unsafe { driver::record(self.staging.ready(slot), self.stream as sys::CUstream) }
             .context("cuEventRecord (the frame's writes)")
     }
 

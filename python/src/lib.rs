@@ -10,13 +10,12 @@
 //! "rendered"; a GPU tensor is packed on the caller's stream straight into
 //! the exported buffer once Vulkan has released it (or into a slot the fed
 //! CUDA producer copies in, newest wins), and `frame()` hands out that
-//! buffer to write in place (`state.rs`, `cuda_side.rs`, `export.rs`). The
+//! buffer to write in place (`state.rs`, `export.rs`; the feed's protocol is the run layer's `feed::client`). The
 //! consumer thread draws or copies each frame on the GPU and, when writing,
 //! reads it back for the writer pool.
 
 mod array;
 mod context;
-mod cuda_side;
 mod export;
 mod run;
 mod spec;
@@ -35,10 +34,12 @@ use pyo3::types::{PyDict, PyTuple};
 
 use array::{Dtype, Layout};
 use export::Target;
-use run::{Output, Run};
-use state::{Held, State};
+use run::Run;
+use state::State;
 use tensor::{device_array, stream_handle, DeviceArray};
+use vkcuda_run::running::feed::client::Held;
 use vkcuda_run::running::feed::line::Made;
+use vkcuda_run::running::feed::run::Output;
 use vkcuda_run::running::feed::{Mailbox, Put};
 
 /// How long a blocked `show` waits between looks at Ctrl+C.

@@ -4,21 +4,22 @@
 
 use std::sync::{Arc, Mutex};
 
-use anyhow::{anyhow, bail, Context as _, Result};
-use cudarc::driver::{result, sys};
+use anyhow::{anyhow, bail, Result};
+use cudarc::driver::sys;
 
 use crate::array::Layout;
-use crate::cuda_side::CudaSide;
 use crate::export::{FrameSlot, Target};
-use crate::run::{Output, Run};
-use crate::spec::Ended;
+use crate::run::Run;
 use crate::tensor::DeviceArray;
 use crate::window::Opened;
 use vkcuda::vk::instance::ValidationCounts;
 use vkcuda::FrameDesc;
 use vkcuda_run::frames::gpu::Gpu;
+use vkcuda_run::running::feed::client::{self, DeviceFeed, Feeder, Held, Source};
 use vkcuda_run::running::feed::device::{DeviceStaging, Packing};
 use vkcuda_run::running::feed::line::{Line, Made, Wait};
+use vkcuda_run::running::feed::run::Ended;
+use vkcuda_run::running::feed::run::Output;
 use vkcuda_run::running::feed::{Counts, Feed, Mailbox};
 
 /// What a viewer has done, over all its finished runs.
@@ -36,7 +37,7 @@ pub struct State {
     pub output: Output,
     pub every: bool,
     pub run: Option<Run>,
-    pub cuda: Option<CudaSide>,
+    pub cuda: Option<Feeder>,
     pub next_base: u64,
     pub totals: Totals,
     /// The validation messages counted before this viewer (the instance is the process's).
@@ -156,7 +157,7 @@ impl State {
             let feed = match device {
                 false => Feed::Host(Mailbox::new()),
                 true => {
-                    let ctx = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?.ctx.clone();
+                    let ctx = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?.context().clone();
                     Feed::Device {
                         mailbox: Mailbox::new(),
                         staging: DeviceStaging::new(ctx, desc.bytes() as usize)?,
@@ -183,7 +184,7 @@ impl State {
 
     /// Makes the CUDA side if there is none, checking that a tensor on CUDA
     /// device `device` lives on the viewer's GPU.
-    pub fn cuda_for(&mut self, device: usize) -> Result<&CudaSide> {
+    pub fn cuda_for(&mut self, device: usize) -> Result<&Feeder> {
         let gpu = self.gpu()?.clone();
         match &gpu.cuda {
             Some(c) if c.ordinal == device => {}
@@ -198,7 +199,7 @@ impl State {
             ),
         }
         if self.cuda.is_none() {
-            self.cuda = Some(CudaSide::new(&gpu)?);
+            self.cuda = Some(Feeder::new(&gpu, &vkcuda_run::base::kernels::default_cache_dir())?);
         }
         self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))
     }
@@ -219,8 +220,8 @@ impl State {
             anyhow!("frame() writes in GPU memory, and no CUDA device matches {}", gpu.device.info())
         })?;
         self.cuda_for(device)?;
-        let (mailbox, staging, line) = self.device_feed(layout)?;
-        let ctx = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?.ctx.clone();
+        let DeviceFeed { mailbox, staging, line } = self.device_feed(layout)?;
+        let ctx = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?.context().clone();
         ctx.bind_to_thread()?;
         let now = || true;
         let wait = match every {
@@ -250,22 +251,14 @@ impl State {
     /// A free slot of the device run for frames of `layout`, to write on
     /// `stream` after the slot's last use.
     fn slot_for_frame(&mut self, layout: &Layout, stream: u64) -> Result<usize> {
-        let Held { staging, slot, .. } = self.free_slot(layout)?;
-        let waited = after_last_use(stream, &staging, slot);
-        if waited.is_err() {
-            staging.release(slot);
-        }
-        waited.map(|()| slot)
+        let feed = self.device_feed(layout)?;
+        let run_stopped = || self.run.as_ref().is_none_or(Run::ending);
+        // SAFETY: the caller's stream (or the legacy default) is a live stream of the bound context.
+        Ok(unsafe { client::slot_after_last_use(&feed, stream as sys::CUstream, &run_stopped) }?.slot)
     }
 
-    /// Makes the next frame of the device run for `array` straight from it:
-    /// packed on `stream` into the shared buffer once Vulkan has released it
-    /// ([`Line::make`]). Every frame waits for that until `give_up()`; newest
-    /// wins waits until then or until a slot could take the frame at once
-    /// ([`State::pack_if_ready`]: [`Made::NotNow`]), so a caller whose own
-    /// packs are behind still makes the next frame the moment its buffer is
-    /// free. A newest-wins frame made is counted as a pack the next slot
-    /// pack waits for ([`CudaSide::count_frame`]).
+    /// Makes the next frame of the device run for `array` straight from it
+    /// ([`Feeder::make`]).
     pub fn make(
         &mut self,
         array: &DeviceArray,
@@ -273,65 +266,43 @@ impl State {
         every: bool,
         give_up: &dyn Fn() -> bool,
     ) -> Result<Made> {
-        let (mailbox, staging, line) = self.device_feed(&array.layout)?;
-        let cuda = self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))?;
-        cuda.ctx.bind_to_thread()?;
-        let packing = packing(&array.layout);
-        let stream = stream as sys::CUstream;
-        let mut pack = |dst| {
-            // SAFETY: the caller's stream is of this context and current here; the tensor stays
-            // allocated until the pack runs (the caller holds it, and frees memory
-            // stream-ordered); `dst` is the frame's shared buffer, of this layout.
-            unsafe { cuda.packer.pack(stream, array.pointer, &packing, dst, None) }
-        };
-        let fallback = || give_up() || slot_ready(&staging, cuda);
-        let wait = match every {
-            true => Wait::Every { give_up },
-            // No free slot: only a release can help, and slots are freed at releases.
-            false => {
-                Wait::Newest { fallback: &fallback, wakes: staging.has_free().then(|| cuda.ahead_point()) }
-            }
-        };
-        // SAFETY: the caller's stream (or the viewer's own) is a live stream of this context.
-        let made = unsafe { line.make(stream, &mailbox, wait, &mut pack, &|slot| staging.drop_frame(slot)) }?;
-        if made == Made::Made && !every {
-            self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?.count_frame(stream)?;
-        }
-        Ok(made)
+        let feed = self.device_feed(&array.layout)?;
+        let cuda = self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?;
+        let source = source(array);
+        // SAFETY: the caller's stream is of this context; the tensor stays allocated until the
+        // pack runs (the caller holds it, and frees memory stream-ordered).
+        unsafe { cuda.make(&feed, &source, stream as sys::CUstream, (every, give_up)) }
     }
 
     /// [`State::pack`] when it would not wait (the run goes on with these
-    /// frames, and [`slot_ready`]), so the caller need not give up the GIL;
-    /// `None` otherwise.
+    /// frames, and [`Feeder::slot_ready`]), so the caller need not give up
+    /// the GIL; `None` otherwise.
     pub fn pack_if_ready(&mut self, array: &DeviceArray, stream: u64) -> Option<Result<Held>> {
         let desc = frame_desc(&array.layout);
         let run = self.run.as_ref().filter(|r| r.serves(desc, true))?;
         let Feed::Device { staging, .. } = &run.feed else { return None };
-        let ready = self.cuda.as_ref().is_some_and(|cuda| slot_ready(staging, cuda));
+        let ready = self.cuda.as_ref().is_some_and(|cuda| cuda.slot_ready(staging));
         ready.then(|| self.pack(array, stream))
     }
 
     /// Packs `array` on `stream` into a free slot of the device run for it and
     /// returns the run's mailbox and the slot, for putting; waits for a free
-    /// slot and for the caller's earlier pack ([`CudaSide::count_slot_pack`]).
+    /// slot and for the caller's earlier pack ([`Feeder::pack`]).
     pub fn pack(&mut self, array: &DeviceArray, stream: u64) -> Result<Held> {
         let held = self.free_slot(&array.layout)?;
         let cuda = self.cuda.as_mut().ok_or_else(|| anyhow!("no CUDA side"))?;
-        let packed = cuda.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
-            pack_into(cuda, array, stream, &held.staging, held.slot)?;
-            cuda.count_slot_pack(stream as sys::CUstream)
-        });
-        if packed.is_err() {
-            held.staging.release(held.slot);
-        }
-        packed.map(|()| held)
+        // SAFETY: as in State::make.
+        unsafe { cuda.pack(&held, &source(array), stream as sys::CUstream) }?;
+        Ok(held)
     }
 
     /// The feed of the device run for frames of `layout` (the current run,
     /// or a new one after it): its mailbox, slots and line.
     fn device_feed(&mut self, layout: &Layout) -> Result<DeviceFeed> {
         match &self.run_for(frame_desc(layout), true)?.feed {
-            Feed::Device { mailbox, staging, line } => Ok((mailbox.clone(), staging.clone(), line.clone())),
+            Feed::Device { mailbox, staging, line } => {
+                Ok(DeviceFeed { mailbox: mailbox.clone(), staging: staging.clone(), line: line.clone() })
+            }
             Feed::Host(_) => bail!("a device run without a device feed"),
         }
     }
@@ -339,56 +310,10 @@ impl State {
     /// A free slot of the device run for frames of `layout` (waiting for one
     /// while the run goes on), with the run's mailbox it is put in.
     fn free_slot(&mut self, layout: &Layout) -> Result<Held> {
-        let (mailbox, staging, _) = self.device_feed(layout)?;
+        let feed = self.device_feed(layout)?;
         let run_stopped = || self.run.as_ref().is_none_or(Run::ending);
-        let slot = staging.acquire(&run_stopped).ok_or_else(|| anyhow!("the viewer's run stopped"))?;
-        Ok(Held { mailbox, staging, slot })
+        client::take_slot(&feed, &run_stopped)
     }
-}
-
-/// Whether a pack into a slot would not wait: a slot is free, and the
-/// caller's earlier pack has run ([`CudaSide::ahead_done`]).
-fn slot_ready(staging: &DeviceStaging, cuda: &CudaSide) -> bool {
-    staging.has_free() && cuda.ahead_done()
-}
-
-/// A device run's feed: its mailbox, slots and line.
-type DeviceFeed = (Arc<Mailbox<usize>>, Arc<DeviceStaging>, Arc<Line>);
-
-/// A device slot taken from its run's free list, to put in `mailbox` (or give back).
-pub struct Held {
-    pub mailbox: Arc<Mailbox<usize>>,
-    pub staging: Arc<DeviceStaging>,
-    pub slot: usize,
-}
-
-/// Enqueues on `stream`: the waits for the slot's last use
-/// ([`after_last_use`]), the pack, its "ready" event.
-fn pack_into(
-    cuda: &CudaSide,
-    array: &DeviceArray,
-    stream: u64,
-    staging: &DeviceStaging,
-    slot: usize,
-) -> Result<()> {
-    after_last_use(stream, staging, slot)?;
-    let stream = stream as sys::CUstream;
-    let ready = staging.ready(slot);
-    let packing = packing(&array.layout);
-    // SAFETY: the caller's stream is of this context and current here; the tensor stays
-    // allocated until the pack runs (the caller holds it, and frees memory stream-ordered);
-    // the slot holds one packed frame of this layout.
-    unsafe {
-        cuda.packer.pack(
-            stream,
-            array.pointer,
-            &packing,
-            staging.pointer(slot),
-            Some(staging.droppable(slot)),
-        )
-    }?;
-    // SAFETY: as above.
-    unsafe { result::event::record(ready, stream) }.context("cuEventRecord (the slot's pack)")
 }
 
 impl Drop for State {
@@ -407,27 +332,9 @@ impl Drop for State {
     }
 }
 
-/// Enqueues on `stream` the waits for the slot's last pack (or writes) and
-/// last copy out: a pack into the slot on another stream, or the producer's
-/// copy out of it, may still run. The copy was enqueued once Vulkan had
-/// released its buffer, so this never waits for Vulkan.
-fn after_last_use(stream: u64, staging: &DeviceStaging, slot: usize) -> Result<()> {
-    let stream = stream as sys::CUstream;
-    for (event, what) in
-        [(staging.ready(slot), "the slot's last pack"), (staging.copied(slot), "the copy out of the slot")]
-    {
-        // Done already: nothing to order (a query costs less than a wait). Only this thread
-        // records the pack's event, and the copy's only after the slot is put: neither can be
-        // recorded again between the query and the pack.
-        // SAFETY: the event is the slot's, of this context.
-        if unsafe { result::event::query(event) }.is_ok() {
-            continue;
-        }
-        // SAFETY: the event is the slot's, of this context; the stream is the caller's, of this context.
-        unsafe { result::stream::wait_event(stream, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
-            .with_context(|| format!("cuStreamWaitEvent ({what})"))?;
-    }
-    Ok(())
+/// Where `array`'s frame is, for the packing kernel.
+fn source(array: &DeviceArray) -> Source {
+    Source { pointer: array.pointer, packing: packing(&array.layout) }
 }
 
 /// Where `l`'s elements are, for the packing kernel.

@@ -266,22 +266,11 @@ fn cuda_array_interface(
 
 /// The CUDA device a pointer's memory is on.
 fn pointer_device(pointer: u64) -> PyResult<usize> {
-    use cudarc::driver::sys;
-    let mut ordinal: i32 = -1;
-    // SAFETY: an out-pointer to a local of the attribute's type (int); any pointer value may be asked about.
-    let r = unsafe {
-        sys::cuPointerGetAttribute(
-            (&mut ordinal as *mut i32).cast(),
-            sys::CUpointer_attribute::CU_POINTER_ATTRIBUTE_DEVICE_ORDINAL,
-            pointer,
-        )
-    };
-    match r {
-        sys::CUresult::CUDA_SUCCESS if ordinal >= 0 => Ok(ordinal as usize),
-        other => Err(PyValueError::new_err(format!(
-            "__cuda_array_interface__'s pointer {pointer:#x} is not CUDA memory CUDA can place ({other:?})"
-        ))),
-    }
+    vkcuda_run::base::driver::pointer_device(pointer).map_err(|e| {
+        PyValueError::new_err(format!(
+            "__cuda_array_interface__'s pointer {pointer:#x} is not CUDA memory CUDA can place ({e:?})"
+        ))
+    })
 }
 
 /// A stream handle from what a caller passes as `stream=`.

@@ -27,12 +27,13 @@ use winit::event_loop::{ActiveEventLoop, ControlFlow, EventLoopProxy};
 use winit::keyboard::{Key, NamedKey};
 use winit::window::{Window, WindowId};
 
-use crate::spec::{self, Ended};
+use crate::spec;
 use vkcuda::FrameDesc;
 use vkcuda_run::base::kinds::PresentPath;
 use vkcuda_run::base::size::Size;
 use vkcuda_run::frames::gpu::Gpu;
 use vkcuda_run::present::open::{event_loop, PresentSpec};
+use vkcuda_run::running::feed::run::{self as fed, Ended};
 use vkcuda_run::running::feed::Feed;
 use vkcuda_run::running::screen::Screen;
 use vkcuda_run::running::session::Session;
@@ -239,7 +240,7 @@ impl Shown {
             instance: &instance,
             path: PresentPath::Auto,
             mode: None,
-            slots: spec::IN_FLIGHT,
+            slots: fed::IN_FLIGHT,
         };
         let (gpu, screen, line) = Screen::open(event_loop, attributes, &present)?;
         log::info!("{}", line.worded(&crate::words::Python));
@@ -256,8 +257,8 @@ impl Shown {
     fn start(&mut self, desc: FrameDesc, feed: Feed, (first, base): (u64, u64)) -> Result<()> {
         anyhow::ensure!(self.session.is_none(), "a session is running already");
         let size = Size { width: desc.extent.width, height: desc.extent.height };
-        let director = spec::fed_director(size, first);
-        let session = Session::start(&self.gpu, &spec::fed_spec(desc, feed.clone()), &director, size, base)?;
+        let director = fed::fed_director(size, first);
+        let session = Session::start(&self.gpu, &fed::fed_spec(desc, feed.clone()), &director, size, base)?;
         self.screen.presenter.bind_shared(session.frames())?;
         self.session = Some(session);
         self.feed = Some(feed);

@@ -29,7 +29,7 @@ fn gpu_used(device: &CudaDevice) -> Option<u64> {
     // The primary context: the producer's, already active, so this creates nothing.
     let ctx = cudarc::driver::CudaContext::new(device.ordinal).ok()?;
     ctx.bind_to_thread().ok()?;
-    let (free, total) = cudarc::driver::result::mem_get_info().ok()?;
+    let (free, total) = super::driver::memory_info()?;
     Some((total - free) as u64)
 }
 

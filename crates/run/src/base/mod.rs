@@ -11,6 +11,7 @@ pub mod clock;
 #[cfg(test)]
 pub mod diagram;
 pub mod director;
+pub mod driver;
 pub mod encode;
 pub mod failure;
 pub mod footprint;

@@ -28,11 +28,12 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _, Result};
-use cudarc::driver::{result, sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
 
 use super::line::Line;
 use super::{check_size, Mailbox};
 use crate::base::clock::now_ns;
+use crate::base::driver;
 use crate::base::kernels::cached_module;
 use crate::running::producer::{FrameTiming, Job, Report};
 use vkcuda::interop::{CudaFrames, SharedFrames};
@@ -42,8 +43,6 @@ pub const SOURCE: &str = include_str!("../../../../../shaders/pack.cu");
 
 /// Slots: one waiting in the mailbox, one being copied, one to pack into.
 pub const SLOTS: usize = 3;
-
-const WAIT_DEFAULT: sys::CUevent_wait_flags = sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT;
 
 /// How often a wait for a free slot looks whether to give up.
 const CHECK: Duration = Duration::from_millis(50);
@@ -101,8 +100,8 @@ impl DeviceStaging {
         ctx.bind_to_thread()?;
         let marks = ctx.new_stream().context("cuStreamCreate")?;
         // SAFETY: a plain allocation in the bound context; freed in Drop (`this` owns it at once).
-        let dropped = unsafe { result::malloc_sync(SLOTS * size_of::<u64>()) }
-            .context("cuMemAlloc (the dropped packs)")?;
+        let dropped =
+            unsafe { driver::malloc(SLOTS * size_of::<u64>()) }.context("cuMemAlloc (the dropped packs)")?;
         let mut this = Self {
             ctx,
             bytes,
@@ -114,17 +113,15 @@ impl DeviceStaging {
             returned: Condvar::new(),
         };
         // SAFETY: the allocation above holds `SLOTS` words.
-        unsafe { result::memset_d8_sync(this.dropped, 0, SLOTS * size_of::<u64>()) }.context("cuMemsetD8")?;
+        unsafe { driver::memset(this.dropped, 0, SLOTS * size_of::<u64>()) }.context("cuMemsetD8")?;
         for i in 0..SLOTS {
             // SAFETY: a plain allocation in the bound context; freed in Drop.
-            let pointer =
-                unsafe { result::malloc_sync(bytes.max(1)) }.context("cuMemAlloc (a staging slot)")?;
-            let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
-            let events = result::event::create(flags).and_then(|ready| match result::event::create(flags) {
+            let pointer = unsafe { driver::malloc(bytes.max(1)) }.context("cuMemAlloc (a staging slot)")?;
+            let events = driver::create_event().and_then(|ready| match driver::create_event() {
                 Ok(copied) => Ok((ready, copied)),
                 Err(e) => {
                     // SAFETY: created just above, never used.
-                    let _ = unsafe { result::event::destroy(ready) };
+                    let _ = unsafe { driver::destroy_event(ready) };
                     Err(e)
                 }
             });
@@ -132,7 +129,7 @@ impl DeviceStaging {
                 Ok(e) => e,
                 Err(e) => {
                     // SAFETY: allocated just above, never used.
-                    let _ = unsafe { result::free_sync(pointer) };
+                    let _ = unsafe { driver::free(pointer) };
                     return Err(e).context("cuEventCreate");
                 }
             };
@@ -188,7 +185,7 @@ impl DeviceStaging {
         let addr = self.dropped_word(slot);
         let marked = self.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
             // SAFETY: within the allocation; the stream is this context's.
-            let r = unsafe { sys::cuStreamWriteValue64_v2(self.marks.cu_stream(), addr, id, 0) };
+            let r = unsafe { driver::write_value(self.marks.cu_stream(), addr, id) };
             vkcuda::cuda::check(r, "cuStreamWriteValue64_v2").map_err(anyhow::Error::from)
         });
         if let Err(e) = marked {
@@ -236,16 +233,16 @@ impl Drop for DeviceStaging {
             // (a failed context answers at once).
             for event in [slot.ready, slot.copied] {
                 // SAFETY: the event was created in this context and not destroyed.
-                let _ = unsafe { result::event::synchronize(event) };
+                let _ = unsafe { driver::synchronize(event) };
                 // SAFETY: as above; destroyed once.
-                let _ = unsafe { result::event::destroy(event) };
+                let _ = unsafe { driver::destroy_event(event) };
             }
             // SAFETY: allocated in `new`, freed once, its last writer finished above.
-            let _ = unsafe { result::free_sync(slot.pointer) };
+            let _ = unsafe { driver::free(slot.pointer) };
         }
         let _ = self.marks.synchronize();
         // SAFETY: allocated in `new`, freed once; every pack that read it and every write finished above.
-        let _ = unsafe { result::free_sync(self.dropped) };
+        let _ = unsafe { driver::free(self.dropped) };
     }
 }
 
@@ -323,10 +320,8 @@ impl Packer {
         let grid = ((width as u32).div_ceil(16), (height as u32).div_ceil(16), 1);
         // SAFETY: the parameters match vk_pack's signature and outlive the call (cuLaunchKernel
         // copies them); the caller guarantees the stream and the memory.
-        unsafe {
-            result::launch_kernel(self.function.cu_function(), grid, (16, 16, 1), 0, stream, &mut params)
-        }
-        .context("launching the packing kernel")
+        unsafe { driver::launch(self.function.cu_function(), (grid, (16, 16, 1)), stream, &mut params) }
+            .context("launching the packing kernel")
     }
 }
 
@@ -401,11 +396,11 @@ impl FedCudaProducer {
             let bytes = self.staging.bytes();
             turn.make(&*self.stream, Some(self.staging.copied(slot)), &mut |dst| {
                 // SAFETY: the stream and event are this context's; the event was recorded by the caller.
-                unsafe { result::stream::wait_event(stream, self.staging.ready(slot), WAIT_DEFAULT) }
+                unsafe { driver::wait_event(stream, self.staging.ready(slot)) }
                     .context("cuStreamWaitEvent (the caller's pack)")?;
                 // SAFETY: both allocations hold `bytes`; the wait above orders the copy after the
                 // pack, and the host saw Vulkan's last read of the buffer end.
-                unsafe { result::memcpy_dtod_async(dst, self.staging.pointer(slot), bytes, stream) }
+                unsafe { driver::copy(dst, self.staging.pointer(slot), bytes, stream) }
                     .context("cuMemcpyDtoDAsync (slot to shared buffer)")
             })?;
             drop(turn);
@@ -437,9 +432,9 @@ impl ContextWatch {
         if self.failure.get().is_none() && Instant::now() >= self.next.get() {
             self.next.set(Instant::now() + CHECK);
             // SAFETY: the producer's own stream, live while it runs, of the context bound on this thread.
-            match unsafe { sys::cuStreamQuery(self.stream) } {
-                sys::CUresult::CUDA_SUCCESS | sys::CUresult::CUDA_ERROR_NOT_READY => {}
-                e => self.failure.set(Some(e)),
+            let state = unsafe { driver::stream_state(self.stream) };
+            if driver::failed(state) {
+                self.failure.set(Some(state));
             }
         }
         self.failure.get().is_some()

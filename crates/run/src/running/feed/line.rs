@@ -15,9 +15,10 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, ensure, Context as _, Result};
-use cudarc::driver::{result, sys, CudaContext};
+use cudarc::driver::{sys, CudaContext};
 
 use super::Mailbox;
+use crate::base::driver;
 use crate::running::producer::Job;
 use vkcuda::cuda::{RawStream, Stream, StreamState};
 use vkcuda::interop::{CudaFrames, CudaTarget, LinearFrame, SharedFrames};
@@ -162,8 +163,7 @@ impl Line {
         shared: Arc<SharedFrames>,
     ) -> Result<()> {
         ctx.bind_to_thread()?;
-        let flags = sys::CUevent_flags::CU_EVENT_DISABLE_TIMING;
-        let made = result::event::create(flags).context("cuEventCreate")?;
+        let made = driver::create_event().context("cuEventCreate")?;
         self.lock().maker = Some(Maker { ctx, frames, shared, job: None, made });
         Ok(())
     }
@@ -302,7 +302,7 @@ impl Line {
         if let Some(m) = &state.maker {
             let recorded = m.ctx.bind_to_thread().map_err(anyhow::Error::from).and_then(|()| {
                 // SAFETY: an event of the maker's context; the caller's promise on `stream`.
-                unsafe { result::event::record(m.made, stream) }.context("cuEventRecord (a frame not shown)")
+                unsafe { driver::record(m.made, stream) }.context("cuEventRecord (a frame not shown)")
             });
             match recorded {
                 Ok(()) => state.after = Some((m.made, stream)),
@@ -392,10 +392,10 @@ impl Maker {
         }
         let settled = vkcuda::cuda::settle_by(WAIT_TIMEOUT, || {
             // SAFETY: an event of this context (a failed context answers at once).
-            match unsafe { result::event::query(made) } {
-                Ok(()) => StreamState::Idle,
-                Err(e) if e.0 == sys::CUresult::CUDA_ERROR_NOT_READY => StreamState::Busy,
-                Err(e) => StreamState::Failed(e.0),
+            match unsafe { driver::event_state(made) } {
+                sys::CUresult::CUDA_SUCCESS => StreamState::Idle,
+                sys::CUresult::CUDA_ERROR_NOT_READY => StreamState::Busy,
+                e => StreamState::Failed(e),
             }
         });
         if settled == StreamState::Busy {
@@ -407,7 +407,7 @@ impl Maker {
             return;
         }
         // SAFETY: created in `open`, destroyed once; its last record has completed.
-        let _ = unsafe { result::event::destroy(made) };
+        let _ = unsafe { driver::destroy_event(made) };
         drop(frames);
     }
 }
@@ -424,11 +424,11 @@ impl Turn<'_> {
         let raw = stream.raw();
         let Some((event, on)) = self.state.after.filter(|(_, on)| *on != raw) else { return Ok(()) };
         // SAFETY: an event of this context, recorded on another stream of it.
-        if unsafe { result::event::query(event) }.is_ok() {
+        if unsafe { driver::has_run(event) } {
             return Ok(());
         }
         // SAFETY: as above; `raw` is live (the `Stream` contract).
-        unsafe { result::stream::wait_event(raw, event, sys::CUevent_wait_flags::CU_EVENT_WAIT_DEFAULT) }
+        unsafe { driver::wait_event(raw, event) }
             .with_context(|| format!("cuStreamWaitEvent (the frame before, on stream {on:?})"))
     }
 
@@ -467,7 +467,7 @@ impl Turn<'_> {
         maker.frames.timeline(signal.timeline).signal(stream, signal.value)?;
         let event = after.unwrap_or(maker.made);
         // SAFETY: an event of this context; `raw` is live.
-        unsafe { result::event::record(event, raw) }.context("cuEventRecord (after a frame)")?;
+        unsafe { driver::record(event, raw) }.context("cuEventRecord (after a frame)")?;
         let control = job.control.clone();
         self.state.after = Some((event, raw));
         self.state.next = g + 1;

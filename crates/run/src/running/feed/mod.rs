@@ -17,9 +17,11 @@
 //! the frame before was taken, so the consumer paces the caller (a dump that
 //! must keep every frame).
 
+pub mod client;
 pub mod device;
 pub mod host;
 pub mod line;
+pub mod run;
 
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};

@@ -11,6 +11,7 @@ use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
 use super::{Control, FrameTiming, Job, Report};
 use crate::base::clock::{now_ns, CpuMeter};
+use crate::base::driver;
 use crate::base::inject::Fault;
 use crate::base::kernels::{Out, SceneKernels};
 use crate::base::reload::{Compiled, ReloadLink};
@@ -114,10 +115,10 @@ impl CudaProducer {
         let stream = match high_priority {
             false => ctx.new_stream(),
             true => {
-                let (mut least, mut greatest) = (0, 0);
-                // SAFETY: out-pointers to locals; the context is bound (by the imports above).
-                let r = unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) };
-                vkcuda::cuda::check(r, "cuCtxGetStreamPriorityRange")?;
+                // The context is bound (by the imports above).
+                let priorities = driver::stream_priorities();
+                let (_, greatest) = priorities
+                    .or_else(|r| vkcuda::cuda::check(r, "cuCtxGetStreamPriorityRange").map(|()| (0, 0)))?;
                 ctx.new_stream_with_priority(greatest)
             }
         }

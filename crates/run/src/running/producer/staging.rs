@@ -9,11 +9,12 @@
 use std::sync::Arc;
 
 use anyhow::{ensure, Context, Result};
-use cudarc::driver::{result, sys, CudaContext, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaStream};
 
 use super::cpu::host_loop;
 use super::cuda::EventAnchor;
 use super::{Job, Report};
+use crate::base::driver;
 use crate::base::kernels::{Out, SceneKernels};
 use crate::base::scene::FrameArgs;
 use vkcuda::interop::SharedFrames;
@@ -34,11 +35,11 @@ impl Memory {
     fn new(ctx: Arc<CudaContext>, bytes: usize) -> Result<Self> {
         ctx.bind_to_thread()?;
         // SAFETY: a plain allocation in the bound context.
-        let device = unsafe { result::malloc_sync(bytes) }.context("cuMemAlloc")?;
+        let device = unsafe { driver::malloc(bytes) }.context("cuMemAlloc")?;
         let mut this = Self { ctx, device, host: std::ptr::null_mut(), bytes };
         // Flags 0: cached (not write-combined), so the host's copy out of it is fast.
         // SAFETY: a plain allocation in the bound context.
-        this.host = unsafe { result::malloc_host(bytes, 0) }.context("cuMemAllocHost")? as *mut u8;
+        this.host = unsafe { driver::malloc_host(bytes) }.context("cuMemAllocHost")?;
         Ok(this)
     }
 }
@@ -50,10 +51,10 @@ impl Drop for Memory {
         // context is being torn down); each pointer is freed once.
         if !self.host.is_null() {
             // SAFETY: as above.
-            let _ = unsafe { result::free_host(self.host as _) };
+            let _ = unsafe { driver::free_host(self.host) };
         }
         // SAFETY: as above.
-        let _ = unsafe { result::free_sync(self.device) };
+        let _ = unsafe { driver::free(self.device) };
     }
 }
 
@@ -100,7 +101,7 @@ impl StagingProducer {
             // until the event below completes; `device` holds what the kernel wrote before it.
             let host = unsafe { std::slice::from_raw_parts_mut(self.memory.host, pixels.len()) };
             // SAFETY: see above; the stream is this context's.
-            unsafe { result::memcpy_dtoh_async(host, self.memory.device, self.stream.cu_stream()) }
+            unsafe { driver::copy_to_host(host, self.memory.device, self.stream.cu_stream()) }
                 .context("cuMemcpyDtoHAsync")?;
             end.record(&self.stream)?;
             // The host needs the pixels now: it waits for the kernel and the copy.

@@ -1,0 +1,175 @@
+//! A fed run consumed headless: a session fed from a [`Feed`], every frame
+//! the producer makes consumed on a thread of its own into the offscreen
+//! target and, when dumping, the writer pool; then the session's end. The
+//! Python module's headless viewer runs it; so can any Rust caller that
+//! feeds frames (`tests/feed.rs` does).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::{anyhow, bail, Result};
+use ash::vk;
+
+use super::Feed;
+use crate::base::director::Director;
+use crate::base::inject::Inject;
+use crate::base::kinds::{ConsumeKind, ProducerKind};
+use crate::base::scene::{Scene, SceneKind};
+use crate::base::size::Size;
+use crate::frames::consumer::ExtraSync;
+use crate::frames::gpu::Gpu;
+use crate::present::offscreen::Offscreen;
+use crate::present::readback::{Readback, Shot};
+use crate::running::session::Session;
+use crate::running::setup::RunSpec;
+use crate::running::sink::{PngSink, Reference};
+use vkcuda::sync::SyncScheme;
+use vkcuda::types::CudaSched;
+use vkcuda::{FrameDesc, Layout};
+
+/// Shared frames of a run: frames can be fed while the consumer reads others.
+const BUFFERS: usize = 3;
+/// Consumer command buffers in flight: one per shared frame, as the CLI has
+/// at 3 buffers, so every frame the caller can make is on its way at once.
+pub const IN_FLIGHT: usize = 3;
+/// Frames a run may last (the timelines' range is checked against it).
+const FOREVER: u64 = 1 << 40;
+
+/// What a run leaves.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Ended {
+    /// The next run's first timeline value.
+    pub next_base: u64,
+    /// Frames consumed.
+    pub consumed: u64,
+    /// Frames written to the folder.
+    pub written: u64,
+}
+
+/// Where a run's frames go.
+#[derive(Clone, Debug)]
+pub struct Output {
+    /// The folder every frame is written to (PNG, EXR for floats); `None`: nowhere.
+    pub dir: Option<PathBuf>,
+    /// Writer threads.
+    pub workers: usize,
+}
+
+/// The run-layer description of a fed run.
+pub fn fed_spec(desc: FrameDesc, feed: Feed) -> RunSpec {
+    RunSpec {
+        producer: ProducerKind::Cpu,
+        sync: SyncScheme::Split,
+        buffers: BUFFERS,
+        format: desc.format,
+        layout: Layout::Buffer,
+        frames: FOREVER,
+        in_flight: IN_FLIGHT,
+        paced: false,
+        ptx_cache: None,
+        cuda_sched: CudaSched::Auto,
+        high_priority_stream: false,
+        host_waits: false,
+        producer_host_waits: false,
+        kernel: None,
+        reload: None,
+        inject: Inject::default(),
+        feed: Some(feed),
+    }
+}
+
+/// What a fed frame is, for the consumer's readback and the frame numbers:
+/// frames of `size` numbered from `first` (a fed frame has no scene of its own).
+pub fn fed_director(size: Size, first: u64) -> Arc<Director> {
+    let scene = Scene { kind: SceneKind::Gradient, width: size.width, height: size.height, cost: 1 };
+    Arc::new(Director::starting_at(scene, first))
+}
+
+/// Starts the consumer thread of frames `desc` fed from `feed`, numbered
+/// from `first`, with timelines from `base`; the feed is closed when it ends.
+pub fn spawn(
+    gpu: Arc<Gpu>,
+    desc: FrameDesc,
+    feed: Feed,
+    output: Output,
+    (first, base): (u64, u64),
+) -> Result<JoinHandle<Result<Ended>>> {
+    let spec = fed_spec(desc, feed.clone());
+    let size = Size { width: desc.extent.width, height: desc.extent.height };
+    Ok(std::thread::Builder::new().name("vkcuda consumer".into()).spawn(move || {
+        let result = consume(&gpu, &spec, size, (first, base), &output);
+        feed.close();
+        result
+    })?)
+}
+
+/// The consumer thread: a session of `spec` at `size`, every frame the
+/// producer makes consumed (copied, and read back when writing), then the stop.
+fn consume(
+    gpu: &Gpu,
+    spec: &RunSpec,
+    size: Size,
+    (first, base): (u64, u64),
+    output: &Output,
+) -> Result<Ended> {
+    let device = gpu.device.clone();
+    let feed = spec.feed.clone().ok_or_else(|| anyhow!("a fed run without a feed"))?;
+    let director = fed_director(size, first);
+    let extent = vk::Extent2D { width: size.width, height: size.height };
+    let sink =
+        output.dir.as_ref().map(|dir| PngSink::new(dir, output.workers, Reference::None, Inject::default()));
+    let readback = match &sink {
+        Some(sink) => {
+            let shot = Shot { extent, format: spec.format, drawn: false, first: director.first() };
+            Some(Readback::new(device.clone(), shot, IN_FLIGHT, sink.recipient(director.clone())?)?)
+        }
+        None => None,
+    };
+    let desc = crate::running::setup::frame_desc(spec, size);
+    let mut offscreen = Offscreen::new(device, (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
+    let mut session = Session::start(gpu, spec, &director, size, base)?;
+    // The copy may be a shader's, whose descriptor sets name the session's buffers.
+    let outcome = offscreen.bind(session.frames()).and_then(|()| follow(&mut session, &mut offscreen, &feed));
+    let ended = session.end(&mut offscreen, outcome);
+    let read = offscreen.finish();
+    let sink = sink.map(|s| s.finish().with_readback(read)).unwrap_or_default();
+    let ((), stopped) = ended?;
+    if let Some(e) = sink.error {
+        bail!("{e}");
+    }
+    Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: sink.written })
+}
+
+/// Consumes each frame once the producer has made it, until it has made its last.
+fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> Result<()> {
+    // The device producer says when it made a frame; the host producer's is polled for.
+    let told = matches!(mailbox, Feed::Device { .. });
+    loop {
+        // Counts first, then `ended`, then "produced": a frame made after the counts
+        // were read changes them, so the wait below does not miss it; once `ended`
+        // is seen, the producer's count is final.
+        let seen = mailbox.counts();
+        let ended = mailbox.ended();
+        if session.ready() {
+            session.submit(offscreen, ExtraSync::default())?;
+            continue;
+        }
+        if ended {
+            break;
+        }
+        // A frame taken but not yet made is moments away; otherwise wait for a change.
+        let within = match !told && seen.taken > session.produced() {
+            true => Duration::from_micros(200),
+            false => Duration::from_millis(100),
+        };
+        mailbox.wait_change(seen, within);
+    }
+    if session.producer_failed() {
+        // The producer's error, which the session's end returns, is the cause.
+        return Err(vkcuda::Error::Cancelled { what: format!("frame {}", session.next()) }.into());
+    }
+    session.drain(offscreen)?;
+    Ok(())
+}

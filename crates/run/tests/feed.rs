@@ -1,0 +1,167 @@
+//! Feeding frames from Rust: the run layer's feed protocol without the
+//! Python module. Frames of an odd size are handed in (host memory through
+//! the mailbox; GPU memory through the [`Feeder`], straight into the shared
+//! buffer or into a slot), consumed by a fed run, written by the PNG pool,
+//! and read back from the files: every pixel must be the one put, and the
+//! validation layer (on, with sync validation if the environment asks for
+//! it) must have said nothing.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use anyhow::{anyhow, Result};
+use ash::vk;
+use cudarc::driver::DevicePtr;
+use vkcuda::vk::device::Queue;
+use vkcuda::{Format, FrameDesc, Layout};
+use vkcuda_run::base::encode::decode_frame;
+use vkcuda_run::base::kinds::ProducerKind;
+use vkcuda_run::frames::gpu::{open_gpu, vulkan_instance, DeviceChoice, Gpu};
+use vkcuda_run::running::feed::client::{DeviceFeed, Feeder, Source};
+use vkcuda_run::running::feed::device::{DeviceStaging, Packing};
+use vkcuda_run::running::feed::line::{Line, Made};
+use vkcuda_run::running::feed::run::{spawn, Ended, Output};
+use vkcuda_run::running::feed::{Feed, Mailbox, Put};
+use vkcuda_run::running::sink::frame_file_name;
+
+const WIDTH: u32 = 37;
+const HEIGHT: u32 = 23;
+const FRAMES: u8 = 7;
+
+fn open(producer: ProducerKind) -> Result<Arc<Gpu>> {
+    let instance = vulkan_instance(true, &[])?;
+    let queue = Queue { kind: vkcuda::types::QueueKind::Graphics, present: None };
+    let choice = DeviceChoice { gpu: None, producer, announce: false };
+    Ok(Arc::new(open_gpu(&choice, instance, queue)?))
+}
+
+/// Frame `i`'s pixel at (x, y), RGB (the alpha is opaque).
+fn pixel(i: u8, x: u32, y: u32) -> [u8; 3] {
+    [(x * 7) as u8 ^ i, (y * 11) as u8, i.wrapping_mul(31)]
+}
+
+/// Frame `i` with `channels` channels (3: RGB, 4: RGBA with an opaque alpha).
+fn frame(i: u8, channels: usize) -> Vec<u8> {
+    let mut out = Vec::with_capacity((WIDTH * HEIGHT) as usize * channels);
+    for y in 0..HEIGHT {
+        for x in 0..WIDTH {
+            out.extend_from_slice(&pixel(i, x, y)[..3]);
+            if channels == 4 {
+                out.push(255);
+            }
+        }
+    }
+    out
+}
+
+fn desc() -> FrameDesc {
+    FrameDesc::new(vk::Extent2D { width: WIDTH, height: HEIGHT }).format(Format::Rgba8).layout(Layout::Buffer)
+}
+
+/// A fresh folder for one test's frames.
+fn folder(name: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("vkcuda-feed-{name}-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&dir);
+    std::fs::create_dir_all(&dir).expect("a temporary folder");
+    dir
+}
+
+/// Every frame in `dir` is the RGBA of the frame put; the folder goes.
+fn check_written(dir: &PathBuf, ended: Ended) {
+    assert_eq!((ended.consumed, ended.written), (u64::from(FRAMES), u64::from(FRAMES)), "{ended:?}");
+    for i in 0..FRAMES {
+        let bytes =
+            std::fs::read(dir.join(frame_file_name(u64::from(i), Format::Rgba8))).expect("frame written");
+        let (w, h, pixels) = decode_frame(&bytes, Format::Rgba8).expect("a PNG");
+        assert_eq!((w, h), (WIDTH, HEIGHT));
+        let wrong = pixels.iter().zip(frame(i, 4)).filter(|(a, b)| **a != *b).count();
+        assert_eq!(wrong, 0, "frame {i}: {wrong} bytes differ from what was put");
+    }
+    let _ = std::fs::remove_dir_all(dir);
+}
+
+#[test]
+fn host_frames_fed_from_rust_are_written_as_put() {
+    let gpu = open(ProducerKind::Cpu).expect("a Vulkan device (lavapipe or a GPU) with the validation layer");
+    let mailbox = Mailbox::new();
+    let dir = folder("host");
+    let output = Output { dir: Some(dir.clone()), workers: 2 };
+    let run =
+        spawn(gpu.clone(), desc(), Feed::Host(mailbox.clone()), output, (0, 0)).expect("the run starts");
+    for i in 0..FRAMES {
+        // Every frame: each put waits until the one before was taken.
+        let put = mailbox.put(frame(i, 4), true, &|| false).expect("the run takes frames");
+        assert!(matches!(put, Put::Done(None)), "frame {i} replaced another");
+    }
+    mailbox.close();
+    let ended = run.join().expect("the consumer thread").expect("the run ends cleanly");
+    check_written(&dir, ended);
+    let v = gpu.device.validation();
+    assert_eq!((v.errors, v.warnings), (0, 0), "validation messages");
+}
+
+/// GPU frames: made straight into the shared buffer (every frame: waiting
+/// for Vulkan's release), the last one packed into a slot the producer
+/// copies in (the path of `show` when the buffer is still Vulkan's).
+#[test]
+fn gpu_frames_fed_from_rust_are_written_as_put() {
+    let gpu = match open(ProducerKind::Auto) {
+        Ok(g) if g.cuda.is_some() => g,
+        _ => return eprintln!("skipped: no NVIDIA GPU with CUDA"),
+    };
+    let dir = folder("gpu");
+    fed_from_gpu(&gpu, &dir).expect("frames fed from GPU memory");
+    let v = gpu.device.validation();
+    assert_eq!((v.errors, v.warnings), (0, 0), "validation messages");
+}
+
+fn fed_from_gpu(gpu: &Arc<Gpu>, dir: &PathBuf) -> Result<()> {
+    let cache = dir.join("ptx");
+    let mut feeder = Feeder::new(gpu, &cache)?;
+    let ctx = feeder.context().clone();
+    let (mailbox, line) = (Mailbox::new(), Line::new());
+    let staging = DeviceStaging::new(ctx.clone(), desc().bytes() as usize)?;
+    let feed = DeviceFeed { mailbox: mailbox.clone(), staging: staging.clone(), line: line.clone() };
+    let fed = Feed::Device { mailbox: mailbox.clone(), staging, line };
+    let output = Output { dir: Some(dir.clone()), workers: 2 };
+    let run = spawn(gpu.clone(), desc(), fed.clone(), output, (0, 0))?;
+    let stream = ctx.default_stream();
+    let w = i64::from(WIDTH);
+    let packing = Packing {
+        strides: [w * 3, 3, 1],
+        channels: 3,
+        size: 1,
+        width: WIDTH as i32,
+        height: HEIGHT as i32,
+        opaque: 255,
+    };
+    for i in 0..FRAMES {
+        let memory = stream.clone_htod(&frame(i, 3))?;
+        let (pointer, _sync) = memory.device_ptr(&stream);
+        let source = Source { pointer, packing };
+        if i + 1 < FRAMES {
+            // SAFETY: the default stream is of the feeder's context; `memory` outlives the pack
+            // (the stream is synchronized below before it goes).
+            let made = unsafe { feeder.make(&feed, &source, stream.cu_stream(), (true, &|| false)) }?;
+            anyhow::ensure!(made == Made::Made, "frame {i}: {made:?}");
+        } else {
+            let held = vkcuda_run::running::feed::client::take_slot(&feed, &|| false)?;
+            // SAFETY: as above.
+            unsafe { feeder.pack(&held, &source, stream.cu_stream()) }?;
+            match held.mailbox.put(held.slot, true, &|| false)? {
+                Put::Done(None) => {}
+                other => {
+                    return Err(anyhow!(
+                        "frame {i}: the slot was not put alone ({})",
+                        matches!(other, Put::GaveUp(_))
+                    ))
+                }
+            }
+        }
+        stream.synchronize()?;
+    }
+    fed.close();
+    let ended = run.join().map_err(|_| anyhow!("the consumer thread panicked"))??;
+    check_written(dir, ended);
+    Ok(())
+}
