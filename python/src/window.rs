@@ -258,7 +258,7 @@ impl Shown {
         anyhow::ensure!(self.session.is_none(), "a session is running already");
         let size = Size { width: desc.extent.width, height: desc.extent.height };
         let director = fed::fed_director(size, first);
-        let session = Session::start(&self.gpu, &fed::fed_spec(desc, feed.clone()), &director, size, base)?;
+        let session = Session::start(&self.gpu, &fed::fed_spec(feed.clone()), &director, desc, base)?;
         self.screen.presenter.bind_shared(session.frames())?;
         self.session = Some(session);
         self.feed = Some(feed);

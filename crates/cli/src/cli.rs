@@ -9,14 +9,14 @@ use crate::bench::report::{Load, Variant};
 use crate::peers::Handover;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{CudaSched, QueueKind};
-use vkcuda::{Format, Layout};
+use vkcuda::{Format, FrameDesc, Layout};
 use vkcuda_run::base::inject::{At, Inject};
 use vkcuda_run::base::kinds::{ConsumeKind, Latency, PresentMode, PresentPath, ProducerKind};
 use vkcuda_run::base::scene::SceneKind;
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::userkernel::{self, KernelSpec};
-use vkcuda_run::frames::gpu::DeviceChoice;
-use vkcuda_run::running::setup::RunSpec;
+use vkcuda_run::frames::gpu::{DeviceChoice, Gpu};
+use vkcuda_run::running::setup::{ConsumerSpec, CudaOptions, PlanSpec, ProducerSpec, RunSpec};
 use vkcuda_run::running::sink::Reference;
 use vkcuda_run::UsageError;
 
@@ -661,27 +661,31 @@ impl Args {
         self.target_size.filter(|_| self.consume == ConsumeKind::Draw).unwrap_or(size)
     }
 
-    /// What a run is made of, in the domain's terms.
-    pub fn spec(&self) -> RunSpec {
-        RunSpec {
-            producer: self.producer,
-            sync: self.sync,
-            buffers: self.buffers as usize,
-            format: self.format,
-            layout: self.layout,
-            frames: self.frame_count(),
-            in_flight: self.in_flight(),
-            paced: self.paced(),
+    /// The run these arguments describe on the open device `gpu` (which
+    /// decides what `--producer auto` is).
+    pub fn spec(&self, gpu: &Gpu) -> anyhow::Result<RunSpec> {
+        let cuda = CudaOptions {
             ptx_cache: self.ptx_cache.clone(),
-            cuda_sched: self.cuda_sched,
+            sched: self.cuda_sched,
             high_priority_stream: self.high_priority_stream,
-            host_waits: self.host_waits,
-            producer_host_waits: self.host_waits || !self.gpu_waits_only,
-            kernel: self.kernel_spec(),
-            reload: None,
+            host_waits: self.host_waits || !self.gpu_waits_only,
+        };
+        Ok(RunSpec {
+            plan: PlanSpec { sync: self.sync, buffers: self.buffers as usize, frames: self.frame_count() },
+            producer: ProducerSpec::rendered(self.producer, self.kernel_spec(), cuda, gpu)?,
+            consumer: ConsumerSpec {
+                in_flight: self.in_flight(),
+                paced: self.paced(),
+                host_waits: self.host_waits,
+            },
             inject: Inject(self.inject.clone()),
-            feed: None,
-        }
+        })
+    }
+
+    /// The shared frames of a run at `size`: `--format`, `--layout`.
+    pub fn frame_desc(&self, size: Size) -> FrameDesc {
+        let extent = ash::vk::Extent2D { width: size.width, height: size.height };
+        FrameDesc::new(extent).format(self.format).layout(self.layout)
     }
 
     /// The device to open: `--gpu`, for `--producer`.

@@ -30,7 +30,6 @@ use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Readback, Shot};
 use vkcuda_run::running::dumpdir;
 use vkcuda_run::running::measure::Span;
-use vkcuda_run::running::setup;
 use vkcuda_run::running::sink::{PngSink, SinkReport};
 
 /// The frame and target sizes as the user gave them, for messages.
@@ -245,7 +244,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         }
         None => None,
     };
-    let frame = setup::frame_desc(&args.spec(), size);
+    let frame = args.frame_desc(size);
     let mut offscreen = Offscreen::new(
         device.clone(),
         (frame, extent),
@@ -256,16 +255,18 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
 
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
-    let spec = (&args.spec(), args.timeline_base);
-    let result = peers::run_handover(
-        args.handover,
-        &gpu,
-        spec,
-        (&director, size),
-        &mut offscreen,
-        span,
-        (caught, progress),
-    );
+    let result = args.spec(&gpu).and_then(|spec| {
+        let spec = (&spec, args.timeline_base);
+        peers::run_handover(
+            args.handover,
+            &gpu,
+            spec,
+            (&director, frame),
+            &mut offscreen,
+            span,
+            (caught, progress),
+        )
+    });
     progress.finish_and_clear();
     let read = offscreen.finish();
     let sink = sink.map(|s| s.finish().with_readback(read)).unwrap_or_default();

@@ -175,11 +175,13 @@ impl ApplicationHandler for App {
     }
 }
 
-/// The run's spec, with the hot reload's link when there is one.
-fn spec_with(args: &Args, reload: Option<&KernelReload>) -> setup::RunSpec {
-    let mut spec = args.spec();
-    spec.reload = reload.map(KernelReload::link);
-    spec
+/// The run's spec on `gpu`, with the hot reload's link when there is one.
+fn spec_with(args: &Args, gpu: &Gpu, reload: Option<&KernelReload>) -> Result<setup::RunSpec> {
+    let mut spec = args.spec(gpu)?;
+    if let setup::ProducerSpec::Kernel { reload: link, .. } = &mut spec.producer {
+        *link = reload.map(KernelReload::link);
+    }
+    Ok(spec)
 }
 
 struct Viewer {
@@ -253,8 +255,8 @@ impl Viewer {
                 if args.latency.is_none() { " (the default with --kernel)" } else { "" }
             );
         }
-        let run =
-            Session::start(&gpu, &spec_with(args, reload.as_ref()), &director, size, args.timeline_base)?;
+        let spec = spec_with(args, &gpu, reload.as_ref())?;
+        let run = Session::start(&gpu, &spec, &director, args.frame_desc(size), args.timeline_base)?;
         screen.presenter.bind_shared(run.frames())?;
         Ok(Self {
             run: Some(run),
@@ -391,10 +393,10 @@ impl Viewer {
             let base = stopped.next_base;
             self.absorb(stopped);
             self.finish_snapshots();
-            let spec = spec_with(&self.args, self.reload.as_ref());
+            let spec = spec_with(&self.args, &self.gpu, self.reload.as_ref())?;
             // Frame numbers restart with the new session.
             self.reload.iter().for_each(|r| r.link().forget_swap());
-            let run = Session::start(&self.gpu, &spec, &self.director, wanted, base)?;
+            let run = Session::start(&self.gpu, &spec, &self.director, self.args.frame_desc(wanted), base)?;
             self.screen.presenter.bind_shared(run.frames())?;
             self.run = Some(run);
         }

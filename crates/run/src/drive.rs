@@ -30,6 +30,7 @@ use crate::running::setup::RunSpec;
 use crate::running::sink::{PngSink, Reference, SinkReport};
 use crate::UsageError;
 use vkcuda::vk::instance::ValidationCounts;
+use vkcuda::FrameDesc;
 
 /// What a run measured.
 #[derive(Clone, Debug)]
@@ -149,18 +150,18 @@ pub fn sum_of(runs: &[Summary]) -> Result<Summary> {
     Ok(all)
 }
 
-/// Starts a session of `spec` at `size` (timelines from `base`), consumes it
+/// Starts a session of `spec` for frames `desc` (timelines from `base`), consumes it
 /// into `offscreen` for `span`, and stops it: what one headless run (or one
 /// bench repeat) measures.
 pub fn run_session(
     gpu: &Gpu,
     (spec, base): (&RunSpec, u64),
-    (director, size): (&Arc<Director>, Size),
+    (director, desc): (&Arc<Director>, FrameDesc),
     offscreen: &mut Offscreen,
     span: Span,
     (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
-    let mut session = Session::start(gpu, spec, director, size, base)?;
+    let mut session = Session::start(gpu, spec, director, desc, base)?;
     session.interrupt_with(caught.clone());
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
     let outcome = offscreen

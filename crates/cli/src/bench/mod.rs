@@ -37,7 +37,6 @@ use vkcuda_run::drive::{sum_of, summarize, watch_signals, Summary};
 use vkcuda_run::frames::gpu::{self, DeviceChoice, Gpu};
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::running::measure::Span;
-use vkcuda_run::running::setup;
 use vkcuda_run::running::sink::SinkReport;
 
 /// Runs `vkcuda bench`.
@@ -301,14 +300,14 @@ fn measure(
     let director = Arc::new(Director::new(scene));
     let extent = ash::vk::Extent2D { width: size.width, height: size.height };
     let mode = (args.consume, 0, args.consume_copies);
-    let frame = setup::frame_desc(&args.spec(), size);
+    let frame = args.frame_desc(size);
     let mut offscreen = Offscreen::new(gpu.device.clone(), (frame, extent), mode, None)?;
     let hidden = ProgressBar::hidden();
     let (consumed, report, producer) = peers::run_handover(
         args.handover,
         gpu,
-        (&args.spec(), args.timeline_base),
-        (&director, size),
+        (&args.spec(gpu)?, args.timeline_base),
+        (&director, frame),
         &mut offscreen,
         span,
         (caught, &hidden),

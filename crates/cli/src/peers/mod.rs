@@ -37,7 +37,7 @@ use vkcuda::vk::bounded_wait;
 use vkcuda::vk::device::Device;
 use vkcuda::FrameDesc;
 use vkcuda_run::base::director::Director;
-use vkcuda_run::base::kernels::{self, Out, SceneKernels};
+use vkcuda_run::base::kernels::{Out, SceneKernels};
 use vkcuda_run::base::scene::FrameArgs;
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::stats::Samples;
@@ -57,16 +57,19 @@ pub fn run_handover(
     kind: Handover,
     gpu: &Gpu,
     (spec, base): (&RunSpec, u64),
-    (director, size): (&Arc<Director>, Size),
+    (director, desc): (&Arc<Director>, FrameDesc),
     offscreen: &mut Offscreen,
     span: Span,
     (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
     match kind {
         Handover::Vkcuda => {
-            run_session(gpu, (spec, base), (director, size), offscreen, span, (caught, progress))
+            run_session(gpu, (spec, base), (director, desc), offscreen, span, (caught, progress))
         }
-        peer => run(peer, gpu, spec, base, (director, size), offscreen, (span, caught, progress)),
+        peer => {
+            let size = Size { width: desc.extent.width, height: desc.extent.height };
+            run(peer, gpu, spec, base, (director, size), offscreen, (span, caught, progress))
+        }
     }
 }
 
@@ -85,7 +88,7 @@ fn run(
     director.resize(size.width, size.height);
     let mut rig = Rig::new(kind, gpu, spec, base, director.clone(), size)?;
     offscreen.bind(Frames::Images(rig.shared.images()))?;
-    let mut stop = Stop { clock: SpanClock::new(span), limit: spec.frames, caught, progress };
+    let mut stop = Stop { clock: SpanClock::new(span), limit: spec.plan.frames, caught, progress };
     let outcome = match kind {
         Handover::CpuGated => cpu_gated::run(&mut rig, offscreen, &mut stop),
         Handover::HostWait => host_wait::run(&mut rig, offscreen, &mut stop),
@@ -180,7 +183,7 @@ impl Rig {
         // ovrtx: 2 images (read, write); the cuda-samples: 1.
         let images = if kind == Handover::CpuGated { 2 } else { 1 };
         // One timeline ("frame"), starting at the run's base value.
-        let plan = FramePlan::new(SyncScheme::Shared, images, base, spec.frames)
+        let plan = FramePlan::new(SyncScheme::Shared, images, base, spec.plan.frames)
             .map_err(|e| UsageError::new(e.to_string()))?;
         let extent = vk::Extent2D { width: size.width, height: size.height };
         let shared = Arc::new(SharedFrames::new(&device, plan, FrameDesc::new(extent), true)?);
@@ -191,8 +194,9 @@ impl Rig {
             _ => MAX_IN_FLIGHT,
         };
         let frames = FrameLoop::new(device.clone(), in_flight, None, None)?;
-        let ctx = vkcuda::cuda::context(cuda_device, spec.cuda_sched)?;
-        let cache = spec.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir);
+        let cuda = spec.producer.cuda().cloned().unwrap_or_default();
+        let ctx = vkcuda::cuda::context(cuda_device, cuda.sched)?;
+        let cache = cuda.cache();
         let kernels = SceneKernels::load(&ctx, &cache)?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;
         let cuda = CudaFrames::import(ctx.clone(), &shared, stream.clone())?;

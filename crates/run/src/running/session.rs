@@ -22,6 +22,7 @@ use crate::UsageError;
 use vkcuda::cuda::CudaDevice;
 use vkcuda::sync::FramePlan;
 use vkcuda::vk::bounded_wait;
+use vkcuda::FrameDesc;
 
 /// A running interop.
 ///
@@ -87,19 +88,26 @@ pub struct Stopped {
 }
 
 impl Session {
-    /// Builds the interop at `size` with timelines starting at `base`, and
-    /// starts the producer on its thread.
-    pub fn start(gpu: &Gpu, spec: &RunSpec, director: &Arc<Director>, size: Size, base: u64) -> Result<Self> {
+    /// Builds the interop for frames `desc` with timelines starting at
+    /// `base`, and starts the producer on its thread.
+    pub fn start(
+        gpu: &Gpu,
+        spec: &RunSpec,
+        director: &Arc<Director>,
+        desc: FrameDesc,
+        base: u64,
+    ) -> Result<Self> {
+        let size = Size { width: desc.extent.width, height: desc.extent.height };
         director.resize(size.width, size.height);
-        let total = spec.frames;
-        let plan = FramePlan::new(spec.sync, spec.buffers, base, total)
+        let total = spec.plan.frames;
+        let plan = FramePlan::new(spec.plan.sync, spec.plan.buffers, base, total)
             .map_err(|e| UsageError::new(e.to_string()))?;
-        let (interop, producer) = setup::build(gpu, spec, plan, size)?;
+        let (interop, producer) = setup::build(gpu, spec, plan, desc)?;
         let (staging, views) = (interop.staging.clone(), interop.views.clone());
-        let mut frames = FrameLoop::new(gpu.device.clone(), spec.in_flight, staging, views)?;
+        let mut frames = FrameLoop::new(gpu.device.clone(), spec.consumer.in_flight, staging, views)?;
         frames.fail_recording_at = spec.inject.first(Fault::ConsumerError);
         let control = Control::new(total);
-        if spec.paced {
+        if spec.consumer.paced {
             control.pace_to_screen();
         }
         let name = producer.name();
@@ -107,7 +115,7 @@ impl Session {
             Job { plan, director: director.clone(), control: control.clone(), inject: spec.inject.clone() };
         let handle = producer.spawn(job)?;
         let cuda = gpu.cuda.clone().filter(|_| name != "cpu");
-        let host_waits = spec.host_waits;
+        let host_waits = spec.consumer.host_waits;
         Ok(Self {
             plan,
             interop,

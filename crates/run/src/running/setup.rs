@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::Result;
+use anyhow::{anyhow, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
@@ -33,49 +33,136 @@ use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{image_barrier, record_image_barrier};
 use vkcuda::vk::memory::Buffer;
 use vkcuda::vk::shared_image::SharedImage;
-use vkcuda::{Format, FrameDesc, Layout};
+use vkcuda::{FrameDesc, Layout};
 
-/// What a run on an open device is made of: each front end fills it in (the
-/// CLI from its arguments, the Python module from a viewer's options and the
-/// first frame).
+/// What a run on an open device is made of, in separate parts; the frame
+/// itself (a [`FrameDesc`]) comes with each session. Each front end fills
+/// it in: the CLI from its arguments once the device is open, the Python
+/// module for a fed run.
 #[derive(Clone, Debug)]
 pub struct RunSpec {
-    /// Who renders.
-    pub producer: ProducerKind,
+    /// The frame plan: scheme, shared frames, frame count.
+    pub plan: PlanSpec,
+    /// Who makes the frames.
+    pub producer: ProducerSpec,
+    /// How the consumer's loop runs.
+    pub consumer: ConsumerSpec,
+    /// Test only: the faults to inject.
+    pub inject: Inject,
+}
+
+/// The frame plan's parts ([`FramePlan::new`] with the session's timeline base).
+#[derive(Clone, Copy, Debug)]
+pub struct PlanSpec {
     /// The synchronization scheme.
     pub sync: SyncScheme,
     /// Shared images (or buffers).
     pub buffers: usize,
-    /// The shared frames' format.
-    pub format: Format,
-    /// The shared frames' layout: CUDA arrays or linear buffers.
-    pub layout: Layout,
-    /// Frames to render.
+    /// Frames to make.
     pub frames: u64,
-    /// Consumer command buffers in flight.
+}
+
+/// How the consumer's loop runs.
+#[derive(Clone, Copy, Debug)]
+pub struct ConsumerSpec {
+    /// Command buffers in flight.
     pub in_flight: usize,
     /// The producer starts frame g once frame g - 1 is on screen (`--latency low`).
     pub paced: bool,
+    /// Each side waits on the host before it submits (a hand-over experiment).
+    pub host_waits: bool,
+}
+
+/// How a CUDA producer runs.
+#[derive(Clone, Debug)]
+pub struct CudaOptions {
     /// Where compiled PTX is cached (`None`: the default folder).
     pub ptx_cache: Option<PathBuf>,
     /// How CUDA's host thread waits.
-    pub cuda_sched: CudaSched,
+    pub sched: CudaSched,
     /// Create the CUDA stream with the highest priority.
     pub high_priority_stream: bool,
-    /// Each side waits on the host before it submits (a hand-over experiment).
+    /// Wait on the host for "released" before each frame is enqueued
+    /// (default; `--gpu-waits-only` turns it off).
     pub host_waits: bool,
-    /// The CUDA producer waits on the host for "released" before it enqueues a
-    /// frame (default; `--gpu-waits-only` turns it off).
-    pub producer_host_waits: bool,
-    /// Your kernel instead of the scene (CUDA producer).
-    pub kernel: Option<KernelSpec>,
-    /// The viewer's hot reload of that kernel.
-    pub reload: Option<ReloadLink>,
-    /// Test only: the faults to inject.
-    pub inject: Inject,
-    /// Frames handed in by the caller instead of rendered (the Python
-    /// module): a fed producer takes them from here.
-    pub feed: Option<Feed>,
+}
+
+impl Default for CudaOptions {
+    /// The CLI's defaults: the default PTX cache, CUDA's own scheduling, a
+    /// normal stream, and host waits for "released".
+    fn default() -> Self {
+        Self { ptx_cache: None, sched: CudaSched::Auto, high_priority_stream: false, host_waits: true }
+    }
+}
+
+impl CudaOptions {
+    /// The PTX cache's folder.
+    pub fn cache(&self) -> PathBuf {
+        self.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir)
+    }
+}
+
+/// Who makes a run's frames.
+#[derive(Clone, Debug)]
+pub enum ProducerSpec {
+    /// CUDA kernels render the built-in scenes.
+    Scene(CudaOptions),
+    /// Your kernel renders them (CUDA), with the viewer's hot reload if any.
+    Kernel {
+        /// The kernel.
+        kernel: KernelSpec,
+        /// Its hot reload.
+        reload: Option<ReloadLink>,
+        /// How CUDA runs it.
+        cuda: CudaOptions,
+    },
+    /// CPU threads render the scenes into staging buffers.
+    Cpu,
+    /// The baseline without sharing: CUDA renders, copies through the host.
+    Staging(CudaOptions),
+    /// The caller hands frames in.
+    Fed(Feed),
+}
+
+impl ProducerSpec {
+    /// What renders on `gpu`, as `kind` asks: `Auto` is CUDA when the device
+    /// has a CUDA twin, else the CPU; `kernel` is rendered by CUDA.
+    pub fn rendered(
+        kind: ProducerKind,
+        kernel: Option<KernelSpec>,
+        cuda: CudaOptions,
+        gpu: &Gpu,
+    ) -> Result<Self> {
+        let twin = gpu.cuda.is_some();
+        match (kind, kernel) {
+            (ProducerKind::Staging, _) if !twin => {
+                Err(Message::new().field(Field::Producer, "staging").text(" needs a CUDA device").into())
+            }
+            (ProducerKind::Staging, _) => Ok(ProducerSpec::Staging(cuda)),
+            (_, Some(_)) if !twin => {
+                let why = format!(
+                    " runs your kernel with CUDA, and no CUDA device matches {} (`vkcuda check-kernel FILE` \
+                     compiles it without a GPU)",
+                    gpu.device.info()
+                );
+                Err(Message::new().field(Field::Kernel, "").text(why).into())
+            }
+            (ProducerKind::Cpu, _) => Ok(ProducerSpec::Cpu),
+            (_, Some(kernel)) => Ok(ProducerSpec::Kernel { kernel, reload: None, cuda }),
+            (_, None) if twin => Ok(ProducerSpec::Scene(cuda)),
+            (_, None) => Ok(ProducerSpec::Cpu),
+        }
+    }
+
+    /// How CUDA runs, for a CUDA producer.
+    pub fn cuda(&self) -> Option<&CudaOptions> {
+        match self {
+            ProducerSpec::Scene(c) | ProducerSpec::Staging(c) | ProducerSpec::Kernel { cuda: c, .. } => {
+                Some(c)
+            }
+            ProducerSpec::Cpu | ProducerSpec::Fed(_) => None,
+        }
+    }
 }
 
 /// The interop objects: the core's shared frames (plan, images or buffers,
@@ -163,22 +250,21 @@ impl Drop for FailOnPanic {
     }
 }
 
-/// The frame a run's shared frames hold: `size`, in the spec's format and layout.
-pub fn frame_desc(args: &RunSpec, size: Size) -> FrameDesc {
-    let extent = vk::Extent2D { width: size.width, height: size.height };
-    FrameDesc::new(extent).format(args.format).layout(args.layout)
-}
-
-/// Checks the size against the device and builds the interop objects.
-pub fn build(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
+/// Checks the frame's size against the device and builds the interop objects.
+pub fn build(gpu: &Gpu, spec: &RunSpec, plan: FramePlan, desc: FrameDesc) -> Result<(Interop, Producer)> {
+    let size = Size { width: desc.extent.width, height: desc.extent.height };
     check_size(gpu, size, Field::Size)?;
-    build_checked(gpu, args, plan, size)
+    build_checked(gpu, &spec.producer, plan, desc)
         .map_err(|e| unsupported_format(out_of_memory(e, &Message::new().field(Field::Size, size))))
 }
 
-fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Result<(Interop, Producer)> {
+fn build_checked(
+    gpu: &Gpu,
+    producer: &ProducerSpec,
+    plan: FramePlan,
+    desc: FrameDesc,
+) -> Result<(Interop, Producer)> {
     let device = &gpu.device;
-    let desc = frame_desc(args, size);
     // Images exportable whenever the device can: the CPU path then runs the very same images.
     let export_images = gpu.cuda.is_some() || check_export(device, &desc).is_ok();
     let shared = SharedFrames::with_images(device, plan, desc, export_images, gpu.cuda.is_some())?;
@@ -193,49 +279,38 @@ fn build_checked(gpu: &Gpu, args: &RunSpec, plan: FramePlan, size: Size) -> Resu
         let staging = Buffer::frames(device, "staging", count, bytes, usage, MemoryLocation::CpuToGpu)?;
         Ok(Arc::new(staging))
     };
-    let cache = args.ptx_cache.clone().unwrap_or_else(kernels::default_cache_dir);
-    if let (Some(_), None) = (&args.kernel, &gpu.cuda) {
-        let why = format!(
-            " runs your kernel with CUDA, and no CUDA device matches {} (`vkcuda check-kernel FILE` \
-             compiles it without a GPU)",
-            gpu.device.info()
-        );
-        return Err(Message::new().field(Field::Kernel, "").text(why).into());
-    }
-    match &args.feed {
-        Some(Feed::Host(mailbox)) => {
+    let twin = || gpu.cuda.as_ref().ok_or_else(|| anyhow!("the CUDA producer needs a CUDA device"));
+    let (staging, producer) = match producer {
+        ProducerSpec::Fed(Feed::Host(mailbox)) => {
             let staging = staging_buffers()?;
             let fed = FedProducer::new(shared.clone(), staging.clone(), mailbox.clone());
-            return Ok((Interop { shared, staging: Some(staging), views }, Producer::Fed(fed)));
+            (Some(staging), Producer::Fed(fed))
         }
-        Some(Feed::Device { mailbox, staging, line }) => {
+        ProducerSpec::Fed(Feed::Device { mailbox, staging, line }) => {
             let fed = FedCudaProducer::new(&shared, staging.clone(), mailbox.clone(), line.clone())?;
-            return Ok((Interop { shared, staging: None, views }, Producer::FedCuda(Box::new(fed))));
+            (None, Producer::FedCuda(Box::new(fed)))
         }
-        None => {}
-    }
-    let (staging, producer) = match (args.producer, &gpu.cuda) {
-        (ProducerKind::Cpu, _) | (ProducerKind::Auto | ProducerKind::Cuda, None) => {
+        ProducerSpec::Cpu => {
             let staging = staging_buffers()?;
             (Some(staging.clone()), Producer::Cpu(CpuProducer::new(shared.clone(), staging)))
         }
-        (ProducerKind::Auto | ProducerKind::Cuda, Some(c)) => {
-            let ctx = cuda::context(c, args.cuda_sched)?;
-            let kernel = args.kernel.as_ref().map(|k| (k, args.reload.clone()));
-            let mut p = CudaProducer::new(ctx, &shared, (&cache, kernel), args.high_priority_stream)?;
-            p.host_waits = args.producer_host_waits.then(|| shared.clone());
+        ProducerSpec::Scene(opts) | ProducerSpec::Kernel { cuda: opts, .. } => {
+            let ctx = cuda::context(twin()?, opts.sched)?;
+            let kernel = match producer {
+                ProducerSpec::Kernel { kernel, reload, .. } => Some((kernel, reload.clone())),
+                _ => None,
+            };
+            let mut p = CudaProducer::new(ctx, &shared, (&opts.cache(), kernel), opts.high_priority_stream)?;
+            p.host_waits = opts.host_waits.then(|| shared.clone());
             (None, Producer::Cuda(Box::new(p)))
         }
-        (ProducerKind::Staging, Some(c)) => {
-            let ctx = cuda::context(c, args.cuda_sched)?;
-            let kernels = SceneKernels::load(&ctx, &cache)?;
+        ProducerSpec::Staging(opts) => {
+            let ctx = cuda::context(twin()?, opts.sched)?;
+            let kernels = SceneKernels::load(&ctx, &opts.cache())?;
             let staging = staging_buffers()?;
             let bytes = desc.bytes() as usize;
             let p = StagingProducer::new(ctx, kernels, bytes, shared.clone(), staging.clone())?;
             (Some(staging), Producer::Staging(Box::new(p)))
-        }
-        (ProducerKind::Staging, None) => {
-            return Err(Message::new().field(Field::Producer, "staging").text(" needs a CUDA device").into())
         }
     };
     Ok((Interop { shared, staging, views }, producer))

@@ -9,13 +9,12 @@ use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
 
-use anyhow::{anyhow, bail, Result};
-use ash::vk;
+use anyhow::{bail, Result};
 
 use super::Feed;
 use crate::base::director::Director;
 use crate::base::inject::Inject;
-use crate::base::kinds::{ConsumeKind, ProducerKind};
+use crate::base::kinds::ConsumeKind;
 use crate::base::scene::{Scene, SceneKind};
 use crate::base::size::Size;
 use crate::frames::consumer::ExtraSync;
@@ -23,11 +22,10 @@ use crate::frames::gpu::Gpu;
 use crate::present::offscreen::Offscreen;
 use crate::present::readback::{Readback, Shot};
 use crate::running::session::Session;
-use crate::running::setup::RunSpec;
+use crate::running::setup::{ConsumerSpec, PlanSpec, ProducerSpec, RunSpec};
 use crate::running::sink::{PngSink, Reference};
 use vkcuda::sync::SyncScheme;
-use vkcuda::types::CudaSched;
-use vkcuda::{FrameDesc, Layout};
+use vkcuda::FrameDesc;
 
 /// Shared frames of a run: frames can be fed while the consumer reads others.
 const BUFFERS: usize = 3;
@@ -57,26 +55,13 @@ pub struct Output {
     pub workers: usize,
 }
 
-/// The run-layer description of a fed run.
-pub fn fed_spec(desc: FrameDesc, feed: Feed) -> RunSpec {
+/// The run-layer description of a run fed from `feed`.
+pub fn fed_spec(feed: Feed) -> RunSpec {
     RunSpec {
-        producer: ProducerKind::Cpu,
-        sync: SyncScheme::Split,
-        buffers: BUFFERS,
-        format: desc.format,
-        layout: Layout::Buffer,
-        frames: FOREVER,
-        in_flight: IN_FLIGHT,
-        paced: false,
-        ptx_cache: None,
-        cuda_sched: CudaSched::Auto,
-        high_priority_stream: false,
-        host_waits: false,
-        producer_host_waits: false,
-        kernel: None,
-        reload: None,
+        plan: PlanSpec { sync: SyncScheme::Split, buffers: BUFFERS, frames: FOREVER },
+        producer: ProducerSpec::Fed(feed),
+        consumer: ConsumerSpec { in_flight: IN_FLIGHT, paced: false, host_waits: false },
         inject: Inject::default(),
-        feed: Some(feed),
     }
 }
 
@@ -96,42 +81,39 @@ pub fn spawn(
     output: Output,
     (first, base): (u64, u64),
 ) -> Result<JoinHandle<Result<Ended>>> {
-    let spec = fed_spec(desc, feed.clone());
-    let size = Size { width: desc.extent.width, height: desc.extent.height };
     Ok(std::thread::Builder::new().name("vkcuda consumer".into()).spawn(move || {
-        let result = consume(&gpu, &spec, size, (first, base), &output);
+        let result = consume(&gpu, desc, &feed, (first, base), &output);
         feed.close();
         result
     })?)
 }
 
-/// The consumer thread: a session of `spec` at `size`, every frame the
-/// producer makes consumed (copied, and read back when writing), then the stop.
+/// The consumer thread: a session of frames `desc` fed from `feed`, every
+/// frame the producer makes consumed (copied, and read back when writing),
+/// then the session's end.
 fn consume(
     gpu: &Gpu,
-    spec: &RunSpec,
-    size: Size,
+    desc: FrameDesc,
+    feed: &Feed,
     (first, base): (u64, u64),
     output: &Output,
 ) -> Result<Ended> {
     let device = gpu.device.clone();
-    let feed = spec.feed.clone().ok_or_else(|| anyhow!("a fed run without a feed"))?;
-    let director = fed_director(size, first);
-    let extent = vk::Extent2D { width: size.width, height: size.height };
+    let extent = desc.extent;
+    let director = fed_director(Size { width: extent.width, height: extent.height }, first);
     let sink =
         output.dir.as_ref().map(|dir| PngSink::new(dir, output.workers, Reference::None, Inject::default()));
     let readback = match &sink {
         Some(sink) => {
-            let shot = Shot { extent, format: spec.format, drawn: false, first: director.first() };
+            let shot = Shot { extent, format: desc.format, drawn: false, first: director.first() };
             Some(Readback::new(device.clone(), shot, IN_FLIGHT, sink.recipient(director.clone())?)?)
         }
         None => None,
     };
-    let desc = crate::running::setup::frame_desc(spec, size);
     let mut offscreen = Offscreen::new(device, (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
-    let mut session = Session::start(gpu, spec, &director, size, base)?;
+    let mut session = Session::start(gpu, &fed_spec(feed.clone()), &director, desc, base)?;
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
-    let outcome = offscreen.bind(session.frames()).and_then(|()| follow(&mut session, &mut offscreen, &feed));
+    let outcome = offscreen.bind(session.frames()).and_then(|()| follow(&mut session, &mut offscreen, feed));
     let ended = session.end(&mut offscreen, outcome);
     let read = offscreen.finish();
     let sink = sink.map(|s| s.finish().with_readback(read)).unwrap_or_default();
