@@ -1,5 +1,5 @@
-//! The integrator's side: your own Vulkan device, CUDA context, stream and
-//! kernel; vkcuda's core (the `vkcuda` package alone, its default CUDA 13.0
+//! The integrator's side: your own Vulkan instance and device, CUDA context,
+//! stream and kernel; vkcuda's core (the `vkcuda` package alone, its default CUDA 13.0
 //! headers) only makes the shared frames and timelines and hands out each
 //! frame's barriers, waits and signals.
 //! Every frame is read back and compared with the kernel's CPU twin.
@@ -23,9 +23,8 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaStream, LaunchConfig, PushKe
 use gpu_allocator::MemoryLocation;
 use vkcuda::interop::{requirements, CudaFrames, CudaTarget, Resource, SharedFrames, VulkanFrame};
 use vkcuda::sync::{FramePlan, SyncScheme};
-use vkcuda::vk::device::{gpu_info, Device};
+use vkcuda::vk::device::{gpus, Device};
 use vkcuda::vk::frame::{buffer_barrier, copy_layers};
-use vkcuda::vk::instance::Instance;
 use vkcuda::vk::memory::Buffer;
 use vkcuda::{FrameDesc, Layout};
 
@@ -49,11 +48,11 @@ fn expected(x: u32, y: u32, g: u32) -> [u8; 4] {
 
 fn main() -> Result<()> {
     let (validate, layout) = engine::args()?;
-    // 1. What vkcuda needs, enabled on your instance and device. (vkcuda's `Instance` is only
-    //    used here to count the validation layer's messages.)
+    // 1. What vkcuda needs, enabled on your own instance and device (vkcuda makes neither).
     let needs = requirements();
-    let instance = Instance::new(validate, &needs.instance_extensions)?;
-    let (physical, ordinal, family) = pick_device(&instance)?;
+    let engine = engine::EngineInstance::new(validate, &needs.instance_extensions)?;
+    let instance = &engine.raw;
+    let (physical, ordinal, family) = pick_device(instance)?;
     let extensions: Vec<_> = needs.device_extensions.iter().map(|e| e.as_ptr()).collect();
     let (mut v12, mut v13) = Default::default();
     needs.enable_features(&mut v12, &mut v13);
@@ -62,35 +61,30 @@ fn main() -> Result<()> {
         vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_extension_names(&extensions);
     let info = info.push_next(&mut v12).push_next(&mut v13);
     // SAFETY: every pointer in `info` points into locals that outlive the call.
-    let device = unsafe { instance.raw().create_device(physical, &info, None) }.context("vkCreateDevice")?;
+    let device = unsafe { instance.create_device(physical, &info, None) }.context("vkCreateDevice")?;
     let checked =
-        with_device(&instance, physical, (&device, &needs.device_extensions), family, (ordinal, layout));
+        with_device(instance, physical, (&device, &needs.device_extensions), family, (ordinal, layout));
     // SAFETY: with_device dropped every object it made on the device and left its queue idle.
     unsafe { device.destroy_device(None) };
-    let v = instance.validation().counts();
+    let messages = engine.messages();
     let what = format!("{} frames ({layout} layout)", checked?);
     println!("minimal: {what} written by CUDA, read by Vulkan, equal to the CPU twin");
-    println!("minimal: validation: {}", if validate { v.to_string() } else { "off".into() });
-    v.clean().then_some(()).ok_or_else(|| anyhow!("validation: {v}"))
+    println!("minimal: validation: {}", if validate { format!("{messages} messages") } else { "off".into() });
+    (messages == 0).then_some(()).ok_or_else(|| anyhow!("validation: {messages} messages"))
 }
 
 /// 2. The Vulkan device CUDA sees (the same UUID), its CUDA ordinal, and a compute queue family.
-fn pick_device(instance: &Instance) -> Result<(vk::PhysicalDevice, usize, u32)> {
+fn pick_device(instance: &ash::Instance) -> Result<(vk::PhysicalDevice, usize, u32)> {
     vkcuda::cuda::load_driver()?;
     let cuda_devices = vkcuda::cuda::list_devices()?;
-    // SAFETY: plain query on a live instance.
-    let physicals = unsafe { instance.raw().enumerate_physical_devices() }?;
-    let (physical, ordinal) = (physicals.iter().enumerate())
-        .find_map(|(i, &p)| {
-            let info = gpu_info(instance.raw(), i, p).ok()?;
-            cuda_devices.iter().find(|c| c.uuid == info.uuid).map(|c| (p, c.ordinal))
-        })
+    let (physical, ordinal) = (gpus(instance)?.iter())
+        .find_map(|g| cuda_devices.iter().find(|c| c.uuid == g.uuid).map(|c| (g.physical, c.ordinal)))
         .ok_or_else(|| anyhow!("no Vulkan device has the UUID of a CUDA device"))?;
-    Ok((physical, ordinal, engine::compute_family(instance.raw(), physical)?))
+    Ok((physical, ordinal, engine::compute_family(instance, physical)?))
 }
 
 fn with_device(
-    instance: &Instance,
+    instance: &ash::Instance,
     physical: vk::PhysicalDevice,
     (raw, extensions): (&ash::Device, &[&std::ffi::CStr]),
     family: u32,
@@ -100,7 +94,7 @@ fn with_device(
     // SAFETY: `raw` was created just above from `physical` of this instance, with `extensions`
     // and vkcuda's features, has queue 0 of `family`, only this thread submits to it, and it
     // is destroyed only after this function has dropped every vkcuda object.
-    let device = unsafe { Device::adopt(instance.raw(), physical, raw, extensions, family, 0) }?;
+    let device = unsafe { Device::adopt(instance, physical, raw, extensions, family, 0) }?;
     let plan = FramePlan::new(SyncScheme::Split, IMAGES, 0, FRAMES).map_err(|e| anyhow!(e))?;
     // RGBA8 frames of W × H in `layout` (a `FrameDesc` also names the format: float ones too).
     let desc = FrameDesc::new(vk::Extent2D { width: W, height: H }).layout(layout);

@@ -1,7 +1,10 @@
 //! What examples/minimal.rs needs from your engine that has nothing to do
-//! with vkcuda: its command line, a command pool, per frame slot a command
-//! buffer and a fence, and kernels compiled at run time.
+//! with vkcuda: its command line, its own Vulkan instance (with the
+//! validation layer's messages counted), a command pool, per frame slot a
+//! command buffer and a fence, and kernels compiled at run time.
 
+use std::ffi::CStr;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use anyhow::{bail, Context, Result};
@@ -95,4 +98,90 @@ impl Commands {
         // SAFETY: as above; its command buffers go with it.
         unsafe { raw.destroy_command_pool(self.pool, None) };
     }
+}
+
+/// Your engine's own Vulkan instance (vkcuda makes none here): Vulkan 1.3,
+/// vkcuda's instance extensions, and with `validate` the Khronos layer with
+/// synchronization validation, whose warnings and errors are counted.
+pub struct EngineInstance {
+    _entry: ash::Entry,
+    pub raw: ash::Instance,
+    debug: Option<(ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT)>,
+    /// Validation messages so far; boxed: the messenger holds its address.
+    messages: Box<AtomicU64>,
+}
+
+impl EngineInstance {
+    pub fn new(validate: bool, extensions: &[&CStr]) -> Result<Self> {
+        // SAFETY: loads the system's Vulkan loader (libvulkan.so.1) and nothing else.
+        let entry = unsafe { ash::Entry::load() }.context("loading libvulkan.so.1")?;
+        let mut ext: Vec<*const i8> = extensions.iter().map(|e| e.as_ptr()).collect();
+        let layers = [c"VK_LAYER_KHRONOS_validation".as_ptr()];
+        let layers = if validate { &layers[..] } else { &[] };
+        if validate {
+            ext.extend([ash::ext::debug_utils::NAME.as_ptr(), ash::ext::validation_features::NAME.as_ptr()]);
+        }
+        let app = vk::ApplicationInfo::default().api_version(vk::API_VERSION_1_3);
+        let sync = [vk::ValidationFeatureEnableEXT::SYNCHRONIZATION_VALIDATION];
+        let mut features = vk::ValidationFeaturesEXT::default().enabled_validation_features(&sync);
+        let mut info = vk::InstanceCreateInfo::default()
+            .application_info(&app)
+            .enabled_layer_names(layers)
+            .enabled_extension_names(&ext);
+        if validate {
+            info = info.push_next(&mut features);
+        }
+        // SAFETY: every pointer in `info` points into locals that outlive the call.
+        let raw = unsafe { entry.create_instance(&info, None) }.context("vkCreateInstance")?;
+        let mut this = Self { _entry: entry, raw, debug: None, messages: Box::default() };
+        if validate {
+            let utils = ash::ext::debug_utils::Instance::new(&this._entry, &this.raw);
+            let severity =
+                vk::DebugUtilsMessageSeverityFlagsEXT::WARNING | vk::DebugUtilsMessageSeverityFlagsEXT::ERROR;
+            let types =
+                vk::DebugUtilsMessageTypeFlagsEXT::GENERAL | vk::DebugUtilsMessageTypeFlagsEXT::VALIDATION;
+            let messenger = vk::DebugUtilsMessengerCreateInfoEXT::default()
+                .message_severity(severity)
+                .message_type(types)
+                .pfn_user_callback(Some(on_message))
+                .user_data((&*this.messages as *const AtomicU64).cast_mut().cast());
+            // SAFETY: the count the messenger points at is boxed and outlives it (Drop order).
+            let m = unsafe { utils.create_debug_utils_messenger(&messenger, None) }?;
+            this.debug = Some((utils, m));
+        }
+        Ok(this)
+    }
+
+    /// Validation warnings and errors counted so far.
+    pub fn messages(&self) -> u64 {
+        self.messages.load(Ordering::Relaxed)
+    }
+}
+
+impl Drop for EngineInstance {
+    fn drop(&mut self) {
+        if let Some((utils, m)) = self.debug.take() {
+            // SAFETY: the messenger is this instance's, destroyed once.
+            unsafe { utils.destroy_debug_utils_messenger(m, None) };
+        }
+        // SAFETY: the device and every object made on it were destroyed before.
+        unsafe { self.raw.destroy_instance(None) };
+    }
+}
+
+unsafe extern "system" fn on_message(
+    _: vk::DebugUtilsMessageSeverityFlagsEXT,
+    _: vk::DebugUtilsMessageTypeFlagsEXT,
+    data: *const vk::DebugUtilsMessengerCallbackDataEXT<'_>,
+    count: *mut std::ffi::c_void,
+) -> vk::Bool32 {
+    // SAFETY: `count` is the instance's boxed counter, alive while the messenger is.
+    unsafe { &*(count as *const AtomicU64) }.fetch_add(1, Ordering::Relaxed);
+    // SAFETY: the layer passes a valid struct and NUL-terminated message for this call.
+    if let Some(m) = unsafe { data.as_ref() }.filter(|d| !d.p_message.is_null()) {
+        // SAFETY: as above.
+        let text = unsafe { CStr::from_ptr(m.p_message) };
+        eprintln!("validation: {}", text.to_string_lossy());
+    }
+    vk::FALSE
 }

@@ -62,16 +62,18 @@ impl std::fmt::Display for GpuInfo {
     }
 }
 
-/// Lists every physical device with its UUID.
+/// Lists every physical device of vkcuda's instance with its UUID.
 pub fn list_gpus(instance: &Instance) -> Result<Vec<GpuInfo>> {
-    // SAFETY: plain query on a live instance.
-    let physicals =
-        unsafe { instance.raw().enumerate_physical_devices() }.context("vkEnumeratePhysicalDevices")?;
-    physicals
-        .into_iter()
-        .enumerate()
-        .map(|(index, physical)| gpu_info(instance.raw(), index, physical))
-        .collect()
+    gpus(instance.raw())
+}
+
+/// Lists every physical device of `instance` (an engine's own, or
+/// vkcuda's) with its UUID: the one whose UUID is a CUDA device's is the
+/// one to share frames on.
+pub fn gpus(instance: &ash::Instance) -> Result<Vec<GpuInfo>> {
+    // SAFETY: plain query on a live instance (`&ash::Instance` is one until it is destroyed).
+    let physicals = unsafe { instance.enumerate_physical_devices() }.context("vkEnumeratePhysicalDevices")?;
+    physicals.into_iter().enumerate().map(|(index, physical)| gpu_info(instance, index, physical)).collect()
 }
 
 /// What vkcuda needs to know of `physical`, the `index`-th device of `instance`.

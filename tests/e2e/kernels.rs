@@ -90,6 +90,7 @@ pub fn register(t: &mut Tests) {
         headless_ends(&["--kernel", "tests/kernels/endless.cu"], 60, said)
     }));
     t.push(gated("cuda_bench_runs_your_kernel_beside_the_builtin_gradient", no_cuda_kernels, bench_kernel));
+    t.push(gated("cuda_your_kernel_goes_through_the_ptx_cache", no_cuda_kernels, cached_kernel));
     t.push(gated(
         "cuda_kernels_repeat_their_dumps_and_match_the_builtin_gradient",
         no_cuda_kernels,
@@ -441,5 +442,39 @@ fn cuda_kernels() -> Outcome {
             }
         }
     }
+    Ok(())
+}
+
+/// Your kernel is compiled once into the PTX cache and loaded from it the
+/// next time; one that includes files of its own is compiled every time.
+fn cached_kernel() -> Outcome {
+    let cache = tmp("user-ptx");
+    let c = cache.to_str().ok_or("path")?;
+    for (file, cached) in [("shaders/examples/plasma.cu", true), ("tests/kernels/includes.cu", false)] {
+        for round in 0..2 {
+            let o = dump(
+                &tmp("user-ptx-out"),
+                &["--producer", "cuda", "--kernel", file, "--ptx-cache", c, "--validate"],
+            );
+            let (stdout, stderr) = text(&o);
+            let compiled = stderr.contains(&format!("vkcuda: compiled {file} "));
+            if !o.status.success() || compiled != (round == 0 || !cached) {
+                return Err(format!(
+                    "{file}, run {round}: exit {:?}, compiled {compiled}\n{stdout}{stderr}",
+                    o.status.code()
+                ));
+            }
+        }
+        let stem = file.rsplit('/').next().and_then(|n| n.strip_suffix(".cu")).ok_or("name")?;
+        let entries: Vec<String> = std::fs::read_dir(&cache)
+            .map_err(|e| e.to_string())?
+            .filter_map(|e| e.ok()?.file_name().into_string().ok())
+            .filter(|n| n.starts_with(&format!("{stem}-")))
+            .collect();
+        if entries.len() != usize::from(cached) {
+            return Err(format!("{file}: cache entries {entries:?}"));
+        }
+    }
+    let _ = std::fs::remove_dir_all(&cache);
     Ok(())
 }

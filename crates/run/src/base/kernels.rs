@@ -49,21 +49,40 @@ pub fn default_cache_dir() -> PathBuf {
     base.join("vkcuda")
 }
 
-/// `source` (named `name`) compiled by NVRTC for `ctx`'s device and loaded:
-/// the one PTX cache of the built-in kernels (the scenes, the feed's packing
-/// kernel). An entry is keyed by the source, the kernel contract, the
-/// architecture and NVRTC's version; one that is corrupt, or that the driver
-/// refuses (a driver older than the NVRTC that wrote it), is compiled again.
+/// `source` (the file `shaders/{name}`) compiled by NVRTC for `ctx`'s
+/// device and loaded, through the one PTX cache ([`cached`]).
 pub fn cached_module(
     ctx: &Arc<CudaContext>,
     cache_dir: &Path,
     (name, source): (&str, &str),
 ) -> Result<Arc<CudaModule>> {
+    let compile = |arch: &str| -> Result<String> {
+        let options = [format!("--gpu-architecture={arch}")];
+        let version = nvrtc::version()?;
+        Ok(nvrtc::compile(source, name, &options).map_err(|e| anyhow!("NVRTC {version} ({arch}): {e}"))?.ptx)
+    };
+    cached(ctx, cache_dir, (&format!("shaders/{name}"), source), &compile)
+}
+
+/// The one PTX cache, of the built-in kernels (the scenes, the feed's
+/// packing kernel) and your own ([`crate::base::userkernel`]): `source`
+/// (`label` names it in the log) for `ctx`'s device, loaded from
+/// `cache_dir` when it holds an entry of the same source, kernel contract
+/// (`shaders/vkcuda.h`), architecture and NVRTC version that the driver
+/// loads; else `compile(arch)` (`arch`: `sm_XY`) makes the PTX, which is
+/// kept. An entry that is corrupt, or that the driver refuses (a driver
+/// older than the NVRTC that wrote it), is compiled again.
+pub fn cached(
+    ctx: &Arc<CudaContext>,
+    cache_dir: &Path,
+    (label, source): (&str, &str),
+    compile: &dyn Fn(&str) -> Result<String>,
+) -> Result<Arc<CudaModule>> {
     let version = nvrtc::version()?;
     let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
-    let arch = format!("--gpu-architecture=sm_{major}{minor}");
+    let arch = format!("sm_{major}{minor}");
     let key = fnv1a(&[source.as_bytes(), nvrtc::HEADER.as_bytes(), arch.as_bytes(), version.as_bytes()]);
-    let stem = name.trim_end_matches(".cu");
+    let stem = Path::new(label).file_stem().map_or("kernel".into(), |s| s.to_string_lossy());
     let path = cache_dir.join(format!("{stem}-{key:016x}.ptx"));
     if let Some(ptx) = read_cached(&path) {
         match ctx.load_module(Ptx::from_src(ptx)) {
@@ -76,19 +95,14 @@ pub fn cached_module(
         log::warn!("cached PTX {} is corrupt; compiling again", path.display());
     }
     let started = std::time::Instant::now();
-    let ptx = nvrtc::compile(source, name, std::slice::from_ref(&arch))
-        .map_err(|e| anyhow!("NVRTC {version} ({arch}): {e}"))?
-        .ptx;
+    let ptx = compile(&arch)?;
     // Through `log`: the CLI's logger prints it ("vkcuda: compiled shaders/scenes.cu ..."); a
     // Python viewer, which installs none, stays quiet.
-    log::info!(
-        "compiled shaders/{name} with NVRTC {version} for sm_{major}{minor} in {:.0?}",
-        started.elapsed()
-    );
+    log::info!("compiled {label} with NVRTC {version} for {arch} in {:.0?}", started.elapsed());
     if let Err(e) = write_cached(&path, &ptx) {
         log::warn!("cannot cache PTX in {}: {e} (continuing)", path.display());
     }
-    ctx.load_module(Ptx::from_src(ptx)).with_context(|| format!("loading the compiled PTX of {name}"))
+    ctx.load_module(Ptx::from_src(ptx)).with_context(|| format!("loading the compiled PTX of {label}"))
 }
 
 /// Reads a cache entry; `None` if it is missing or fails its checksum.

@@ -15,7 +15,7 @@ use cudarc::driver::{
 use cudarc::nvrtc::Ptx;
 
 use crate::base::director::Pointer;
-use crate::base::kernels::Out;
+use crate::base::kernels::{self, Out};
 use crate::base::nvrtc::{self, CompileError, Program};
 
 /// The entry point's name unless `--entry` says otherwise.
@@ -125,20 +125,40 @@ pub struct UserKernel {
 
 impl UserKernel {
     /// Compiles `spec`'s file for `ctx`'s device (or takes `program`,
-    /// compiled for it before) and loads its entry point.
-    pub fn load(ctx: &Arc<CudaContext>, spec: &KernelSpec, program: Option<Program>) -> Result<Self> {
+    /// compiled for it before) and loads its entry point. A file that
+    /// includes nothing but `vkcuda.h` goes through the one PTX cache in
+    /// `cache_dir` ([`kernels::cached`]); one that includes other files is
+    /// compiled every time (the cache's key could not see them change).
+    pub fn load(
+        ctx: &Arc<CudaContext>,
+        spec: &KernelSpec,
+        program: Option<Program>,
+        cache_dir: &Path,
+    ) -> Result<Self> {
         let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
         let arch = format!("sm_{major}{minor}");
-        let program = match program {
-            Some(program) => program,
+        let (module, function) = match program {
+            Some(program) => Self::module(ctx, &spec.entry, program)?,
             None => {
-                let started = std::time::Instant::now();
-                let program = compile_checked(&spec.file, &spec.entry, &arch)?;
-                log::info!("compiled {} for {arch} in {:.0?}", spec.file.display(), started.elapsed());
-                program
+                let source = nvrtc::read_source(&spec.file)?;
+                let compile = |arch: &str| Ok(compile_source(&spec.file, &source, &spec.entry, arch)?.ptx);
+                let label = spec.file.display().to_string();
+                match cacheable(&source) {
+                    true => {
+                        let module = kernels::cached(ctx, cache_dir, (&label, &source), &compile)?;
+                        let function =
+                            module.load_function(&spec.entry).context("finding the kernel's entry point")?;
+                        (module, function)
+                    }
+                    false => {
+                        let started = std::time::Instant::now();
+                        let program = compile_source(&spec.file, &source, &spec.entry, &arch)?;
+                        log::info!("compiled {label} for {arch} in {:.0?}", started.elapsed());
+                        Self::module(ctx, &spec.entry, program)?
+                    }
+                }
             }
         };
-        let (module, function) = Self::module(ctx, &spec.entry, program)?;
         Ok(Self { module, function, spec: spec.clone(), retired: VecDeque::new(), arch })
     }
 
@@ -230,10 +250,25 @@ impl UserKernel {
 /// its entry point: present, and taking one `vk_frame`. Errors name
 /// `FILE:LINE` (a [`CompileError::Source`]).
 pub fn compile_checked(file: &Path, entry: &str, arch: &str) -> Result<Program> {
-    let source = nvrtc::read_source(file)?;
+    compile_source(file, &nvrtc::read_source(file)?, entry, arch)
+}
+
+/// Whether a kernel's PTX may be cached by its source alone: it includes
+/// no file but the kernel contract (`vkcuda.h`).
+pub fn cacheable(source: &str) -> bool {
+    source
+        .lines()
+        .filter_map(|l| l.trim_start().strip_prefix('#').map(str::trim_start))
+        .filter_map(|d| d.strip_prefix("include"))
+        .all(|name| matches!(name.trim(), "\"vkcuda.h\"" | "<vkcuda.h>"))
+}
+
+/// [`compile_checked`] of `source`, read from `file` (which names it in errors
+/// and whose folder is on the include path).
+fn compile_source(file: &Path, source: &str, entry: &str, arch: &str) -> Result<Program> {
     let name = file.display().to_string();
     let options = [format!("--gpu-architecture={arch}"), nvrtc::include_path(file)];
-    let program = nvrtc::compile(&source, &name, &options)?;
+    let program = nvrtc::compile(source, &name, &options)?;
     let frame = std::mem::size_of::<KernelFrame>();
     match nvrtc::entry_params(&program.ptx, entry) {
         None => Err(CompileError::Source(format!(
@@ -252,6 +287,14 @@ pub fn compile_checked(file: &Path, entry: &str, arch: &str) -> Result<Program> 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn only_a_kernel_that_includes_nothing_but_the_contract_is_cached() {
+        assert!(cacheable("#include \"vkcuda.h\"\nextern \"C\" __global__ void k(vk_frame f) {}"));
+        assert!(cacheable("  #  include <vkcuda.h>\n"));
+        assert!(!cacheable("#include \"vkcuda.h\"\n#include \"noise.h\"\n"));
+        assert!(!cacheable("#include \"../common/vkcuda.h\""));
+    }
 
     #[test]
     fn the_frame_has_the_headers_layout() {

@@ -103,7 +103,8 @@ impl CudaProducer {
         let kernels = SceneKernels::load(&ctx, ptx_cache)?;
         let user = match kernel {
             Some((spec, link)) => {
-                let user = UserKernel::load(&ctx, spec, link.as_ref().and_then(ReloadLink::last_good))?;
+                let user =
+                    UserKernel::load(&ctx, spec, link.as_ref().and_then(ReloadLink::last_good), ptx_cache)?;
                 if let Some(link) = &link {
                     link.running(&user.arch, link.version().max(1));
                 }
