@@ -32,7 +32,7 @@ use vkcuda::vk::WAIT_TIMEOUT;
 /// made after it on the same stream, and most are replaced before they are
 /// shown (measured against counting slot packs only, two at a time, in
 /// docs/results/2026-11-26-newest-sleep).
-const RUN_AHEAD: u64 = 1;
+pub const RUN_AHEAD: u64 = 1;
 
 /// How often a wait for an earlier pack looks whether the context failed.
 const CHECK: Duration = Duration::from_millis(50);

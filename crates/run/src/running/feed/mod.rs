@@ -32,7 +32,7 @@ use anyhow::{ensure, Result};
 /// How often a wait in the mailbox looks whether it should give up.
 const CHECK: Duration = Duration::from_millis(50);
 
-/// Where a fed run's frames come from (a run's [`crate::running::setup::RunSpec::feed`]).
+/// Where a fed run's frames come from ([`crate::running::setup::ProducerSpec::Fed`]).
 #[derive(Clone, Debug)]
 pub enum Feed {
     /// Pixels in host memory, in the frames' format.
