@@ -30,7 +30,6 @@ use winit::window::{Window, WindowId};
 use crate::spec;
 use vkcuda::FrameDesc;
 use vkcuda_run::base::kinds::PresentPath;
-use vkcuda_run::base::size::Size;
 use vkcuda_run::frames::gpu::Gpu;
 use vkcuda_run::present::open::{event_loop, PresentSpec};
 use vkcuda_run::running::feed::run::{self as fed, Ended};
@@ -254,11 +253,11 @@ impl Shown {
         })
     }
 
-    fn start(&mut self, desc: FrameDesc, feed: Feed, (first, base): (u64, u64)) -> Result<()> {
+    /// Starts the session of frames `desc` fed from `feed`, timelines from
+    /// `base` (a window writes no files: its frames need no numbers).
+    fn start(&mut self, desc: FrameDesc, feed: Feed, (_first, base): (u64, u64)) -> Result<()> {
         anyhow::ensure!(self.session.is_none(), "a session is running already");
-        let size = Size { width: desc.extent.width, height: desc.extent.height };
-        let director = fed::fed_director(size, first);
-        let session = Session::start(&self.gpu, &fed::fed_spec(feed.clone()), &director, desc, base)?;
+        let session = Session::start(&self.gpu, &fed::fed_spec(feed.clone()), desc, base)?;
         self.screen.presenter.bind_shared(session.frames())?;
         self.session = Some(session);
         self.feed = Some(feed);

@@ -1,6 +1,7 @@
 //! Command-line arguments and their validation.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use clap::builder::{EnumValueParser, PossibleValue, TypedValueParser};
 use clap::{Parser, ValueEnum};
@@ -10,6 +11,7 @@ use crate::peers::Handover;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::{CudaSched, QueueKind};
 use vkcuda::{Format, FrameDesc, Layout};
+use vkcuda_run::base::director::Director;
 use vkcuda_run::base::inject::{At, Inject};
 use vkcuda_run::base::kinds::{ConsumeKind, Latency, PresentMode, PresentPath, ProducerKind};
 use vkcuda_run::base::scene::SceneKind;
@@ -662,8 +664,8 @@ impl Args {
     }
 
     /// The run these arguments describe on the open device `gpu` (which
-    /// decides what `--producer auto` is).
-    pub fn spec(&self, gpu: &Gpu) -> anyhow::Result<RunSpec> {
+    /// decides what `--producer auto` is), rendering what `director` says.
+    pub fn spec(&self, gpu: &Gpu, director: Arc<Director>) -> anyhow::Result<RunSpec> {
         let cuda = CudaOptions {
             ptx_cache: self.ptx_cache.clone(),
             sched: self.cuda_sched,
@@ -672,7 +674,7 @@ impl Args {
         };
         Ok(RunSpec {
             plan: PlanSpec { sync: self.sync, buffers: self.buffers as usize, frames: self.frame_count() },
-            producer: ProducerSpec::rendered(self.producer, self.kernel_spec(), cuda, gpu)?,
+            producer: ProducerSpec::rendered(self.producer, self.kernel_spec(), (cuda, director), gpu)?,
             consumer: ConsumerSpec {
                 in_flight: self.in_flight(),
                 paced: self.paced(),

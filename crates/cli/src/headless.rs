@@ -239,7 +239,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         Some(sink) => {
             let drawn = args.consume == ConsumeKind::Draw;
             let shot = Shot { extent, format: args.format, drawn, first: director.first() };
-            let made = Readback::new(device.clone(), shot, slots, sink.recipient(director.clone())?);
+            let made = Readback::new(device.clone(), shot, slots, sink.recipient(Some(director.clone()))?);
             Some(made.map_err(|e| gpu::out_of_memory(e, &size_words(args, size)))?)
         }
         None => None,
@@ -255,7 +255,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
 
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
-    let result = args.spec(&gpu).and_then(|spec| {
+    let result = args.spec(&gpu, director.clone()).and_then(|spec| {
         let spec = (&spec, args.timeline_base);
         peers::run_handover(
             args.handover,

@@ -175,9 +175,14 @@ impl ApplicationHandler for App {
     }
 }
 
-/// The run's spec on `gpu`, with the hot reload's link when there is one.
-fn spec_with(args: &Args, gpu: &Gpu, reload: Option<&KernelReload>) -> Result<setup::RunSpec> {
-    let mut spec = args.spec(gpu)?;
+/// The run's spec on `gpu`, rendering what `director` says, with the hot
+/// reload's link when there is one.
+fn spec_with(
+    args: &Args,
+    (gpu, director): (&Gpu, &Arc<Director>),
+    reload: Option<&KernelReload>,
+) -> Result<setup::RunSpec> {
+    let mut spec = args.spec(gpu, director.clone())?;
     if let setup::ProducerSpec::Kernel { reload: link, .. } = &mut spec.producer {
         *link = reload.map(KernelReload::link);
     }
@@ -255,8 +260,8 @@ impl Viewer {
                 if args.latency.is_none() { " (the default with --kernel)" } else { "" }
             );
         }
-        let spec = spec_with(args, &gpu, reload.as_ref())?;
-        let run = Session::start(&gpu, &spec, &director, args.frame_desc(size), args.timeline_base)?;
+        let spec = spec_with(args, (&gpu, &director), reload.as_ref())?;
+        let run = Session::start(&gpu, &spec, args.frame_desc(size), args.timeline_base)?;
         screen.presenter.bind_shared(run.frames())?;
         Ok(Self {
             run: Some(run),
@@ -393,10 +398,10 @@ impl Viewer {
             let base = stopped.next_base;
             self.absorb(stopped);
             self.finish_snapshots();
-            let spec = spec_with(&self.args, &self.gpu, self.reload.as_ref())?;
+            let spec = spec_with(&self.args, (&self.gpu, &self.director), self.reload.as_ref())?;
             // Frame numbers restart with the new session.
             self.reload.iter().for_each(|r| r.link().forget_swap());
-            let run = Session::start(&self.gpu, &spec, &self.director, self.args.frame_desc(wanted), base)?;
+            let run = Session::start(&self.gpu, &spec, self.args.frame_desc(wanted), base)?;
             self.screen.presenter.bind_shared(run.frames())?;
             self.run = Some(run);
         }
@@ -466,7 +471,7 @@ impl Viewer {
             let shot = Shot { extent, format: self.args.format, drawn: false, first: self.director.first() };
             let sink = png_sink(&self.args.out, self.args.reference());
             let slots = run.slots();
-            let recipient = sink.recipient(self.director.clone())?;
+            let recipient = sink.recipient(Some(self.director.clone()))?;
             self.screen.presenter.snapshot =
                 Some(Readback::new(self.gpu.device.clone(), shot, slots, recipient)?);
             self.snapshots = Some(sink);

@@ -13,7 +13,6 @@ use std::time::Duration;
 use anyhow::{anyhow, Result};
 use indicatif::ProgressBar;
 
-use crate::base::director::Director;
 use crate::base::failure::{awaited, gave_up, RunError};
 use crate::base::footprint::{self, Footprint};
 use crate::base::inject::Inject;
@@ -156,12 +155,12 @@ pub fn sum_of(runs: &[Summary]) -> Result<Summary> {
 pub fn run_session(
     gpu: &Gpu,
     (spec, base): (&RunSpec, u64),
-    (director, desc): (&Arc<Director>, FrameDesc),
+    desc: FrameDesc,
     offscreen: &mut Offscreen,
     span: Span,
     (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
-    let mut session = Session::start(gpu, spec, director, desc, base)?;
+    let mut session = Session::start(gpu, spec, desc, base)?;
     session.interrupt_with(caught.clone());
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
     let outcome = offscreen

@@ -306,7 +306,7 @@ fn measure(
     let (consumed, report, producer) = peers::run_handover(
         args.handover,
         gpu,
-        (&args.spec(gpu)?, args.timeline_base),
+        (&args.spec(gpu, director.clone())?, args.timeline_base),
         (&director, frame),
         &mut offscreen,
         span,

@@ -63,9 +63,7 @@ pub fn run_handover(
     (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
 ) -> Result<(Consumed, Report, &'static str)> {
     match kind {
-        Handover::Vkcuda => {
-            run_session(gpu, (spec, base), (director, desc), offscreen, span, (caught, progress))
-        }
+        Handover::Vkcuda => run_session(gpu, (spec, base), desc, offscreen, span, (caught, progress)),
         peer => {
             let size = Size { width: desc.extent.width, height: desc.extent.height };
             run(peer, gpu, spec, base, (director, size), offscreen, (span, caught, progress))

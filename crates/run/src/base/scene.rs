@@ -302,6 +302,13 @@ pub struct Diff {
 }
 
 impl Diff {
+    /// A `w` × `h` picture that differs in every pixel by 255 (nothing to
+    /// compare it with: a missing golden file, a frame with no reference).
+    pub fn everywhere((w, h): (u32, u32)) -> Self {
+        let pixels = u64::from(w) * u64::from(h);
+        Self { differing: pixels, pixels, max: 255, drawn: false }
+    }
+
     /// Compares two RGBA8 frames of equal size.
     #[allow(dead_code)] // the tests and examples use it (they include this file)
     pub fn between(got: &[u8], want: &[u8]) -> Self {

@@ -10,7 +10,6 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
-use crate::base::director::Director;
 use crate::base::failure::{gave_up, timed_out, RunError};
 use crate::base::inject::{Fault, Inject};
 use crate::base::size::Size;
@@ -90,15 +89,11 @@ pub struct Stopped {
 impl Session {
     /// Builds the interop for frames `desc` with timelines starting at
     /// `base`, and starts the producer on its thread.
-    pub fn start(
-        gpu: &Gpu,
-        spec: &RunSpec,
-        director: &Arc<Director>,
-        desc: FrameDesc,
-        base: u64,
-    ) -> Result<Self> {
+    pub fn start(gpu: &Gpu, spec: &RunSpec, desc: FrameDesc, base: u64) -> Result<Self> {
         let size = Size { width: desc.extent.width, height: desc.extent.height };
-        director.resize(size.width, size.height);
+        if let Some(director) = spec.producer.director() {
+            director.resize(size.width, size.height);
+        }
         let total = spec.plan.frames;
         let plan = FramePlan::new(spec.plan.sync, spec.plan.buffers, base, total)
             .map_err(|e| UsageError::new(e.to_string()))?;
@@ -111,8 +106,7 @@ impl Session {
             control.pace_to_screen();
         }
         let name = producer.name();
-        let job =
-            Job { plan, director: director.clone(), control: control.clone(), inject: spec.inject.clone() };
+        let job = Job { plan, control: control.clone(), inject: spec.inject.clone() };
         let handle = producer.spawn(job)?;
         let cuda = gpu.cuda.clone().filter(|_| name != "cpu");
         let host_waits = spec.consumer.host_waits;

@@ -9,6 +9,7 @@ use anyhow::{anyhow, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
+use crate::base::director::Director;
 use crate::base::inject::Inject;
 use crate::base::kernels::{self, SceneKernels};
 use crate::base::kinds::ProducerKind;
@@ -102,13 +103,22 @@ impl CudaOptions {
     }
 }
 
-/// Who makes a run's frames.
-#[derive(Clone, Debug)]
+/// Who makes a run's frames. A producer that renders is told what each
+/// frame shows by a [`Director`] (the viewer's keys change it; the readback
+/// asks it what a frame showed).
+#[derive(Clone)]
 pub enum ProducerSpec {
     /// CUDA kernels render the built-in scenes.
-    Scene(CudaOptions),
+    Scene {
+        /// What each frame shows.
+        director: Arc<Director>,
+        /// How CUDA runs.
+        cuda: CudaOptions,
+    },
     /// Your kernel renders them (CUDA), with the viewer's hot reload if any.
     Kernel {
+        /// What each frame shows (its size, tick and pointer).
+        director: Arc<Director>,
         /// The kernel.
         kernel: KernelSpec,
         /// Its hot reload.
@@ -117,20 +127,39 @@ pub enum ProducerSpec {
         cuda: CudaOptions,
     },
     /// CPU threads render the scenes into staging buffers.
-    Cpu,
+    Cpu(Arc<Director>),
     /// The baseline without sharing: CUDA renders, copies through the host.
-    Staging(CudaOptions),
+    Staging {
+        /// What each frame shows.
+        director: Arc<Director>,
+        /// How CUDA runs.
+        cuda: CudaOptions,
+    },
     /// The caller hands frames in.
     Fed(Feed),
 }
 
+impl std::fmt::Debug for ProducerSpec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let name = match self {
+            ProducerSpec::Scene { .. } => "Scene",
+            ProducerSpec::Kernel { .. } => "Kernel",
+            ProducerSpec::Cpu(_) => "Cpu",
+            ProducerSpec::Staging { .. } => "Staging",
+            ProducerSpec::Fed(_) => "Fed",
+        };
+        f.debug_struct(name).field("cuda", &self.cuda()).finish_non_exhaustive()
+    }
+}
+
 impl ProducerSpec {
-    /// What renders on `gpu`, as `kind` asks: `Auto` is CUDA when the device
-    /// has a CUDA twin, else the CPU; `kernel` is rendered by CUDA.
+    /// What renders what `director` says on `gpu`, as `kind` asks: `Auto`
+    /// is CUDA when the device has a CUDA twin, else the CPU; `kernel` is
+    /// rendered by CUDA.
     pub fn rendered(
         kind: ProducerKind,
         kernel: Option<KernelSpec>,
-        cuda: CudaOptions,
+        (cuda, director): (CudaOptions, Arc<Director>),
         gpu: &Gpu,
     ) -> Result<Self> {
         let twin = gpu.cuda.is_some();
@@ -138,7 +167,7 @@ impl ProducerSpec {
             (ProducerKind::Staging, _) if !twin => {
                 Err(Message::new().field(Field::Producer, "staging").text(" needs a CUDA device").into())
             }
-            (ProducerKind::Staging, _) => Ok(ProducerSpec::Staging(cuda)),
+            (ProducerKind::Staging, _) => Ok(ProducerSpec::Staging { director, cuda }),
             (_, Some(_)) if !twin => {
                 let why = format!(
                     " runs your kernel with CUDA, and no CUDA device matches {} (`vkcuda check-kernel FILE` \
@@ -147,20 +176,31 @@ impl ProducerSpec {
                 );
                 Err(Message::new().field(Field::Kernel, "").text(why).into())
             }
-            (ProducerKind::Cpu, _) => Ok(ProducerSpec::Cpu),
-            (_, Some(kernel)) => Ok(ProducerSpec::Kernel { kernel, reload: None, cuda }),
-            (_, None) if twin => Ok(ProducerSpec::Scene(cuda)),
-            (_, None) => Ok(ProducerSpec::Cpu),
+            (ProducerKind::Cpu, _) => Ok(ProducerSpec::Cpu(director)),
+            (_, Some(kernel)) => Ok(ProducerSpec::Kernel { director, kernel, reload: None, cuda }),
+            (_, None) if twin => Ok(ProducerSpec::Scene { director, cuda }),
+            (_, None) => Ok(ProducerSpec::Cpu(director)),
         }
     }
 
     /// How CUDA runs, for a CUDA producer.
     pub fn cuda(&self) -> Option<&CudaOptions> {
         match self {
-            ProducerSpec::Scene(c) | ProducerSpec::Staging(c) | ProducerSpec::Kernel { cuda: c, .. } => {
-                Some(c)
-            }
-            ProducerSpec::Cpu | ProducerSpec::Fed(_) => None,
+            ProducerSpec::Scene { cuda, .. }
+            | ProducerSpec::Staging { cuda, .. }
+            | ProducerSpec::Kernel { cuda, .. } => Some(cuda),
+            ProducerSpec::Cpu(_) | ProducerSpec::Fed(_) => None,
+        }
+    }
+
+    /// What each frame shows, for a producer that renders (none for frames handed in).
+    pub fn director(&self) -> Option<&Arc<Director>> {
+        match self {
+            ProducerSpec::Scene { director, .. }
+            | ProducerSpec::Staging { director, .. }
+            | ProducerSpec::Kernel { director, .. }
+            | ProducerSpec::Cpu(director) => Some(director),
+            ProducerSpec::Fed(_) => None,
         }
     }
 }
@@ -290,26 +330,29 @@ fn build_checked(
             let fed = FedCudaProducer::new(&shared, staging.clone(), mailbox.clone(), line.clone())?;
             (None, Producer::FedCuda(Box::new(fed)))
         }
-        ProducerSpec::Cpu => {
+        ProducerSpec::Cpu(director) => {
             let staging = staging_buffers()?;
-            (Some(staging.clone()), Producer::Cpu(CpuProducer::new(shared.clone(), staging)))
+            let cpu = CpuProducer::new(shared.clone(), staging.clone(), director.clone());
+            (Some(staging), Producer::Cpu(cpu))
         }
-        ProducerSpec::Scene(opts) | ProducerSpec::Kernel { cuda: opts, .. } => {
+        ProducerSpec::Scene { director, cuda: opts } | ProducerSpec::Kernel { director, cuda: opts, .. } => {
             let ctx = cuda::context(twin()?, opts.sched)?;
             let kernel = match producer {
                 ProducerSpec::Kernel { kernel, reload, .. } => Some((kernel, reload.clone())),
                 _ => None,
             };
-            let mut p = CudaProducer::new(ctx, &shared, (&opts.cache(), kernel), opts.high_priority_stream)?;
+            let frames = (&shared, director.clone());
+            let mut p = CudaProducer::new(ctx, frames, (&opts.cache(), kernel), opts.high_priority_stream)?;
             p.host_waits = opts.host_waits.then(|| shared.clone());
             (None, Producer::Cuda(Box::new(p)))
         }
-        ProducerSpec::Staging(opts) => {
+        ProducerSpec::Staging { director, cuda: opts } => {
             let ctx = cuda::context(twin()?, opts.sched)?;
             let kernels = SceneKernels::load(&ctx, &opts.cache())?;
             let staging = staging_buffers()?;
             let bytes = desc.bytes() as usize;
-            let p = StagingProducer::new(ctx, kernels, bytes, shared.clone(), staging.clone())?;
+            let frames = (shared.clone(), staging.clone());
+            let p = StagingProducer::new(ctx, kernels, bytes, frames, director.clone())?;
             (Some(staging), Producer::Staging(Box::new(p)))
         }
     };

@@ -24,10 +24,12 @@ use vkcuda::Format;
 pub struct FrameJob {
     /// Frame number (names the file).
     pub frame: u64,
-    /// Animation tick the frame was rendered at (for the reference).
-    pub tick: u32,
-    /// The scene it shows (the viewer can switch scenes).
-    pub scene: Scene,
+    /// What a rendered frame shows: its scene (the viewer can switch scenes)
+    /// and the animation tick it was rendered at, for the CPU reference;
+    /// `None` for a frame a caller handed in.
+    pub shows: Option<(Scene, u32)>,
+    /// The pixels' size as read (a drawn frame's: its draw target's).
+    pub extent: (u32, u32),
     /// The frame's format.
     pub format: Format,
     /// The pixels, packed rows: a `Vec`, or a readback buffer lent as is
@@ -44,9 +46,9 @@ impl FrameJob {
         (*self.pixels).as_ref()
     }
 
-    /// The picture's size: the scene's, or the draw target's.
+    /// The picture's size: the frame's, or the draw target's.
     pub fn size(&self) -> (u32, u32) {
-        self.target.unwrap_or((self.scene.width, self.scene.height))
+        self.target.unwrap_or(self.extent)
     }
 
     /// The pixels' format: the frame's, or RGBA8 when drawn.
@@ -264,8 +266,10 @@ impl PngSink {
     }
 
     /// What a readback hands frames to: each becomes a job for the workers,
-    /// compared with what `director` says the frame showed.
-    pub fn recipient(&self, director: Arc<Director>) -> Result<Box<dyn Recipient>> {
+    /// compared with what `director` says the frame showed; without one
+    /// (frames a caller handed in) numbered from `first` and compared with
+    /// nothing.
+    pub fn recipient(&self, director: Option<Arc<Director>>) -> Result<Box<dyn Recipient>> {
         let tx = self.tx.clone().ok_or_else(|| anyhow!("the frame writer already finished"))?;
         let (report, workers) = (self.report.clone(), self.workers());
         Ok(Box::new(PngFrames { tx, report, workers, director }))
@@ -292,7 +296,7 @@ struct PngFrames {
     tx: Sender<FrameJob>,
     report: Arc<Mutex<SinkReport>>,
     workers: usize,
-    director: Arc<Director>,
+    director: Option<Arc<Director>>,
 }
 
 impl Recipient for PngFrames {
@@ -304,12 +308,18 @@ impl Recipient for PngFrames {
     /// Queues the frame (never blocks).
     fn take(&mut self, read: ReadFrame) -> Result<()> {
         let ReadFrame { frame, shot, pixels } = read;
-        let spec =
-            self.director.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;
-        let target = shot.drawn.then_some((shot.extent.width, shot.extent.height));
+        let shows = match &self.director {
+            Some(d) => {
+                let spec = d.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;
+                Some((spec.scene, spec.tick))
+            }
+            None => None,
+        };
+        let extent = (shot.extent.width, shot.extent.height);
+        let target = shot.drawn.then_some(extent);
         // Files are named by the run's frame number (a shard's frames merge with the others').
-        let frame = self.director.first() + frame;
-        let job = FrameJob { frame, tick: spec.tick, scene: spec.scene, format: shot.format, pixels, target };
+        let frame = shot.first + frame;
+        let job = FrameJob { frame, shows, extent, format: shot.format, pixels, target };
         queue(&self.tx, &self.report, job)
     }
 
@@ -381,10 +391,13 @@ fn worker(
     }
 }
 
-/// `job` against the CPU reference of its scene (`want`: a buffer kept between frames).
+/// `job` against the CPU reference of its scene (`want`: a buffer kept
+/// between frames); a frame that shows no scene (handed in) differs in
+/// every pixel: it has no reference.
 fn cpu_diff(job: &FrameJob, want: &mut Vec<u8>, inject: &Inject) -> Diff {
-    let (s, mismatch) = (&job.scene, inject.at(Fault::Mismatch, job.frame));
-    let args = FrameArgs::new(s, job.tick);
+    let Some((scene, tick)) = job.shows else { return Diff::everywhere(job.size()) };
+    let (s, mismatch) = (&scene, inject.at(Fault::Mismatch, job.frame));
+    let args = FrameArgs::new(s, tick);
     if job.target.is_none() && !mismatch {
         return Diff::against_scene(s, &args, job.format, job.pixels());
     }
@@ -402,19 +415,13 @@ fn cpu_diff(job: &FrameJob, want: &mut Vec<u8>, inject: &Inject) -> Diff {
 /// `job` against the file of its name in `dir`; a missing, undecodable or
 /// differently sized file differs in every pixel by 255.
 fn golden_diff(job: &FrameJob, dir: &Path) -> Diff {
-    let (w, h) = job.size();
     let format = job.pixel_format();
-    let all = Diff {
-        differing: u64::from(w) * u64::from(h),
-        pixels: u64::from(w) * u64::from(h),
-        max: 255,
-        drawn: false,
-    };
+    let all = Diff::everywhere(job.size());
     let golden = std::fs::read(dir.join(frame_file_name(job.frame, format)))
         .map_err(anyhow::Error::from)
         .and_then(|bytes| decode_frame(&bytes, format));
     match golden {
-        Ok((gw, gh, pixels)) if (gw, gh) == (w, h) => Diff::between_as(format, job.pixels(), &pixels),
+        Ok((gw, gh, pixels)) if (gw, gh) == job.size() => Diff::between_as(format, job.pixels(), &pixels),
         _ => all,
     }
 }
@@ -449,7 +456,15 @@ mod tests {
 
     /// Frame `frame` of `scene` at its own tick, as rendered (not drawn).
     fn job(frame: u64, scene: Scene, format: Format, pixels: Vec<u8>) -> FrameJob {
-        FrameJob { frame, tick: frame as u32, scene, format, pixels: Box::new(pixels), target: None }
+        let extent = (scene.width, scene.height);
+        FrameJob {
+            frame,
+            shows: Some((scene, frame as u32)),
+            extent,
+            format,
+            pixels: Box::new(pixels),
+            target: None,
+        }
     }
 
     #[test]
@@ -571,8 +586,8 @@ mod tests {
             }
             sink.send(FrameJob {
                 frame,
-                tick: frame as u32,
-                scene,
+                shows: Some((scene, frame as u32)),
+                extent: (scene.width, scene.height),
                 format: Format::Rgba8,
                 pixels: Box::new(pixels),
                 target: Some(target),
@@ -614,12 +629,37 @@ mod tests {
     }
 
     #[test]
+    fn a_frame_without_a_scene_is_written_and_has_no_cpu_reference() {
+        let dir = std::env::temp_dir().join(format!("vkcuda-sink-fed-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let sink = PngSink::new(&dir, 1, Reference::Cpu, Inject::default());
+        let pixels: Vec<u8> = (0..5 * 3 * 4).map(|i| i as u8).collect();
+        let job = |frame| FrameJob {
+            frame,
+            shows: None,
+            extent: (5, 3),
+            format: Format::Rgba8,
+            pixels: Box::new(pixels.clone()),
+            target: None,
+        };
+        sink.send(job(7)).unwrap();
+        let r = sink.finish();
+        assert_eq!(
+            (r.written, r.verified, r.mismatched),
+            (1, 1, 1),
+            "nothing to compare with: every pixel differs"
+        );
+        let bytes = std::fs::read(dir.join(frame_file_name(7, Format::Rgba8))).unwrap();
+        assert_eq!(decode_frame(&bytes, Format::Rgba8).unwrap(), (5, 3, pixels));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
     fn a_failed_write_leaves_no_file() {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-missing-{}", std::process::id()));
-        let scene = Scene { kind: SceneKind::Gradient, width: 4, height: 4, cost: 1 };
         let format = Format::Rgba8;
-        let job =
-            FrameJob { frame: 0, tick: 0, scene, format, pixels: Box::new(vec![0u8; 64]), target: None };
+        let pixels = Box::new(vec![0u8; 64]);
+        let job = FrameJob { frame: 0, shows: None, extent: (4, 4), format, pixels, target: None };
         assert!(write_png(&dir, &job).is_err());
         assert!(!dir.exists());
     }

@@ -451,7 +451,6 @@ impl Turn<'_> {
         maker.ctx.bind_to_thread()?;
         let raw = stream.raw();
         self.after_previous(stream)?;
-        job.director.begin(g);
         // The host saw Vulkan release the buffer: no wait on the stream.
         let step = maker.shared.plan().producer(g);
         let CudaTarget::Buffer(LinearFrame { pointer, pitch, .. }) = maker.frames.target(step.image) else {

@@ -12,11 +12,8 @@ use std::time::Duration;
 use anyhow::{bail, Result};
 
 use super::Feed;
-use crate::base::director::Director;
 use crate::base::inject::Inject;
 use crate::base::kinds::ConsumeKind;
-use crate::base::scene::{Scene, SceneKind};
-use crate::base::size::Size;
 use crate::frames::consumer::ExtraSync;
 use crate::frames::gpu::Gpu;
 use crate::present::offscreen::Offscreen;
@@ -65,13 +62,6 @@ pub fn fed_spec(feed: Feed) -> RunSpec {
     }
 }
 
-/// What a fed frame is, for the consumer's readback and the frame numbers:
-/// frames of `size` numbered from `first` (a fed frame has no scene of its own).
-pub fn fed_director(size: Size, first: u64) -> Arc<Director> {
-    let scene = Scene { kind: SceneKind::Gradient, width: size.width, height: size.height, cost: 1 };
-    Arc::new(Director::starting_at(scene, first))
-}
-
 /// Starts the consumer thread of frames `desc` fed from `feed`, numbered
 /// from `first`, with timelines from `base`; the feed is closed when it ends.
 pub fn spawn(
@@ -100,18 +90,18 @@ fn consume(
 ) -> Result<Ended> {
     let device = gpu.device.clone();
     let extent = desc.extent;
-    let director = fed_director(Size { width: extent.width, height: extent.height }, first);
     let sink =
         output.dir.as_ref().map(|dir| PngSink::new(dir, output.workers, Reference::None, Inject::default()));
     let readback = match &sink {
         Some(sink) => {
-            let shot = Shot { extent, format: desc.format, drawn: false, first: director.first() };
-            Some(Readback::new(device.clone(), shot, IN_FLIGHT, sink.recipient(director.clone())?)?)
+            // A fed frame shows no scene: numbered from `first`, compared with nothing.
+            let shot = Shot { extent, format: desc.format, drawn: false, first };
+            Some(Readback::new(device.clone(), shot, IN_FLIGHT, sink.recipient(None)?)?)
         }
         None => None,
     };
     let mut offscreen = Offscreen::new(device, (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
-    let mut session = Session::start(gpu, &fed_spec(feed.clone()), &director, desc, base)?;
+    let mut session = Session::start(gpu, &fed_spec(feed.clone()), desc, base)?;
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
     let outcome = offscreen.bind(session.frames()).and_then(|()| follow(&mut session, &mut offscreen, feed));
     let ended = session.end(&mut offscreen, outcome);

@@ -10,7 +10,7 @@ use anyhow::{ensure, Result};
 
 use super::{FrameTiming, Job, Report};
 use crate::base::clock::{now_ns, CpuMeter};
-use crate::base::director::FrameSpec;
+use crate::base::director::Director;
 use crate::base::scene::{render_cpu_as, FrameArgs};
 use vkcuda::interop::SharedFrames;
 use vkcuda::vk::memory::Buffer;
@@ -19,20 +19,23 @@ use vkcuda::vk::memory::Buffer;
 pub struct CpuProducer {
     shared: Arc<SharedFrames>,
     staging: Arc<Vec<Buffer>>,
+    director: Arc<Director>,
     threads: usize,
 }
 
 impl CpuProducer {
-    /// Renders into `staging[plan.image(g)]` and signals `shared`'s timelines from the host.
-    pub fn new(shared: Arc<SharedFrames>, staging: Arc<Vec<Buffer>>) -> Self {
+    /// Renders what `director` says into `staging[plan.image(g)]` and
+    /// signals `shared`'s timelines from the host.
+    pub fn new(shared: Arc<SharedFrames>, staging: Arc<Vec<Buffer>>, director: Arc<Director>) -> Self {
         let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
-        Self { shared, staging, threads }
+        Self { shared, staging, director, threads }
     }
 
     /// The producer thread's loop.
     pub fn run(self, job: &Job) -> Result<Report> {
         let format = self.shared.desc().format;
-        host_loop(job, &self.shared, &self.staging, |spec, pixels| {
+        host_loop(job, (&self.shared, &self.staging), |g, pixels| {
+            let spec = self.director.begin(g);
             let t0 = Instant::now();
             render_cpu_as(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), format, pixels, self.threads);
             Ok(Some(t0.elapsed()))
@@ -47,9 +50,8 @@ impl CpuProducer {
 /// before frame g), then signal "rendered" from the host.
 pub(crate) fn host_loop(
     job: &Job,
-    shared: &SharedFrames,
-    staging: &[Buffer],
-    mut render: impl FnMut(&FrameSpec, &mut [u8]) -> Result<Option<Duration>>,
+    (shared, staging): (&SharedFrames, &[Buffer]),
+    mut render: impl FnMut(u64, &mut [u8]) -> Result<Option<Duration>>,
 ) -> Result<Report> {
     let mut meter = CpuMeter::default();
     let mut report = Report::default();
@@ -69,14 +71,13 @@ pub(crate) fn host_loop(
         if let Some(w) = step.wait {
             timelines[w.timeline].wait(w.value, &failed)?;
         }
-        let spec = job.director.begin(g);
         let bytes = shared.desc().bytes() as usize;
         let buffer = &staging[step.image];
         ensure!(buffer.size() as usize >= bytes, "staging buffer too small");
         // SAFETY: the buffer is host-visible, mapped and `bytes` long; the wait above
         // guarantees the GPU no longer reads it, and only this thread writes it.
         let pixels = unsafe { std::slice::from_raw_parts_mut(buffer.mapped_ptr()?, bytes) };
-        let Some(render_time) = render(&spec, pixels)? else { break };
+        let Some(render_time) = render(g, pixels)? else { break };
         job.control.set_render_time(render_time);
         // The frame is rendered now: its "rendered" point is the host signal below.
         report.timings.push(g, FrameTiming { render: render_time, rendered_ns: now_ns() });

@@ -11,6 +11,7 @@ use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
 use super::{Control, FrameTiming, Job, Report};
 use crate::base::clock::{now_ns, CpuMeter};
+use crate::base::director::Director;
 use crate::base::driver;
 use crate::base::inject::Fault;
 use crate::base::kernels::{Out, SceneKernels};
@@ -83,6 +84,8 @@ pub struct CudaProducer {
     format: Format,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
+    /// What each frame shows.
+    director: Arc<Director>,
     /// Wait on the host (`vkWaitSemaphores`, which sleeps) for "released"
     /// before enqueuing a frame that reuses an image. Without it the stream's
     /// wait is enqueued on a value not yet reached, and the driver then spins
@@ -93,10 +96,10 @@ pub struct CudaProducer {
 
 impl CudaProducer {
     /// Imports the shared images and timelines into `ctx` (the core's
-    /// [`CudaFrames`]) and loads the kernels.
+    /// [`CudaFrames`]) and loads the kernels, to render what `director` says.
     pub fn new(
         ctx: Arc<CudaContext>,
-        shared: &Arc<SharedFrames>,
+        (shared, director): (&Arc<SharedFrames>, Arc<Director>),
         (ptx_cache, kernel): (&Path, Option<(&KernelSpec, Option<ReloadLink>)>),
         high_priority: bool,
     ) -> Result<Self> {
@@ -125,7 +128,16 @@ impl CudaProducer {
         }
         .context("cuStreamCreate")?;
         let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
-        Ok(Self { frames, kernels, user, format: shared.desc().format, stream, ctx, host_waits: None })
+        Ok(Self {
+            frames,
+            kernels,
+            user,
+            format: shared.desc().format,
+            stream,
+            ctx,
+            director,
+            host_waits: None,
+        })
     }
 
     /// The producer thread's loop.
@@ -223,7 +235,7 @@ impl CudaProducer {
         if let Some(t) = timer.start(g, &self.stream, report)? {
             job.control.set_render_time(t.render);
         }
-        let spec = job.director.begin(g);
+        let spec = self.director.begin(g);
         let args = FrameArgs::new(&spec.scene, spec.tick);
         let out = Out::shared(target, self.format);
         match &self.user {

@@ -11,7 +11,6 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
-use crate::base::director::Director;
 use crate::base::inject::Inject;
 use crate::base::stats::Samples;
 use vkcuda::sync::FramePlan;
@@ -210,8 +209,6 @@ impl Control {
 pub struct Job {
     /// The frame/value plan.
     pub plan: FramePlan,
-    /// What each frame shows.
-    pub director: Arc<Director>,
     /// Frame count and failure flag, shared with the consumer.
     pub control: Arc<Control>,
     /// Test only: the faults to inject.

@@ -14,6 +14,7 @@ use cudarc::driver::{sys, CudaContext, CudaStream};
 use super::cpu::host_loop;
 use super::cuda::EventAnchor;
 use super::{Job, Report};
+use crate::base::director::Director;
 use crate::base::driver;
 use crate::base::kernels::{Out, SceneKernels};
 use crate::base::scene::FrameArgs;
@@ -67,6 +68,7 @@ pub struct StagingProducer {
     ctx: Arc<CudaContext>,
     shared: Arc<SharedFrames>,
     staging: Arc<Vec<Buffer>>,
+    director: Arc<Director>,
 }
 
 impl StagingProducer {
@@ -75,12 +77,12 @@ impl StagingProducer {
         ctx: Arc<CudaContext>,
         kernels: SceneKernels,
         bytes: usize,
-        shared: Arc<SharedFrames>,
-        staging: Arc<Vec<Buffer>>,
+        (shared, staging): (Arc<SharedFrames>, Arc<Vec<Buffer>>),
+        director: Arc<Director>,
     ) -> Result<Self> {
         let memory = Memory::new(ctx.clone(), bytes)?;
         let stream = ctx.new_stream().context("cuStreamCreate")?;
-        Ok(Self { memory, kernels, stream, ctx, shared, staging })
+        Ok(Self { memory, kernels, stream, ctx, shared, staging, director })
     }
 
     /// The producer thread's loop: the CPU producer's host-signalled loop, rendering with
@@ -91,7 +93,8 @@ impl StagingProducer {
         let (start, end) = (self.ctx.new_event(timing)?, self.ctx.new_event(timing)?);
         let anchor = EventAnchor::new(&self.ctx, &self.stream)?;
         let format = self.shared.desc().format;
-        host_loop(job, &self.shared, &self.staging, |spec, pixels| {
+        host_loop(job, (&self.shared, &self.staging), |g, pixels| {
+            let spec = self.director.begin(g);
             ensure!(self.memory.bytes >= pixels.len(), "staging memory too small");
             start.record(&self.stream)?;
             let args = FrameArgs::new(&spec.scene, spec.tick);
