@@ -29,6 +29,7 @@ use winit::window::{Window, WindowId};
 
 use crate::spec;
 use vkcuda::FrameDesc;
+use vkcuda_run::base::failure::gave_up;
 use vkcuda_run::base::kinds::PresentPath;
 use vkcuda_run::frames::gpu::Gpu;
 use vkcuda_run::present::open::{event_loop, PresentSpec};
@@ -310,15 +311,21 @@ impl Shown {
 
     /// Closes the window: the session stops (on an error, aborts), and the Python side is told.
     fn close(&mut self, error: Option<anyhow::Error>) {
-        if let Some(e) = &error {
-            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(crate::words::said(e));
-        }
+        let said = |e: &anyhow::Error| {
+            *self.error.lock().unwrap_or_else(|p| p.into_inner()) = Some(crate::words::said(e))
+        };
         // First: a show failing on the feed the stop closes must see why.
+        error.as_ref().map(said);
+        let only_gave_up = error.as_ref().is_some_and(gave_up);
         self.closed.store(true, Ordering::Release);
         self.feed = None;
         if let Some(s) = self.session.take() {
-            let outcome = error.map_or(Ok(()), Err);
-            if let Err(e) = s.end(&mut self.screen.presenter, outcome) {
+            if let Err(e) = s.end(&mut self.screen.presenter, error.map_or(Ok(()), Err)) {
+                let e = anyhow::Error::from(e);
+                if only_gave_up {
+                    // The window only stopped waiting: the session's verdict (the producer's error) is the cause.
+                    said(&e);
+                }
                 log::error!("closing a window: {e:#}");
             }
         }
