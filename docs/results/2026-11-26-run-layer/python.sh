@@ -3,7 +3,8 @@
 # then 1.3.239 (torch, CuPy, JAX, cuda.core), with the headless suite's message, signal and
 # DLPack tests. Then, under 1.3.239, the order that hung before (issue 44's open finding):
 # the CUDA e2e tests right after the Python ones, with a watch that, if the e2e run outlives
-# 90 s, records each vkcuda process's open files and each thread's kernel wait and syscall.
+# 90 s, records each vkcuda process's open files and each thread's kernel wait and syscall
+# (AFTER=0 leaves this part out).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=$OUT/r; mkdir -p $R
@@ -20,6 +21,8 @@ for layer in ${LAYERS:-new old}; do
         echo "rc=$?"; } > $R/python-$layer.txt
       grep -E "passed|failed|rc=" $R/python-$layer.txt | tail -3 )
 done
+# AFTER=0: stop here.
+[ "${AFTER:-1}" = 1 ] || exit 0
 watch() {
     sleep 90
     { echo "== after 90 s"; ps -eo pid,ppid,stat,etime,cmd | grep -v "\]$" | tail -30
