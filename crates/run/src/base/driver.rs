@@ -18,7 +18,7 @@ pub struct Event(sys::CUevent);
 impl Event {
     /// A new event in the calling thread's current context.
     pub fn new() -> Result<Self, DriverError> {
-        result::event::create(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING).map(Self)
+        create_event().map(Self)
     }
 
     /// The handle, for the functions below.
