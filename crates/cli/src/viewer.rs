@@ -554,7 +554,7 @@ impl Viewer {
     /// Stops the interop, writes pending snapshots, and summarizes.
     /// `error`: the viewer's own, if it failed.
     fn shutdown(&mut self, caught: &AtomicUsize, error: Option<anyhow::Error>) -> Result<Summary> {
-        let mut run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+        let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
         let (size, producer) = (run.size(), run.producer());
         if self.stuck() {
             // Nothing will finish those frames: don't wait for them, nor the producer for its stream.

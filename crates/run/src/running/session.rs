@@ -56,8 +56,6 @@ pub struct Session {
     producer: &'static str,
     /// The CUDA device the producer uses, if any.
     cuda: Option<CudaDevice>,
-    /// Frames that may never come are not waited for: the stop aborts.
-    abandoned: bool,
     /// Wait on the host for "rendered" before each submission (`--host-waits`).
     host_waits: bool,
     /// Test only: the faults to inject (signals, as frames are submitted).
@@ -120,7 +118,6 @@ impl Session {
             size,
             producer: name,
             cuda,
-            abandoned: false,
             host_waits,
             inject: spec.inject.clone(),
             interrupt: None,
@@ -202,9 +199,8 @@ impl Session {
     /// Frames that are held up may never come (a stuck kernel, a signal, a
     /// wait that ran out): the producer must not wait for its stream, and
     /// [`Session::end`] aborts instead of consuming what is left.
-    pub fn abandon(&mut self) {
+    pub fn abandon(&self) {
         self.control.abandon();
-        self.abandoned = true;
     }
 
     /// Lets a signal end a wait for a stuck frame: once `caught` is not zero,
@@ -387,17 +383,13 @@ impl Session {
     /// give up waiting for the other ([`gave_up`]). A consumer that failed, or
     /// an [`abandoned`](Session::abandon) session, aborts; otherwise every
     /// frame is consumed, on the GPU, up to the producer's end.
-    pub fn end<T>(
-        mut self,
-        consumer: &mut dyn Consume,
-        outcome: Result<T>,
-    ) -> Result<(T, Stopped), RunError> {
+    pub fn end<T>(self, consumer: &mut dyn Consume, outcome: Result<T>) -> Result<(T, Stopped), RunError> {
         if outcome.as_ref().is_err_and(timed_out) {
             // A frame that never came: the stop must not wait for it again.
             self.abandon();
         }
         let producer = self.producer;
-        let healthy = outcome.is_ok() && !self.abandoned;
+        let healthy = outcome.is_ok() && !self.control.abandoned();
         let failed = |error, consumer| RunError::ProducerFailed { producer, error, consumer };
         match (outcome, self.stop(consumer, healthy)) {
             (Ok(value), Ok(stopped)) => Ok((value, stopped)),
