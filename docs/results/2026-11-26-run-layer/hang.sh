@@ -3,7 +3,8 @@
 # first test run on its own (not under the e2e harness), with its stderr in a file: how far
 # it gets (the device line is printed after the device, the offscreen target and the
 # readback are made, before the session starts) when it waits; a watch after 40 s records
-# its threads. Then the same command once more, after the wait was killed.
+# its threads. Then the same command once more, after the wait was killed (RUNS=1: once).
+# K= picks the Python tests (pytest -k).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=$OUT/r; mkdir -p $R
@@ -12,10 +13,10 @@ rm -rf /tmp/s; python3 -m pip install -q --no-index --no-deps --target /tmp/s .g
 unset VK_LAYER_PATH
 if [ "${LAYER:-old}" = old ]; then VKCUDA_OLD_LAYER=1 source .gl/env.sh >/dev/null; else source .gl/env.sh >/dev/null; fi
 echo "layer ${LAYER:-old}: VK_LAYER_PATH=${VK_LAYER_PATH:-unset}" > $R/hang.txt
-PYTHONPATH=/tmp/s timeout 150 python3 -m pytest -p no:cacheprovider -q python/tests/test_gpu.py -k "gpu or torch" 2>&1 | tail -1 >> $R/hang.txt
+PYTHONPATH=/tmp/s timeout 150 python3 -m pytest -p no:cacheprovider -q python/tests/test_gpu.py -k "${K:-gpu or torch}" 2>&1 | tail -1 >> $R/hang.txt
 cmd=(.gpu/new/vkcuda --headless --producer cuda --sync split --buffers 2 --scene julia --size 160x90 --frames 24
      --validate --verify --out /tmp/hang-out --cost 48 --consume draw --target-size 200x150)
-for run in 1 2; do
+for run in $(seq 1 ${RUNS:-2}); do
     rm -rf /tmp/hang-out
     { echo "== run $run: ${cmd[*]}"; date +%T.%N; } >> $R/hang.txt
     "${cmd[@]}" > $R/hang-stdout-$run.txt 2> $R/hang-stderr-$run.txt & p=$!
