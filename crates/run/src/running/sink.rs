@@ -587,7 +587,7 @@ mod tests {
             sink.send(FrameJob {
                 frame,
                 shows: Some((scene, frame as u32)),
-                extent: (scene.width, scene.height),
+                extent: target,
                 format: Format::Rgba8,
                 pixels: Box::new(pixels),
                 target: Some(target),
