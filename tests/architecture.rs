@@ -24,6 +24,8 @@ const FLOORS: &[(&str, u8)] = &[
     ("run::present", 3),
     ("run::running", 4),
     ("run::drive", 5),
+    // The browser view, above the run layer, below the front ends that serve it.
+    ("serve", 6),
     // The front ends, above the floors of the run layer they import.
     ("cli::bench::report", 5),
     ("cli::bench::chart", 5),
@@ -40,8 +42,13 @@ const FLOORS: &[(&str, u8)] = &[
 ];
 
 /// The source trees: where each package's files are, and the name its modules go by.
-const TREES: &[(&str, &str)] =
-    &[("src", ""), ("crates/run/src", "run"), ("crates/cli/src", "cli"), ("python/src", "py")];
+const TREES: &[(&str, &str)] = &[
+    ("src", ""),
+    ("crates/run/src", "run"),
+    ("crates/serve/src", "serve"),
+    ("crates/cli/src", "cli"),
+    ("python/src", "py"),
+];
 
 fn floor(module: &str) -> Option<u8> {
     // The longest listed prefix decides (app::bench::report before app::bench).

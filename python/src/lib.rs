@@ -18,6 +18,7 @@ mod array;
 mod context;
 mod export;
 mod run;
+mod serve;
 mod spec;
 mod state;
 mod tensor;
@@ -25,7 +26,7 @@ mod window;
 mod words;
 
 use std::path::PathBuf;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -37,6 +38,7 @@ use export::Target;
 use run::Run;
 use state::State;
 use tensor::{device_array, stream_handle, DeviceArray};
+use vkcuda_run::present::watch::Watchers;
 use vkcuda_run::running::feed::client::Held;
 use vkcuda_run::running::feed::line::Made;
 use vkcuda_run::running::feed::run::Output;
@@ -50,6 +52,8 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 #[pyclass(module = "vkcuda._native")]
 struct Viewer {
     state: Mutex<State>,
+    /// `serve=`: the browser view.
+    served: Mutex<Option<serve::Served>>,
 }
 
 impl Viewer {
@@ -66,6 +70,10 @@ impl Viewer {
             }
         }
     }
+}
+
+fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
 }
 
 /// A Rust panic or error as a Python `RuntimeError` (no panic crosses into Python).
@@ -134,7 +142,7 @@ impl Viewer {
     /// `show` waits rather than replace a frame not yet consumed; `validate`: the
     /// Khronos validation layer; `gpu`: a Vulkan device index or UUID prefix.
     #[new]
-    #[pyo3(signature = (out=None, every_frame=false, validate=false, gpu=None, workers=None, window=None, title="vkcuda"))]
+    #[pyo3(signature = (out=None, every_frame=false, validate=false, gpu=None, workers=None, window=None, title="vkcuda", serve=None))]
     #[allow(clippy::too_many_arguments)] // Python's keyword arguments
     fn new(
         py: Python<'_>,
@@ -145,6 +153,7 @@ impl Viewer {
         workers: Option<usize>,
         window: Option<(u32, u32)>,
         title: &str,
+        serve: Option<String>,
     ) -> PyResult<Self> {
         guarded("Viewer()", || {
             if window.is_some() && out.is_some() {
@@ -152,13 +161,25 @@ impl Viewer {
                     "out= writes frames headless; a window shows them: pass one",
                 ));
             }
+            if window.is_some() && serve.is_some() {
+                return Err(PyValueError::new_err(
+                    "serve= shows frames in a browser, headless: not with a window",
+                ));
+            }
+            // The address first: a port in use is the first error, before the GPU is opened.
+            let bound = serve.as_deref().map(serve::bind).transpose()?;
             if let Some(dir) = &out {
                 std::fs::create_dir_all(dir)
                     .map_err(|e| PyValueError::new_err(format!("out={}: {e}", dir.display())))?;
             }
             let workers =
                 workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            let output = Output { dir: out, workers: workers.max(1) };
+            let served = match bound {
+                Some(b) => Some(serve::Served::start(b, workers.clamp(1, 8)).map_err(runtime)?),
+                None => None,
+            };
+            let watchers = served.as_ref().map(|s| s.hub.clone() as Arc<dyn Watchers>);
+            let output = Output { dir: out, workers: workers.max(1), watchers };
             let state = match window {
                 None => {
                     State::new(py.detach(|| spec::open(validate, gpu)).map_err(runtime)?, output, every_frame)
@@ -185,7 +206,7 @@ impl Viewer {
             if state.gpu.as_ref().is_some_and(|g| g.cuda.is_some()) {
                 context::cuda_in_use();
             }
-            Ok(Self { state: Mutex::new(state) })
+            Ok(Self { state: Mutex::new(state), served: Mutex::new(served) })
         })
     }
 
@@ -331,10 +352,32 @@ impl Viewer {
             let finished = py.detach(|| {
                 let finished = state.finish_run();
                 state.close();
+                if let Some(mut served) = lock(&self.served).take() {
+                    served.stop();
+                }
                 finished
             });
             finished.map_err(runtime)
         })
+    }
+
+    /// The browser view's URL (`serve=`), else `None`.
+    #[getter]
+    fn url(&self) -> Option<String> {
+        lock(&self.served).as_ref().map(|s| s.url().to_string())
+    }
+
+    /// The frame pixel under the browser's pointer and the buttons held,
+    /// `(x, y, buttons)` for the frames shown now; `None` when the pointer is
+    /// not over the frame (or there is no browser view).
+    fn pointer(&self, py: Python<'_>) -> Option<(u32, u32, u32)> {
+        let frame = self.lock(py).run.as_ref().map(|r| r.desc.extent)?;
+        lock(&self.served).as_ref()?.input.pointer(frame)
+    }
+
+    /// The keys pressed in the browser since the last call (`KeyboardEvent.key` names), oldest first.
+    fn keys(&self) -> Vec<String> {
+        lock(&self.served).as_ref().map_or_else(Vec::new, |s| s.input.keys())
     }
 
     /// Whether [`Viewer::close`] was called.

@@ -59,6 +59,11 @@ class Viewer:
             ``None``: headless when ``out`` is given or there is no display.
         size: the window's size in pixels (frames are letterboxed into it).
         title: the window's title.
+        serve: show the frames in a browser (headless): a port (on 127.0.0.1;
+            0 for any free one) or ``"addr:port"`` (any address but loopback
+            needs the token in ``url``). Each browser gets frames drawn at its
+            canvas size on the GPU, newest first; ``pointer()`` and ``keys()``
+            read what the page sends. From a laptop: ``ssh -L 8080:localhost:8080 server``.
     """
 
     def __init__(
@@ -72,7 +77,10 @@ class Viewer:
         workers: Optional[int] = None,
         size: tuple = (1280, 720),
         title: str = "vkcuda",
+        serve: Optional[int | str] = None,
     ) -> None:
+        if serve is not None and headless is None:
+            headless = True
         if headless is None:
             display = os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")
             headless = out is not None or not display
@@ -86,8 +94,25 @@ class Viewer:
             workers=workers,
             window=None if headless else (int(size[0]), int(size[1])),
             title=title,
+            serve=None if serve is None else str(serve),
         )
         _open.add(self)
+        if self.url is not None:
+            print(f"vkcuda: watch it at {self.url}", file=sys.stderr)
+
+    @property
+    def url(self) -> Optional[str]:
+        """The browser view's address (``serve=``), with its token when one is needed; else ``None``."""
+        return self._native.url
+
+    def pointer(self) -> Optional[tuple]:
+        """``(x, y, buttons)``: the frame pixel under the browser's pointer and the buttons
+        held (bit 0 left, 1 right, 2 middle); ``None`` when it is not over the frame."""
+        return self._native.pointer()
+
+    def keys(self) -> list:
+        """The keys pressed in the browser since the last call (``KeyboardEvent.key`` names)."""
+        return self._native.keys()
 
     def show(
         self, x: Any, *, channels_first: bool = False, block: Optional[bool] = None, stream: Any = None

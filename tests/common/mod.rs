@@ -2,6 +2,8 @@
 //! folders, checking PNGs against the CPU reference, bounded waits, and the
 //! verdicts of the custom harness.
 
+pub mod browser;
+
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};
 

@@ -15,6 +15,7 @@ mod common;
 
 mod bad_input;
 mod bench;
+mod browser;
 mod gpus;
 mod headless;
 mod kernels;
@@ -29,7 +30,7 @@ use common::{Tests, Verdict};
 type Register = fn(&mut Tests);
 
 /// The areas, in the order their tests run: one file each.
-const AREAS: [(&str, Register); 9] = [
+const AREAS: [(&str, Register); 10] = [
     ("headless", headless::register),
     ("signals", signals::register),
     ("window", window::register),
@@ -39,6 +40,7 @@ const AREAS: [(&str, Register); 9] = [
     ("kernels", kernels::register),
     ("shard", shard::register),
     ("gpus", gpus::register),
+    ("browser", browser::register),
 ];
 
 fn main() {

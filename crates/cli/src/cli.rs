@@ -14,6 +14,7 @@ use vkcuda::{Format, FrameDesc, Layout};
 use vkcuda_run::base::director::Director;
 use vkcuda_run::base::inject::{At, Inject};
 use vkcuda_run::base::kinds::{ConsumeKind, Latency, PresentMode, PresentPath, ProducerKind};
+use vkcuda_run::base::reload::KernelReload;
 use vkcuda_run::base::scene::SceneKind;
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::userkernel::{self, KernelSpec};
@@ -21,6 +22,7 @@ use vkcuda_run::frames::gpu::{DeviceChoice, Gpu};
 use vkcuda_run::running::setup::{ConsumerSpec, CudaOptions, PlanSpec, ProducerSpec, RunSpec};
 use vkcuda_run::running::sink::Reference;
 use vkcuda_run::UsageError;
+use vkcuda_serve::Address;
 
 /// The command-line values of a type from the core or the run layer: clap's
 /// `ValueEnum` cannot be implemented here for another crate's enums, so it is
@@ -199,7 +201,16 @@ pub struct Args {
     /// Render offscreen, without a window, and dump frames as PNG.
     #[arg(long)]
     pub headless: bool,
-    /// Frames to render, then exit (default: 600 headless; until closed in a window).
+    /// Headless: show the frames in a browser at this address: PORT (on
+    /// 127.0.0.1; 0: any free port) or ADDR:PORT (any address but loopback
+    /// needs the token the printed URL carries). The run goes on until
+    /// stopped (Ctrl+C) unless --frames is given; frames are written only with --out.
+    #[arg(long, value_name = "[ADDR:]PORT", requires = "headless")]
+    pub serve: Option<Address>,
+    /// Whether --out was given (a served run writes frames only then).
+    #[arg(skip)]
+    pub out_given: bool,
+    /// Frames to render, then exit (default: 600 headless; until closed in a window or served).
     #[arg(long, value_parser = clap::value_parser!(u64).range(1..=1_000_000_000))]
     pub frames: Option<u64>,
     /// Headless: render only shard K of N (K from 0) of --frames: frames
@@ -574,6 +585,11 @@ impl Args {
                 "--gpu all runs one interop per GPU in a --headless run or vkcuda bench (the viewer uses one GPU)"
             ));
         }
+        if self.serve.is_some() && (self.all_gpus() || self.shard.is_some() || self.resume || bench) {
+            return Err(UsageError::new(
+                "--serve shows one run on one GPU (not with --gpu all, --shard, --resume or bench)",
+            ));
+        }
         if self.shard.is_some() && !self.headless {
             return Err(UsageError::new("--shard splits a --headless run's frames"));
         }
@@ -620,7 +636,7 @@ impl Args {
 
     /// Frames of the whole run (all shards): `--frames`, else 600 headless and (practically) unbounded in a window.
     pub fn all_frames(&self) -> u64 {
-        self.frames.unwrap_or(if self.headless { 600 } else { 1 << 60 })
+        self.frames.unwrap_or(if self.headless && self.serve.is_none() { 600 } else { 1 << 60 })
     }
 
     /// The run's number of this run's first frame.
@@ -654,7 +670,8 @@ impl Args {
 
     /// The consumer's queue family.
     pub fn queue_kind(&self) -> QueueKind {
-        let drawing = !self.offscreen() || self.consume == ConsumeKind::Draw;
+        // A served run draws each frame for its browsers.
+        let drawing = !self.offscreen() || self.consume == ConsumeKind::Draw || self.serve.is_some();
         self.queue.unwrap_or(if drawing { QueueKind::Graphics } else { QueueKind::Transfer })
     }
 
@@ -682,6 +699,35 @@ impl Args {
             },
             inject: Inject(self.inject.clone()),
         })
+    }
+
+    /// The command line's arguments. A served run (`--serve`) writes frames
+    /// only when `--out` or `--dump-every` is given.
+    pub fn from_command_line() -> Result<Self, clap::Error> {
+        use clap::{CommandFactory, FromArgMatches};
+        let matches = Self::command().try_get_matches()?;
+        let mut args = Self::from_arg_matches(&matches)?;
+        let given = |id: &str| matches.value_source(id) == Some(clap::parser::ValueSource::CommandLine);
+        args.out_given = given("out") || given("dump_every");
+        if args.serve.is_some() && !args.out_given {
+            args.dump_every = 0;
+        }
+        Ok(args)
+    }
+
+    /// [`Args::spec`] with the hot reload's link when there is one (`--kernel`
+    /// in the viewer, or served).
+    pub fn spec_reloading(
+        &self,
+        gpu: &Gpu,
+        director: &Arc<Director>,
+        reload: Option<&KernelReload>,
+    ) -> anyhow::Result<RunSpec> {
+        let mut spec = self.spec(gpu, director.clone())?;
+        if let ProducerSpec::Kernel { reload: link, .. } = &mut spec.producer {
+            *link = reload.map(KernelReload::link);
+        }
+        Ok(spec)
     }
 
     /// The shared frames of a run at `size`: `--format`, `--layout`.

@@ -19,6 +19,7 @@ use vkcuda_run::base::inject::Inject;
 use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
 use vkcuda_run::base::outfile;
 use vkcuda_run::base::pairing;
+use vkcuda_run::base::reload::KernelReload;
 use vkcuda_run::base::scene::Scene;
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::usage::{Field, Message};
@@ -28,9 +29,11 @@ use vkcuda_run::drive::{
 use vkcuda_run::frames::gpu::{self, Gpu, MemoryNeed};
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Readback, Shot};
+use vkcuda_run::present::watch::Watch;
 use vkcuda_run::running::dumpdir;
 use vkcuda_run::running::measure::Span;
 use vkcuda_run::running::sink::{PngSink, SinkReport};
+use vkcuda_serve::{Bound, Hub, RunControls, Server};
 
 /// The frame and target sizes as the user gave them, for messages.
 fn size_words(args: &Args, size: Size) -> Message {
@@ -69,6 +72,8 @@ pub fn run(args: &Args) -> Result<Summary> {
     if let Some(p) = &args.json {
         outfile::check_output(p, None)?;
     }
+    // The view's port first: one in use is the first error, before any GPU work.
+    let view = args.serve.map(|a| a.bind().with_context(|| format!("--serve {}", a.0))).transpose()?;
     let caught = watch_signals()?;
     let instance = gpu::vulkan_instance(args.validate, &[])?;
     // A killed run of these frames may have left temporary files: they go (other shards' stay).
@@ -78,19 +83,24 @@ pub fn run(args: &Args) -> Result<Summary> {
     };
     let mut summary = match args.resume {
         true => resume(args, &instance, &caught)?,
-        false => run_parts(args, &instance, &caught)?,
+        false => run_parts(args, &instance, &caught, view)?,
     };
     summary.leftovers_removed = removed;
     Ok(summary)
 }
 
-/// The frames `args` names, on one GPU or (`--gpu all`) on each.
-fn run_parts(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> Result<Summary> {
+/// The frames `args` names, on one GPU or (`--gpu all`) on each; `view`: served there.
+fn run_parts(
+    args: &Args,
+    instance: &Arc<Instance>,
+    caught: &Arc<AtomicUsize>,
+    view: Option<Bound>,
+) -> Result<Summary> {
     if args.all_gpus() {
         return run_all(args, instance, caught);
     }
     let progress = progress_bar(args.frame_count());
-    let run = Run { workers: png_workers(), progress: &progress, out_ready: false };
+    let run = Run { workers: png_workers(), progress: &progress, out_ready: false, view };
     run_on(args, instance, caught, run)
 }
 
@@ -109,7 +119,7 @@ fn resume(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> R
     for part in &survey.missing {
         let mut sub = args.clone();
         sub.part = Some(*part);
-        let summary = run_parts(&sub, instance, caught)?;
+        let summary = run_parts(&sub, instance, caught, None)?;
         let stop = summary.interrupted.is_some();
         done.push(summary);
         if stop {
@@ -158,6 +168,8 @@ struct Run<'a> {
     progress: &'a ProgressBar,
     /// `--out` was prepared already (`--gpu all`: once, for every GPU).
     out_ready: bool,
+    /// `--serve`: the bound address.
+    view: Option<Bound>,
 }
 
 /// `--gpu all`: one interop per GPU (own device, CUDA context, threads and
@@ -187,7 +199,7 @@ fn run_all(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> 
     let results = pairing::on_each(&jobs, |(gpu, part, progress)| {
         let mut sub = args.clone();
         (sub.gpu, sub.part, sub.json) = (Some(gpu.to_string()), Some(*part), None);
-        run_on(&sub, instance, caught, Run { workers, progress, out_ready: true })
+        run_on(&sub, instance, caught, Run { workers, progress, out_ready: true, view: None })
     });
     combine(jobs.into_iter().zip(results).map(|((gpu, part, _), r)| (gpu, part, r)).collect())
 }
@@ -252,10 +264,15 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         readback,
     )?;
     eprintln!("vkcuda: {}; {}", device.info(), gpu.why.worded(&Flags));
+    let mut served = match run.view {
+        Some(bound) => Some(Served::start(args, bound, (&gpu, slots), &director, &mut offscreen)?),
+        None => None,
+    };
+    let reload = served.as_ref().and_then(|s| s.reload.clone());
 
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
-    let result = args.spec(&gpu, director.clone()).and_then(|spec| {
+    let result = args.spec_reloading(&gpu, &director, reload.as_deref()).and_then(|spec| {
         let spec = (&spec, args.timeline_base);
         peers::run_handover(
             args.handover,
@@ -269,6 +286,9 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     });
     progress.finish_and_clear();
     let read = offscreen.finish();
+    if let Some(served) = &mut served {
+        served.stop();
+    }
     let sink = sink.map(|s| s.finish().with_readback(read)).unwrap_or_default();
     if created && sink.written == 0 && result.is_err() {
         let _ = std::fs::remove_dir(&args.out);
@@ -283,9 +303,52 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     Ok(summary)
 }
 
+/// `--serve`: the browser view of a run: its server, the hub its clients
+/// wait in, and (with `--kernel`) the hot reload the page's R key triggers.
+struct Served {
+    server: Server,
+    hub: Arc<Hub>,
+    reload: Option<Arc<KernelReload>>,
+}
+
+impl Served {
+    /// Serves `director`'s run on `bound`: `offscreen` draws each frame for the clients too.
+    fn start(
+        args: &Args,
+        bound: Bound,
+        (gpu, slots): (&Gpu, usize),
+        director: &Arc<Director>,
+        offscreen: &mut Offscreen,
+    ) -> Result<Self> {
+        let hub = Hub::new(spare_cores().clamp(1, MAX_ENCODERS));
+        let watch = Watch::new(gpu.device.clone(), args.format, slots, hub.clone())?;
+        offscreen.set_watch(watch);
+        let reload = args.kernel_spec().map(|k| KernelReload::start(&k)).transpose()?.map(Arc::new);
+        let what = args.kernel.as_ref().map(|k| k.display().to_string());
+        let controls = Arc::new(RunControls::new(director.clone(), reload.clone(), what));
+        let server = Server::start(bound, hub.clone(), controls)?;
+        eprintln!("vkcuda: watch it at {}", server.url());
+        Ok(Self { server, hub, reload })
+    }
+
+    /// Closes the clients, frees the port, stops the encoders.
+    fn stop(&mut self) {
+        self.server.stop();
+        self.hub.close();
+    }
+}
+
+/// Encoder threads of a served run, at most.
+const MAX_ENCODERS: usize = 8;
+
 fn progress_bar(frames: u64) -> ProgressBar {
     let bar = ProgressBar::new(frames);
-    if let Ok(style) = ProgressStyle::with_template("{bar:40} {pos}/{len} frames {per_sec} eta {eta}") {
+    let template = match frames >= 1 << 59 {
+        // A served run goes on until stopped: frames and rate, no end.
+        true => "{pos} frames {per_sec}",
+        false => "{bar:40} {pos}/{len} frames {per_sec} eta {eta}",
+    };
+    if let Ok(style) = ProgressStyle::with_template(template) {
         bar.set_style(style);
     }
     bar

@@ -3,8 +3,6 @@
 
 use std::process::ExitCode;
 
-use clap::Parser;
-
 mod bench;
 mod checkdump;
 mod cli;
@@ -32,7 +30,7 @@ mod exit {
 
 fn main() -> ExitCode {
     vkcuda_run::base::logger::init();
-    let args = match Args::try_parse() {
+    let args = match Args::from_command_line() {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {
             eprintln!("vkcuda: {} (vkcuda --help lists every option)", one_line(&e.to_string()));

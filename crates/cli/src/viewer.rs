@@ -50,7 +50,6 @@ use vkcuda_run::running::measure::Consumed;
 use vkcuda_run::running::producer::Report;
 use vkcuda_run::running::screen::Screen;
 use vkcuda_run::running::session::{warmup_frames, Session, Stopped, STALL};
-use vkcuda_run::running::setup;
 use vkcuda_run::running::sink::{PngSink, SinkReport};
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
@@ -175,20 +174,6 @@ impl ApplicationHandler for App {
     }
 }
 
-/// The run's spec on `gpu`, rendering what `director` says, with the hot
-/// reload's link when there is one.
-fn spec_with(
-    args: &Args,
-    (gpu, director): (&Gpu, &Arc<Director>),
-    reload: Option<&KernelReload>,
-) -> Result<setup::RunSpec> {
-    let mut spec = args.spec(gpu, director.clone())?;
-    if let setup::ProducerSpec::Kernel { reload: link, .. } = &mut spec.producer {
-        *link = reload.map(KernelReload::link);
-    }
-    Ok(spec)
-}
-
 struct Viewer {
     // Field order is drop order: the interop, then the window and its presenter
     // (which owns the surface), before the device.
@@ -260,7 +245,7 @@ impl Viewer {
                 if args.latency.is_none() { " (the default with --kernel)" } else { "" }
             );
         }
-        let spec = spec_with(args, (&gpu, &director), reload.as_ref())?;
+        let spec = args.spec_reloading(&gpu, &director, reload.as_ref())?;
         let run = Session::start(&gpu, &spec, args.frame_desc(size), args.timeline_base)?;
         screen.presenter.bind_shared(run.frames())?;
         Ok(Self {
@@ -398,7 +383,7 @@ impl Viewer {
             let base = stopped.next_base;
             self.absorb(stopped);
             self.finish_snapshots();
-            let spec = spec_with(&self.args, (&self.gpu, &self.director), self.reload.as_ref())?;
+            let spec = self.args.spec_reloading(&self.gpu, &self.director, self.reload.as_ref())?;
             // Frame numbers restart with the new session.
             self.reload.iter().for_each(|r| r.link().forget_swap());
             let run = Session::start(&self.gpu, &spec, self.args.frame_desc(wanted), base)?;
@@ -435,14 +420,18 @@ impl Viewer {
         if event.state != ElementState::Pressed {
             return Ok(true);
         }
+        // The director's keys, by the names a browser gives them (the browser view shares them).
+        let named = match event.logical_key.as_ref() {
+            Key::Named(NamedKey::Space) => " ",
+            Key::Named(NamedKey::ArrowRight) => "ArrowRight",
+            Key::Named(NamedKey::ArrowLeft) => "ArrowLeft",
+            Key::Character(c) => c,
+            _ => "",
+        };
         match event.logical_key.as_ref() {
+            _ if self.director.act(named) => {}
             Key::Named(NamedKey::Escape) => self.quit = true,
-            Key::Named(NamedKey::Space) => self.director.toggle_pause(),
-            Key::Named(NamedKey::ArrowRight) => self.director.switch_scene(1),
-            Key::Named(NamedKey::ArrowLeft) => self.director.switch_scene(-1),
             Key::Named(NamedKey::F1) => self.show_stats = !self.show_stats,
-            Key::Character("+") | Key::Character("=") => self.director.change_cost(true),
-            Key::Character("-") => self.director.change_cost(false),
             Key::Character("v") | Key::Character("V") => {
                 let mode = self.screen.presenter.cycle_mode();
                 eprintln!("vkcuda: present mode {mode}");

@@ -85,7 +85,7 @@ fn host_frames_fed_from_rust_are_written_as_put() {
     let gpu = open(ProducerKind::Cpu).expect("a Vulkan device (lavapipe or a GPU) with the validation layer");
     let mailbox = Mailbox::new();
     let dir = folder("host");
-    let output = Output { dir: Some(dir.clone()), workers: 2 };
+    let output = Output { dir: Some(dir.clone()), workers: 2, watchers: None };
     let run =
         spawn(gpu.clone(), desc(), Feed::Host(mailbox.clone()), output, (0, 0)).expect("the run starts");
     for i in 0..FRAMES {
@@ -123,7 +123,7 @@ fn fed_from_gpu(gpu: &Arc<Gpu>, dir: &PathBuf) -> Result<()> {
     let staging = DeviceStaging::new(ctx.clone(), desc().bytes() as usize)?;
     let feed = DeviceFeed { mailbox: mailbox.clone(), staging: staging.clone(), line: line.clone() };
     let fed = Feed::Device { mailbox: mailbox.clone(), staging, line };
-    let output = Output { dir: Some(dir.clone()), workers: 2 };
+    let output = Output { dir: Some(dir.clone()), workers: 2, watchers: None };
     let run = spawn(gpu.clone(), desc(), fed.clone(), output, (0, 0))?;
     let stream = ctx.default_stream();
     let w = i64::from(WIDTH);

@@ -135,6 +135,21 @@ impl Director {
             if up { s.scene.cost.saturating_mul(2).min(100_000) } else { (s.scene.cost / 2).max(1) };
     }
 
+    /// Acts on a key the viewer's way, named as a browser names it
+    /// (`KeyboardEvent.key`): Space pauses, the arrows switch scenes, `+`/`=`
+    /// and `-` change the cost. Returns whether the key was one of these.
+    pub fn act(&self, key: &str) -> bool {
+        match key {
+            " " => self.toggle_pause(),
+            "ArrowRight" => self.switch_scene(1),
+            "ArrowLeft" => self.switch_scene(-1),
+            "+" | "=" => self.change_cost(true),
+            "-" => self.change_cost(false),
+            _ => return false,
+        }
+        true
+    }
+
     /// Changes the frame size (the interop is rebuilt around it).
     pub fn resize(&self, width: u32, height: u32) {
         let mut s = self.lock();
@@ -180,5 +195,18 @@ mod tests {
         }
         assert_eq!(d.current().scene.cost, 1);
         assert_eq!(d.spec(0).map(|s| s.scene.cost), Some(4), "history keeps what frame 0 was");
+    }
+
+    #[test]
+    fn keys_act_as_the_viewer_has_them() {
+        let d = director();
+        assert!(d.act(" ") && d.paused());
+        assert!(d.act("ArrowRight"));
+        assert_eq!(d.current().scene.kind, SceneKind::Julia);
+        assert!(d.act("ArrowLeft") && d.act("+"));
+        assert_eq!((d.current().scene.kind, d.current().scene.cost), (SceneKind::Gradient, 8));
+        assert!(d.act("-") && d.act("="));
+        assert_eq!(d.current().scene.cost, 8);
+        assert!(!d.act("x") && !d.act("Space") && !d.act(""));
     }
 }

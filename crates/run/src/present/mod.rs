@@ -3,7 +3,8 @@
 //! ([`offscreen`], what a presenter would do) and reads some frames back
 //! ([`readback`], to whatever takes them); a window draws it ([`draw`]) into
 //! a swapchain image ([`swapchain`]) or through the CPU ([`cpu`]) and
-//! presents it ([`window`], opened by [`open`]).
+//! presents it ([`window`], opened by [`open`]); [`watch`] draws it at each
+//! size its watchers (a browser view's clients) want and reads those back.
 
 pub mod cpu;
 pub mod draw;
@@ -13,5 +14,6 @@ pub mod open;
 pub mod readback;
 pub mod shader_copy;
 pub mod swapchain;
+pub mod watch;
 pub mod window;
 pub mod x11;

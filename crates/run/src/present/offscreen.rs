@@ -5,7 +5,8 @@
 //! letterboxed into a target image of another size (`--consume draw`, on a
 //! graphics queue: the viewer's GPU work without a window). Every K-th frame
 //! also copies the target into a host-visible readback buffer, whose bytes go
-//! to the PNG pool once the frame is consumed.
+//! to the PNG pool once the frame is consumed. A [`Watch`] may draw each
+//! frame for watchers too (a browser view's clients).
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use super::draw::{DrawPass, DrawTarget, DISPLAY_FORMAT};
 use super::image::Image;
 use super::readback::{ReadStats, Readable, Readback};
 use super::shader_copy::{ShaderCopy, SHADER_R, SHADER_W};
+use super::watch::Watch;
 use crate::base::kinds::ConsumeKind;
 use crate::frames::consumer::{Consume, Frames, Source};
 use vkcuda::vk::device::Device;
@@ -49,6 +51,8 @@ pub struct Offscreen {
     readback: Option<Readback>,
     /// The last frame read back (a hand-over that consumes a frame twice dumps it once).
     last_dump: Option<u64>,
+    /// Watchers' draws of each frame, after the consumer's own work.
+    watch: Option<Watch>,
 }
 
 const COPY_RW: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
@@ -81,12 +85,20 @@ impl Offscreen {
                 Mode::Draw { pass, target }
             }
         };
-        Ok(Self { device, extent, mode, dump_every, readback, last_dump: None })
+        Ok(Self { device, extent, mode, dump_every, readback, last_dump: None, watch: None })
+    }
+
+    /// Each frame is drawn for `watch`'s watchers too (from the next session's [`Offscreen::bind`] on).
+    pub fn set_watch(&mut self, watch: Watch) {
+        self.watch = Some(watch);
     }
 
     /// Points the draw pass or the shader copy at a new session's shared
     /// frames: once per session, before its first frame is recorded.
     pub fn bind(&mut self, frames: Frames<'_>) -> Result<()> {
+        if let Some(watch) = &mut self.watch {
+            watch.bind(frames)?;
+        }
         match (&mut self.mode, frames) {
             (Mode::Copy { target: CopyTarget::Buffer(target, Some(copy)), .. }, Frames::Buffers(buffers)) => {
                 copy.bind(buffers, target.raw())
@@ -99,6 +111,9 @@ impl Offscreen {
     /// Lets the readback's receiver go (after the last frame was consumed)
     /// and returns what the readback measured.
     pub fn finish(&mut self) -> ReadStats {
+        if let Some(watch) = &mut self.watch {
+            watch.finish();
+        }
         self.readback.as_mut().map(Readback::finish).unwrap_or_default()
     }
 
@@ -165,10 +180,15 @@ impl Offscreen {
 
 impl Consume for Offscreen {
     fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
-        match &self.mode {
+        let own = match &self.mode {
             Mode::Copy { target: CopyTarget::Buffer(_, Some(_)), .. } => SHADER_R,
             Mode::Copy { .. } => COPY_R,
             Mode::Draw { pass, .. } => pass.frame_use(),
+        };
+        // The watchers' draw reads the frame too: the acquire and release cover both.
+        match self.watch.as_ref().map(Watch::frame_use) {
+            Some((stage, access)) => (own.0 | stage, own.1 | access),
+            None => own,
         }
     }
 
@@ -196,10 +216,16 @@ impl Consume for Offscreen {
         if let Some(readback) = self.readback.as_mut().filter(|_| dump) {
             readback.record(cmd, slot, frame, target)?;
         }
-        Ok(())
+        match &mut self.watch {
+            Some(watch) => watch.record(cmd, slot, frame, source),
+            None => Ok(()),
+        }
     }
 
     fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
+        if let Some(watch) = &mut self.watch {
+            watch.completed(slot, frame)?;
+        }
         self.readback.as_mut().map_or(Ok(()), |r| r.completed(slot, frame))
     }
 

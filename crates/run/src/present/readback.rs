@@ -83,6 +83,8 @@ struct Pending {
     /// The consumer's time to get the buffer: working, and waiting for one.
     working: Duration,
     waited: Duration,
+    /// When the copy was recorded (no earlier than the consumer took the frame).
+    recorded: Instant,
 }
 
 /// What a readback reads: frames of `extent` in `format`, as rendered, or
@@ -118,6 +120,9 @@ pub struct ReadFrame {
     pub shot: Shot,
     /// The pixels, packed rows in [`Shot::pixel_format`].
     pub pixels: Box<dyn AsRef<[u8]> + Send>,
+    /// When the consumer recorded its copy: the frame was ready on the host's
+    /// side then (its render may still have been finishing on the GPU).
+    pub recorded: Instant,
 }
 
 /// Where frames read back go (the PNG writer pool; a consumer's own taker).
@@ -203,9 +208,15 @@ impl Readback {
         Ok(buffer)
     }
 
+    /// Whether [`Readback::try_record`] would find a buffer now.
+    pub fn has_room(&self) -> bool {
+        self.made < self.bound || !self.pool.free().is_empty()
+    }
+
     /// A free buffer: one given back, a new one while under the bound, or
-    /// else the next one the recipient gives back; and how long it waited for that.
-    fn lend(&mut self) -> Result<(Lent, Duration)> {
+    /// else (`wait`) the next one the recipient gives back, or (not `wait`)
+    /// none; and how long it waited.
+    fn lend(&mut self, wait: bool) -> Result<Option<(Lent, Duration)>> {
         let mut waited = Duration::ZERO;
         let mut free = self.pool.free();
         let buffer = loop {
@@ -216,6 +227,9 @@ impl Readback {
                 drop(free);
                 break self.make()?;
             }
+            if !wait {
+                return Ok(None);
+            }
             if let Some(e) = self.recipient.as_ref().and_then(|r| r.failed()) {
                 return Err(anyhow!(e));
             }
@@ -225,7 +239,7 @@ impl Readback {
             free = self.pool.returned.wait(free).unwrap_or_else(|p| p.into_inner());
             waited += started.elapsed();
         };
-        Ok((Lent { buffer: Some(buffer), pool: self.pool.clone() }, waited))
+        Ok(Some((Lent { buffer: Some(buffer), pool: self.pool.clone() }, waited)))
     }
 
     /// The run's number of the session's frame 0 (`--shard`).
@@ -234,31 +248,57 @@ impl Readback {
     }
 
     /// Records a copy of `from` into a free buffer for slot `slot`'s frame
-    /// `frame`, made visible to the host.
+    /// `frame`, made visible to the host; waits for a buffer when the
+    /// recipient holds them all.
     pub fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, from: Readable) -> Result<()> {
+        self.record_if(cmd, (slot, frame), from, true).map(|_| ())
+    }
+
+    /// [`Readback::record`], unless every buffer is out: then records
+    /// nothing and returns `false` (a viewer that may skip frames).
+    pub fn try_record(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        slot: usize,
+        frame: u64,
+        from: Readable,
+    ) -> Result<bool> {
+        self.record_if(cmd, (slot, frame), from, false)
+    }
+
+    fn record_if(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        (slot, frame): (usize, u64),
+        from: Readable,
+        wait: bool,
+    ) -> Result<bool> {
         // A frame of this slot that was never consumed (a stop, a window
         // rebuild) is done with the GPU by now: its buffer goes back first.
         self.pending[slot] = None;
         let started = Instant::now();
-        let (lent, waited) = self.lend()?;
+        let Some((lent, waited)) = self.lend(wait)? else {
+            return Ok(false);
+        };
         if let Some(buffer) = lent.buffer() {
             copy_to_host(self.device.raw(), cmd, from, buffer, self.shot.extent);
         }
         let working = started.elapsed().saturating_sub(waited);
-        self.pending[slot] = Some(Pending { frame, lent, working, waited });
-        Ok(())
+        self.pending[slot] = Some(Pending { frame, lent, working, waited, recorded: started });
+        Ok(true)
     }
 
     /// Frame `frame` in slot `slot` is consumed: lend its buffer to the
     /// recipient if it was read back.
     pub fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
-        let Some(Pending { lent, working, waited, .. }) = self.pending[slot].take_if(|p| p.frame == frame)
+        let Some(Pending { lent, working, waited, recorded, .. }) =
+            self.pending[slot].take_if(|p| p.frame == frame)
         else {
             return Ok(());
         };
         let recipient = self.recipient.as_mut().ok_or_else(|| anyhow!("the readback has finished"))?;
         let started = Instant::now();
-        recipient.take(ReadFrame { frame, shot: self.shot, pixels: Box::new(lent) })?;
+        recipient.take(ReadFrame { frame, shot: self.shot, pixels: Box::new(lent), recorded })?;
         push_bounded(&mut self.stats.handoff, working + started.elapsed());
         push_bounded(&mut self.stats.buffer_wait, waited);
         Ok(())

@@ -307,7 +307,7 @@ impl Recipient for PngFrames {
 
     /// Queues the frame (never blocks).
     fn take(&mut self, read: ReadFrame) -> Result<()> {
-        let ReadFrame { frame, shot, pixels } = read;
+        let ReadFrame { frame, shot, pixels, .. } = read;
         let shows = match &self.director {
             Some(d) => {
                 let spec = d.spec(frame).ok_or_else(|| anyhow!("frame {frame} is no longer remembered"))?;

@@ -18,6 +18,7 @@ use crate::frames::consumer::ExtraSync;
 use crate::frames::gpu::Gpu;
 use crate::present::offscreen::Offscreen;
 use crate::present::readback::{Readback, Shot};
+use crate::present::watch::{Watch, Watchers};
 use crate::running::session::Session;
 use crate::running::setup::{ConsumerSpec, PlanSpec, ProducerSpec, RunSpec};
 use crate::running::sink::{PngSink, Reference};
@@ -44,12 +45,14 @@ pub struct Ended {
 }
 
 /// Where a run's frames go.
-#[derive(Clone, Debug)]
+#[derive(Clone)]
 pub struct Output {
     /// The folder every frame is written to (PNG, EXR for floats); `None`: nowhere.
     pub dir: Option<PathBuf>,
     /// Writer threads.
     pub workers: usize,
+    /// Who watches the frames (a browser view), drawn at the sizes they want.
+    pub watchers: Option<Arc<dyn Watchers>>,
 }
 
 /// The run-layer description of a run fed from `feed`.
@@ -100,7 +103,10 @@ fn consume(
         }
         None => None,
     };
-    let mut offscreen = Offscreen::new(device, (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
+    let mut offscreen = Offscreen::new(device.clone(), (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
+    if let Some(watchers) = &output.watchers {
+        offscreen.set_watch(Watch::new(device, desc.format, IN_FLIGHT, watchers.clone())?);
+    }
     let mut session = Session::start(gpu, &fed_spec(feed.clone()), desc, base)?;
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
     let outcome = offscreen.bind(session.frames()).and_then(|()| follow(&mut session, &mut offscreen, feed));

@@ -1,0 +1,183 @@
+//! Watchers of a run (a browser view's clients): each frame, the draw pass
+//! draws the ready frame, letterboxed and filtered as a window draws it, into
+//! one target per canvas size that some watcher wants a frame at now, and
+//! reads each one back. Watchers at the same size share one draw; a 4K frame
+//! watched in a 1280x720 pane moves 1280x720 pixels to the host.
+//!
+//! A watcher never slows the run: a size is drawn only while someone wants it,
+//! and when every readback buffer of a size is with the [`Watchers`] (an
+//! encoder behind), that size skips the frame instead of waiting.
+
+use std::sync::Arc;
+
+use anyhow::Result;
+use ash::vk;
+
+use super::draw::{DrawPass, DrawTarget, DISPLAY_FORMAT};
+use super::readback::{ReadFrame, Readable, Readback, Recipient, Shot};
+use crate::frames::consumer::{Frames, Source};
+use vkcuda::vk::device::Device;
+use vkcuda::Format;
+
+/// The most canvas sizes drawn per frame (and kept, with their targets).
+pub const MAX_SIZES: usize = 8;
+/// Readback buffers per size beyond one per frame slot: frames the watchers
+/// may hold (encoding) while the next ones are drawn.
+const HELD_PER_SIZE: usize = 2;
+/// Frames after its last use that a size's target is kept (a client that
+/// waits for its acknowledgement still wants the next frame soon).
+const KEEP_UNUSED: u64 = 240;
+
+/// Who watches a run: asked each frame which sizes to draw, given each
+/// frame drawn. Called on the consumer's thread: nothing here may block.
+pub trait Watchers: Send + Sync {
+    /// The canvas sizes that want this frame, each once.
+    fn wanted(&self, frame: u64) -> Vec<vk::Extent2D>;
+
+    /// A draw at `extent` was recorded for `frame` (its pixels follow with
+    /// [`Watchers::take`] once the frame is consumed, or never, if the run stops first).
+    fn drawing(&self, frame: u64, extent: vk::Extent2D);
+
+    /// Frame `frame` drawn at its canvas size: RGBA8, `frame.shot.extent`.
+    fn take(&self, frame: ReadFrame);
+
+    /// What the draw multiplies colours by (float frames' exposure).
+    fn exposure(&self) -> f32;
+
+    /// Frames being drawn will not come: the run stopped.
+    fn abandon(&self);
+}
+
+/// One canvas size's target and readback.
+struct Sized {
+    target: DrawTarget,
+    readback: Readback,
+    /// The last frame drawn into it.
+    last: u64,
+}
+
+/// The draw pass, a target per wanted size, and the watchers.
+pub struct Watch {
+    device: Arc<Device>,
+    pass: DrawPass,
+    sizes: Vec<Sized>,
+    watchers: Arc<dyn Watchers>,
+    slots: usize,
+    /// The frames' format (for the readback's [`Shot`]).
+    format: Format,
+    /// The newest frame consumed.
+    done: Option<u64>,
+}
+
+/// Hands a size's frames to the watchers.
+struct ToWatchers(Arc<dyn Watchers>);
+
+impl Recipient for ToWatchers {
+    fn holds(&self) -> usize {
+        HELD_PER_SIZE
+    }
+
+    fn take(&mut self, frame: ReadFrame) -> Result<()> {
+        self.0.take(frame);
+        Ok(())
+    }
+
+    fn failed(&self) -> Option<String> {
+        None
+    }
+}
+
+impl Watch {
+    /// A watch of frames in `format` for a consumer with `slots` frame slots.
+    pub fn new(
+        device: Arc<Device>,
+        format: Format,
+        slots: usize,
+        watchers: Arc<dyn Watchers>,
+    ) -> Result<Self> {
+        let pass = DrawPass::new(device.clone(), DISPLAY_FORMAT)?;
+        Ok(Self { device, pass, sizes: Vec::new(), watchers, slots, format, done: None })
+    }
+
+    /// Points the draw pass at a session's shared frames (see [`DrawPass::bind_shared`]).
+    pub fn bind(&mut self, frames: Frames<'_>) -> Result<()> {
+        self.pass.bind_shared(frames)
+    }
+
+    /// The stage and access of the draw's read of the frame.
+    pub fn frame_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+        self.pass.frame_use()
+    }
+
+    /// Whether the draw reads shared buffers themselves.
+    pub fn reads_buffers(&self) -> bool {
+        self.pass.reads_buffers()
+    }
+
+    /// Records, for each wanted size that has a free readback buffer, the
+    /// draw of `source` into its target and the target's readback.
+    pub fn record(
+        &mut self,
+        cmd: vk::CommandBuffer,
+        slot: usize,
+        frame: u64,
+        source: Source<'_>,
+    ) -> Result<()> {
+        self.pass.exposure = self.watchers.exposure();
+        let wanted = self.watchers.wanted(frame);
+        self.forget_unused(frame, &wanted);
+        for extent in wanted.into_iter().take(MAX_SIZES) {
+            let Some(i) = self.size_for(extent)? else { continue };
+            let sized = &mut self.sizes[i];
+            if !sized.readback.has_room() {
+                continue;
+            }
+            sized.target.record(cmd, &self.pass, source, true)?;
+            if sized.readback.try_record(cmd, slot, frame, Readable::Image(sized.target.raw()))? {
+                sized.last = frame;
+                self.watchers.drawing(frame, extent);
+            }
+        }
+        Ok(())
+    }
+
+    /// Frame `frame` of slot `slot` is consumed: its draws go to the watchers.
+    pub fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
+        self.done = Some(self.done.map_or(frame, |d| d.max(frame)));
+        self.sizes.iter_mut().try_for_each(|s| s.readback.completed(slot, frame))
+    }
+
+    /// The index of `extent`'s target, made if missing and there is room.
+    fn size_for(&mut self, extent: vk::Extent2D) -> Result<Option<usize>> {
+        if let Some(i) = self.sizes.iter().position(|s| s.target.extent == extent) {
+            return Ok(Some(i));
+        }
+        if self.sizes.len() >= MAX_SIZES || extent.width == 0 || extent.height == 0 {
+            return Ok(None);
+        }
+        let target = DrawTarget::new(self.device.clone(), "watch target", extent)?;
+        let shot = Shot { extent, format: self.format, drawn: true, first: 0 };
+        let recipient = Box::new(ToWatchers(self.watchers.clone()));
+        let readback = Readback::new(self.device.clone(), shot, self.slots, recipient)?;
+        self.sizes.push(Sized { target, readback, last: 0 });
+        Ok(Some(self.sizes.len() - 1))
+    }
+
+    /// Lets go of the targets nobody wanted for [`KEEP_UNUSED`] frames whose
+    /// last draw the GPU has finished (no command buffer in flight names them).
+    fn forget_unused(&mut self, frame: u64, wanted: &[vk::Extent2D]) {
+        let done = self.done;
+        self.sizes.retain(|s| {
+            let finished = done.is_some_and(|d| d >= s.last);
+            wanted.contains(&s.target.extent) || !finished || frame < s.last + KEEP_UNUSED
+        });
+    }
+
+    /// The run stopped: frames drawn but not consumed will not come.
+    pub fn finish(&mut self) {
+        for s in &mut self.sizes {
+            s.readback.finish();
+        }
+        self.watchers.abandon();
+    }
+}

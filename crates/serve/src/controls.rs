@@ -1,0 +1,58 @@
+//! [`Controls`] for a run that renders what a [`Director`] says (the CLI's
+//! scenes and `--kernel`): the page's keys act on it as the window's do,
+//! the pointer reaches it as the window's does (a kernel's `vk_frame`).
+
+use std::sync::Arc;
+
+use ash::vk;
+use serde_json::json;
+
+use crate::server::Controls;
+use vkcuda_run::base::director::{Director, Pointer};
+use vkcuda_run::base::reload::KernelReload;
+use vkcuda_run::base::scene::frame_pixel;
+
+/// The page's keys and pointer, on a director (and a kernel's hot reload).
+pub struct RunControls {
+    director: Arc<Director>,
+    reload: Option<Arc<KernelReload>>,
+    /// What renders, for the status line (the scene's name when `None`).
+    what: Option<String>,
+}
+
+impl RunControls {
+    /// Controls of `director`'s run; `reload` and `what` for a `--kernel` (its file's name).
+    pub fn new(director: Arc<Director>, reload: Option<Arc<KernelReload>>, what: Option<String>) -> Self {
+        Self { director, reload, what }
+    }
+}
+
+impl Controls for RunControls {
+    fn key(&self, key: &str) {
+        if !self.director.act(key) && matches!(key, "r" | "R") {
+            self.reload.iter().for_each(|r| r.reload());
+        }
+    }
+
+    fn pointer(&self, canvas: vk::Extent2D, at: Option<(f64, f64)>, buttons: u32) {
+        let scene = self.director.current().scene;
+        let frame = vk::Extent2D { width: scene.width, height: scene.height };
+        let at = at.and_then(|p| frame_pixel(canvas, frame, p));
+        self.director.set_pointer(Pointer { at, buttons });
+    }
+
+    fn status(&self) -> serde_json::Value {
+        let now = self.director.current();
+        let what = self.what.clone().unwrap_or_else(|| now.scene.kind.to_string());
+        json!({
+            "what": what,
+            "scene": now.scene.kind.to_string(),
+            "paused": self.director.paused(),
+            "tick": now.tick,
+            "cost": now.scene.cost,
+            "size": [now.scene.width, now.scene.height],
+            "pointer": now.pointer.at,
+            "buttons": now.pointer.buttons,
+        })
+    }
+}

@@ -1,0 +1,22 @@
+//! vkcuda-serve: watch a run from a browser. The run's consumer draws each
+//! frame at every watching client's canvas size on the GPU (the run layer's
+//! [`vkcuda_run::present::watch`]), the [`hub`] hands each drawing to encoder
+//! threads ([`encode`]: JPEG, or raw RGBA for exact pixels) and keeps each
+//! client's newest frame, and the [`server`] sends it once the client has
+//! acknowledged the last, with the page embedded in the binary.
+//!
+//! Front ends (the CLI's `--serve`, the Python module's `serve=`) stand on
+//! this beside the run layer: they bind the [`address`] before any GPU work,
+//! give the run's consumer the hub as its watchers, and say what the page's
+//! keys and pointer act on ([`server::Controls`]).
+
+pub mod address;
+pub mod controls;
+pub mod encode;
+pub mod hub;
+pub mod server;
+
+pub use address::{Address, Bound, ServeError};
+pub use controls::RunControls;
+pub use hub::Hub;
+pub use server::{Controls, Server};

@@ -1,0 +1,352 @@
+//! The HTTP and WebSocket server (axum on a tokio runtime of its own
+//! thread): the embedded page at `/`, the stream at `/ws`, nothing else.
+//!
+//! The door: every request is `GET`; on loopback its `Host` must name
+//! loopback (no DNS rebinding); anywhere else it must carry the token; the
+//! WebSocket upgrade checks `Origin` (no cross-site page may open the stream);
+//! a message is at most [`MAX_MESSAGE`] bytes, and a malformed or unexpected one
+//! closes that client with one log line.
+
+use std::net::SocketAddr;
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::Duration;
+
+use anyhow::Result;
+use ash::vk;
+use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
+use axum::extract::{Request, State};
+use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::middleware::{self, Next};
+use axum::response::{Html, IntoResponse, Response};
+use axum::routing::get;
+use axum::Router;
+use futures_util::stream::SplitSink;
+use futures_util::{SinkExt, StreamExt};
+use serde::Deserialize;
+use tokio::sync::{watch, Notify};
+
+use crate::address::{Bound, Token};
+use crate::encode::Mode;
+use crate::hub::Hub;
+
+/// The longest message a page may send.
+pub const MAX_MESSAGE: usize = 4096;
+/// The largest canvas a page may ask for, per side.
+pub const MAX_CANVAS: u32 = 8192;
+/// How often a page is told the run's state.
+const STATUS_EVERY: Duration = Duration::from_millis(500);
+/// A client whose socket takes a frame no faster than this is closed.
+const SEND_TIMEOUT: Duration = Duration::from_secs(20);
+/// How long a stop waits for the clients to be told.
+const STOP_GRACE: Duration = Duration::from_secs(3);
+
+static PAGE: &str = include_str!("page.html");
+
+/// What the page's keys and pointer act on, and what the page is told of the run.
+pub trait Controls: Send + Sync {
+    /// A key pressed in the page (`KeyboardEvent.key`: `" "`, `"ArrowRight"`, `"+"`, `"r"`…).
+    fn key(&self, key: &str);
+    /// The pointer over a `canvas`-sized canvas, in its pixels (`None`: it left), and the buttons held.
+    fn pointer(&self, canvas: vk::Extent2D, at: Option<(f64, f64)>, buttons: u32);
+    /// The run's state for the page's status line (a JSON object).
+    fn status(&self) -> serde_json::Value;
+}
+
+#[derive(Clone)]
+struct App {
+    hub: Arc<Hub>,
+    controls: Arc<dyn Controls>,
+    token: Option<Token>,
+    closing: watch::Receiver<bool>,
+}
+
+/// A running server; stopping it (or dropping it) closes every client and frees the port.
+pub struct Server {
+    url: String,
+    at: SocketAddr,
+    stop: Option<watch::Sender<bool>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Server {
+    /// Serves the page and `hub`'s frames on `bound`, keys and pointer to `controls`.
+    pub fn start(bound: Bound, hub: Arc<Hub>, controls: Arc<dyn Controls>) -> Result<Server> {
+        let (url, at) = (bound.url(), bound.at);
+        let (stop, closing) = watch::channel(false);
+        let runtime = tokio::runtime::Builder::new_multi_thread()
+            .worker_threads(2)
+            .thread_name("vkcuda server")
+            .enable_all()
+            .build()?;
+        let app = App { hub, controls, token: bound.token, closing };
+        let listener = bound.listener;
+        let thread = std::thread::Builder::new().name("vkcuda server".into()).spawn(move || {
+            runtime.block_on(serve(listener, app));
+            runtime.shutdown_timeout(STOP_GRACE);
+        })?;
+        Ok(Server { url, at, stop: Some(stop), thread: Some(thread) })
+    }
+
+    /// The page's URL (with the token, when one is needed).
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
+    /// The address it listens on.
+    pub fn address(&self) -> SocketAddr {
+        self.at
+    }
+
+    /// Closes every client and stops listening; the port is free when this returns.
+    pub fn stop(&mut self) {
+        if let Some(stop) = self.stop.take() {
+            let _ = stop.send(true);
+        }
+        if let Some(thread) = self.thread.take() {
+            let _ = thread.join();
+        }
+    }
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        self.stop();
+    }
+}
+
+/// Serves until told to stop (then gives the clients [`STOP_GRACE`] to go).
+async fn serve(listener: std::net::TcpListener, app: App) {
+    let listener = match tokio::net::TcpListener::from_std(listener) {
+        Ok(l) => l,
+        Err(e) => return log::error!("vkcuda: the view cannot listen: {e}"),
+    };
+    let (mut closing, mut after) = (app.closing.clone(), app.closing.clone());
+    let router = Router::new()
+        .route("/", get(page))
+        .route("/ws", get(stream))
+        .fallback(|| async { (StatusCode::NOT_FOUND, "not found") })
+        .layer(middleware::from_fn_with_state(app.clone(), guard))
+        .with_state(app);
+    let serving = axum::serve(listener, router).with_graceful_shutdown(async move {
+        let _ = closing.wait_for(|c| *c).await;
+    });
+    let grace = async move {
+        let _ = after.wait_for(|c| *c).await;
+        tokio::time::sleep(STOP_GRACE).await;
+    };
+    tokio::select! {
+        served = serving => if let Err(e) = served { log::warn!("vkcuda: the view stopped: {e}") },
+        () = grace => {}
+    }
+}
+
+/// Every request: `GET` (or `HEAD`), a loopback `Host` on loopback, the token where one is needed.
+async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
+    if request.method() != Method::GET && request.method() != Method::HEAD {
+        return (StatusCode::METHOD_NOT_ALLOWED, "only GET").into_response();
+    }
+    let allowed = match &app.token {
+        Some(token) => query_token(request.uri().query()).is_some_and(|t| token.matches(t)),
+        None => host_is_loopback(request.headers()),
+    };
+    match allowed {
+        true => next.run(request).await,
+        false => (StatusCode::FORBIDDEN, "forbidden").into_response(),
+    }
+}
+
+/// The `token` parameter of a query string.
+fn query_token(query: Option<&str>) -> Option<&str> {
+    query?.split('&').find_map(|kv| kv.strip_prefix("token="))
+}
+
+/// Whether the `Host` header names loopback (`localhost`, `127.0.0.1`, `[::1]`; any port:
+/// an `ssh -L` tunnel may use another).
+fn host_is_loopback(headers: &HeaderMap) -> bool {
+    let Some(host) = headers.get(header::HOST).and_then(|h| h.to_str().ok()) else { return false };
+    let name = match host.rsplit_once(':') {
+        Some((name, port)) if port.bytes().all(|b| b.is_ascii_digit()) => name,
+        _ => host,
+    };
+    matches!(name, "localhost" | "127.0.0.1" | "[::1]")
+}
+
+/// Whether a WebSocket upgrade comes from the page itself: no `Origin`
+/// (not a browser) or `http://` + its own `Host`.
+fn same_origin(headers: &HeaderMap) -> bool {
+    let Some(origin) = headers.get(header::ORIGIN) else { return true };
+    let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
+    match (origin.to_str().ok(), host) {
+        (Some(origin), Some(host)) => origin.strip_prefix("http://") == Some(host),
+        _ => false,
+    }
+}
+
+async fn page() -> Response {
+    let headers = [
+        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
+        (header::CACHE_CONTROL, "no-store"),
+        (header::REFERRER_POLICY, "no-referrer"),
+        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+    ];
+    (headers, Html(PAGE)).into_response()
+}
+
+async fn stream(State(app): State<App>, headers: HeaderMap, upgrade: WebSocketUpgrade) -> Response {
+    if !same_origin(&headers) {
+        return (StatusCode::FORBIDDEN, "forbidden: another site's page").into_response();
+    }
+    let Some((id, wake)) = app.hub.join() else {
+        return (StatusCode::SERVICE_UNAVAILABLE, "too many viewers").into_response();
+    };
+    let hub = app.hub.clone();
+    upgrade
+        .max_message_size(MAX_MESSAGE)
+        .max_frame_size(MAX_MESSAGE)
+        .on_failed_upgrade(move |_| hub.leave(id))
+        .on_upgrade(move |socket| async move {
+            let hub = app.hub.clone();
+            if let Err(why) = client(socket, app, id, wake).await {
+                log::warn!("vkcuda: browser client {id} closed: {why}");
+            }
+            hub.leave(id);
+        })
+}
+
+/// What a page sends.
+#[derive(Deserialize)]
+#[serde(tag = "t", rename_all = "lowercase")]
+enum FromPage {
+    /// Its canvas, in device pixels.
+    Canvas {
+        w: u32,
+        h: u32,
+    },
+    /// It decoded a frame.
+    Ack {},
+    /// JPEG at `quality`, or raw (`"raw"`).
+    Mode {
+        mode: String,
+        quality: Option<u8>,
+    },
+    Key {
+        key: String,
+    },
+    /// The pointer over the canvas (`x`, `y` absent: it left).
+    Pointer {
+        x: Option<f64>,
+        y: Option<f64>,
+        buttons: u32,
+    },
+    /// Echoed (the page's round-trip time).
+    Ping {
+        c: f64,
+    },
+}
+
+type Sink = SplitSink<WebSocket, Message>;
+
+/// One client's socket until it closes or the server stops: its messages
+/// in, its frames and the run's state out. `Err`: why it was closed.
+async fn client(socket: WebSocket, app: App, id: u64, wake: Arc<Notify>) -> Result<(), String> {
+    let (mut tx, mut rx) = socket.split();
+    let mut status = tokio::time::interval(STATUS_EVERY);
+    let mut closing = app.closing.clone();
+    let result = loop {
+        tokio::select! {
+            m = rx.next() => match m {
+                Some(Ok(Message::Text(text))) => {
+                    if let Err(why) = handle(&app, id, &text, &mut tx).await {
+                        break Err(why);
+                    }
+                }
+                Some(Ok(Message::Binary(_))) => break Err("a binary message (the page sends none)".into()),
+                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
+                Some(Ok(Message::Close(_))) | None => return Ok(()),
+                Some(Err(e)) => break Err(format!("{e}")),
+            },
+            _ = wake.notified() => send_frames(&app.hub, id, &mut tx).await?,
+            _ = status.tick() => {
+                let s = serde_json::json!({ "t": "status", "run": app.controls.status(), "client": app.hub.stats(id),
+                    "clients": app.hub.clients() });
+                send(&mut tx, Message::Text(s.to_string().into())).await?;
+            }
+            _ = closing.changed() => break Ok(()),
+        }
+    };
+    let (code, reason) = match &result {
+        Ok(()) => (1001, "the run ended".to_string()),
+        Err(why) => (1008, why.chars().take(100).collect()),
+    };
+    let _ = send(&mut tx, Message::Close(Some(CloseFrame { code, reason: reason.into() }))).await;
+    result
+}
+
+/// Sends the client's waiting frames, as many as it may have unacknowledged.
+async fn send_frames(hub: &Hub, id: u64, tx: &mut Sink) -> Result<(), String> {
+    while let Some(frame) = hub.next_for(id) {
+        send(tx, Message::Binary(frame.bytes)).await?;
+    }
+    Ok(())
+}
+
+async fn send(tx: &mut Sink, m: Message) -> Result<(), String> {
+    match tokio::time::timeout(SEND_TIMEOUT, tx.send(m)).await {
+        Ok(sent) => sent.map_err(|e| format!("{e}")),
+        Err(_) => Err(format!("took no data for {} s", SEND_TIMEOUT.as_secs())),
+    }
+}
+
+/// One message from the page; `Err`: it was malformed or unexpected.
+async fn handle(app: &App, id: u64, text: &str, tx: &mut Sink) -> Result<(), String> {
+    let message: FromPage = serde_json::from_str(text).map_err(|e| format!("a malformed message: {e}"))?;
+    match message {
+        FromPage::Canvas { w, h } => {
+            if !(1..=MAX_CANVAS).contains(&w) || !(1..=MAX_CANVAS).contains(&h) {
+                return Err(format!("a {w}x{h} canvas (1 to {MAX_CANVAS} a side)"));
+            }
+            app.hub.set_canvas(id, vk::Extent2D { width: w, height: h });
+        }
+        FromPage::Ack {} => {
+            app.hub.ack(id);
+            send_frames(&app.hub, id, tx).await?;
+        }
+        FromPage::Mode { mode, quality } => {
+            let mode = match (mode.as_str(), quality) {
+                ("raw", _) => Mode::Raw,
+                ("jpeg", Some(q @ 1..=100)) => Mode::Jpeg { quality: q },
+                ("jpeg", None) => Mode::Jpeg { quality: 80 },
+                _ => return Err(format!("mode '{}' (jpeg with quality 1-100, or raw)", clip(&mode))),
+            };
+            app.hub.set_mode(id, mode);
+        }
+        FromPage::Key { key } if key.chars().count() <= 16 => match key.as_str() {
+            "e" | "E" => app.hub.change_exposure(2.0),
+            "d" | "D" => app.hub.change_exposure(0.5),
+            _ => app.controls.key(&key),
+        },
+        FromPage::Key { key } => return Err(format!("key '{}…'", clip(&key))),
+        FromPage::Pointer { x, y, buttons } => pointer(app, id, (x, y), buttons)?,
+        FromPage::Ping { c } => {
+            let pong = serde_json::json!({ "t": "pong", "c": c });
+            send(tx, Message::Text(pong.to_string().into())).await?;
+        }
+    }
+    Ok(())
+}
+
+fn pointer(app: &App, id: u64, at: (Option<f64>, Option<f64>), buttons: u32) -> Result<(), String> {
+    let Some(canvas) = app.hub.canvas(id) else { return Ok(()) };
+    let at = match at {
+        (Some(x), Some(y)) if x.is_finite() && y.is_finite() => Some((x, y)),
+        (None, None) => None,
+        _ => return Err("a pointer position that is not two numbers".into()),
+    };
+    app.controls.pointer(canvas, at, buttons & 7);
+    Ok(())
+}
+
+fn clip(s: &str) -> String {
+    s.chars().take(16).collect()
+}

@@ -1,0 +1,108 @@
+"""The Python module's browser view (``serve=``), with NumPy arrays on this
+machine's Vulkan (lavapipe in CI): a WebSocket client (websocket-client, as a
+browser would) gets each shown frame drawn at its canvas size, exactly at
+1:1; the pointer and keys it sends reach ``pointer()`` and ``keys()``; a port
+in use is an ``OSError`` before the GPU is opened; ``close()`` frees the port.
+The validation layer is on and no message is allowed. The page itself is
+tested in a real browser by the CLI's end-to-end tests (tests/e2e/browser.rs).
+"""
+
+import json
+import socket
+import struct
+import time
+
+import numpy as np
+import pytest
+
+import vkcuda
+
+websocket = pytest.importorskip("websocket", reason="websocket-client is not installed")
+
+
+def port_of(url):
+    return int(url.split(":")[2].split("/")[0])
+
+
+def connect(url, canvas, mode="raw"):
+    ws = websocket.create_connection(f"ws://127.0.0.1:{port_of(url)}/ws", timeout=30)
+    ws.send(json.dumps({"t": "mode", "mode": mode}))
+    ws.send(json.dumps({"t": "canvas", "w": canvas[0], "h": canvas[1]}))
+    return ws
+
+
+def next_frame(ws, v, image, deadline):
+    """Shows `image` until the client gets a frame; the frame's header fields and pixels."""
+    ws.settimeout(0.05)
+    while time.monotonic() < deadline:
+        v.show(image)
+        try:
+            data = ws.recv()
+        except websocket.WebSocketTimeoutException:
+            continue
+        if isinstance(data, bytes):
+            magic, kind, frame, w, h, _ = struct.unpack("<4sB3xQIIQ", data[:32])
+            assert magic == b"VKF1"
+            ws.send(json.dumps({"t": "ack", "frame": frame}))
+            return kind, frame, (w, h), data[32:]
+    raise AssertionError("no frame came in 60 s")
+
+
+def wait_until(check, what):
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        value = check()
+        if value:
+            return value
+        time.sleep(0.01)
+    raise AssertionError(f"not after 30 s: {what}")
+
+
+def test_a_served_viewer_sends_each_frame_at_the_canvas_size():
+    h, w = 48, 64
+    image = np.zeros((h, w, 4), np.uint8)
+    image[..., 0] = (np.arange(w) * 4)[None, :]
+    image[..., 1] = (np.arange(h) * 5)[:, None]
+    image[..., 2] = 200
+    image[..., 3] = 255
+    with vkcuda.Viewer(serve=0, validate=True) as v:
+        assert v.url.startswith("http://127.0.0.1:"), v.url
+        exact = connect(v.url, (w, h))
+        kind, _, size, pixels = next_frame(exact, v, image, time.monotonic() + 60)
+        assert (kind, size) == (0, (w, h))
+        got = np.frombuffer(pixels, np.uint8).reshape(h, w, 4)
+        assert np.abs(got[..., :3].astype(int) - image[..., :3]).max() <= 1
+        # Another client, another size and JPEG: its own draw.
+        small = connect(v.url, (32, 24), "jpeg")
+        kind, _, size, pixels = next_frame(small, v, image, time.monotonic() + 60)
+        assert (kind, size) == (1, (32, 24)) and pixels[:2] == b"\xff\xd8"
+        # The pointer and keys the page sends reach the caller, in frame pixels.
+        exact.send(json.dumps({"t": "pointer", "x": 10.5, "y": 20.5, "buttons": 1}))
+        exact.send(json.dumps({"t": "key", "key": " "}))
+        assert wait_until(v.pointer, "the pointer") == (10, 20, 1)
+        assert wait_until(v.keys, "the keys") == [" "]
+        assert v.keys() == []
+        exact.send(json.dumps({"t": "pointer", "buttons": 0}))
+        wait_until(lambda: v.pointer() is None, "the pointer leaving")
+        port = port_of(v.url)
+        stats = v.stats()
+    assert (stats["validation_errors"], stats["validation_warnings"]) == (0, 0)
+    with socket.socket() as s:
+        # Free once the viewer is closed: a server can listen there again (as servers
+        # do, with SO_REUSEADDR: the closed connections' TIME_WAIT does not count).
+        s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        s.bind(("127.0.0.1", port))
+        s.listen()
+
+
+def test_a_port_in_use_is_an_os_error_before_the_gpu():
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(OSError, match="the port is in use"):
+            vkcuda.Viewer(serve=port)
+    with pytest.raises(ValueError, match="not PORT or ADDR:PORT"):
+        vkcuda.Viewer(serve="nowhere")
+    with pytest.raises(ValueError, match="not with a window"):
+        vkcuda.Viewer(serve=0, headless=False)

@@ -1,0 +1,683 @@
+//! The browser view (`--headless --serve`) in a real browser (Debian's
+//! Chromium, headless, over the DevTools protocol) and with hand-made
+//! clients: pixels against the CPU reference, keys and pointer, the token,
+//! `Origin` and `Host` checks, a client that never reads, 8 clients, and
+//! bounded fuzzing of malformed requests and messages.
+
+use std::io::{Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Command, Output, Stdio};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use crate::common::browser::{http_status, no_chromium, Browser, Viewer};
+use crate::common::scene::{drawn_reference, frame_pixel, render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
+use crate::common::{bin, ended_by_signal, gated, send_signal, Outcome, Tests};
+use vkcuda::Format;
+
+/// A served run, its address and what it printed so far.
+struct Served {
+    child: Child,
+    port: u16,
+    url: String,
+    stderr: Arc<Mutex<String>>,
+    stdout: Arc<Mutex<Vec<u8>>>,
+}
+
+impl Served {
+    /// `vkcuda --headless --serve ADDRESS ARGS...`, once it printed its URL.
+    fn start(address: &str, args: &[&str]) -> Result<Self, String> {
+        let mut child = Command::new(bin())
+            .args(["--headless", "--serve", address])
+            .args(args)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .map_err(|e| e.to_string())?;
+        let (stderr, stdout) = (Arc::new(Mutex::new(String::new())), Arc::new(Mutex::new(Vec::new())));
+        let (mut err, mut out) =
+            (child.stderr.take().ok_or("no stderr")?, child.stdout.take().ok_or("no stdout")?);
+        let e = stderr.clone();
+        std::thread::spawn(move || {
+            let mut buf = [0u8; 4096];
+            while let Ok(n @ 1..) = err.read(&mut buf) {
+                e.lock().unwrap_or_else(|p| p.into_inner()).push_str(&String::from_utf8_lossy(&buf[..n]));
+            }
+        });
+        let o = stdout.clone();
+        std::thread::spawn(move || {
+            let mut all = Vec::new();
+            let _ = out.read_to_end(&mut all);
+            *o.lock().unwrap_or_else(|p| p.into_inner()) = all;
+        });
+        let deadline = Instant::now() + Duration::from_secs(60);
+        loop {
+            let printed = stderr.lock().unwrap_or_else(|p| p.into_inner()).clone();
+            if let Some(url) = printed.split("watch it at ").nth(1).and_then(|r| r.lines().next()) {
+                let port =
+                    url.rsplit(':').next().and_then(|p| p.split('/').next()).and_then(|p| p.parse().ok());
+                let port = port.ok_or_else(|| format!("no port in {url}"))?;
+                return Ok(Self { child, port, url: url.trim().to_string(), stderr, stdout });
+            }
+            if Instant::now() > deadline || child.try_wait().map_err(|e| e.to_string())?.is_some() {
+                let _ = child.kill();
+                return Err(format!("the run printed no URL:\n{printed}"));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
+    /// The page's URL with `query` added.
+    fn page(&self, query: &str) -> String {
+        let join = if self.url.contains('?') { '&' } else { '?' };
+        format!("{}{join}{query}", self.url)
+    }
+
+    fn token(&self) -> Option<String> {
+        self.url.split("token=").nth(1).map(str::to_string)
+    }
+
+    fn printed(&self) -> String {
+        self.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone()
+    }
+
+    /// Waits (at most `secs`) for the run to end on its own.
+    fn wait(mut self, secs: u64) -> Result<Output, String> {
+        let deadline = Instant::now() + Duration::from_secs(secs);
+        let status = loop {
+            if let Some(s) = self.child.try_wait().map_err(|e| e.to_string())? {
+                break s;
+            }
+            if Instant::now() > deadline {
+                let _ = self.child.kill();
+                return Err(format!("the run did not end in {secs} s\n{}", self.printed()));
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        // The readers end with the pipes.
+        std::thread::sleep(Duration::from_millis(100));
+        let stdout = self.stdout.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        Ok(Output { status, stdout, stderr: self.printed().into_bytes() })
+    }
+
+    /// SIGINT, then the run must stop cleanly (exit 130, no validation message), the port free.
+    fn stop(self, result: Outcome) -> Outcome {
+        let port = self.port;
+        send_signal(self.child.id(), "INT")?;
+        let o = self.wait(60)?;
+        ended_by_signal(&o, result, 2)?;
+        std::net::TcpListener::bind(("127.0.0.1", port))
+            .map_err(|e| format!("port {port} still taken: {e}"))?;
+        Ok(())
+    }
+}
+
+/// The gradient at `size` that the CPU producer renders, shown at frame `tick`.
+fn gradient(size: (u32, u32)) -> Scene {
+    Scene { kind: SceneKind::Gradient, width: size.0, height: size.1, cost: 64 }
+}
+
+/// The CPU reference of `scene` at `tick` drawn at `canvas`'s size (RGB; `None`: not compared).
+fn reference(scene: Scene, tick: u64, canvas: (u32, u32)) -> Vec<Option<[f64; 3]>> {
+    let mut frame = vec![0u8; (scene.width * scene.height * 4) as usize];
+    render_cpu_as(&scene, &FrameArgs::new(&scene, tick as u32), Format::Rgba8, &mut frame, 2);
+    drawn_reference(&frame, Format::Rgba8, (scene.width, scene.height), canvas)
+}
+
+/// Compares canvas pixels with the CPU reference of `scene` at `tick` drawn at the canvas's size.
+fn compare(scene: Scene, tick: u64, got: &[u8], canvas: (u32, u32)) -> Result<Diff, String> {
+    Ok(Diff::drawn(got, &reference(scene, tick, canvas)))
+}
+
+/// The mean difference of a channel (RGB), in levels, from the reference (lossy frames).
+fn mean_difference(scene: Scene, tick: u64, got: &[u8], canvas: (u32, u32)) -> f64 {
+    let want = reference(scene, tick, canvas);
+    let (mut sum, mut n) = (0.0, 0usize);
+    for (px, w) in got.chunks_exact(4).zip(&want) {
+        if let Some(w) = w {
+            sum += (0..3).map(|c| (f64::from(px[c]) - w[c]).abs()).sum::<f64>();
+            n += 3;
+        }
+    }
+    sum / n.max(1) as f64
+}
+
+const SHOWN: &str = "window.vkcuda && window.vkcuda.last";
+
+/// Lossless frames in the page equal the CPU reference drawn at the canvas
+/// size, at two sizes (the second after a resize); then JPEG frames arrive.
+fn pixels_match_the_reference() -> Outcome {
+    let size = (320, 180);
+    let s = Served::start("0", &["--producer", "cpu", "--size", "320x180", "--validate"])?;
+    let result = (|| {
+        let mut b = Browser::open(&s.page("mode=raw"), (400, 324))?;
+        for (w, h) in [(400u32, 324u32), (517, 311)] {
+            b.resize(w, h)?;
+            let canvas = (w, h - 24);
+            let shown = format!(
+                "{SHOWN} && vkcuda.last.w === {} && vkcuda.last.h === {} && vkcuda.last.kind === 0",
+                canvas.0, canvas.1
+            );
+            b.wait_for(&shown, 60)?;
+            let (pixels, at, frame) = b.canvas()?;
+            if at != canvas {
+                return Err(format!("canvas {at:?}, expected {canvas:?}"));
+            }
+            let diff = compare(gradient(size), frame, &pixels, canvas)?;
+            println!("  browser: canvas {}x{} frame {frame}: {diff:?}", canvas.0, canvas.1);
+            if !diff.within_tolerance() {
+                return Err(format!("canvas {canvas:?}, frame {frame}: {diff:?}"));
+            }
+        }
+        b.eval("(() => { const m = document.getElementById('mode'); m.value = 'jpeg'; m.onchange(); return 1; })()")?;
+        b.wait_for(&format!("{SHOWN} && vkcuda.last.kind === 1"), 60)?;
+        let (pixels, canvas, frame) = b.canvas()?;
+        let mean = mean_difference(gradient(size), frame, &pixels, canvas);
+        println!("  browser: JPEG frame {frame} at {canvas:?}: mean difference {mean:.2} levels");
+        if mean > 3.0 {
+            return Err(format!("the JPEG frame is far from the reference: {mean:.2} levels on average"));
+        }
+        Ok(())
+    })();
+    s.stop(result)
+}
+
+/// Space pauses, the right arrow switches the scene, the pointer reaches the run.
+fn keys_and_pointer_reach_the_run() -> Outcome {
+    let s = Served::start("0", &["--producer", "cpu", "--size", "320x180", "--validate"])?;
+    let result = (|| {
+        let mut b = Browser::open(&s.url, (400, 324))?;
+        b.wait_for(&format!("{SHOWN} && vkcuda.status"), 60)?;
+        b.eval("document.getElementById('view').focus()")?;
+        b.press(" ")?;
+        b.wait_for("vkcuda.status.run.paused === true", 30)?;
+        let tick = b.eval("vkcuda.status.run.tick")?.as_u64().unwrap_or(0);
+        let seen = b.eval("vkcuda.frames")?.as_u64().unwrap_or(0);
+        b.wait_for(&format!("vkcuda.frames > {seen} + 10 && vkcuda.status.run.tick"), 60)?;
+        let later = b.eval("vkcuda.status.run.tick")?.as_u64().unwrap_or(0);
+        if later != tick {
+            return Err(format!("paused, yet the tick went from {tick} to {later}"));
+        }
+        b.press("ArrowRight")?;
+        b.wait_for("vkcuda.status.run.scene === 'julia'", 30)?;
+        b.mouse((250.0, 100.0), 1)?;
+        let at = b.wait_for(
+            "vkcuda.status.run.pointer && vkcuda.status.run.buttons === 1 && vkcuda.status.run.pointer",
+            30,
+        )?;
+        let want = frame_pixel(extent(400, 300), extent(320, 180), (250.0, 100.0));
+        let got = (at[0].as_u64().unwrap_or(0) as u32, at[1].as_u64().unwrap_or(0) as u32);
+        if want != Some(got) {
+            return Err(format!("the run's pointer is {got:?}, expected {want:?}"));
+        }
+        println!(
+            "  browser: paused at tick {tick}, julia, pointer at frame pixel {got:?} with the left button"
+        );
+        b.press(" ")?;
+        b.wait_for("vkcuda.status.run.paused === false", 30).map(|_| ())
+    })();
+    s.stop(result)
+}
+
+fn extent(width: u32, height: u32) -> ash::vk::Extent2D {
+    ash::vk::Extent2D { width, height }
+}
+
+/// A WebSocket upgrade request for `path` with these extra headers.
+fn upgrade(path: &str, host: &str, extra: &str) -> String {
+    format!(
+        "GET {path} HTTP/1.1\r\nHost: {host}\r\nUpgrade: websocket\r\nConnection: Upgrade\r\n\
+         Sec-WebSocket-Key: dGhlIHNhbXBsZSBub25jZQ==\r\nSec-WebSocket-Version: 13\r\n{extra}\r\n"
+    )
+}
+
+fn get(path: &str, host: &str) -> String {
+    format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n")
+}
+
+/// Any address but loopback needs the token (403 and nothing else without
+/// it), the upgrade checks `Origin`, loopback checks `Host`, only the page
+/// and the stream are served.
+fn the_door_checks_token_origin_and_host() -> Outcome {
+    let s = Served::start("0.0.0.0:0", &["--producer", "cpu", "--size", "160x90", "--validate"])?;
+    let result = (|| {
+        let (port, token) = (s.port, s.token().ok_or("no token in the URL of a 0.0.0.0 run")?);
+        let host = format!("127.0.0.1:{port}");
+        let cases = [
+            ("the page without the token", get("/", &host), 403),
+            ("the page with a wrong token", get("/?token=00000000000000000000000000000000", &host), 403),
+            (
+                "the page with a token one character short",
+                get(&format!("/?token={}", &token[1..]), &host),
+                403,
+            ),
+            ("the page with the token", get(&format!("/?token={token}"), &host), 200),
+            ("the stream without the token", upgrade("/ws", &host, ""), 403),
+            (
+                "the stream, another site's page",
+                upgrade(&format!("/ws?token={token}"), &host, "Origin: http://evil.example\r\n"),
+                403,
+            ),
+            (
+                "the stream, the page's origin",
+                upgrade(&format!("/ws?token={token}"), &host, &format!("Origin: http://{host}\r\n")),
+                101,
+            ),
+            ("a path outside the page", get(&format!("/etc/passwd?token={token}"), &host), 404),
+            ("a path up and out", get(&format!("/../../etc/passwd?token={token}"), &host), 404),
+            (
+                "a POST",
+                format!("POST /?token={token} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n\r\n"),
+                405,
+            ),
+        ];
+        for (what, request, want) in cases {
+            let got = http_status(port, &request)?;
+            println!("  door: {what}: {got}");
+            if got != want {
+                return Err(format!("{what}: {got}, expected {want}"));
+            }
+        }
+        let mut b = Browser::open(&s.url, (320, 204))?;
+        b.wait_for(SHOWN, 60).map(|_| println!("  door: the browser with the token's URL shows frames"))
+    })();
+    s.stop(result)?;
+    let s = Served::start("0", &["--producer", "cpu", "--size", "160x90", "--validate"])?;
+    let port = s.port;
+    let result = (|| {
+        for (host, want) in [
+            ("evil.example", 403),
+            (&*format!("evil.example:{port}"), 403),
+            ("localhost:1234", 200),
+            ("[::1]", 200),
+        ] {
+            let got = http_status(port, &get("/", host))?;
+            println!("  door: loopback, Host {host}: {got}");
+            if got != want {
+                return Err(format!("Host {host}: {got}, expected {want}"));
+            }
+        }
+        Ok(())
+    })();
+    s.stop(result)
+}
+
+/// A port in use is the first error, before any GPU work; nothing is written.
+fn a_port_in_use_fails_before_the_gpu() -> Outcome {
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+    let port = taken.local_addr().map_err(|e| e.to_string())?.port();
+    let o = Command::new(bin())
+        .args(["--headless", "--serve", &port.to_string(), "--producer", "cpu"])
+        .output()
+        .map_err(|e| e.to_string())?;
+    let stderr = String::from_utf8_lossy(&o.stderr);
+    if o.status.code() != Some(1)
+        || !stderr.contains("the port is in use")
+        || stderr.contains("Vulkan device")
+    {
+        return Err(format!("exit {:?}: {stderr}", o.status.code()));
+    }
+    println!("  port: {}", stderr.trim());
+    Ok(())
+}
+
+/// The peak resident memory of `pid` while `running` says it runs, sampled.
+fn peak_rss(pid: u32, until: &dyn Fn() -> bool) -> u64 {
+    let mut peak = 0;
+    while !until() {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+        let kb = status
+            .lines()
+            .find(|l| l.starts_with("VmRSS:"))
+            .and_then(|l| l.split_whitespace().nth(1)?.parse().ok());
+        peak = peak.max(kb.unwrap_or(0));
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    peak
+}
+
+/// One run of `frames` frames, with a client that asks for frames and never
+/// reads (or none): its fps (from --json) and peak memory (kB).
+fn run_with_stalled(stalled: bool, frames: &str) -> Result<(f64, u64), String> {
+    let json = crate::common::tmp(&format!("stall-{stalled}.json"));
+    let args = ["--producer", "cpu", "--size", "640x360", "--frames", frames, "--json"];
+    let s = Served::start("0", &[&args[..], &[json.to_str().unwrap_or("")]].concat())?;
+    let _client = match stalled {
+        true => {
+            let mut c = TcpStream::connect(("127.0.0.1", s.port)).map_err(|e| e.to_string())?;
+            let _ = c.set_nodelay(true);
+            let hello = upgrade("/ws", &format!("127.0.0.1:{}", s.port), "");
+            c.write_all(hello.as_bytes()).map_err(|e| e.to_string())?;
+            c.write_all(&masked_text(r#"{"t":"canvas","w":640,"h":360}"#)).map_err(|e| e.to_string())?;
+            Some(c)
+        }
+        false => None,
+    };
+    let pid = s.child.id();
+    let done = || {
+        std::fs::metadata(format!("/proc/{pid}/status")).is_err()
+            || std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|st| st.contains(") Z "))
+    };
+    let peak = peak_rss(pid, &done);
+    let o = s.wait(300)?;
+    if !o.status.success() {
+        return Err(format!("exit {:?}: {}", o.status.code(), String::from_utf8_lossy(&o.stderr)));
+    }
+    let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).map_err(|e| e.to_string())?)
+        .map_err(|e| e.to_string())?;
+    let _ = std::fs::remove_file(&json);
+    Ok((j["fps"].as_f64().unwrap_or(0.0), peak))
+}
+
+/// A client frame: a masked text frame (a client must mask).
+fn masked_text(text: &str) -> Vec<u8> {
+    masked(0x81, text.as_bytes())
+}
+
+fn masked(first: u8, payload: &[u8]) -> Vec<u8> {
+    let mask = [0x12u8, 0x34, 0x56, 0x78];
+    let mut f = vec![first];
+    match payload.len() {
+        n @ 0..=125 => f.push(0x80 | n as u8),
+        n @ 126..=65535 => {
+            f.push(0x80 | 126);
+            f.extend_from_slice(&(n as u16).to_be_bytes());
+        }
+        n => {
+            f.push(0x80 | 127);
+            f.extend_from_slice(&(n as u64).to_be_bytes());
+        }
+    }
+    f.extend_from_slice(&mask);
+    f.extend(payload.iter().enumerate().map(|(i, b)| b ^ mask[i % 4]));
+    f
+}
+
+/// A client that connects and never reads: the run's fps stays within 10 %
+/// of the run without it (best of 3 runs each, alternating), and the memory
+/// stays within the view's fixed cost.
+fn a_stalled_client_does_not_slow_the_run() -> Outcome {
+    let (mut without, mut with) = (Vec::new(), Vec::new());
+    for _ in 0..3 {
+        without.push(run_with_stalled(false, "12000")?);
+        with.push(run_with_stalled(true, "12000")?);
+    }
+    let best = |runs: &[(f64, u64)]| runs.iter().map(|r| r.0).fold(0.0, f64::max);
+    let peak = |runs: &[(f64, u64)]| runs.iter().map(|r| r.1).max().unwrap_or(0);
+    let ratio = best(&with) / best(&without).max(1e-9);
+    println!(
+        "  stalled client: {:.1} fps with it, {:.1} without (ratio {ratio:.3}); peak memory {} MB with, {} MB without",
+        best(&with),
+        best(&without),
+        peak(&with) / 1024,
+        peak(&without) / 1024
+    );
+    if ratio < 0.9 {
+        return Err(format!("a stalled client slowed the run to {ratio:.3} of its fps"));
+    }
+    // The view's fixed cost: a draw target, its readback buffers and, on NVIDIA, the
+    // allocator's first 64 MB block of host-visible memory; a client that grew it would show
+    // as more than that.
+    if peak(&with) > peak(&without) + 96 * 1024 {
+        return Err(format!("a stalled client grew the memory: {} kB vs {} kB", peak(&with), peak(&without)));
+    }
+    Ok(())
+}
+
+/// 8 clients at once, each its own size and encoding, while a ninth leaves
+/// in the middle of a frame: all 8 go on getting frames of their size.
+fn eight_clients_and_one_leaving_mid_frame() -> Outcome {
+    let s = Served::start("0", &["--producer", "cpu", "--size", "320x180", "--validate"])?;
+    let result = (|| {
+        let sizes: Vec<(u32, u32)> = (0..8).map(|i| (97 + 41 * i, 61 + 29 * i)).collect();
+        let mut clients = Vec::new();
+        for (i, &size) in sizes.iter().enumerate() {
+            clients.push(Viewer::connect(s.port, None, size, if i % 2 == 0 { "raw" } else { "jpeg" })?);
+        }
+        let mut leaving = TcpStream::connect(("127.0.0.1", s.port)).map_err(|e| e.to_string())?;
+        leaving
+            .write_all(upgrade("/ws", &format!("127.0.0.1:{}", s.port), "").as_bytes())
+            .map_err(|e| e.to_string())?;
+        leaving.write_all(&masked_text(r#"{"t":"mode","mode":"raw"}"#)).map_err(|e| e.to_string())?;
+        leaving.write_all(&masked_text(r#"{"t":"canvas","w":800,"h":600}"#)).map_err(|e| e.to_string())?;
+        let mut part = [0u8; 4096];
+        leaving.read_exact(&mut part).map_err(|e| format!("the leaving client got nothing: {e}"))?;
+        drop(leaving);
+        for round in 0..6 {
+            for (c, &size) in clients.iter_mut().zip(&sizes) {
+                let f = c.frame()?;
+                let want = if f.kind == 0 { (size.0 * size.1 * 4) as usize } else { f.payload.len() };
+                if f.size != size
+                    || f.payload.len() != want
+                    || f.payload.is_empty()
+                    || f.frame < 1 + round as u64 && round > 3
+                {
+                    return Err(format!(
+                        "round {round}: a {:?} client got {:?} with {} bytes",
+                        size,
+                        f.size,
+                        f.payload.len()
+                    ));
+                }
+            }
+        }
+        println!("  clients: 8 clients, 6 frames each at their own size, after a ninth left mid-frame");
+        Ok(())
+    })();
+    s.stop(result)
+}
+
+/// A small deterministic generator (xorshift) for the fuzzing.
+struct Rng(u64);
+
+impl Rng {
+    fn next(&mut self) -> u64 {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        self.0
+    }
+
+    fn bytes(&mut self, n: usize) -> Vec<u8> {
+        (0..n).map(|_| self.next() as u8).collect()
+    }
+
+    /// 1 to `most` random bytes.
+    fn some(&mut self, most: u64) -> Vec<u8> {
+        let n = 1 + self.next() % most;
+        self.bytes(n as usize)
+    }
+}
+
+/// Writes `bytes` and reads until the server closes (or 5 s pass): whether it closed.
+fn closed_after(port: u16, bytes: &[u8]) -> Result<bool, String> {
+    let mut c = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    c.set_read_timeout(Some(Duration::from_secs(5))).map_err(|e| e.to_string())?;
+    let _ = c.write_all(bytes);
+    let _ = c.shutdown(std::net::Shutdown::Write);
+    let mut sink = [0u8; 65536];
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while Instant::now() < deadline {
+        match c.read(&mut sink) {
+            Ok(0) | Err(_) => return Ok(true),
+            Ok(_) => {}
+        }
+    }
+    Ok(false)
+}
+
+/// Malformed HTTP requests and WebSocket messages, seeded: each closes its
+/// own connection, and a well-behaved client goes on getting frames.
+fn fuzzing_closes_only_the_fuzzing_clients() -> Outcome {
+    let s = Served::start("0", &["--producer", "cpu", "--size", "160x90", "--validate"])?;
+    let result = (|| {
+        let port = s.port;
+        let mut good = Viewer::connect(port, None, (160, 90), "raw")?;
+        good.frame()?;
+        let mut rng = Rng(0x5eed_1234_abcd_ef01);
+        let host = format!("127.0.0.1:{port}");
+        let mut http = 0;
+        for i in 0..60 {
+            let request = match i % 6 {
+                0 => rng.some(2000),
+                1 => format!("GET / HTTP/1.1\r\nHost: {host}\r\nX: {}\r\n\r\n", "a".repeat(200_000))
+                    .into_bytes(),
+                2 => [b"GET /".as_slice(), &rng.bytes(300), b" HTTP/1.1\r\n\r\n"].concat(),
+                3 => {
+                    format!("GET / HTTP/1.1\r\n{}\r\n", format!("Host: {host}\r\n").repeat(500)).into_bytes()
+                }
+                4 => b"\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03".to_vec(),
+                _ => format!("BREW /ws HTTP/9.9\r\nHost: {host}\r\n\r\n").into_bytes(),
+            };
+            http += usize::from(closed_after(port, &request)?);
+        }
+        let messages: Vec<Vec<u8>> = vec![
+            masked_text("{not json"),
+            masked_text(r#"{"t":"launch"}"#),
+            masked_text(r#"{"t":"canvas","w":0,"h":10}"#),
+            masked_text(r#"{"t":"canvas","w":99999,"h":10}"#),
+            masked_text(&format!(r#"{{"t":"key","key":"{}"}}"#, "k".repeat(5000))),
+            masked(0x82, b"binary"),
+            masked_text(r#"{"t":"mode","mode":"gif"}"#),
+            masked_text(&format!(r#"{{"t":"key","key":"{}"}}"#, "k".repeat(100))),
+            masked_text(r#"{"t":"pointer","x":1,"buttons":0}"#),
+            masked(0x81, &[0xff, 0xfe, 0xfd]),
+        ];
+        let mut ws = 0;
+        for i in 0..100 {
+            let m = match i % 11 {
+                10 => masked(0x81, &rng.some(300)),
+                k => messages[k].clone(),
+            };
+            let bytes = [upgrade("/ws", &host, "").into_bytes(), m].concat();
+            ws += usize::from(closed_after(port, &bytes)?);
+        }
+        for _ in 0..5 {
+            good.frame()?;
+        }
+        let logged = s.printed().matches("closed: ").count();
+        println!("  fuzz: {http}/60 malformed HTTP requests closed, {ws}/100 malformed WebSocket sessions closed, {logged} log lines; the good client still gets frames");
+        if http != 60 || ws != 100 {
+            return Err(format!("{http}/60 and {ws}/100 closed"));
+        }
+        Ok(())
+    })();
+    s.stop(result)
+}
+
+/// A screenshot of the page for the README (under target/, copied to assets/ by hand).
+fn screenshot() -> Outcome {
+    let s =
+        Served::start("0", &["--producer", "cpu", "--size", "640x360", "--scene", "julia", "--validate"])?;
+    let result = (|| {
+        let mut b = Browser::open(&s.url, (800, 474))?;
+        b.wait_for(&format!("{SHOWN} && vkcuda.status && vkcuda.frames > 30"), 60)?;
+        std::thread::sleep(Duration::from_millis(1200)); // the status line's next refresh
+        let png = b.screenshot()?;
+        let path = crate::common::crate_root().join("target/browser-view.png");
+        std::fs::write(&path, png).map_err(|e| e.to_string())?;
+        println!("  screenshot: {}", path.display());
+        Ok(())
+    })();
+    s.stop(result)
+}
+
+/// Raw frames at an odd canvas size equal the CPU reference drawn at that
+/// size, from `producer`'s frames (the CUDA producer: on an NVIDIA GPU).
+fn raw_frames_match_the_reference(producer: &str) -> Outcome {
+    let s = Served::start("0", &["--producer", producer, "--size", "320x180", "--validate"])?;
+    let result = (|| {
+        for canvas in [(333u32, 187u32), (160, 161), (641, 359)] {
+            let mut c = Viewer::connect(s.port, None, canvas, "raw")?;
+            for _ in 0..3 {
+                let f = c.frame()?;
+                let diff = compare(gradient((320, 180)), f.frame, &f.payload, canvas)?;
+                if f.size != canvas || !diff.within_tolerance() {
+                    return Err(format!("{canvas:?}: a {:?} frame {}: {diff:?}", f.size, f.frame));
+                }
+            }
+            println!("  raw: {producer} frames drawn at {}x{} equal the reference", canvas.0, canvas.1);
+        }
+        Ok(())
+    })();
+    s.stop(result)
+}
+
+/// The page's pointer reaches a `--kernel`'s `vk_frame`: a kernel that draws
+/// a dot under the pointer shows it where the client points.
+fn the_pointer_reaches_your_kernel() -> Outcome {
+    let file = crate::common::tmp("dot.cu");
+    let kernel = r#"#include "vkcuda.h"
+extern "C" __global__ void render(vk_frame f) {
+    VK_PIXEL(f, x, y);
+    float dx = x + 0.5f - f.mouse_x, dy = y + 0.5f - f.mouse_y;
+    bool on = f.mouse_x >= 0.0f && dx * dx + dy * dy < 9.0f && (f.buttons & 1);
+    vk_put8(f.target, x, y, on ? make_uchar4(255, 255, 255, 255) : make_uchar4(0, 0, 40, 255));
+}
+"#;
+    std::fs::write(&file, kernel).map_err(|e| e.to_string())?;
+    let s =
+        Served::start("0", &["--kernel", file.to_str().unwrap_or(""), "--size", "320x180", "--validate"])?;
+    let result = (|| {
+        let mut c = Viewer::connect(s.port, None, (320, 180), "raw")?;
+        c.frame()?;
+        let pointer = serde_json::json!({ "t": "pointer", "x": 100.5, "y": 50.5, "buttons": 1 }).to_string();
+        c.socket.send(tungstenite::Message::text(pointer)).map_err(|e| e.to_string())?;
+        let at = |f: &crate::common::browser::Frame, x: usize, y: usize| f.payload[(y * 320 + x) * 4];
+        for _ in 0..600 {
+            let f = c.frame()?;
+            if at(&f, 100, 50) == 255 && at(&f, 10, 10) == 0 && at(&f, 110, 50) == 0 {
+                println!("  pointer: the kernel drew the dot at frame pixel (100, 50) in frame {}", f.frame);
+                return Ok(());
+            }
+        }
+        Err("600 frames and no dot under the pointer".into())
+    })();
+    let _ = std::fs::remove_file(&file);
+    s.stop(result)
+}
+
+/// Registers this area's tests.
+pub fn register(tests: &mut Tests) {
+    tests.push(gated(
+        "browser_pixels_match_the_reference_at_two_sizes",
+        no_chromium,
+        pixels_match_the_reference,
+    ));
+    tests.push(gated("browser_keys_and_pointer_reach_the_run", no_chromium, keys_and_pointer_reach_the_run));
+    tests.push(gated(
+        "browser_door_checks_token_origin_and_host",
+        no_chromium,
+        the_door_checks_token_origin_and_host,
+    ));
+    tests.push((
+        "serve_port_in_use_fails_before_the_gpu".into(),
+        Box::new(|| crate::common::pass(a_port_in_use_fails_before_the_gpu())),
+    ));
+    tests.push((
+        "serve_stalled_client_does_not_slow_the_run".into(),
+        Box::new(|| crate::common::pass(a_stalled_client_does_not_slow_the_run())),
+    ));
+    tests.push((
+        "serve_eight_clients_and_one_leaving_mid_frame".into(),
+        Box::new(|| crate::common::pass(eight_clients_and_one_leaving_mid_frame())),
+    ));
+    tests.push((
+        "serve_fuzzing_closes_only_the_fuzzing_clients".into(),
+        Box::new(|| crate::common::pass(fuzzing_closes_only_the_fuzzing_clients())),
+    ));
+    tests.push(gated("browser_screenshot", no_chromium, screenshot));
+    tests.push((
+        "serve_raw_frames_match_the_reference_cpu".into(),
+        Box::new(|| crate::common::pass(raw_frames_match_the_reference("cpu"))),
+    ));
+    tests.push(gated("cuda_serve_raw_frames_match_the_reference", crate::common::no_nvidia, || {
+        raw_frames_match_the_reference("cuda")
+    }));
+    tests.push(gated(
+        "cuda_serve_the_pointer_reaches_your_kernel",
+        crate::common::no_nvidia,
+        the_pointer_reaches_your_kernel,
+    ));
+}
