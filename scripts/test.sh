@@ -16,7 +16,7 @@ source scripts/deps.sh
 need_cargo
 need_packages libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
     xvfb xdotool x11-apps libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6 weston \
-    chromium chromium-driver
+    cmake nasm chromium chromium-driver
 # NVRTC (no GPU needed) for check-kernel's tests; without it they say "skipped".
 need_nvrtc || echo "vkcuda: NVRTC could not be installed: the kernel-compile tests will say skipped" >&2
 cargo fmt --check

@@ -201,6 +201,10 @@ fn keys_and_pointer_reach_the_run() -> Outcome {
         }
         b.press("ArrowRight")?;
         b.wait_for("vkcuda.status.run.scene === 'julia'", 30)?;
+        b.press("e")?;
+        b.wait_for("vkcuda.status.exposure === 2", 30)?;
+        b.press("d")?;
+        b.wait_for("vkcuda.status.exposure === 1", 30)?;
         b.mouse((250.0, 100.0), 1)?;
         let at = b.wait_for(
             "vkcuda.status.run.pointer && vkcuda.status.run.buttons === 1 && vkcuda.status.run.pointer",
@@ -212,7 +216,7 @@ fn keys_and_pointer_reach_the_run() -> Outcome {
             return Err(format!("the run's pointer is {got:?}, expected {want:?}"));
         }
         println!(
-            "  browser: paused at tick {tick}, julia, pointer at frame pixel {got:?} with the left button"
+            "  browser: paused at tick {tick}, julia, exposure 2 then 1 (E, D), pointer at frame pixel {got:?} with the left button"
         );
         b.press(" ")?;
         b.wait_for("vkcuda.status.run.paused === false", 30).map(|_| ())
@@ -543,11 +547,12 @@ fn fuzzing_closes_only_the_fuzzing_clients() -> Outcome {
             masked_text(&format!(r#"{{"t":"key","key":"{}"}}"#, "k".repeat(100))),
             masked_text(r#"{"t":"pointer","x":1,"buttons":0}"#),
             masked(0x81, &[0xff, 0xfe, 0xfd]),
+            masked_text(r#"{"t":"rate","fps":-5}"#),
         ];
         let mut ws = 0;
         for i in 0..100 {
-            let m = match i % 11 {
-                10 => masked(0x81, &rng.some(300)),
+            let m = match i % 12 {
+                11 => masked(0x81, &rng.some(300)),
                 k => messages[k].clone(),
             };
             let bytes = [upgrade("/ws", &host, "").into_bytes(), m].concat();
@@ -638,6 +643,79 @@ extern "C" __global__ void render(vk_frame f) {
     s.stop(result)
 }
 
+/// Raw frames of other formats and the buffer layout, drawn at an odd canvas
+/// size, equal the CPU reference drawn from frames of that format.
+fn formats_are_drawn_as_the_window_draws_them() -> Outcome {
+    let cases = [
+        ("rgba8", Format::Rgba8, "buffer"),
+        ("rgba16f", Format::Rgba16f, "array"),
+        ("r32f", Format::R32f, "buffer"),
+        ("rgba8-srgb", Format::Rgba8Srgb, "array"),
+    ];
+    for (format, fmt, layout) in cases {
+        let args =
+            ["--producer", "cpu", "--size", "200x120", "--format", format, "--layout", layout, "--validate"];
+        let s = Served::start("0", &args)?;
+        let result = (|| {
+            let canvas = (251, 163);
+            let mut c = Viewer::connect(s.port, None, canvas, "raw")?;
+            for _ in 0..3 {
+                let f = c.frame()?;
+                let scene = gradient((200, 120));
+                let mut frame = vec![0u8; (200 * 120) as usize * fmt.bytes_per_pixel() as usize];
+                render_cpu_as(&scene, &FrameArgs::new(&scene, f.frame as u32), fmt, &mut frame, 2);
+                let diff = Diff::drawn(&f.payload, &drawn_reference(&frame, fmt, (200, 120), canvas));
+                if f.size != canvas || !diff.within_tolerance() {
+                    return Err(format!("{format} {layout}: frame {}: {diff:?}", f.frame));
+                }
+            }
+            println!("  formats: {format} {layout} drawn at 251x163 equals the reference");
+            Ok(())
+        })();
+        s.stop(result)?;
+    }
+    Ok(())
+}
+
+/// The server stops with the run: at its last frame (clients told, the port
+/// free, exit 0) and on SIGTERM (exit 143, clean).
+fn the_view_stops_with_the_run() -> Outcome {
+    let s = Served::start("0", &["--producer", "cpu", "--size", "160x90", "--frames", "400", "--validate"])?;
+    let port = s.port;
+    let mut c = Viewer::connect(port, None, (160, 90), "raw")?;
+    let mut frames = 0;
+    let why = loop {
+        match c.frame() {
+            Ok(_) => frames += 1,
+            Err(e) => break e,
+        }
+    };
+    let o = s.wait(60)?;
+    let stdout = String::from_utf8_lossy(&o.stdout);
+    if !o.status.success() || !stdout.contains("validation: 0 errors, 0 warnings") || !why.contains("closed")
+    {
+        return Err(format!("exit {:?}, the client: {why}\n{stdout}", o.status.code()));
+    }
+    std::net::TcpListener::bind(("127.0.0.1", port)).map_err(|e| format!("port {port} still taken: {e}"))?;
+    println!("  stop: the last frame: {frames} frames, then {why}; exit 0, port free");
+    let s = Served::start("0", &["--producer", "cpu", "--size", "160x90", "--validate"])?;
+    let mut c = Viewer::connect(s.port, None, (160, 90), "raw")?;
+    c.frame()?;
+    send_signal(s.child.id(), "TERM")?;
+    let o = s.wait(60)?;
+    ended_by_signal(&o, Ok(()), 15)?;
+    println!("  stop: SIGTERM with a client: exit 143, clean");
+    Ok(())
+}
+
+/// A test that runs wherever the binary does (lavapipe in CI).
+fn plain(
+    name: &str,
+    test: impl Fn() -> Outcome + 'static,
+) -> (String, Box<dyn Fn() -> crate::common::Verdict>) {
+    (name.to_string(), Box::new(move || crate::common::pass(test())))
+}
+
 /// Registers this area's tests.
 pub fn register(tests: &mut Tests) {
     tests.push(gated(
@@ -651,27 +729,22 @@ pub fn register(tests: &mut Tests) {
         no_chromium,
         the_door_checks_token_origin_and_host,
     ));
-    tests.push((
-        "serve_port_in_use_fails_before_the_gpu".into(),
-        Box::new(|| crate::common::pass(a_port_in_use_fails_before_the_gpu())),
-    ));
-    tests.push((
-        "serve_stalled_client_does_not_slow_the_run".into(),
-        Box::new(|| crate::common::pass(a_stalled_client_does_not_slow_the_run())),
-    ));
-    tests.push((
-        "serve_eight_clients_and_one_leaving_mid_frame".into(),
-        Box::new(|| crate::common::pass(eight_clients_and_one_leaving_mid_frame())),
-    ));
-    tests.push((
-        "serve_fuzzing_closes_only_the_fuzzing_clients".into(),
-        Box::new(|| crate::common::pass(fuzzing_closes_only_the_fuzzing_clients())),
-    ));
+    tests.push(plain("serve_port_in_use_fails_before_the_gpu", a_port_in_use_fails_before_the_gpu));
+    tests.push(plain("serve_stalled_client_does_not_slow_the_run", || {
+        a_stalled_client_does_not_slow_the_run()
+    }));
+    tests.push(plain("serve_eight_clients_and_one_leaving_mid_frame", || {
+        eight_clients_and_one_leaving_mid_frame()
+    }));
+    tests.push(plain("serve_fuzzing_closes_only_the_fuzzing_clients", || {
+        fuzzing_closes_only_the_fuzzing_clients()
+    }));
     tests.push(gated("browser_screenshot", no_chromium, screenshot));
-    tests.push((
-        "serve_raw_frames_match_the_reference_cpu".into(),
-        Box::new(|| crate::common::pass(raw_frames_match_the_reference("cpu"))),
-    ));
+    tests.push(plain("serve_raw_frames_match_the_reference_cpu", || raw_frames_match_the_reference("cpu")));
+    tests.push(plain("serve_formats_are_drawn_as_the_window_draws_them", || {
+        formats_are_drawn_as_the_window_draws_them()
+    }));
+    tests.push(plain("serve_the_view_stops_with_the_run", the_view_stops_with_the_run));
     tests.push(gated("cuda_serve_raw_frames_match_the_reference", crate::common::no_nvidia, || {
         raw_frames_match_the_reference("cuda")
     }));

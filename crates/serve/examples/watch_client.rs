@@ -7,7 +7,10 @@
 //! decode, bytes per frame, and the CPU the server process (`PID`) and this
 //! client spent per frame.
 //!
-//!   watch_client ws://127.0.0.1:PORT/ws WIDTHxHEIGHT SECS [jpeg|raw] [PID]
+//! `RATE`: at most that many frames a second (as the page asks for its
+//! display's rate); 0 or none: as fast as it decodes.
+//!
+//!   watch_client ws://127.0.0.1:PORT/ws WIDTHxHEIGHT SECS [jpeg|raw] [PID] [RATE]
 
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -28,23 +31,35 @@ fn cpu(pid: Option<&str>) -> f64 {
     (ticks(11) + ticks(12)) / 100.0
 }
 
+/// A frame's header: its number, stamp (µs), width and height.
+fn header(b: &[u8]) -> Result<(u64, u64, u32, u32), String> {
+    if b.len() < 32 || &b[0..4] != b"VKF1" {
+        return Err("not a frame".into());
+    }
+    let u64_at = |i: usize| b[i..i + 8].try_into().map(u64::from_le_bytes).map_err(|_| "header");
+    let u32_at = |i: usize| b[i..i + 4].try_into().map(u32::from_le_bytes).map_err(|_| "header");
+    Ok((u64_at(8)?, u64_at(24)?, u32_at(16)?, u32_at(20)?))
+}
+
 fn now_us() -> u64 {
     SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64
 }
 
 fn run() -> Result<(), String> {
     let args: Vec<String> = std::env::args().collect();
-    let usage = "watch_client URL WIDTHxHEIGHT SECS [jpeg|raw] [PID]";
+    let usage = "watch_client URL WIDTHxHEIGHT SECS [jpeg|raw] [PID|-] [RATE]";
     let (url, canvas, secs) =
         (args.get(1).ok_or(usage)?, args.get(2).ok_or(usage)?, args.get(3).ok_or(usage)?);
     let (w, h) = canvas.split_once('x').ok_or(usage)?;
     let (w, h): (u32, u32) = (w.parse().map_err(|_| usage)?, h.parse().map_err(|_| usage)?);
     let secs: f64 = secs.parse().map_err(|_| usage)?;
     let mode = args.get(4).map_or("jpeg", String::as_str);
-    let pid = args.get(5).map(String::as_str);
+    let pid = args.get(5).map(String::as_str).filter(|p| *p != "-");
+    let rate: f64 = args.get(6).map_or(Ok(0.0), |r| r.parse()).map_err(|_| usage)?;
     let (mut ws, _) = tungstenite::connect(url.as_str()).map_err(|e| format!("{url}: {e}"))?;
     for m in [
         format!(r#"{{"t":"mode","mode":"{mode}","quality":80}}"#),
+        format!(r#"{{"t":"rate","fps":{rate}}}"#),
         format!(r#"{{"t":"canvas","w":{w},"h":{h}}}"#),
     ] {
         ws.send(Message::text(m)).map_err(|e| e.to_string())?;
@@ -62,15 +77,7 @@ fn run() -> Result<(), String> {
             Err(e) => return Err(format!("no frame: {e}")),
         };
         let Message::Binary(b) = m else { continue };
-        if b.len() < 32 || &b[0..4] != b"VKF1" {
-            return Err("not a frame".into());
-        }
-        let frame = u64::from_le_bytes(b[8..16].try_into().map_err(|_| "header")?);
-        let stamp = u64::from_le_bytes(b[24..32].try_into().map_err(|_| "header")?);
-        let (fw, fh) = (
-            u32::from_le_bytes(b[16..20].try_into().map_err(|_| "header")?),
-            u32::from_le_bytes(b[20..24].try_into().map_err(|_| "header")?),
-        );
+        let (frame, stamp, fw, fh) = header(&b)?;
         let pixels = match b[4] {
             1 => zune_jpeg::JpegDecoder::new(zune_jpeg::zune_core::bytestream::ZCursor::new(&b[32..]))
                 .decode()
@@ -102,7 +109,7 @@ fn run() -> Result<(), String> {
     latencies.sort_unstable();
     let n = frames.max(1) as f64;
     println!(
-        "{{\"canvas\":\"{w}x{h}\",\"mode\":\"{mode}\",\"frames\":{frames},\"fps\":{:.1},\"latency_median_ms\":{:.2},\"bytes_per_frame\":{:.0},\"server_cpu_ms_per_frame\":{:.2},\"client_cpu_ms_per_frame\":{:.2}}}",
+        "{{\"canvas\":\"{w}x{h}\",\"mode\":\"{mode}\",\"rate\":{rate},\"frames\":{frames},\"fps\":{:.1},\"latency_median_ms\":{:.2},\"bytes_per_frame\":{:.0},\"server_cpu_ms_per_frame\":{:.2},\"client_cpu_ms_per_frame\":{:.2}}}",
         frames as f64 / elapsed,
         latencies.get(latencies.len() / 2).copied().unwrap_or(0) as f64 / 1000.0,
         bytes as f64 / n,

@@ -1,5 +1,5 @@
-//! A drawn frame on the wire: a 32-byte header, then a JPEG or the raw RGBA
-//! rows (lossless: exact pixels, for inspection and tests).
+//! A drawn frame on the wire: a 32-byte header, then a JPEG (libjpeg-turbo,
+//! 4:2:0) or the raw RGBA rows (lossless: exact pixels, for inspection and tests).
 //!
 //! Header, little-endian: `b"VKF1"`, kind (0 raw RGBA, 1 JPEG), 3 bytes 0,
 //! the run's frame number (u64), width and height (u32 each), and when the
@@ -7,7 +7,7 @@
 
 use anyhow::{ensure, Result};
 use bytes::Bytes;
-use jpeg_encoder::{ColorType, Encoder};
+use turbojpeg::{PixelFormat, Subsamp};
 
 use vkcuda_run::present::readback::ReadFrame;
 
@@ -69,8 +69,11 @@ pub fn rgba(pixels: &[u8], (width, height): (u32, u32), mode: Mode, header: [u8;
     match mode {
         Mode::Raw => out.extend_from_slice(pixels),
         Mode::Jpeg { quality } => {
-            let (w, h) = (u16::try_from(width)?, u16::try_from(height)?);
-            Encoder::new(&mut out, quality.clamp(1, 100)).encode(pixels, w, h, ColorType::Rgba)?;
+            let (width, height) = (width as usize, height as usize);
+            let image =
+                turbojpeg::Image { pixels, width, pitch: width * 4, height, format: PixelFormat::RGBA };
+            let jpeg = turbojpeg::compress(image, i32::from(quality.clamp(1, 100)), Subsamp::Sub2x2)?;
+            out.extend_from_slice(&jpeg);
         }
     }
     Ok(Bytes::from(out))

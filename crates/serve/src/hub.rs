@@ -14,7 +14,7 @@ use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ash::vk;
 use bytes::Bytes;
@@ -53,6 +53,10 @@ struct Client {
     preparing: u32,
     /// Its newest encoded frame, waiting for the socket.
     next: Option<Encoded>,
+    /// The shortest time between two frames drawn for it (the page's display
+    /// rate; `None`: as fast as it acknowledges), and when the last was drawn.
+    interval: Option<Duration>,
+    last_drawn: Option<Instant>,
     wake: Arc<Notify>,
     /// Frames sent, and the run's frames it did not get.
     sent: u64,
@@ -65,7 +69,11 @@ impl Client {
     fn wants(&self) -> bool {
         // Room for one more: sent but unacknowledged, waiting, and being made count.
         let held = self.unacked + self.preparing + u32::from(self.next.is_some());
-        self.canvas.is_some() && self.preparing < MAX_PREPARING && held < MAX_UNACKED + 1
+        let due = match (self.interval, self.last_drawn) {
+            (Some(interval), Some(last)) => last.elapsed() >= interval,
+            _ => true,
+        };
+        self.canvas.is_some() && self.preparing < MAX_PREPARING && held < MAX_UNACKED + 1 && due
     }
 }
 
@@ -146,6 +154,8 @@ impl Hub {
             unacked: 0,
             preparing: 0,
             next: None,
+            interval: None,
+            last_drawn: None,
             wake: wake.clone(),
             sent: 0,
             skipped: 0,
@@ -183,6 +193,13 @@ impl Hub {
     pub fn set_mode(&self, id: u64, mode: Mode) {
         if let Some(c) = self.state().clients.get_mut(&id) {
             c.mode = mode;
+        }
+    }
+
+    /// The client wants at most `fps` frames a second (its display's rate); 0: no limit.
+    pub fn set_rate(&self, id: u64, fps: f64) {
+        if let Some(c) = self.state().clients.get_mut(&id) {
+            c.interval = (fps > 0.0).then(|| Duration::from_secs_f64(1.0 / fps));
         }
     }
 
@@ -278,6 +295,7 @@ impl Watchers for Hub {
         for c in self.state().clients.values_mut() {
             if c.wants() && c.canvas == Some(extent) {
                 c.preparing += 1;
+                c.last_drawn = Some(Instant::now());
             }
         }
     }
@@ -358,7 +376,6 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::time::Duration;
     use vkcuda::Format;
     use vkcuda_run::present::readback::Shot;
 
@@ -380,6 +397,17 @@ mod tests {
             std::thread::sleep(Duration::from_millis(1));
         }
         None
+    }
+
+    /// A hub with one client of canvas `SIZE` and two frames being made for it.
+    fn making_two() -> (Arc<Hub>, u64) {
+        let hub = Hub::new(1);
+        let (id, _) = hub.join().unwrap();
+        hub.set_canvas(id, SIZE);
+        hub.wanted(0);
+        hub.drawing(0, SIZE);
+        hub.drawing(1, SIZE);
+        (hub, id)
     }
 
     /// The run's consumer: the frame is drawn for whoever wants it, then taken.
@@ -418,12 +446,7 @@ mod tests {
 
     #[test]
     fn two_frames_are_made_at_once_and_an_older_one_never_replaces_a_newer() {
-        let hub = Hub::new(1);
-        let (id, _) = hub.join().unwrap();
-        hub.set_canvas(id, SIZE);
-        hub.wanted(0);
-        hub.drawing(0, SIZE);
-        hub.drawing(1, SIZE);
+        let (hub, id) = making_two();
         assert!(hub.wanted(2).is_empty(), "two being made");
         hub.deliver(id, Encoded { frame: 1, bytes: Bytes::new() });
         hub.deliver(id, Encoded { frame: 0, bytes: Bytes::new() });
@@ -471,12 +494,7 @@ mod tests {
 
     #[test]
     fn a_new_canvas_size_drops_what_was_made_for_the_old_one() {
-        let hub = Hub::new(1);
-        let (id, _) = hub.join().unwrap();
-        hub.set_canvas(id, SIZE);
-        hub.wanted(0);
-        hub.drawing(0, SIZE);
-        hub.drawing(1, SIZE);
+        let (hub, id) = making_two();
         let bigger = vk::Extent2D { width: 6, height: 6 };
         hub.set_canvas(id, bigger);
         assert_eq!(hub.wanted(1), vec![bigger], "the old size's frame is not waited for");
@@ -496,6 +514,20 @@ mod tests {
         assert!(hub.wanted(2).is_empty());
         hub.abandon();
         assert_eq!(hub.wanted(1), vec![SIZE], "the frame being drawn will not come: it wants the next");
+        hub.close();
+    }
+
+    #[test]
+    fn a_rate_spaces_the_frames_drawn_for_a_client() {
+        let (hub, id) = making_two();
+        hub.set_rate(id, 2.0);
+        hub.deliver(id, Encoded { frame: 0, bytes: Bytes::new() });
+        hub.deliver(id, Encoded { frame: 1, bytes: Bytes::new() });
+        hub.next_for(id);
+        hub.ack(id);
+        assert!(hub.wanted(2).is_empty(), "half a second has not passed since the last draw");
+        hub.set_rate(id, 0.0);
+        assert_eq!(hub.wanted(3), vec![SIZE]);
         hub.close();
     }
 

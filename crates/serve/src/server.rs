@@ -29,6 +29,7 @@ use tokio::sync::{watch, Notify};
 use crate::address::{Bound, Token};
 use crate::encode::Mode;
 use crate::hub::Hub;
+use vkcuda_run::present::watch::Watchers;
 
 /// The longest message a page may send.
 pub const MAX_MESSAGE: usize = 4096;
@@ -239,6 +240,10 @@ enum FromPage {
         y: Option<f64>,
         buttons: u32,
     },
+    /// At most `fps` frames a second (the page's display rate); 0: no limit.
+    Rate {
+        fps: f64,
+    },
     /// Echoed (the page's round-trip time).
     Ping {
         c: f64,
@@ -269,7 +274,7 @@ async fn client(socket: WebSocket, app: App, id: u64, wake: Arc<Notify>) -> Resu
             _ = wake.notified() => send_frames(&app.hub, id, &mut tx).await?,
             _ = status.tick() => {
                 let s = serde_json::json!({ "t": "status", "run": app.controls.status(), "client": app.hub.stats(id),
-                    "clients": app.hub.clients() });
+                    "clients": app.hub.clients(), "exposure": app.hub.exposure() });
                 send(&mut tx, Message::Text(s.to_string().into())).await?;
             }
             _ = closing.changed() => break Ok(()),
@@ -328,6 +333,8 @@ async fn handle(app: &App, id: u64, text: &str, tx: &mut Sink) -> Result<(), Str
         },
         FromPage::Key { key } => return Err(format!("key '{}…'", clip(&key))),
         FromPage::Pointer { x, y, buttons } => pointer(app, id, (x, y), buttons)?,
+        FromPage::Rate { fps } if (0.0..=1000.0).contains(&fps) => app.hub.set_rate(id, fps),
+        FromPage::Rate { fps } => return Err(format!("a rate of {fps} frames a second (0 to 1000)")),
         FromPage::Ping { c } => {
             let pong = serde_json::json!({ "t": "pong", "c": c });
             send(tx, Message::Text(pong.to_string().into())).await?;

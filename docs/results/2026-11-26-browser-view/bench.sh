@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # The browser view on the H100, measured with a client that decodes and
-# acknowledges (watch_client: JPEG q80 by zune-jpeg), beside viser's path for
+# acknowledges (watch_client: decodes JPEG q80 with zune-jpeg), beside viser's path for
 # the same frames (viser_path.py): per frame size (1080p, 4K) and canvas
-# (1920x1080, 1280x720), SECS seconds each after a second of warm-up. Also the
-# producer's fps with and without a watching client (vkcuda --json, SIGINT
+# (1920x1080, 1280x720), SECS seconds each after a second of warm-up; vkcuda's
+# client once as fast as it decodes and once at 60 frames/s (what a page on a
+# 60 Hz display asks for). Also the producer's fps with and without a watching client (vkcuda --json, SIGINT
 # after SECS+2 s). No validation layer (a timing run).
 #   bash docs/results/2026-11-26-browser-view/bench.sh   (SECS=8)
 set -uo pipefail
@@ -15,14 +16,16 @@ export VKCUDA_CACHE_DIR=/tmp/vkcuda-ptx
 nvidia-smi --query-gpu=index,name,driver_version --format=csv,noheader | tee $R/device.txt
 python3 -c 'import cv2' 2>/dev/null && echo "cv2 present" | tee -a $R/device.txt
 source .gl/env.sh >/dev/null
-served() { # SIZE CANVAS(or none) → producer fps and, with a canvas, the client's line
-    local size=$1 canvas=$2 tag=$1-$2
+# The encoder choice (examples/encoders.rs): libjpeg-turbo beside jpeg-encoder on this CPU.
+$B/encoders | tee $R/encoders.txt
+served() { # SIZE CANVAS(or none) [RATE] → producer fps and, with a canvas, the client's line
+    local size=$1 canvas=$2 rate=${3:-0} tag=$1-$2-${3:-0}
     $B/vkcuda --headless --serve 0 --size $size --scene julia --json $R/run-$tag.json >$R/run-$tag.out 2>$R/run-$tag.err &
     local pid=$!
     for _ in $(seq 100); do grep -q "watch it at" $R/run-$tag.err && break; sleep 0.1; done
     local port=$(grep -o 'http://[^ ]*' $R/run-$tag.err | cut -d: -f3 | tr -d /)
     if [ $canvas != none ]; then
-        timeout $((SECS + 20)) $B/watch_client ws://127.0.0.1:$port/ws $canvas $SECS jpeg $pid >$R/client-$tag.json 2>>$R/client-$tag.err
+        timeout $((SECS + 20)) $B/watch_client ws://127.0.0.1:$port/ws $canvas $SECS jpeg $pid $rate >$R/client-$tag.json 2>>$R/client-$tag.err
     else
         sleep $((SECS + 1))
     fi
@@ -43,6 +46,7 @@ for size in 1920x1080 3840x2160; do
     served $size none
     for canvas in 1920x1080 1280x720; do
         served $size $canvas
+        served $size $canvas 60
         viser $size $canvas
     done
 done 2>&1 | tee $R/bench.txt
