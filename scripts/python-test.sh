@@ -15,10 +15,10 @@ pip_install() {
     "$python" -m pip install -q --disable-pip-version-check "$@" ||
         "$python" -m pip install -q --disable-pip-version-check --break-system-packages "$@"
 }
-if ! PYTHONPATH=$tools "$python" -c 'import pytest, numpy, ipykernel, jupyter_client, websocket' 2>/dev/null ||
+if ! PYTHONPATH=$tools "$python" -c 'import pytest, numpy, ipykernel, jupyter_client, websocket, mypy' 2>/dev/null ||
     ! { [ -x "$tools/bin/maturin" ] || command -v maturin >/dev/null; }; then
     echo "vkcuda: installing maturin, pytest, numpy, ipykernel and jupyter_client (from PyPI) into $tools" >&2
-    pip_install --target "$tools" 'maturin>=1.5,<2' pytest numpy ipykernel jupyter_client websocket-client
+    pip_install --target "$tools" 'maturin>=1.5,<2' pytest numpy ipykernel jupyter_client websocket-client mypy
 fi
 export PYTHONPATH=$tools
 maturin=$tools/bin/maturin

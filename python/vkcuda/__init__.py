@@ -57,6 +57,7 @@ class Viewer:
         headless: ``False``: a window (its own thread keeps it responsive:
             Esc or its close button closes it); ``True``: no window;
             ``None``: headless when ``out`` is given or there is no display.
+        workers: writer threads for ``out`` (default: one per core).
         size: the window's size in pixels (frames are letterboxed into it).
         title: the window's title.
         serve: show the frames in a browser (headless): a port (on 127.0.0.1;
