@@ -53,6 +53,8 @@ echo "== the Python module (python/): built with maturin, tested with pytest and
 cargo clippy --release -p vkcuda-python --all-targets -- -D warnings
 cargo test --release -p vkcuda-python --lib
 bash scripts/python-test.sh
+echo "== the wheel for cluster nodes: abi3 CPython 3.10+, manylinux_2_28 (zig), audited, its headless tests on CPython 3.10 (scripts/wheel.sh)"
+bash scripts/wheel.sh
 echo "== the signal tests again with SIGINT ignored, as a job started with & or nohup has it"
 (trap '' INT; PYTHONPATH=target/python-site:target/python-tools python3 -m pytest -q -p no:cacheprovider \
     python/tests/test_headless.py -k "signal_module or ctrl_c")

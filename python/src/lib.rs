@@ -52,8 +52,8 @@ const SIGNAL_CHECK: Duration = Duration::from_millis(100);
 #[pyclass(module = "vkcuda._native")]
 struct Viewer {
     state: Mutex<State>,
-    /// `serve=`: the browser view.
-    served: Mutex<Option<serve::Served>>,
+    /// Its watchers (`serve=`'s browser view, notebook widgets), once it has any.
+    view: Mutex<Option<serve::View>>,
 }
 
 impl Viewer {
@@ -174,11 +174,15 @@ impl Viewer {
             }
             let workers =
                 workers.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
-            let served = match bound {
-                Some(b) => Some(serve::Served::start(b, workers.clamp(1, 8)).map_err(runtime)?),
+            let view = match bound {
+                Some(b) => {
+                    let mut view = serve::View::new(workers.clamp(1, 8));
+                    view.serve(b).map_err(runtime)?;
+                    Some(view)
+                }
                 None => None,
             };
-            let watchers = served.as_ref().map(|s| s.hub.clone() as Arc<dyn Watchers>);
+            let watchers = view.as_ref().map(|v| v.hub.clone() as Arc<dyn Watchers>);
             let output = Output { dir: out, workers: workers.max(1), watchers };
             let state = match window {
                 None => {
@@ -206,7 +210,7 @@ impl Viewer {
             if state.gpu.as_ref().is_some_and(|g| g.cuda.is_some()) {
                 context::cuda_in_use();
             }
-            Ok(Self { state: Mutex::new(state), served: Mutex::new(served) })
+            Ok(Self { state: Mutex::new(state), view: Mutex::new(view) })
         })
     }
 
@@ -352,8 +356,8 @@ impl Viewer {
             let finished = py.detach(|| {
                 let finished = state.finish_run();
                 state.close();
-                if let Some(mut served) = lock(&self.served).take() {
-                    served.stop();
+                if let Some(mut view) = lock(&self.view).take() {
+                    view.stop();
                 }
                 finished
             });
@@ -364,7 +368,7 @@ impl Viewer {
     /// The browser view's URL (`serve=`), else `None`.
     #[getter]
     fn url(&self) -> Option<String> {
-        lock(&self.served).as_ref().map(|s| s.url().to_string())
+        lock(&self.view).as_ref().and_then(|v| v.url()).map(str::to_string)
     }
 
     /// The frame pixel under the browser's pointer and the buttons held,
@@ -372,12 +376,35 @@ impl Viewer {
     /// not over the frame (or there is no browser view).
     fn pointer(&self, py: Python<'_>) -> Option<(u32, u32, u32)> {
         let frame = self.lock(py).run.as_ref().map(|r| r.desc.extent)?;
-        lock(&self.served).as_ref()?.input.pointer(frame)
+        lock(&self.view).as_ref()?.input.pointer(frame)
     }
 
     /// The keys pressed in the browser since the last call (`KeyboardEvent.key` names), oldest first.
     fn keys(&self) -> Vec<String> {
-        lock(&self.served).as_ref().map_or_else(Vec::new, |s| s.input.keys())
+        lock(&self.view).as_ref().map_or_else(Vec::new, |v| v.input.keys())
+    }
+
+    /// A notebook widget's connection: frames drawn at its size from the
+    /// next frame shown on (the run now ends, its frames consumed, when this
+    /// viewer had no watchers yet: the next one draws for them).
+    fn watch(&self, py: Python<'_>) -> PyResult<serve::WatchClient> {
+        guarded("watch()", || {
+            let mut state = self.lock(py);
+            if state.gpu.is_none() {
+                return Err(PyRuntimeError::new_err("vkcuda: the viewer is closed"));
+            }
+            let mut view = lock(&self.view);
+            if view.is_none() {
+                let made = serve::View::new(2);
+                state.output.watchers = Some(made.hub.clone() as Arc<dyn Watchers>);
+                let state: &mut State = &mut state;
+                py.detach(|| state.finish_run()).map_err(runtime)?;
+                *view = Some(made);
+            }
+            let view = view.as_ref().ok_or_else(|| PyRuntimeError::new_err("vkcuda: no view"))?;
+            serve::WatchClient::join(view)
+                .ok_or_else(|| PyRuntimeError::new_err("vkcuda: too many widgets watch this viewer"))
+        })
     }
 
     /// Whether [`Viewer::close`] was called.
@@ -518,6 +545,7 @@ fn read_frame(py: Python<'_>, path: PathBuf, dtype: &str) -> PyResult<(u32, u32,
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<Viewer>()?;
     m.add_class::<export::FrameSlot>()?;
+    m.add_class::<serve::WatchClient>()?;
     m.add_function(wrap_pyfunction!(read_frame, m)?)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())

@@ -1,18 +1,22 @@
-//! `serve=`: the browser view of a viewer's frames (the `vkcuda-serve`
-//! crate, as the CLI's `--serve` has it). The address is bound before the
-//! GPU is opened; each run's consumer draws every frame at the sizes the
-//! clients want. The page's pointer and keys are kept for the caller
+//! A viewer's watchers (the `vkcuda-serve` crate): `serve=`'s browser view,
+//! as the CLI's `--serve` has it (the address bound before the GPU is
+//! opened), and notebook widgets, which join the same hub through Jupyter's
+//! comm ([`WatchClient`]). Each run's consumer draws every frame at the sizes
+//! the clients want. The pages' pointer and keys are kept for the caller
 //! (`Viewer.pointer()`, `Viewer.keys()`): a training script can react.
 
 use std::collections::VecDeque;
 use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
 
 use ash::vk;
 use pyo3::exceptions::{PyOSError, PyValueError};
-use pyo3::PyResult;
+use pyo3::prelude::*;
+use pyo3::types::PyBytes;
 use serde_json::json;
 
 use vkcuda_run::base::scene::frame_pixel;
+use vkcuda_serve::protocol::{self, Then};
 use vkcuda_serve::{Address, Bound, Controls, Hub, Server};
 
 /// Keys kept for [`PageInput::keys`], at most (the oldest go first).
@@ -70,12 +74,12 @@ impl Controls for PageInput {
     }
 }
 
-/// A viewer's browser view.
-pub struct Served {
-    server: Server,
-    /// The clients; each run's consumer draws for them.
+/// A viewer's watchers: the hub its runs draw for, what the pages sent, and
+/// (`serve=`) the server; the notebook widget joins the hub directly.
+pub struct View {
     pub hub: Arc<Hub>,
     pub input: Arc<PageInput>,
+    server: Option<Server>,
 }
 
 /// Binds `serve` (`PORT` or `ADDR:PORT`): a malformed value is a `ValueError`,
@@ -85,23 +89,88 @@ pub fn bind(serve: &str) -> PyResult<Bound> {
     address.bind().map_err(|e| PyOSError::new_err(format!("serve={serve}: {e}")))
 }
 
-impl Served {
-    /// Serves on `bound` with `encoders` encoder threads.
-    pub fn start(bound: Bound, encoders: usize) -> anyhow::Result<Self> {
-        let hub = Hub::new(encoders);
-        let input = Arc::new(PageInput::default());
-        let server = Server::start(bound, hub.clone(), input.clone())?;
-        Ok(Self { server, hub, input })
+impl View {
+    /// A hub with `encoders` encoder threads and no server.
+    pub fn new(encoders: usize) -> Self {
+        Self { hub: Hub::new(encoders), input: Arc::new(PageInput::default()), server: None }
     }
 
-    /// The page's URL.
-    pub fn url(&self) -> &str {
-        self.server.url()
+    /// Serves the page on `bound`.
+    pub fn serve(&mut self, bound: Bound) -> anyhow::Result<()> {
+        self.server = Some(Server::start(bound, self.hub.clone(), self.input.clone())?);
+        Ok(())
     }
 
-    /// Closes the clients and frees the port.
+    /// The page's URL, when served.
+    pub fn url(&self) -> Option<&str> {
+        self.server.as_ref().map(Server::url)
+    }
+
+    /// Closes the clients (the page's and the widgets') and frees the port.
     pub fn stop(&mut self) {
-        self.server.stop();
+        if let Some(server) = &mut self.server {
+            server.stop();
+        }
         self.hub.close();
+    }
+}
+
+/// A notebook widget's connection to a viewer's hub: the page's messages in,
+/// frames out (Python's widget class pumps them over Jupyter's comm).
+#[pyclass(module = "vkcuda._native")]
+pub struct WatchClient {
+    hub: Arc<Hub>,
+    input: Arc<PageInput>,
+    id: u64,
+}
+
+impl WatchClient {
+    /// A new client of `view`'s hub; `None` when it has as many as it takes.
+    pub fn join(view: &View) -> Option<Self> {
+        let (id, _) = view.hub.join()?;
+        Some(Self { hub: view.hub.clone(), input: view.input.clone(), id })
+    }
+}
+
+#[pymethods]
+impl WatchClient {
+    /// The next frame (the view's header, then JPEG or RGBA), waiting at
+    /// most `timeout` seconds without the GIL; `None`: none came, or the client is closed.
+    fn next(&self, py: Python<'_>, timeout: f64) -> Option<Py<PyBytes>> {
+        let wait = Duration::from_secs_f64(timeout.clamp(0.0, 60.0));
+        let frame = py.detach(|| self.hub.wait_next(self.id, wait))?;
+        Some(PyBytes::new(py, &frame.bytes).unbind())
+    }
+
+    /// Applies a message from the widget (the page's JSON messages): the
+    /// reply to send back, if any. A malformed one is a `ValueError`.
+    fn message(&self, text: &str) -> PyResult<Option<String>> {
+        match protocol::apply(&self.hub, &*self.input, self.id, text) {
+            Ok(Then::Reply(reply)) => Ok(Some(reply)),
+            Ok(_) => Ok(None),
+            Err(e) => Err(PyValueError::new_err(e)),
+        }
+    }
+
+    /// The status message for the widget.
+    fn status(&self) -> String {
+        protocol::status(&self.hub, &*self.input, self.id)
+    }
+
+    /// Leaves the hub: no more frames are drawn for this client.
+    fn close(&self) {
+        self.hub.leave(self.id);
+    }
+
+    /// Whether it left (or the viewer closed).
+    #[getter]
+    fn closed(&self) -> bool {
+        !self.hub.has(self.id)
+    }
+}
+
+impl Drop for WatchClient {
+    fn drop(&mut self) {
+        self.hub.leave(self.id);
     }
 }

@@ -27,7 +27,7 @@ def test_the_wheel_carries_its_types():
 
 
 def test_the_stubs_are_true_to_the_compiled_module():
-    result = run_mypy("mypy.stubtest", "vkcuda")
+    result = run_mypy("mypy.stubtest", "vkcuda._native")
     assert result.returncode == 0, result.stdout + result.stderr
     assert "Success" in result.stdout
 

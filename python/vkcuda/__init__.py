@@ -111,6 +111,28 @@ class Viewer:
         held (bit 0 left, 1 right, 2 middle); ``None`` when it is not over the frame."""
         return self._native.pointer()
 
+    def widget(self, *, mode: str = "jpeg", quality: int = 80, size: Optional[tuple] = None) -> Any:
+        """A live view of this viewer in a notebook cell (anywidget; JupyterLab,
+        Notebook 7, VS Code): frames drawn on the GPU at the widget's size,
+        newest first, through Jupyter's own connection, so it works wherever
+        the notebook does. ``mode="raw"``: exact pixels. A viewer that is the
+        last expression of a cell shows one. Frames come from the next one
+        shown on; keys and the pointer reach ``keys()`` and ``pointer()``.
+        Closing the viewer leaves the last frame in the cell. ``size``: the
+        widget's ``(width, height)`` in CSS pixels (default: the cell's width, 16:9)."""
+        from ._widget import ViewerWidget
+
+        return ViewerWidget(self._native, mode=mode, quality=quality, size=size)
+
+    def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
+        if self.closed:
+            return {"text/plain": repr(self)}
+        try:
+            widget = self.widget()
+        except ImportError:
+            return {"text/plain": repr(self)}
+        return widget._repr_mimebundle_(include=include, exclude=exclude)
+
     def keys(self) -> list:
         """The keys pressed in the browser since the last call (``KeyboardEvent.key`` names)."""
         return self._native.keys()

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use ash::vk;
 use serde_json::json;
 
-use crate::server::Controls;
+use crate::protocol::Controls;
 use vkcuda_run::base::director::{Director, Pointer};
 use vkcuda_run::base::reload::KernelReload;
 use vkcuda_run::base::scene::frame_pixel;

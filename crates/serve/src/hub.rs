@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
-use std::sync::{Arc, Mutex, MutexGuard, Weak};
+use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
@@ -66,6 +66,20 @@ struct Client {
 }
 
 impl Client {
+    /// Its waiting frame, if it may be sent now (counted as sent).
+    fn take_next(&mut self) -> Option<Encoded> {
+        if self.unacked >= MAX_UNACKED {
+            return None;
+        }
+        let next = self.next.take()?;
+        self.unacked += 1;
+        self.sent += 1;
+        self.bytes += next.bytes.len() as u64;
+        self.skipped += self.last_sent.map_or(0, |l| next.frame.saturating_sub(l + 1));
+        self.last_sent = Some(next.frame);
+        Some(next)
+    }
+
     fn wants(&self) -> bool {
         // Room for one more: sent but unacknowledged, waiting, and being made count.
         let held = self.unacked + self.preparing + u32::from(self.next.is_some());
@@ -105,6 +119,8 @@ struct State {
 /// The clients, and the encoder workers their frames go through.
 pub struct Hub {
     state: Mutex<State>,
+    /// Signalled when a frame arrives or is acknowledged, and when a client leaves.
+    arrived: Condvar,
     exposure: AtomicU32,
     jobs: Mutex<Option<SyncSender<Job>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
@@ -117,6 +133,7 @@ impl Hub {
         let (send, receive) = sync_channel(workers);
         let hub = Arc::new(Self {
             state: Mutex::default(),
+            arrived: Condvar::new(),
             exposure: AtomicU32::new(1.0f32.to_bits()),
             jobs: Mutex::new(Some(send)),
             workers: Mutex::default(),
@@ -169,6 +186,12 @@ impl Hub {
     /// The client left: what it holds goes.
     pub fn leave(&self, id: u64) {
         self.state().clients.remove(&id);
+        self.arrived.notify_all();
+    }
+
+    /// Whether client `id` is connected.
+    pub fn has(&self, id: u64) -> bool {
+        self.state().clients.contains_key(&id)
     }
 
     /// Clients connected.
@@ -208,19 +231,26 @@ impl Hub {
         if let Some(c) = self.state().clients.get_mut(&id) {
             c.unacked = c.unacked.saturating_sub(1);
         }
+        self.arrived.notify_all();
     }
 
     /// The client's newest frame, if one waits and it may be sent now (counted as sent).
     pub fn next_for(&self, id: u64) -> Option<Encoded> {
+        self.state().clients.get_mut(&id)?.take_next()
+    }
+
+    /// [`Hub::next_for`], waiting at most `timeout` for one (a thread that
+    /// pumps frames, the notebook widget's); `None` also once the client left.
+    pub fn wait_next(&self, id: u64, timeout: Duration) -> Option<Encoded> {
+        let deadline = Instant::now() + timeout;
         let mut s = self.state();
-        let c = s.clients.get_mut(&id).filter(|c| c.unacked < MAX_UNACKED)?;
-        let next = c.next.take()?;
-        c.unacked += 1;
-        c.sent += 1;
-        c.bytes += next.bytes.len() as u64;
-        c.skipped += c.last_sent.map_or(0, |l| next.frame.saturating_sub(l + 1));
-        c.last_sent = Some(next.frame);
-        Some(next)
+        loop {
+            if let Some(next) = s.clients.get_mut(&id)?.take_next() {
+                return Some(next);
+            }
+            let left = deadline.checked_duration_since(Instant::now())?;
+            s = self.arrived.wait_timeout(s, left).unwrap_or_else(|p| p.into_inner()).0;
+        }
     }
 
     /// What the client has been sent.
@@ -244,16 +274,17 @@ impl Hub {
         self.exposure.store((now * factor).clamp(1.0 / 64.0, 64.0).to_bits(), Ordering::Relaxed);
     }
 
-    /// Stops the encoders (after the jobs queued) and lets every client's frame go.
+    /// Stops the encoders (after the jobs queued) and lets every client go
+    /// (a widget's pump sees its client gone).
     pub fn close(&self) {
         lock(&self.jobs).take();
         for worker in std::mem::take(&mut *lock(&self.workers)) {
             let _ = worker.join();
         }
-        for c in self.state().clients.values_mut() {
-            c.preparing = 0;
+        for c in std::mem::take(&mut self.state().clients).into_values() {
             c.wake.notify_one();
         }
+        self.arrived.notify_all();
     }
 
     /// An encoded frame for client `id`: it replaces an older one still
@@ -267,6 +298,7 @@ impl Hub {
                 c.wake.notify_one();
             }
         }
+        self.arrived.notify_all();
     }
 
     /// Clients whose frame will not come want the next one.
@@ -528,6 +560,27 @@ mod tests {
         assert!(hub.wanted(2).is_empty(), "half a second has not passed since the last draw");
         hub.set_rate(id, 0.0);
         assert_eq!(hub.wanted(3), vec![SIZE]);
+        hub.close();
+    }
+
+    #[test]
+    fn a_pump_waits_for_a_frame_and_not_after_its_client_left() {
+        let hub = Hub::new(1);
+        let (id, _) = hub.join().unwrap();
+        hub.set_canvas(id, SIZE);
+        let pump = {
+            let hub = hub.clone();
+            std::thread::spawn(move || hub.wait_next(id, Duration::from_secs(30)).map(|e| e.frame))
+        };
+        consume(&hub, 3);
+        assert_eq!(pump.join().unwrap(), Some(3));
+        assert!(hub.wait_next(id, Duration::from_millis(10)).is_none(), "nothing more came");
+        let pump = {
+            let hub = hub.clone();
+            std::thread::spawn(move || hub.wait_next(id, Duration::from_secs(30)))
+        };
+        hub.leave(id);
+        assert!(pump.join().unwrap().is_none(), "the client left: the pump is told at once");
         hub.close();
     }
 

@@ -8,15 +8,18 @@
 //! Front ends (the CLI's `--serve`, the Python module's `serve=`) stand on
 //! this beside the run layer: they bind the [`address`] before any GPU work,
 //! give the run's consumer the hub as its watchers, and say what the page's
-//! keys and pointer act on ([`server::Controls`]).
+//! keys and pointer act on ([`protocol::Controls`]); the notebook widget joins
+//! the hub without the server and speaks the same [`protocol`].
 
 pub mod address;
 pub mod controls;
 pub mod encode;
 pub mod hub;
+pub mod protocol;
 pub mod server;
 
 pub use address::{Address, Bound, ServeError};
 pub use controls::RunControls;
 pub use hub::Hub;
-pub use server::{Controls, Server};
+pub use protocol::Controls;
+pub use server::Server;

@@ -13,7 +13,6 @@ use std::thread::JoinHandle;
 use std::time::Duration;
 
 use anyhow::Result;
-use ash::vk;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Request, State};
 use axum::http::{header, HeaderMap, Method, StatusCode};
@@ -23,18 +22,14 @@ use axum::routing::get;
 use axum::Router;
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
-use serde::Deserialize;
 use tokio::sync::{watch, Notify};
 
 use crate::address::{Bound, Token};
-use crate::encode::Mode;
 use crate::hub::Hub;
-use vkcuda_run::present::watch::Watchers;
+use crate::protocol::{self, Controls, Then};
 
 /// The longest message a page may send.
 pub const MAX_MESSAGE: usize = 4096;
-/// The largest canvas a page may ask for, per side.
-pub const MAX_CANVAS: u32 = 8192;
 /// How often a page is told the run's state.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// A client whose socket takes a frame no faster than this is closed.
@@ -43,16 +38,6 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(20);
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
 static PAGE: &str = include_str!("page.html");
-
-/// What the page's keys and pointer act on, and what the page is told of the run.
-pub trait Controls: Send + Sync {
-    /// A key pressed in the page (`KeyboardEvent.key`: `" "`, `"ArrowRight"`, `"+"`, `"r"`…).
-    fn key(&self, key: &str);
-    /// The pointer over a `canvas`-sized canvas, in its pixels (`None`: it left), and the buttons held.
-    fn pointer(&self, canvas: vk::Extent2D, at: Option<(f64, f64)>, buttons: u32);
-    /// The run's state for the page's status line (a JSON object).
-    fn status(&self) -> serde_json::Value;
-}
 
 #[derive(Clone)]
 struct App {
@@ -215,41 +200,6 @@ async fn stream(State(app): State<App>, headers: HeaderMap, upgrade: WebSocketUp
         })
 }
 
-/// What a page sends.
-#[derive(Deserialize)]
-#[serde(tag = "t", rename_all = "lowercase")]
-enum FromPage {
-    /// Its canvas, in device pixels.
-    Canvas {
-        w: u32,
-        h: u32,
-    },
-    /// It decoded a frame.
-    Ack {},
-    /// JPEG at `quality`, or raw (`"raw"`).
-    Mode {
-        mode: String,
-        quality: Option<u8>,
-    },
-    Key {
-        key: String,
-    },
-    /// The pointer over the canvas (`x`, `y` absent: it left).
-    Pointer {
-        x: Option<f64>,
-        y: Option<f64>,
-        buttons: u32,
-    },
-    /// At most `fps` frames a second (the page's display rate); 0: no limit.
-    Rate {
-        fps: f64,
-    },
-    /// Echoed (the page's round-trip time).
-    Ping {
-        c: f64,
-    },
-}
-
 type Sink = SplitSink<WebSocket, Message>;
 
 /// One client's socket until it closes or the server stops: its messages
@@ -273,9 +223,8 @@ async fn client(socket: WebSocket, app: App, id: u64, wake: Arc<Notify>) -> Resu
             },
             _ = wake.notified() => send_frames(&app.hub, id, &mut tx).await?,
             _ = status.tick() => {
-                let s = serde_json::json!({ "t": "status", "run": app.controls.status(), "client": app.hub.stats(id),
-                    "clients": app.hub.clients(), "exposure": app.hub.exposure() });
-                send(&mut tx, Message::Text(s.to_string().into())).await?;
+                let status = protocol::status(&app.hub, &*app.controls, id);
+                send(&mut tx, Message::Text(status.into())).await?;
             }
             _ = closing.changed() => break Ok(()),
         }
@@ -305,55 +254,9 @@ async fn send(tx: &mut Sink, m: Message) -> Result<(), String> {
 
 /// One message from the page; `Err`: it was malformed or unexpected.
 async fn handle(app: &App, id: u64, text: &str, tx: &mut Sink) -> Result<(), String> {
-    let message: FromPage = serde_json::from_str(text).map_err(|e| format!("a malformed message: {e}"))?;
-    match message {
-        FromPage::Canvas { w, h } => {
-            if !(1..=MAX_CANVAS).contains(&w) || !(1..=MAX_CANVAS).contains(&h) {
-                return Err(format!("a {w}x{h} canvas (1 to {MAX_CANVAS} a side)"));
-            }
-            app.hub.set_canvas(id, vk::Extent2D { width: w, height: h });
-        }
-        FromPage::Ack {} => {
-            app.hub.ack(id);
-            send_frames(&app.hub, id, tx).await?;
-        }
-        FromPage::Mode { mode, quality } => {
-            let mode = match (mode.as_str(), quality) {
-                ("raw", _) => Mode::Raw,
-                ("jpeg", Some(q @ 1..=100)) => Mode::Jpeg { quality: q },
-                ("jpeg", None) => Mode::Jpeg { quality: 80 },
-                _ => return Err(format!("mode '{}' (jpeg with quality 1-100, or raw)", clip(&mode))),
-            };
-            app.hub.set_mode(id, mode);
-        }
-        FromPage::Key { key } if key.chars().count() <= 16 => match key.as_str() {
-            "e" | "E" => app.hub.change_exposure(2.0),
-            "d" | "D" => app.hub.change_exposure(0.5),
-            _ => app.controls.key(&key),
-        },
-        FromPage::Key { key } => return Err(format!("key '{}…'", clip(&key))),
-        FromPage::Pointer { x, y, buttons } => pointer(app, id, (x, y), buttons)?,
-        FromPage::Rate { fps } if (0.0..=1000.0).contains(&fps) => app.hub.set_rate(id, fps),
-        FromPage::Rate { fps } => return Err(format!("a rate of {fps} frames a second (0 to 1000)")),
-        FromPage::Ping { c } => {
-            let pong = serde_json::json!({ "t": "pong", "c": c });
-            send(tx, Message::Text(pong.to_string().into())).await?;
-        }
+    match protocol::apply(&app.hub, &*app.controls, id, text)? {
+        Then::Nothing => Ok(()),
+        Then::SendFrames => send_frames(&app.hub, id, tx).await,
+        Then::Reply(text) => send(tx, Message::Text(text.into())).await,
     }
-    Ok(())
-}
-
-fn pointer(app: &App, id: u64, at: (Option<f64>, Option<f64>), buttons: u32) -> Result<(), String> {
-    let Some(canvas) = app.hub.canvas(id) else { return Ok(()) };
-    let at = match at {
-        (Some(x), Some(y)) if x.is_finite() && y.is_finite() => Some((x, y)),
-        (None, None) => None,
-        _ => return Err("a pointer position that is not two numbers".into()),
-    };
-    app.controls.pointer(canvas, at, buttons & 7);
-    Ok(())
-}
-
-fn clip(s: &str) -> String {
-    s.chars().take(16).collect()
 }

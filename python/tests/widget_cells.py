@@ -1,0 +1,35 @@
+"""What the notebook widget tests run in their kernels: a viewer (validation
+on) fed one NumPy frame over and over from a thread, then the cell's last
+line (the widget); and that frame, to compare the widget's pixels with."""
+
+import numpy as np
+
+
+def setup(width, height, last_line):
+    """The first cell: the viewer, its feeding thread (``stop`` ends it), then ``last_line``."""
+    return f"""import threading, time
+import numpy as np
+import vkcuda
+v = vkcuda.Viewer(validate=True)
+img = np.zeros(({height}, {width}, 4), np.uint8)
+img[..., 0] = (np.arange({width}) * 4 % 256)[None, :]
+img[..., 1] = (np.arange({height}) * 5 % 256)[:, None]
+img[..., 2] = 99
+img[..., 3] = 255
+stop = threading.Event()
+def feed():
+    while not stop.is_set():
+        v.show(img)
+        time.sleep(0.002)
+threading.Thread(target=feed, daemon=True).start()
+{last_line}"""
+
+
+def frame(width, height):
+    """The frame the first cell shows."""
+    img = np.zeros((height, width, 4), np.uint8)
+    img[..., 0] = (np.arange(width) * 4 % 256)[None, :]
+    img[..., 1] = (np.arange(height) * 5 % 256)[:, None]
+    img[..., 2] = 99
+    img[..., 3] = 255
+    return img
