@@ -55,6 +55,10 @@ cargo test --release -p vkcuda-python --lib
 bash scripts/python-test.sh
 echo "== the wheel for cluster nodes: abi3 CPython 3.10+, manylinux_2_28 (zig), audited, its headless tests on CPython 3.10 (scripts/wheel.sh)"
 bash scripts/wheel.sh
+if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
+    echo "== the same wheel on an older glibc: an Ubuntu 22.04 root (glibc 2.35, CPython 3.10), its headless tests (scripts/older-glibc.sh)"
+    bash scripts/older-glibc.sh
+fi
 echo "== the signal tests again with SIGINT ignored, as a job started with & or nohup has it"
 (trap '' INT; PYTHONPATH=target/python-site:target/python-tools python3 -m pytest -q -p no:cacheprovider \
     python/tests/test_headless.py -k "signal_module or ctrl_c")
