@@ -191,6 +191,10 @@ const KEYS: &str = "Viewer keys:
   R           compile the --kernel file again (it also reloads by itself when saved)
   F1          show / hide stats in the title (fps, CUDA ms, Vulkan ms, present mode, producer, sync)";
 
+/// The frame count of a run that goes on until it is stopped (a window; a served run
+/// without `--frames`).
+pub const UNTIL_STOPPED: u64 = 1 << 60;
+
 /// vkcuda: CUDA renders into images that Vulkan presents, synchronised by timeline semaphores.
 #[derive(Parser, Debug, Clone)]
 #[command(version, about, long_about = None, after_help = KEYS, args_conflicts_with_subcommands = false)]
@@ -636,7 +640,7 @@ impl Args {
 
     /// Frames of the whole run (all shards): `--frames`, else 600 headless and (practically) unbounded in a window.
     pub fn all_frames(&self) -> u64 {
-        self.frames.unwrap_or(if self.headless && self.serve.is_none() { 600 } else { 1 << 60 })
+        self.frames.unwrap_or(if self.headless && self.serve.is_none() { 600 } else { UNTIL_STOPPED })
     }
 
     /// The run's number of this run's first frame.

@@ -343,7 +343,7 @@ const MAX_ENCODERS: usize = 8;
 
 fn progress_bar(frames: u64) -> ProgressBar {
     let bar = ProgressBar::new(frames);
-    let template = match frames >= 1 << 59 {
+    let template = match frames >= crate::cli::UNTIL_STOPPED {
         // A served run goes on until stopped: frames and rate, no end.
         true => "{pos} frames {per_sec}",
         false => "{bar:40} {pos}/{len} frames {per_sec} eta {eta}",
