@@ -3,7 +3,7 @@
 # (python/tests, pytest, NumPy arrays) against that wheel, installed into a
 # folder of its own under target/. Installs maturin, pytest, NumPy, and
 # ipykernel with jupyter_client (the window test in a Jupyter kernel), websocket-client (serve=),
-# mypy (the stubs), anywidget and jupyterlab (the notebook widget) with pip
+# mypy (the stubs), anywidget, jupyterlab and notebook (the notebook widget) with pip
 # when missing. Prints pytest's summary line ("N passed ...").
 #   PYTHON=python3.12 bash scripts/python-test.sh   another interpreter (3.10 or newer)
 set -euo pipefail
@@ -16,10 +16,12 @@ pip_install() {
     "$python" -m pip install -q --disable-pip-version-check "$@" ||
         "$python" -m pip install -q --disable-pip-version-check --break-system-packages "$@"
 }
-if ! PYTHONPATH=$tools "$python" -c 'import pytest, numpy, ipykernel, jupyter_client, websocket, mypy, anywidget, jupyterlab' 2>/dev/null ||
+if ! PYTHONPATH=$tools "$python" -c 'import pytest, numpy, ipykernel, jupyter_client, websocket, mypy, anywidget, jupyterlab, notebook' 2>/dev/null ||
     ! { [ -x "$tools/bin/maturin" ] || command -v maturin >/dev/null; }; then
-    echo "vkcuda: installing maturin, pytest, numpy, ipykernel and jupyter_client (from PyPI) into $tools" >&2
-    pip_install --target "$tools" 'maturin>=1.5,<2' pytest numpy ipykernel jupyter_client websocket-client mypy anywidget jupyterlab
+    echo "vkcuda: installing maturin, pytest, numpy, ipykernel, jupyter_client, jupyterlab and notebook (from PyPI) into $tools" >&2
+    # Afresh: pip --target skips folders that exist (share/jupyter would miss the new front ends' files).
+    rm -rf "$tools"
+    pip_install --target "$tools" 'maturin>=1.5,<2' pytest numpy ipykernel jupyter_client websocket-client mypy anywidget jupyterlab notebook
 fi
 export PYTHONPATH=$tools
 maturin=$tools/bin/maturin

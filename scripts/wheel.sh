@@ -11,14 +11,15 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
-tools=target/wheel-tools
+# Absolute: the zig wrappers run python -m ziglang from build folders (CMake's for libjpeg-turbo).
+tools=$PWD/target/wheel-tools
 dist=target/dist
 if ! PYTHONPATH=$tools "$python" -c 'import ziglang, auditwheel' 2>/dev/null || [ ! -x "$tools/bin/maturin" ]; then
     echo "vkcuda: installing maturin, ziglang and auditwheel (from PyPI) into $tools" >&2
     "$python" -m pip install -q --disable-pip-version-check --target "$tools" 'maturin>=1.5,<2' ziglang auditwheel
 fi
 rm -rf "$dist"
-PYTHONPATH=$tools PATH="$PWD/$tools/bin:$PATH" "$tools/bin/maturin" build --release --strip --quiet \
+PYTHONPATH=$tools PATH="$tools/bin:$PATH" "$tools/bin/maturin" build --release --strip --quiet \
     --zig --compatibility manylinux_2_28 --manifest-path python/Cargo.toml --interpreter "$python" -o "$dist"
 wheel=$(ls "$dist"/vkcuda-*.whl)
 echo "vkcuda: built $(basename "$wheel")"

@@ -95,6 +95,53 @@ def test_a_served_viewer_sends_each_frame_at_the_canvas_size():
         s.listen()
 
 
+def pattern(h, w, k):
+    image = np.zeros((h, w, 4), np.uint8)
+    image[..., 0] = (np.arange(w) * 4 + 40 * k)[None, :] % 256
+    image[..., 1] = (np.arange(h) * 5)[:, None]
+    image[..., 2] = 30 * k
+    image[..., 3] = 255
+    return image
+
+
+def test_each_frame_shown_once_reaches_a_watcher_without_another():
+    # A training step's image every few seconds: each must reach the page by itself,
+    # not once later frames push it out of the consumer's slots.
+    h, w = 24, 32
+    with vkcuda.Viewer(validate=True) as v:
+        client = v._native.watch()
+        client.message(json.dumps({"t": "mode", "mode": "raw"}))
+        client.message(json.dumps({"t": "canvas", "w": w, "h": h}))
+        for k in range(4):
+            v.show(pattern(h, w, k))
+            data = client.next(30.0)
+            assert data is not None, f"frame {k} did not come in 30 s without another shown"
+            _, kind, frame, fw, fh, _ = struct.unpack("<4sB3xQIIQ", data[:32])
+            got = np.frombuffer(data[32:], np.uint8).reshape(fh, fw, 4)
+            assert (kind, fw, fh) == (0, w, h)
+            assert np.abs(got[..., :3].astype(int) - pattern(h, w, k)[..., :3]).max() <= 1, f"frame {k}"
+            client.message(json.dumps({"t": "ack", "frame": frame}))
+        stats = v.stats()
+    assert (stats["validation_errors"], stats["validation_warnings"]) == (0, 0)
+
+
+@pytest.mark.parametrize("producer", ["torch"])
+def test_a_served_viewer_sends_a_cuda_tensor(producer):
+    torch = pytest.importorskip("torch", reason="skipped: torch is not installed")
+    if not torch.cuda.is_available():
+        pytest.skip("skipped: no NVIDIA GPU (torch.cuda.is_available() is False)")
+    h, w = 37, 53  # odd: rows that are not a multiple of anything
+    image = pattern(h, w, 1)
+    with vkcuda.Viewer(serve=0, validate=True) as v:
+        ws = connect(v.url, (w, h))
+        kind, _, size, pixels = next_frame(ws, v, torch.from_numpy(image).cuda(), time.monotonic() + 60)
+        assert (kind, size) == (0, (w, h))
+        got = np.frombuffer(pixels, np.uint8).reshape(h, w, 4)
+        assert np.abs(got[..., :3].astype(int) - image[..., :3]).max() <= 1
+        stats = v.stats()
+    assert (stats["validation_errors"], stats["validation_warnings"]) == (0, 0)
+
+
 def test_a_port_in_use_is_an_os_error_before_the_gpu():
     with socket.socket() as taken:
         taken.bind(("127.0.0.1", 0))

@@ -4,7 +4,9 @@ anywidget comm, each frame arrives as one comm message with one buffer,
 exactly the shown NumPy frame at 1:1 in raw mode, acknowledged by the test
 as the page does; a key sent back reaches ``v.keys()``; another cell runs
 while frames keep coming; closing the viewer says "closed" (the page keeps
-the last frame); a kernel restart ends it without a hang. Lavapipe in CI,
+the last frame); a kernel restart ends it without a hang. A widget opened
+after the last frame, or resized, shows that frame; a PyTorch CUDA tensor
+streams as NumPy does (on an NVIDIA GPU; else "skipped"). Lavapipe in CI,
 the validation layer on. The page's JavaScript itself is the browser view's
 protocol (tests/e2e/browser.rs drives that page in Chromium)."""
 
@@ -133,6 +135,50 @@ def test_the_widget_streams_exact_frames_through_the_kernels_comm(page):
     while page.frame(deadline) is not None:
         pass
     assert page.stdout_of("print(v.stats()['validation_errors'], v.stats()['validation_warnings'])").split() == ["0", "0"]
+
+
+def exact_frames(page, deadline, count):
+    """Says the page's mode and canvas (raw, WxH), then checks `count` frames against the array."""
+    page.send({"t": "mode", "mode": "raw"})
+    page.send({"t": "canvas", "w": W, "h": H})
+    for _ in range(count):
+        kind, size, pixels = page.frame(deadline)
+        assert (kind, size) == (0, (W, H))
+        got = np.frombuffer(pixels, np.uint8).reshape(H, W, 4)
+        assert np.abs(got[..., :3].astype(int) - frame(W, H)[..., :3]).max() <= 1
+
+
+def test_a_widget_opened_after_the_last_frame_shows_it(page):
+    # `v.show(img)` then `v` as the cell's last expression: the frame was consumed before the widget.
+    page.execute(setup(W, H, "v", feed=False))
+    deadline = time.monotonic() + 60
+    page.widget_message(deadline)
+    exact_frames(page, deadline, 1)
+    # A new canvas size while nothing newer is shown: the same frame, drawn at that size.
+    page.send({"t": "canvas", "w": 2 * W, "h": 2 * H})
+    kind, size, pixels = page.frame(deadline)
+    assert (kind, size) == (0, (2 * W, 2 * H))
+    got = np.frombuffer(pixels, np.uint8).reshape(2 * H, 2 * W, 4)
+    assert np.abs(got[::2, ::2, 2].astype(int) - 99).max() <= 1  # the blue channel is flat
+    out = page.stdout_of("v.close(); s = v.stats(); print(s['shown'], s['validation_errors'], s['validation_warnings'])")
+    shown, errors, warnings = out.split()
+    assert (errors, warnings) == ("0", "0")
+    print(f"widget: shown once, then {int(shown) - 1} more time(s) for the widget's two canvas sizes")
+    assert int(shown) == 3
+
+
+def test_a_widget_streams_a_cuda_tensor(page):
+    if page.stdout_of("import torch; print(torch.cuda.is_available())").strip() != "True":
+        pytest.skip("skipped: no NVIDIA GPU (torch.cuda.is_available() is False in the kernel)")
+    page.execute(setup(W, H, 'w = v.widget(mode="raw")\nw', cuda=True))
+    deadline = time.monotonic() + 60
+    page.widget_message(deadline)
+    exact_frames(page, deadline, 5)
+    page.execute("stop.set(); v.close()")
+    out = page.stdout_of("s = v.stats(); print(s['validation_errors'], s['validation_warnings'], s['shown'])")
+    errors, warnings, shown = out.split()
+    print(f"widget: a CUDA tensor, {shown} frames shown, validation {errors}/{warnings}")
+    assert (errors, warnings) == ("0", "0")
 
 
 def test_a_kernel_restart_ends_a_streaming_widget_without_a_hang(page):

@@ -1,13 +1,16 @@
 """What the notebook widget tests run in their kernels: a viewer (validation
-on) fed one NumPy frame over and over from a thread, then the cell's last
-line (the widget); and that frame, to compare the widget's pixels with."""
+on) fed one frame (NumPy, or a PyTorch CUDA tensor) over and over from a
+thread or shown once, then the cell's last line (the widget); and that
+frame, to compare the widget's pixels with."""
 
 import numpy as np
 
 
-def setup(width, height, last_line):
-    """The first cell: the viewer, its feeding thread (``stop`` ends it), then ``last_line``."""
-    return f"""import threading, time
+def setup(width, height, last_line, feed=True, cuda=False):
+    """The first cell: the viewer, its feeding thread (``stop`` ends it; ``feed=False``:
+    the frame shown once and consumed), then ``last_line``. ``cuda``: the frame is a
+    PyTorch CUDA tensor."""
+    made = f"""import threading, time
 import numpy as np
 import vkcuda
 v = vkcuda.Viewer(validate=True)
@@ -16,7 +19,12 @@ img[..., 0] = (np.arange({width}) * 4 % 256)[None, :]
 img[..., 1] = (np.arange({height}) * 5 % 256)[:, None]
 img[..., 2] = 99
 img[..., 3] = 255
-stop = threading.Event()
+"""
+    if cuda:
+        made += "import torch\nimg = torch.from_numpy(img).cuda()\n"
+    if not feed:
+        return made + f"v.show(img)\nv.flush()\n{last_line}"
+    return made + f"""stop = threading.Event()
 def feed():
     while not stop.is_set():
         v.show(img)

@@ -30,6 +30,7 @@ import atexit
 import contextlib
 import os
 import sys
+import threading
 import weakref
 from typing import Any, Optional
 
@@ -97,6 +98,12 @@ class Viewer:
             title=title,
             serve=None if serve is None else str(serve),
         )
+        # A widget that joins, or resizes, after the last frame shows that frame's array
+        # again (as it is now); frames written to ``out`` are never shown twice.
+        self._writes = out is not None
+        self._last: Optional[tuple] = None
+        self._shown = 0
+        self._showing = threading.Lock()
         _open.add(self)
         if self.url is not None:
             print(f"vkcuda: watch it at {self.url}", file=sys.stderr)
@@ -116,13 +123,28 @@ class Viewer:
         Notebook 7, VS Code): frames drawn on the GPU at the widget's size,
         newest first, through Jupyter's own connection, so it works wherever
         the notebook does. ``mode="raw"``: exact pixels. A viewer that is the
-        last expression of a cell shows one. Frames come from the next one
-        shown on; keys and the pointer reach ``keys()`` and ``pointer()``.
+        last expression of a cell shows one. It shows the last frame shown
+        (its array as it is now, unless frames are written to ``out``), then
+        each one shown; keys and the pointer reach ``keys()`` and ``pointer()``.
         Closing the viewer leaves the last frame in the cell. ``size``: the
         widget's ``(width, height)`` in CSS pixels (default: the cell's width, 16:9)."""
         from ._widget import ViewerWidget
 
-        return ViewerWidget(self._native, mode=mode, quality=quality, size=size)
+        return ViewerWidget(self, mode=mode, quality=quality, size=size)
+
+    def _still(self, since: int) -> None:
+        """Shows the last array again when nothing was shown after the ``since``-th
+        frame (a widget's canvas is new); never waits: a ``show`` in progress brings a frame."""
+        if self._writes or self._last is None or not self._showing.acquire(blocking=False):
+            return
+        try:
+            if self._shown == since and not self.closed:
+                x, channels_first, stream = self._last
+                self._show(x, channels_first, False, stream)
+        except Exception:  # noqa: BLE001 - only a courtesy: the next show reports what is wrong
+            pass
+        finally:
+            self._showing.release()
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         if self.closed:
@@ -157,6 +179,13 @@ class Viewer:
         """
         if stream is None:
             stream = _current_stream(x)
+        with self._showing:
+            self._show(x, channels_first, block, stream)
+            # Kept for a widget (a reference: the array's memory lives until the next show).
+            self._last = (x, channels_first, stream)
+            self._shown += 1
+
+    def _show(self, x: Any, channels_first: bool, block: Optional[bool], stream: Optional[int]) -> None:
         try:
             self._native.show(x, channels_first=channels_first, block=block, stream=stream)
         except BufferError:
@@ -194,7 +223,10 @@ class Viewer:
         except BaseException:
             f.discard()  # its memory goes back now, after the writes already enqueued
             raise
-        self._native.end_frame(f, block=block)
+        with self._showing:
+            self._native.end_frame(f, block=block)
+            self._last = None  # the frame's memory is the viewer's: nothing to show again
+            self._shown += 1
 
     def flush(self) -> None:
         """Waits until every frame shown so far is consumed and written."""
@@ -207,6 +239,7 @@ class Viewer:
     def close(self) -> None:
         """Writes what was shown, then lets the device go. Calling it again does nothing."""
         self._native.close()
+        self._last = None
         _open.discard(self)
 
     @property

@@ -3,7 +3,8 @@ through Jupyter's own connection. The kernel side joins the viewer's hub
 (``Viewer._native.watch()``), as a page of the browser view would, and a
 thread pumps each frame drawn for it to the page as one comm message with
 one buffer; the page's messages (its canvas size, acknowledgements, keys,
-pointer) come back through the same comm."""
+pointer) come back through the same comm. A new canvas size while nothing
+newer is shown has the viewer show its last array again."""
 
 from __future__ import annotations
 
@@ -31,10 +32,13 @@ class ViewerWidget(anywidget.AnyWidget):
     size = traitlets.List(traitlets.Int(), default_value=[]).tag(sync=True)
 
     def __init__(
-        self, native: Any, *, mode: str = "jpeg", quality: int = 80, size: Optional[tuple] = None, **kwargs: Any
+        self, viewer: Any, *, mode: str = "jpeg", quality: int = 80, size: Optional[tuple] = None, **kwargs: Any
     ) -> None:
         super().__init__(mode=mode, quality=quality, size=list(size or ()), **kwargs)
-        self._client = native.watch()
+        self._viewer = viewer
+        # The viewer's count of frames shown when this widget last got one (or joined).
+        self._shown_at = viewer._shown
+        self._client = viewer._native.watch()
         self._stop = threading.Event()
         self.on_msg(self._on_page)
         self._pump = threading.Thread(target=self._run, name="vkcuda widget", daemon=True)
@@ -48,12 +52,16 @@ class ViewerWidget(anywidget.AnyWidget):
             return
         if reply is not None:
             self.send(json.loads(reply))
+        if content.get("t") == "canvas":
+            # A new canvas size: the last frame again if no newer one is coming.
+            self._viewer._still(self._shown_at)
 
     def _run(self) -> None:
         status_at = 0.0
         while not self._stop.is_set():
             frame = self._client.next(0.25)
             if frame is not None:
+                self._shown_at = self._viewer._shown
                 self.send({"t": "frame"}, buffers=[frame])
             elif self._client.closed:
                 break

@@ -25,7 +25,14 @@ function render({ model, el }) {
   const fit = (w, h) => {
     w = Math.max(1, Math.round(w)); h = Math.max(1, Math.round(h));
     if (w === state.size[0] && h === state.size[1]) return;
+    // Resizing clears the canvas: the last picture stays, scaled, until a frame of the new size.
+    let keep = null;
+    if (state.frames) {
+      keep = document.createElement("canvas"); keep.width = canvas.width; keep.height = canvas.height;
+      keep.getContext("2d").drawImage(canvas, 0, 0);
+    }
     state.size = [w, h]; canvas.width = w; canvas.height = h;
+    if (keep) ctx.drawImage(keep, 0, 0, w, h);
     send({ t: "canvas", w, h });
   };
   const resized = new ResizeObserver((entries) => {
@@ -65,7 +72,12 @@ function render({ model, el }) {
   model.on("msg:custom", onMessage);
 
   const KEYS = new Set([" ", "ArrowLeft", "ArrowRight", "+", "=", "-", "e", "E", "d", "D", "r", "R", "s", "S"]);
-  canvas.addEventListener("keydown", (e) => { if (KEYS.has(e.key)) { send({ t: "key", key: e.key }); e.preventDefault(); e.stopPropagation(); } });
+  // On the window, capturing: it runs before the notebook's shortcuts (Notebook 7 matches
+  // them capturing on the document), so the viewer's keys reach it and no others are taken.
+  const onKey = (e) => {
+    if (e.target === canvas && KEYS.has(e.key)) { send({ t: "key", key: e.key }); e.preventDefault(); e.stopPropagation(); }
+  };
+  window.addEventListener("keydown", onKey, true);
   let pending = null;
   const pointer = (e, out) => {
     const r = canvas.getBoundingClientRect();
@@ -75,6 +87,6 @@ function render({ model, el }) {
   };
   for (const type of ["pointermove", "pointerdown", "pointerup"]) canvas.addEventListener(type, (e) => pointer(e, false));
   canvas.addEventListener("pointerleave", (e) => pointer(e, true));
-  return () => { resized.disconnect(); model.off("msg:custom", onMessage); };
+  return () => { resized.disconnect(); model.off("msg:custom", onMessage); window.removeEventListener("keydown", onKey, true); };
 }
 export default { render };

@@ -453,6 +453,11 @@ impl FrameLoop {
         Ok(out)
     }
 
+    /// Whether a submitted frame is not yet retired.
+    pub fn unretired(&self) -> bool {
+        self.slots.iter().any(|s| s.frame.is_some())
+    }
+
     /// The submitted frames not yet retired, oldest first, with their slots.
     fn submitted(&self) -> Vec<(u64, usize)> {
         let mut order: Vec<(u64, usize)> =

@@ -326,6 +326,17 @@ impl Session {
         Ok(done)
     }
 
+    /// Retires the submitted frames the GPU has finished, never waiting; see
+    /// [`FrameLoop::retire_finished`].
+    pub fn retire_finished(&mut self, consumer: &mut dyn Consume) -> Result<Vec<Completed>> {
+        self.frames.retire_finished(&mut Showing { consumer, control: &self.control })
+    }
+
+    /// Whether a submitted frame is not yet retired.
+    pub fn unretired(&self) -> bool {
+        self.frames.unretired()
+    }
+
     /// Waits for every submitted frame; see [`FrameLoop::drain`].
     pub fn drain(&mut self, consumer: &mut dyn Consume) -> Result<Vec<Completed>> {
         let control = self.control.clone();

@@ -137,10 +137,15 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
         if ended {
             break;
         }
-        // A frame taken but not yet made is moments away; otherwise wait for a change.
-        let within = match !told && seen.taken > session.produced() {
-            true => Duration::from_micros(200),
-            false => Duration::from_millis(100),
+        // A frame the GPU has finished goes to the watchers now, not when its slot comes
+        // round again: a caller that shows a frame now and then must not see the one before.
+        session.retire_finished(offscreen)?;
+        // A frame taken but not yet made is moments away, one in flight soon finished;
+        // otherwise wait for a change.
+        let within = match (!told && seen.taken > session.produced(), session.unretired()) {
+            (true, _) => Duration::from_micros(200),
+            (false, true) => Duration::from_millis(1),
+            (false, false) => Duration::from_millis(100),
         };
         mailbox.wait_change(seen, within);
     }
