@@ -182,7 +182,7 @@ impl Viewer {
                 }
                 None => None,
             };
-            let watchers = view.as_ref().map(|v| v.hub.clone() as Arc<dyn Watchers>);
+            let watchers = view.as_ref().map(|v| v.shared.hub.clone() as Arc<dyn Watchers>);
             let output = Output { dir: out, workers: workers.max(1), watchers };
             let state = match window {
                 None => {
@@ -357,7 +357,7 @@ impl Viewer {
                 let finished = state.finish_run();
                 state.close();
                 if let Some(mut view) = lock(&self.view).take() {
-                    view.stop();
+                    view.shared.stop();
                 }
                 finished
             });
@@ -368,7 +368,7 @@ impl Viewer {
     /// The browser view's URL (`serve=`), else `None`.
     #[getter]
     fn url(&self) -> Option<String> {
-        lock(&self.view).as_ref().and_then(|v| v.url()).map(str::to_string)
+        lock(&self.view).as_ref().and_then(|v| v.shared.url()).map(str::to_string)
     }
 
     /// The frame pixel under the browser's pointer and the buttons held,
@@ -396,7 +396,7 @@ impl Viewer {
             let mut view = lock(&self.view);
             if view.is_none() {
                 let made = serve::View::new(2);
-                state.output.watchers = Some(made.hub.clone() as Arc<dyn Watchers>);
+                state.output.watchers = Some(made.shared.hub.clone() as Arc<dyn Watchers>);
                 let state: &mut State = &mut state;
                 py.detach(|| state.finish_run()).map_err(runtime)?;
                 *view = Some(made);

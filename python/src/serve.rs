@@ -17,7 +17,7 @@ use serde_json::json;
 
 use vkcuda_run::base::scene::frame_pixel;
 use vkcuda_serve::protocol::{self, Then};
-use vkcuda_serve::{Address, Bound, Controls, Hub, Server};
+use vkcuda_serve::{Address, Bound, Controls, Hub};
 
 /// Keys kept for [`PageInput::keys`], at most (the oldest go first).
 const KEPT_KEYS: usize = 64;
@@ -74,12 +74,11 @@ impl Controls for PageInput {
     }
 }
 
-/// A viewer's watchers: the hub its runs draw for, what the pages sent, and
-/// (`serve=`) the server; the notebook widget joins the hub directly.
+/// A viewer's watchers: the view its runs draw for (served with `serve=`;
+/// the notebook widget joins its hub directly), and what the pages sent.
 pub struct View {
-    pub hub: Arc<Hub>,
+    pub shared: vkcuda_serve::View,
     pub input: Arc<PageInput>,
-    server: Option<Server>,
 }
 
 /// Binds `serve` (`PORT` or `ADDR:PORT`): a malformed value is a `ValueError`,
@@ -92,26 +91,12 @@ pub fn bind(serve: &str) -> PyResult<Bound> {
 impl View {
     /// A hub with `encoders` encoder threads and no server.
     pub fn new(encoders: usize) -> Self {
-        Self { hub: Hub::new(encoders), input: Arc::new(PageInput::default()), server: None }
+        Self { shared: vkcuda_serve::View::new(encoders), input: Arc::new(PageInput::default()) }
     }
 
-    /// Serves the page on `bound`.
+    /// Serves the page on `bound`; its keys and pointer are kept for the caller.
     pub fn serve(&mut self, bound: Bound) -> anyhow::Result<()> {
-        self.server = Some(Server::start(bound, self.hub.clone(), self.input.clone())?);
-        Ok(())
-    }
-
-    /// The page's URL, when served.
-    pub fn url(&self) -> Option<&str> {
-        self.server.as_ref().map(Server::url)
-    }
-
-    /// Closes the clients (the page's and the widgets') and frees the port.
-    pub fn stop(&mut self) {
-        if let Some(server) = &mut self.server {
-            server.stop();
-        }
-        self.hub.close();
+        self.shared.serve(bound, self.input.clone())
     }
 }
 
@@ -127,8 +112,9 @@ pub struct WatchClient {
 impl WatchClient {
     /// A new client of `view`'s hub; `None` when it has as many as it takes.
     pub fn join(view: &View) -> Option<Self> {
-        let (id, _) = view.hub.join()?;
-        Some(Self { hub: view.hub.clone(), input: view.input.clone(), id })
+        let hub = &view.shared.hub;
+        let (id, _) = hub.join()?;
+        Some(Self { hub: hub.clone(), input: view.input.clone(), id })
     }
 }
 

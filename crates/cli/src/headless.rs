@@ -33,7 +33,7 @@ use vkcuda_run::present::watch::Watch;
 use vkcuda_run::running::dumpdir;
 use vkcuda_run::running::measure::Span;
 use vkcuda_run::running::sink::{PngSink, SinkReport};
-use vkcuda_serve::{Bound, Hub, RunControls, Server};
+use vkcuda_serve::{Bound, RunControls, View};
 
 /// The frame and target sizes as the user gave them, for messages.
 fn size_words(args: &Args, size: Size) -> Message {
@@ -306,8 +306,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
 /// `--serve`: the browser view of a run: its server, the hub its clients
 /// wait in, and (with `--kernel`) the hot reload the page's R key triggers.
 struct Served {
-    server: Server,
-    hub: Arc<Hub>,
+    view: View,
     reload: Option<Arc<KernelReload>>,
 }
 
@@ -320,21 +319,20 @@ impl Served {
         director: &Arc<Director>,
         offscreen: &mut Offscreen,
     ) -> Result<Self> {
-        let hub = Hub::new(spare_cores().clamp(1, MAX_ENCODERS));
-        let watch = Watch::new(gpu.device.clone(), args.format, slots, hub.clone())?;
+        let mut view = View::new(spare_cores().clamp(1, MAX_ENCODERS));
+        let watch = Watch::new(gpu.device.clone(), args.format, slots, view.hub.clone())?;
         offscreen.set_watch(watch);
         let reload = args.kernel_spec().map(|k| KernelReload::start(&k)).transpose()?.map(Arc::new);
         let what = args.kernel.as_ref().map(|k| k.display().to_string());
         let controls = Arc::new(RunControls::new(director.clone(), reload.clone(), what));
-        let server = Server::start(bound, hub.clone(), controls)?;
-        eprintln!("vkcuda: watch it at {}", server.url());
-        Ok(Self { server, hub, reload })
+        view.serve(bound, controls)?;
+        eprintln!("vkcuda: watch it at {}", view.url().unwrap_or_default());
+        Ok(Self { view, reload })
     }
 
     /// Closes the clients, frees the port, stops the encoders.
     fn stop(&mut self) {
-        self.server.stop();
-        self.hub.close();
+        self.view.stop();
     }
 }
 

@@ -17,9 +17,11 @@ pub mod encode;
 pub mod hub;
 pub mod protocol;
 pub mod server;
+pub mod view;
 
 pub use address::{Address, Bound, ServeError};
 pub use controls::RunControls;
 pub use hub::Hub;
 pub use protocol::Controls;
 pub use server::Server;
+pub use view::View;

@@ -22,7 +22,7 @@ use axum::routing::get;
 use axum::Router;
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
-use tokio::sync::{watch, Notify};
+use tokio::sync::{mpsc, watch, Notify};
 
 use crate::address::{Bound, Token};
 use crate::hub::Hub;
@@ -45,6 +45,8 @@ struct App {
     controls: Arc<dyn Controls>,
     token: Option<Token>,
     closing: watch::Receiver<bool>,
+    /// Held by every copy (each client's task has one): the stop waits until all are gone.
+    _alive: mpsc::Sender<()>,
 }
 
 /// A running server; stopping it (or dropping it) closes every client and frees the port.
@@ -65,10 +67,11 @@ impl Server {
             .thread_name("vkcuda server")
             .enable_all()
             .build()?;
-        let app = App { hub, controls, token: bound.token, closing };
+        let (alive, gone) = mpsc::channel(1);
+        let app = App { hub, controls, token: bound.token, closing, _alive: alive };
         let listener = bound.listener;
         let thread = std::thread::Builder::new().name("vkcuda server".into()).spawn(move || {
-            runtime.block_on(serve(listener, app));
+            runtime.block_on(serve(listener, app, gone));
             runtime.shutdown_timeout(STOP_GRACE);
         })?;
         Ok(Server { url, at, stop: Some(stop), thread: Some(thread) })
@@ -101,8 +104,9 @@ impl Drop for Server {
     }
 }
 
-/// Serves until told to stop (then gives the clients [`STOP_GRACE`] to go).
-async fn serve(listener: std::net::TcpListener, app: App) {
+/// Serves until told to stop, then gives the clients [`STOP_GRACE`] to be told and
+/// go (`gone` ends when the last copy of the app, a client's, is dropped).
+async fn serve(listener: std::net::TcpListener, app: App, mut gone: mpsc::Receiver<()>) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => return log::error!("vkcuda: the view cannot listen: {e}"),
@@ -125,6 +129,9 @@ async fn serve(listener: std::net::TcpListener, app: App) {
         served = serving => if let Err(e) = served { log::warn!("vkcuda: the view stopped: {e}") },
         () = grace => {}
     }
+    // Upgraded connections are not the HTTP server's to wait for: a client still sending
+    // its close frame would be cut (a reset) when the runtime shuts down.
+    let _ = tokio::time::timeout(STOP_GRACE, gone.recv()).await;
 }
 
 /// Every request: `GET` (or `HEAD`), a loopback `Host` on loopback, the token where one is needed.
