@@ -111,17 +111,22 @@ def page():
     p.km.shutdown_kernel(now=True)
 
 
-def test_the_widget_streams_exact_frames_through_the_kernels_comm(page):
-    page.execute(SETUP)
-    deadline = time.monotonic() + 60
-    page.widget_message(deadline)  # the comm is open; the page says its canvas
+def exact_frames(page, deadline, count):
+    """Says the page's mode and canvas (raw, WxH), then checks `count` frames against the array."""
     page.send({"t": "mode", "mode": "raw"})
     page.send({"t": "canvas", "w": W, "h": H})
-    for _ in range(5):
+    for _ in range(count):
         kind, size, pixels = page.frame(deadline)
         assert (kind, size) == (0, (W, H))
         got = np.frombuffer(pixels, np.uint8).reshape(H, W, 4)
         assert np.abs(got[..., :3].astype(int) - frame(W, H)[..., :3]).max() <= 1
+
+
+def test_the_widget_streams_exact_frames_through_the_kernels_comm(page):
+    page.execute(SETUP)
+    deadline = time.monotonic() + 60
+    page.widget_message(deadline)  # the comm is open; the page says its canvas
+    exact_frames(page, deadline, 5)
     page.send({"t": "key", "key": "ArrowRight"})
     assert "ArrowRight" in wait_for(page, "print(v.keys())")
     # Another cell runs while frames keep coming.
@@ -135,17 +140,6 @@ def test_the_widget_streams_exact_frames_through_the_kernels_comm(page):
     while page.frame(deadline) is not None:
         pass
     assert page.stdout_of("print(v.stats()['validation_errors'], v.stats()['validation_warnings'])").split() == ["0", "0"]
-
-
-def exact_frames(page, deadline, count):
-    """Says the page's mode and canvas (raw, WxH), then checks `count` frames against the array."""
-    page.send({"t": "mode", "mode": "raw"})
-    page.send({"t": "canvas", "w": W, "h": H})
-    for _ in range(count):
-        kind, size, pixels = page.frame(deadline)
-        assert (kind, size) == (0, (W, H))
-        got = np.frombuffer(pixels, np.uint8).reshape(H, W, 4)
-        assert np.abs(got[..., :3].astype(int) - frame(W, H)[..., :3]).max() <= 1
 
 
 def test_a_widget_opened_after_the_last_frame_shows_it(page):
