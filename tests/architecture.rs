@@ -34,6 +34,7 @@ const FLOORS: &[(&str, u8)] = &[
     ("cli::peers", 6),
     ("cli::peers::handover", 5),
     ("cli::checkdump", 7),
+    ("cli::controls", 7),
     ("cli::headless", 7),
     ("cli::viewer", 7),
     ("cli::bench", 7),

@@ -371,6 +371,22 @@ impl Viewer {
         lock(&self.view).as_ref().and_then(|v| v.shared.url()).map(str::to_string)
     }
 
+    /// The browser view's token (`serve=`; a URL another server forwards carries it), else `None`.
+    #[getter]
+    fn token(&self) -> Option<String> {
+        lock(&self.view).as_ref().and_then(|v| v.shared.token()).map(str::to_string)
+    }
+
+    /// Whether a page or widget waits for a frame that does not come (nothing
+    /// new was shown lately, and it has no frame at its size yet, or not the
+    /// exact one): the last frame wants showing again. Waits at most `timeout`
+    /// seconds, without the GIL; `False` without watchers.
+    fn wait_stale(&self, py: Python<'_>, timeout: f64) -> bool {
+        let Some(hub) = lock(&self.view).as_ref().map(|v| v.shared.hub.clone()) else { return false };
+        let wait = std::time::Duration::from_secs_f64(timeout.clamp(0.0, 60.0));
+        py.detach(|| hub.wait_stale(wait))
+    }
+
     /// The frame pixel under the browser's pointer and the buttons held,
     /// `(x, y, buttons)` for the frames shown now; `None` when the pointer is
     /// not over the frame (or there is no browser view).
@@ -547,6 +563,10 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<export::FrameSlot>()?;
     m.add_class::<serve::WatchClient>()?;
     m.add_function(wrap_pyfunction!(read_frame, m)?)?;
+    m.add_function(wrap_pyfunction!(serve::frame_header, m)?)?;
+    // The page's one client module (the widget embeds it too), and JPEG's default quality.
+    m.add("CLIENT_JS", vkcuda_serve::server::CLIENT_JS)?;
+    m.add("DEFAULT_QUALITY", vkcuda_serve::ladder::DEFAULT_QUALITY)?;
     m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     Ok(())
 }

@@ -16,6 +16,7 @@ use pyo3::types::PyBytes;
 use serde_json::json;
 
 use vkcuda_run::base::scene::frame_pixel;
+use vkcuda_serve::protocol::Header;
 use vkcuda_serve::protocol::{self, Then};
 use vkcuda_serve::{Address, Bound, Controls, Hub};
 
@@ -129,18 +130,23 @@ impl WatchClient {
     }
 
     /// Applies a message from the widget (the page's JSON messages): the
-    /// reply to send back, if any. A malformed one is a `ValueError`.
+    /// reply to send back (JSON), if any. A malformed one is a `ValueError`;
+    /// a goodbye (`{"t": "bye"}`) closes the client.
     fn message(&self, text: &str) -> PyResult<Option<String>> {
         match protocol::apply(&self.hub, &*self.input, self.id, text) {
-            Ok(Then::Reply(reply)) => Ok(Some(reply)),
+            Ok(Then::Reply(reply)) => Ok(Some(reply.text())),
+            Ok(Then::Leave) => {
+                self.hub.leave(self.id);
+                Ok(None)
+            }
             Ok(_) => Ok(None),
             Err(e) => Err(PyValueError::new_err(e)),
         }
     }
 
-    /// The status message for the widget.
+    /// The status message for the widget (JSON).
     fn status(&self) -> String {
-        protocol::status(&self.hub, &*self.input, self.id)
+        protocol::status(&self.hub, &*self.input, self.id).text()
     }
 
     /// Leaves the hub: no more frames are drawn for this client.
@@ -159,4 +165,28 @@ impl Drop for WatchClient {
     fn drop(&mut self) {
         self.hub.leave(self.id);
     }
+}
+
+/// The header of a frame the view sent (a widget's buffer, a page's binary
+/// message) as a dict: kind ("raw", "jpeg", "vp8", "png"), key, quality,
+/// frame, width, height, stamp (µs since the Unix epoch). A `ValueError` if
+/// it is not one.
+#[pyfunction]
+pub fn frame_header(py: Python<'_>, frame: &[u8]) -> PyResult<Py<pyo3::types::PyDict>> {
+    let h = Header::parse(frame).map_err(|e| PyValueError::new_err(e.to_string()))?;
+    let kind = match h.kind {
+        vkcuda_serve::protocol::Kind::Raw => "raw",
+        vkcuda_serve::protocol::Kind::Jpeg => "jpeg",
+        vkcuda_serve::protocol::Kind::Vp8 => "vp8",
+        vkcuda_serve::protocol::Kind::Png => "png",
+    };
+    let d = pyo3::types::PyDict::new(py);
+    d.set_item("kind", kind)?;
+    d.set_item("key", h.key)?;
+    d.set_item("quality", h.quality)?;
+    d.set_item("frame", h.frame)?;
+    d.set_item("width", h.width)?;
+    d.set_item("height", h.height)?;
+    d.set_item("stamp", h.stamp)?;
+    Ok(d.unbind())
 }

@@ -28,15 +28,17 @@ from __future__ import annotations
 
 import atexit
 import contextlib
+import json
 import os
 import sys
 import threading
+import time
 import weakref
 from typing import Any, Optional
 
 from . import _native
 
-__all__ = ["Viewer", "read_frame", "__version__"]
+__all__ = ["Viewer", "Watcher", "read_frame", "frame_header", "__version__"]
 __version__: str = _native.__version__
 
 # Viewers still open at interpreter exit are closed (their frames written) then.
@@ -64,8 +66,11 @@ class Viewer:
         serve: show the frames in a browser (headless): a port (on 127.0.0.1;
             0 for any free one) or ``"addr:port"`` (any address but loopback
             needs the token in ``url``). Each browser gets frames drawn at its
-            canvas size on the GPU, newest first; ``pointer()`` and ``keys()``
-            read what the page sends. From a laptop: ``ssh -L 8080:localhost:8080 server``.
+            canvas size on the GPU, newest first, paced and sized for its link
+            (VP8 or JPEG; exact pixels once the picture stops); ``pointer()``
+            and ``keys()`` read what the page sends. From a laptop:
+            ``ssh -L 8080:localhost:8080 server``; through JupyterHub:
+            ``jupyter_url`` (jupyter-server-proxy).
     """
 
     def __init__(
@@ -104,47 +109,93 @@ class Viewer:
         self._last: Optional[tuple] = None
         self._shown = 0
         self._showing = threading.Lock()
+        self._refresher: Optional[threading.Thread] = None
         _open.add(self)
         if self.url is not None:
-            print(f"vkcuda: watch it at {self.url}", file=sys.stderr)
+            self._keep_watchers_fed()
+            where = f"vkcuda: watch it at {self.url}"
+            if "JUPYTERHUB_SERVICE_PREFIX" in os.environ or "JPY_SESSION_NAME" in os.environ:
+                where += f" (in this Jupyter: its address + {self.jupyter_url})"
+            print(where, file=sys.stderr)
 
     @property
     def url(self) -> Optional[str]:
         """The browser view's address (``serve=``), with its token when one is needed; else ``None``."""
         return self._native.url
 
+    @property
+    def jupyter_url(self) -> Optional[str]:
+        """The browser view through this Jupyter server's proxy (jupyter-server-proxy,
+        ``pip install jupyter-server-proxy``): a path on the notebook's own address,
+        ``{JUPYTERHUB_SERVICE_PREFIX}proxy/PORT/?token=...`` (``/proxy/...`` without
+        JupyterHub). The token lets the page in with the proxy's ``Host`` and ``Origin``."""
+        url, token = self._native.url, self._native.token
+        if url is None or token is None:
+            return None
+        port = url.split("://", 1)[1].split("/", 1)[0].rsplit(":", 1)[1]
+        prefix = os.environ.get("JUPYTERHUB_SERVICE_PREFIX", "/")
+        return f"{prefix.rstrip('/')}/proxy/{port}/?token={token}"
+
     def pointer(self) -> Optional[tuple]:
         """``(x, y, buttons)``: the frame pixel under the browser's pointer and the buttons
         held (bit 0 left, 1 right, 2 middle); ``None`` when it is not over the frame."""
         return self._native.pointer()
 
-    def widget(self, *, mode: str = "jpeg", quality: int = 80, size: Optional[tuple] = None) -> Any:
+    def widget(self, *, mode: str = "auto", quality: Optional[int] = None, size: Optional[tuple] = None) -> Any:
         """A live view of this viewer in a notebook cell (anywidget; JupyterLab,
         Notebook 7, VS Code): frames drawn on the GPU at the widget's size,
         newest first, through Jupyter's own connection, so it works wherever
-        the notebook does. ``mode="raw"``: exact pixels. A viewer that is the
-        last expression of a cell shows one. It shows the last frame shown
-        (its array as it is now, unless frames are written to ``out``), then
-        each one shown; keys and the pointer reach ``keys()`` and ``pointer()``.
-        Closing the viewer leaves the last frame in the cell. ``size``: the
-        widget's ``(width, height)`` in CSS pixels (default: the cell's width, 16:9)."""
+        the notebook does, paced and sized for that connection as the browser
+        view is (``mode="auto"``: VP8 or JPEG, exact pixels once the picture
+        stops; ``"jpeg"`` at ``quality``, ``"video"``, ``"png"`` or ``"raw"``:
+        pinned). A viewer that is the last expression of a cell shows one. It
+        shows the last frame shown (its array as it is now, unless frames are
+        written to ``out``), then each one shown; keys and the pointer reach
+        ``keys()`` and ``pointer()``. Closing the viewer leaves the last frame
+        in the cell. ``size``: the widget's ``(width, height)`` in CSS pixels
+        (default: the cell's width, 16:9)."""
         from ._widget import ViewerWidget
 
         return ViewerWidget(self, mode=mode, quality=quality, size=size)
 
-    def _still(self, since: int) -> None:
+    def watch(self) -> "Watcher":
+        """A new watcher of this viewer's frames, as a notebook widget is one: it
+        speaks the browser view's protocol (``message``), and each frame drawn for
+        it comes from ``next`` (the view's frame header, then the image;
+        ``frame_header`` reads the header). While a watcher waits for a frame that
+        does not come (nothing new shown), the last array is shown again."""
+        watcher = Watcher(self._native.watch())
+        self._keep_watchers_fed()
+        return watcher
+
+    def _keep_watchers_fed(self) -> None:
+        """Starts, once, the thread that shows the last array again for a watcher
+        that waits for a frame that does not come (a new page, or the exact frame
+        of a picture that stopped)."""
+        if self._refresher is None:
+            self._refresher = threading.Thread(target=self._feed_watchers, name="vkcuda watchers", daemon=True)
+            self._refresher.start()
+
+    def _feed_watchers(self) -> None:
+        while not self.closed:
+            if self._native.wait_stale(0.5) and not self._still(self._shown):
+                time.sleep(1.0)  # nothing to show again (no array kept, or frames written): less often
+
+    def _still(self, since: int) -> bool:
         """Shows the last array again when nothing was shown after the ``since``-th
-        frame (a widget's canvas is new); never waits: a ``show`` in progress brings a frame."""
+        frame; never waits: a ``show`` in progress brings a frame. Whether it did."""
         if self._writes or self._last is None or not self._showing.acquire(blocking=False):
-            return
+            return False
         try:
             if self._shown == since and not self.closed:
                 x, channels_first, stream = self._last
                 self._show(x, channels_first, False, stream)
+                return True
         except Exception:  # noqa: BLE001 - only a courtesy: the next show reports what is wrong
             pass
         finally:
             self._showing.release()
+        return False
 
     def _repr_mimebundle_(self, include: Any = None, exclude: Any = None) -> dict:
         if self.closed:
@@ -255,6 +306,48 @@ class Viewer:
     def __repr__(self) -> str:
         state = "closed" if self.closed else "open"
         return f"<vkcuda.Viewer {state}>"
+
+
+class Watcher:
+    """A connection to a viewer's frames, as a page or notebook widget has one
+    (``Viewer.watch()``): the page's messages go in (``message``: the JSON
+    messages of the browser view's protocol, crates/serve/src/protocol.rs),
+    frames drawn for it come out (``next``), paced by its acknowledgements."""
+
+    def __init__(self, native: Any) -> None:
+        self._native = native
+
+    def next(self, timeout: float) -> Optional[bytes]:
+        """The next frame (header, then image), waiting at most ``timeout`` seconds;
+        ``None``: none came, or the watcher is closed."""
+        return self._native.next(timeout)
+
+    def message(self, message: dict) -> Optional[dict]:
+        """Applies a message from the page (``{"t": "canvas", "w": 640, "h": 360}``,
+        ``{"t": "ack", "frame": 7}``...): the reply, if any. A malformed one is a
+        ``ValueError``; ``{"t": "bye"}`` closes the watcher."""
+        reply = self._native.message(json.dumps(message))
+        return None if reply is None else json.loads(reply)
+
+    def status(self) -> dict:
+        """The status message a page is sent: the run, this watcher's stream and link."""
+        return json.loads(self._native.status())
+
+    def close(self) -> None:
+        """No more frames are drawn for it."""
+        self._native.close()
+
+    @property
+    def closed(self) -> bool:
+        """Whether it was closed (or the viewer was)."""
+        return self._native.closed
+
+
+def frame_header(frame: bytes) -> dict:
+    """The header of a frame a watcher or page got: ``kind`` ("raw", "jpeg", "vp8",
+    "png"), ``key``, ``quality``, ``frame``, ``width``, ``height`` (the size it was
+    sent at) and ``stamp`` (µs since the Unix epoch, when the frame was taken)."""
+    return _native.frame_header(frame)
 
 
 def _current_stream(x: Any) -> Optional[int]:

@@ -1,10 +1,13 @@
 """The notebook widget (anywidget): a viewer's frames in an output cell,
-through Jupyter's own connection. The kernel side joins the viewer's hub
-(``Viewer._native.watch()``), as a page of the browser view would, and a
-thread pumps each frame drawn for it to the page as one comm message with
-one buffer; the page's messages (its canvas size, acknowledgements, keys,
-pointer) come back through the same comm. A new canvas size while nothing
-newer is shown has the viewer show its last array again."""
+through Jupyter's own connection. The kernel side is a ``Viewer.watch()``
+watcher, as a page of the browser view would be; a thread pumps each frame
+drawn for it to the page as one comm message with one buffer; the page's
+messages (what it decodes, its canvas size, acknowledgements, keys,
+pointer) come back through the same comm. The page's code is the view's
+one client module (``_native.CLIENT_JS``, embedded in the binary) and
+widget.js. Each view of the widget says hello when it opens and goodbye
+when its output goes (a cleared or re-run cell): with no view left, the
+watcher leaves the viewer, and a new view joins it again."""
 
 from __future__ import annotations
 
@@ -17,63 +20,83 @@ from typing import Any, Optional
 import anywidget
 import traitlets
 
+from . import _native
+
 
 class ViewerWidget(anywidget.AnyWidget):
     """A live view of a :class:`vkcuda.Viewer` in a notebook cell."""
 
-    _esm = pathlib.Path(__file__).parent / "widget.js"
+    _esm = _native.CLIENT_JS + "\n" + (pathlib.Path(__file__).parent / "widget.js").read_text()
     _css = """
     .vkcuda-widget canvas { width: 100%; aspect-ratio: 16 / 9; display: block; background: #000; outline: none; }
     .vkcuda-widget .vkcuda-status { font: 12px monospace; color: #888; padding: 2px 0; }
     """
-    mode = traitlets.Unicode("jpeg").tag(sync=True)
-    quality = traitlets.Int(80).tag(sync=True)
+    mode = traitlets.Unicode("auto").tag(sync=True)
+    quality = traitlets.Int(_native.DEFAULT_QUALITY).tag(sync=True)
     # The canvas's size in CSS pixels; empty: the cell's width, 16:9.
     size = traitlets.List(traitlets.Int(), default_value=[]).tag(sync=True)
 
     def __init__(
-        self, viewer: Any, *, mode: str = "jpeg", quality: int = 80, size: Optional[tuple] = None, **kwargs: Any
+        self, viewer: Any, *, mode: str = "auto", quality: Optional[int] = None, size: Optional[tuple] = None,
+        **kwargs: Any,
     ) -> None:
-        super().__init__(mode=mode, quality=quality, size=list(size or ()), **kwargs)
-        self._viewer = viewer
-        # The viewer's count of frames shown when this widget last got one (or joined).
-        self._shown_at = viewer._shown
-        self._client = viewer._native.watch()
+        # What close() and __del__ need, first: a watch() that raises leaves a widget that closes.
         self._stop = threading.Event()
+        self._lock = threading.Lock()
+        self._viewer = viewer
+        self._views = 0
+        self._watcher: Any = None
+        self._pump: Optional[threading.Thread] = None
+        quality = _native.DEFAULT_QUALITY if quality is None else quality
+        super().__init__(mode=mode, quality=quality, size=list(size or ()), **kwargs)
+        self._join()
         self.on_msg(self._on_page)
-        self._pump = threading.Thread(target=self._run, name="vkcuda widget", daemon=True)
+
+    def _join(self) -> None:
+        """Joins the viewer (again) and starts pumping its frames."""
+        self._watcher = self._viewer.watch()
+        self._pump = threading.Thread(target=self._run, args=(self._watcher,), name="vkcuda widget", daemon=True)
         self._pump.start()
 
     def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        try:
-            reply = self._client.message(json.dumps(content))
-        except ValueError:
-            self._client.close()
-            return
+        with self._lock:
+            kind = content.get("t") if isinstance(content, dict) else None
+            if kind == "hello":
+                self._views += 1
+                if self._watcher.closed and not self._stop.is_set() and not self._viewer.closed:
+                    self._join()
+            if kind == "bye":
+                # Another view of this widget may still show it.
+                self._views -= 1
+                if self._views > 0:
+                    return
+            try:
+                reply = self._watcher.message(content)
+            except ValueError:
+                self._watcher.close()
+                return
         if reply is not None:
-            self.send(json.loads(reply))
-        if content.get("t") == "canvas":
-            # A new canvas size: the last frame again if no newer one is coming.
-            self._viewer._still(self._shown_at)
+            self.send(reply)
 
-    def _run(self) -> None:
+    def _run(self, watcher: Any) -> None:
         status_at = 0.0
         while not self._stop.is_set():
-            frame = self._client.next(0.25)
+            frame = watcher.next(0.25)
             if frame is not None:
-                self._shown_at = self._viewer._shown
                 self.send({"t": "frame"}, buffers=[frame])
-            elif self._client.closed:
+            elif watcher.closed:
                 break
             if time.monotonic() - status_at > 0.5:
                 status_at = time.monotonic()
-                self.send(json.loads(self._client.status()))
-        self.send({"t": "closed"})
+                self.send(watcher.status())
+        if self._viewer.closed or self._stop.is_set():
+            self.send({"t": "closed", "reason": "the viewer closed"})
 
     def close(self) -> None:
         """Stops the frames (the page keeps the last one) and closes the widget."""
         self._stop.set()
-        self._client.close()
-        if self._pump is not threading.current_thread():
+        if self._watcher is not None:
+            self._watcher.close()
+        if self._pump is not None and self._pump is not threading.current_thread():
             self._pump.join(timeout=5)
         super().close()

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 use tungstenite::stream::MaybeTlsStream;
 use tungstenite::{Message, WebSocket};
+use vkcuda_serve::protocol::{Header, HEADER};
 
 type Socket = WebSocket<MaybeTlsStream<TcpStream>>;
 
@@ -212,12 +213,22 @@ pub struct Viewer {
     pub socket: Socket,
 }
 
-/// A frame the stream sent: its header's fields and its payload.
+/// A frame the stream sent: its header and its payload.
 pub struct Frame {
-    pub kind: u8,
-    pub frame: u64,
-    pub size: (u32, u32),
+    pub header: Header,
     pub payload: Vec<u8>,
+}
+
+impl Frame {
+    /// The run's frame.
+    pub fn frame(&self) -> u64 {
+        self.header.frame
+    }
+
+    /// The size it was sent at.
+    pub fn size(&self) -> (u32, u32) {
+        (self.header.width, self.header.height)
+    }
 }
 
 impl Viewer {
@@ -243,20 +254,12 @@ impl Viewer {
     pub fn frame(&mut self) -> Result<Frame, String> {
         loop {
             match self.socket.read().map_err(|e| format!("reading a frame: {e}"))? {
-                Message::Binary(b) if b.len() >= 32 && &b[0..4] == b"VKF1" => {
-                    let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-                    let frame = u64::from_le_bytes(b[8..16].try_into().unwrap_or_default());
-                    let f = Frame {
-                        kind: b[4],
-                        frame,
-                        size: (u32_at(16), u32_at(20)),
-                        payload: b[32..].to_vec(),
-                    };
-                    let ack = json!({ "t": "ack", "frame": frame }).to_string();
+                Message::Binary(b) => {
+                    let header = Header::parse(&b).map_err(|e| e.to_string())?;
+                    let ack = json!({ "t": "ack", "frame": header.frame }).to_string();
                     self.socket.send(Message::text(ack)).map_err(|e| e.to_string())?;
-                    return Ok(f);
+                    return Ok(Frame { header, payload: b[HEADER..].to_vec() });
                 }
-                Message::Binary(_) => return Err("a binary message that is not a frame".into()),
                 Message::Close(c) => return Err(format!("closed: {c:?}")),
                 _ => {}
             }

@@ -14,6 +14,7 @@ use crate::common::browser::{http_status, no_chromium, Browser, Viewer};
 use crate::common::scene::{drawn_reference, frame_pixel, render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
 use crate::common::{bin, ended_by_signal, gated, send_signal, Outcome, Tests};
 use vkcuda::Format;
+use vkcuda_serve::protocol::Kind;
 
 /// A served run, its address and what it printed so far.
 struct Served {
@@ -156,7 +157,7 @@ fn pixels_match_the_reference() -> Outcome {
             b.resize(w, h)?;
             let canvas = (w, h - 24);
             let shown = format!(
-                "{SHOWN} && vkcuda.last.w === {} && vkcuda.last.h === {} && vkcuda.last.kind === 0",
+                "{SHOWN} && vkcuda.last.w === {} && vkcuda.last.h === {} && vkcuda.last.kind === 'raw'",
                 canvas.0, canvas.1
             );
             b.wait_for(&shown, 60)?;
@@ -171,7 +172,7 @@ fn pixels_match_the_reference() -> Outcome {
             }
         }
         b.eval("(() => { const m = document.getElementById('mode'); m.value = 'jpeg'; m.onchange(); return 1; })()")?;
-        b.wait_for(&format!("{SHOWN} && vkcuda.last.kind === 1"), 60)?;
+        b.wait_for(&format!("{SHOWN} && vkcuda.last.kind === 'jpeg'"), 60)?;
         let (pixels, canvas, frame) = b.canvas()?;
         let mean = mean_difference(gradient(size), frame, &pixels, canvas);
         println!("  browser: JPEG frame {frame} at {canvas:?}: mean difference {mean:.2} levels");
@@ -192,9 +193,11 @@ fn keys_and_pointer_reach_the_run() -> Outcome {
         b.eval("document.getElementById('view').focus()")?;
         b.press(" ")?;
         b.wait_for("vkcuda.status.run.paused === true", 30)?;
+        // Paused, the picture stands: it comes once more, exact, and the tick stays.
+        b.wait_for("vkcuda.last.kind === 'png'", 30)?;
         let tick = b.eval("vkcuda.status.run.tick")?.as_u64().unwrap_or(0);
-        let seen = b.eval("vkcuda.frames")?.as_u64().unwrap_or(0);
-        b.wait_for(&format!("vkcuda.frames > {seen} + 10 && vkcuda.status.run.tick"), 60)?;
+        let seen = b.eval("vkcuda.statuses")?.as_u64().unwrap_or(0);
+        b.wait_for(&format!("vkcuda.statuses > {seen} + 3 && vkcuda.status.run.tick"), 60)?;
         let later = b.eval("vkcuda.status.run.tick")?.as_u64().unwrap_or(0);
         if later != tick {
             return Err(format!("paused, yet the tick went from {tick} to {later}"));
@@ -457,16 +460,17 @@ fn eight_clients_and_one_leaving_mid_frame() -> Outcome {
         for round in 0..6 {
             for (c, &size) in clients.iter_mut().zip(&sizes) {
                 let f = c.frame()?;
-                let want = if f.kind == 0 { (size.0 * size.1 * 4) as usize } else { f.payload.len() };
-                if f.size != size
+                let want =
+                    if f.header.kind == Kind::Raw { (size.0 * size.1 * 4) as usize } else { f.payload.len() };
+                if f.size() != size
                     || f.payload.len() != want
                     || f.payload.is_empty()
-                    || f.frame < 1 + round as u64 && round > 3
+                    || f.frame() < 1 + round as u64 && round > 3
                 {
                     return Err(format!(
                         "round {round}: a {:?} client got {:?} with {} bytes",
                         size,
-                        f.size,
+                        f.size(),
                         f.payload.len()
                     ));
                 }
@@ -603,9 +607,9 @@ fn raw_frames_match_the_reference(producer: &str) -> Outcome {
             let mut c = Viewer::connect(s.port, None, canvas, "raw")?;
             for _ in 0..3 {
                 let f = c.frame()?;
-                let diff = compare(gradient((320, 180)), f.frame, &f.payload, canvas)?;
-                if f.size != canvas || !diff.within_tolerance() {
-                    return Err(format!("{canvas:?}: a {:?} frame {}: {diff:?}", f.size, f.frame));
+                let diff = compare(gradient((320, 180)), f.frame(), &f.payload, canvas)?;
+                if f.size() != canvas || !diff.within_tolerance() {
+                    return Err(format!("{canvas:?}: a {:?} frame {}: {diff:?}", f.size(), f.frame()));
                 }
             }
             println!("  raw: {producer} frames drawn at {}x{} equal the reference", canvas.0, canvas.1);
@@ -639,7 +643,10 @@ extern "C" __global__ void render(vk_frame f) {
         for _ in 0..600 {
             let f = c.frame()?;
             if at(&f, 100, 50) == 255 && at(&f, 10, 10) == 0 && at(&f, 110, 50) == 0 {
-                println!("  pointer: the kernel drew the dot at frame pixel (100, 50) in frame {}", f.frame);
+                println!(
+                    "  pointer: the kernel drew the dot at frame pixel (100, 50) in frame {}",
+                    f.frame()
+                );
                 return Ok(());
             }
         }
@@ -669,10 +676,10 @@ fn formats_are_drawn_as_the_window_draws_them() -> Outcome {
                 let f = c.frame()?;
                 let scene = gradient((200, 120));
                 let mut frame = vec![0u8; (200 * 120) as usize * fmt.bytes_per_pixel() as usize];
-                render_cpu_as(&scene, &FrameArgs::new(&scene, f.frame as u32), fmt, &mut frame, 2);
+                render_cpu_as(&scene, &FrameArgs::new(&scene, f.frame() as u32), fmt, &mut frame, 2);
                 let diff = Diff::drawn(&f.payload, &drawn_reference(&frame, fmt, (200, 120), canvas));
-                if f.size != canvas || !diff.within_tolerance() {
-                    return Err(format!("{format} {layout}: frame {}: {diff:?}", f.frame));
+                if f.size() != canvas || !diff.within_tolerance() {
+                    return Err(format!("{format} {layout}: frame {}: {diff:?}", f.frame()));
                 }
             }
             println!("  formats: {format} {layout} drawn at 251x163 equals the reference");

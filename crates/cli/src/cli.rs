@@ -491,6 +491,11 @@ impl Args {
                 "--consume draw runs the draw pass on a graphics queue: drop --queue",
             ));
         }
+        if self.serve.is_some() && self.queue == Some(QueueKind::Transfer) {
+            return Err(UsageError::new(
+                "--serve draws each frame for its browsers with a compute shader: --queue compute or graphics",
+            ));
+        }
         Ok(())
     }
 
@@ -674,9 +679,15 @@ impl Args {
 
     /// The consumer's queue family.
     pub fn queue_kind(&self) -> QueueKind {
-        // A served run draws each frame for its browsers.
-        let drawing = !self.offscreen() || self.consume == ConsumeKind::Draw || self.serve.is_some();
-        self.queue.unwrap_or(if drawing { QueueKind::Graphics } else { QueueKind::Transfer })
+        // A window and `--consume draw` draw with a graphics pipeline; a served run's
+        // watchers are drawn by a compute pass, which needs no graphics queue.
+        let drawing = !self.offscreen() || self.consume == ConsumeKind::Draw;
+        let default = match (drawing, self.serve.is_some()) {
+            (true, _) => QueueKind::Graphics,
+            (false, true) => QueueKind::Compute,
+            (false, false) => QueueKind::Transfer,
+        };
+        self.queue.unwrap_or(default)
     }
 
     /// The size of the headless consumer's target: `--target-size` when drawing, else the frame's.
@@ -787,6 +798,12 @@ mod tests {
         assert_eq!(a.size, SizeArg::Fixed(Size { width: 1920, height: 1080 }));
         assert_eq!(a.frame_count(), 600);
         assert_eq!((a.buffers, a.sync, a.dump_every), (2, SyncScheme::Split, 1));
+        assert_eq!(a.queue_kind(), QueueKind::Transfer);
+        assert_eq!(
+            parse(&["--serve", "0"]).unwrap().queue_kind(),
+            QueueKind::Compute,
+            "a compute pass draws"
+        );
     }
 
     #[test]
@@ -801,6 +818,7 @@ mod tests {
             &["--frames", "0"],
             &["--frames", "-3"],
             &["--scene", "teapot"],
+            &["--serve", "0", "--queue", "transfer"],
             &["--producer", "gpu"],
             &["--sync", "both"],
             &["--cost", "0"],

@@ -9,6 +9,7 @@ use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::Args;
+use crate::controls::RunControls;
 use crate::peers;
 use crate::words::Flags;
 use vkcuda::vk::device::Queue;
@@ -28,12 +29,12 @@ use vkcuda_run::drive::{
 };
 use vkcuda_run::frames::gpu::{self, Gpu, MemoryNeed};
 use vkcuda_run::present::offscreen::Offscreen;
-use vkcuda_run::present::readback::{Readback, Shot};
+use vkcuda_run::present::readback::{Pixels, Readback, Shot};
 use vkcuda_run::present::watch::Watch;
 use vkcuda_run::running::dumpdir;
 use vkcuda_run::running::measure::Span;
 use vkcuda_run::running::sink::{PngSink, SinkReport};
-use vkcuda_serve::{Bound, RunControls, View};
+use vkcuda_serve::{Bound, View};
 
 /// The frame and target sizes as the user gave them, for messages.
 fn size_words(args: &Args, size: Size) -> Message {
@@ -249,8 +250,8 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         dumping.then(|| PngSink::new(&args.out, workers, args.reference(), Inject(args.inject.clone())));
     let readback = match &sink {
         Some(sink) => {
-            let drawn = args.consume == ConsumeKind::Draw;
-            let shot = Shot { extent, format: args.format, drawn, first: director.first() };
+            let pixels = if args.consume == ConsumeKind::Draw { Pixels::Rgba8 } else { Pixels::Rendered };
+            let shot = Shot { extent, format: args.format, pixels, first: director.first() };
             let made = Readback::new(device.clone(), shot, slots, sink.recipient(Some(director.clone()))?);
             Some(made.map_err(|e| gpu::out_of_memory(e, &size_words(args, size)))?)
         }

@@ -6,6 +6,7 @@ use std::process::ExitCode;
 mod bench;
 mod checkdump;
 mod cli;
+mod controls;
 mod headless;
 mod peers;
 mod viewer;

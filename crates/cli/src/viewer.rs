@@ -45,7 +45,7 @@ use vkcuda_run::frames::consumer::Completed;
 use vkcuda_run::frames::display;
 use vkcuda_run::frames::gpu::{self, Gpu};
 use vkcuda_run::present::open::{event_loop, PresentSpec};
-use vkcuda_run::present::readback::{Readback, Shot};
+use vkcuda_run::present::readback::{Pixels, Readback, Shot};
 use vkcuda_run::running::measure::Consumed;
 use vkcuda_run::running::producer::Report;
 use vkcuda_run::running::screen::Screen;
@@ -457,7 +457,12 @@ impl Viewer {
             }
             let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
             let extent = vk::Extent2D { width: run.size().width, height: run.size().height };
-            let shot = Shot { extent, format: self.args.format, drawn: false, first: self.director.first() };
+            let shot = Shot {
+                extent,
+                format: self.args.format,
+                pixels: Pixels::Rendered,
+                first: self.director.first(),
+            };
             let sink = png_sink(&self.args.out, self.args.reference());
             let slots = run.slots();
             let recipient = sink.recipient(Some(self.director.clone()))?;

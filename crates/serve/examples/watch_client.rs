@@ -33,7 +33,7 @@ fn cpu(pid: Option<&str>) -> f64 {
 
 /// A frame's header: its number, stamp (µs), width and height.
 fn header(b: &[u8]) -> Result<(u64, u64, u32, u32), String> {
-    if b.len() < 32 || &b[0..4] != b"VKF1" {
+    if b.len() < 32 || &b[0..4] != b"VKF2" {
         return Err("not a frame".into());
     }
     let u64_at = |i: usize| b[i..i + 8].try_into().map(u64::from_le_bytes).map_err(|_| "header");

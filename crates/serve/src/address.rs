@@ -1,6 +1,8 @@
 //! Where the view listens: `PORT` (on 127.0.0.1) or `ADDR:PORT`, bound
 //! before any GPU work so a port in use is the first error; and the access
-//! token any address but loopback requires.
+//! token: any address but loopback requires it, and on loopback it lets in a
+//! page that another server forwards (JupyterHub's proxy), whose `Host`
+//! and `Origin` are that server's.
 
 use std::fmt;
 use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpListener};
@@ -73,8 +75,7 @@ impl Address {
         let listener = TcpListener::bind(self.0).map_err(|error| ServeError::Bind { at: self.0, error })?;
         let at = listener.local_addr().map_err(|error| ServeError::Bind { at: self.0, error })?;
         listener.set_nonblocking(true).map_err(|error| ServeError::Bind { at, error })?;
-        let token = self.needs_token().then(Token::random);
-        Ok(Bound { listener, at, token })
+        Ok(Bound { listener, at, token: Token::random(), loopback: !self.needs_token() })
     }
 }
 
@@ -112,7 +113,9 @@ pub struct Bound {
     pub(crate) listener: TcpListener,
     /// The address bound (the port the system chose, for port 0).
     pub at: SocketAddr,
-    pub(crate) token: Option<Token>,
+    pub(crate) token: Token,
+    /// Bound to loopback: a page of this machine (or through an `ssh -L` tunnel) needs no token.
+    pub(crate) loopback: bool,
 }
 
 impl Bound {
@@ -124,10 +127,15 @@ impl Bound {
             IpAddr::V6(ip) => format!("[{ip}]"),
             ip => ip.to_string(),
         };
-        match &self.token {
-            Some(t) => format!("http://{host}:{}/?token={}", self.at.port(), t.as_str()),
-            None => format!("http://{host}:{}/", self.at.port()),
+        match self.loopback {
+            false => format!("http://{host}:{}/?token={}", self.at.port(), self.token.as_str()),
+            true => format!("http://{host}:{}/", self.at.port()),
         }
+    }
+
+    /// The token (a page forwarded by another server carries it: `?token=`).
+    pub fn token(&self) -> &str {
+        self.token.as_str()
     }
 }
 

@@ -1,80 +1,163 @@
-//! A drawn frame on the wire: a 32-byte header, then a JPEG (libjpeg-turbo,
-//! 4:2:0) or the raw RGBA rows (lossless: exact pixels, for inspection and tests).
-//!
-//! Header, little-endian: `b"VKF1"`, kind (0 raw RGBA, 1 JPEG), 3 bytes 0,
-//! the run's frame number (u64), width and height (u32 each), and when the
-//! consumer took the frame, in µs since the Unix epoch (u64).
+//! A drawn frame encoded for the wire ([`crate::protocol::Header`], then
+//! the image): JPEG (libjpeg-turbo) straight from the I420 planes the GPU
+//! drew, VP8 from the same planes, PNG (lossless) or raw RGBA rows from an
+//! RGBA8 drawing. A client's [`Stream`] keeps what encoding it needs between
+//! frames: VP8's reference frames, the JPEG compressor.
 
-use anyhow::{ensure, Result};
+use anyhow::{bail, ensure, Result};
 use bytes::Bytes;
-use turbojpeg::{PixelFormat, Subsamp};
+use turbojpeg::{Compressor, PixelFormat, Subsamp, YuvPlanesImage};
 
-use vkcuda_run::present::readback::ReadFrame;
+use crate::ladder::Codec;
+use crate::protocol::{Header, Kind, HEADER};
+use crate::vp8::Vp8;
+use vkcuda_run::present::readback::{Pixels, ReadFrame, I420};
 
-/// The header's length.
-pub const HEADER: usize = 32;
-/// The header's first bytes.
-pub const MAGIC: &[u8; 4] = b"VKF1";
-
-/// How a client's frames are encoded.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Mode {
-    /// JPEG at this quality (1–100).
-    Jpeg {
-        /// 1–100.
-        quality: u8,
-    },
-    /// The RGBA rows as drawn.
-    Raw,
+/// A frame encoded for one client.
+#[derive(Clone, Debug)]
+pub struct Encoded {
+    /// The run's frame.
+    pub frame: u64,
+    /// Header and payload.
+    pub bytes: Bytes,
+    /// How it was encoded.
+    pub codec: Codec,
+    /// Its VP8 quantizer (0–63), when video.
+    pub quantizer: Option<u8>,
+    /// A key frame (VP8), or a frame that needs none (every other codec).
+    pub key: bool,
 }
 
-impl Mode {
-    fn kind(self) -> u8 {
-        match self {
-            Mode::Raw => 0,
-            Mode::Jpeg { .. } => 1,
+/// One client's encoder state.
+#[derive(Default)]
+pub struct Stream {
+    vp8: Option<Vp8>,
+    jpeg: Option<Compressor>,
+    /// The next VP8 frame must be a key frame (the page asked, or none was sent yet).
+    pub key_due: bool,
+    /// VP8 threads.
+    pub threads: u32,
+}
+
+impl Stream {
+    /// A stream whose VP8 encoder uses `threads` threads.
+    pub fn new(threads: u32) -> Self {
+        Self { threads, key_due: true, ..Self::default() }
+    }
+
+    /// Encodes `frame` (drawn as the codec takes it: I420 for JPEG and VP8, RGBA8 for
+    /// PNG and raw) as `codec`, stamped `stamp` (µs since the Unix epoch).
+    pub fn encode(&mut self, frame: &ReadFrame, codec: Codec, stamp: u64) -> Result<Encoded> {
+        let extent = frame.shot.extent;
+        let (w, h) = (extent.width, extent.height);
+        let pixels = (*frame.pixels).as_ref();
+        ensure!(
+            pixels.len() >= frame.shot.bytes(),
+            "frame {} has {} bytes, not {w}x{h}",
+            frame.frame,
+            pixels.len()
+        );
+        let header = |kind: Kind, key: bool, quality: u8| Header {
+            kind,
+            key,
+            quality,
+            frame: frame.frame,
+            width: w,
+            height: h,
+            stamp,
+        };
+        let (kind, key, quality, quantizer, payload) = match (codec, frame.shot.pixels) {
+            (Codec::Raw, Pixels::Rgba8) => {
+                (Kind::Raw, true, 100, None, pixels[..frame.shot.bytes()].to_vec())
+            }
+            (Codec::Png, Pixels::Rgba8) => (Kind::Png, true, 100, None, png(pixels, (w, h))?),
+            (Codec::Jpeg { quality }, Pixels::I420 { full_range: true }) => {
+                (Kind::Jpeg, true, quality, None, self.jpeg(pixels, (w, h), quality)?)
+            }
+            (Codec::Vp8 { bitrate }, Pixels::I420 { full_range: false }) => {
+                let millis = (stamp / 1000) as i64;
+                let key = self.prepare_vp8(extent, bitrate)?;
+                let vp8 = self.vp8.as_mut().ok_or_else(|| anyhow::anyhow!("no VP8 encoder"))?;
+                let out = vp8.encode(pixels, millis, key)?;
+                (Kind::Vp8, out.key, out.quantizer, Some(out.quantizer), out.data)
+            }
+            (codec, drawn) => {
+                bail!("frame {} was drawn as {drawn:?}, not as {codec:?} takes it", frame.frame)
+            }
+        };
+        let mut out = Vec::with_capacity(HEADER + payload.len());
+        out.extend_from_slice(&header(kind, key, quality).write());
+        out.extend_from_slice(&payload);
+        Ok(Encoded { frame: frame.frame, bytes: Bytes::from(out), codec, quantizer, key })
+    }
+
+    /// Readies the VP8 encoder for `extent` frames at `bitrate` (a new one for a new
+    /// size); whether the next frame must be a key frame.
+    fn prepare_vp8(&mut self, extent: ash::vk::Extent2D, bitrate: u32) -> Result<bool> {
+        if self.vp8.as_ref().is_none_or(|v| v.extent != extent) {
+            self.vp8 = None;
+            self.vp8 = Some(Vp8::new(extent, bitrate, self.threads)?);
+            self.key_due = true;
         }
+        if let Some(vp8) = &mut self.vp8 {
+            vp8.set_bitrate(bitrate)?;
+        }
+        Ok(std::mem::take(&mut self.key_due))
+    }
+
+    /// JPEG (4:2:0) of full-range I420 planes.
+    fn jpeg(&mut self, planes: &[u8], (w, h): (u32, u32), quality: u8) -> Result<Vec<u8>> {
+        let compressor = match &mut self.jpeg {
+            Some(c) => c,
+            empty => empty.insert(Compressor::new()?),
+        };
+        compressor.set_quality(i32::from(quality.clamp(1, 100)))?;
+        let l = I420::of(ash::vk::Extent2D { width: w, height: h });
+        let image = YuvPlanesImage {
+            y_plane: &planes[..l.u],
+            u_plane: &planes[l.u..l.v],
+            v_plane: &planes[l.v..l.bytes],
+            width: w as usize,
+            height: h as usize,
+            y_stride: l.y_stride,
+            u_stride: l.c_stride,
+            v_stride: l.c_stride,
+            subsamp: Subsamp::Sub2x2,
+        };
+        Ok(compressor.compress_yuv_planes_to_vec(&image)?)
     }
 }
 
-/// The header of frame `frame` of `width`×`height`, taken at `stamp` (µs).
-pub fn header(mode: Mode, frame: u64, (width, height): (u32, u32), stamp: u64) -> [u8; HEADER] {
-    let mut h = [0u8; HEADER];
-    h[0..4].copy_from_slice(MAGIC);
-    h[4] = mode.kind();
-    h[8..16].copy_from_slice(&frame.to_le_bytes());
-    h[16..20].copy_from_slice(&width.to_le_bytes());
-    h[20..24].copy_from_slice(&height.to_le_bytes());
-    h[24..32].copy_from_slice(&stamp.to_le_bytes());
+/// PNG of RGBA8 rows: fast deflate (the frame must go out while it is current).
+pub fn png(rgba: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>> {
+    let mut out = Vec::with_capacity(rgba.len() / 2);
+    let mut encoder = png::Encoder::new(&mut out, w, h);
+    encoder.set_color(png::ColorType::Rgba);
+    encoder.set_depth(png::BitDepth::Eight);
+    encoder.set_compression(png::Compression::Fast);
+    let mut writer = encoder.write_header()?;
+    writer.write_image_data(&rgba[..(w * h * 4) as usize])?;
+    writer.finish()?;
+    Ok(out)
+}
+
+/// JPEG of RGBA8 rows (the tests' and the examples' frames).
+pub fn jpeg_of_rgba(rgba: &[u8], (w, h): (u32, u32), quality: u8) -> Result<Vec<u8>> {
+    let (width, height) = (w as usize, h as usize);
+    let image = turbojpeg::Image { pixels: rgba, width, pitch: width * 4, height, format: PixelFormat::RGBA };
+    Ok(turbojpeg::compress(image, i32::from(quality.clamp(1, 100)), Subsamp::Sub2x2)?.to_vec())
+}
+
+/// A fast 64-bit digest of a frame's bytes: whether the picture changed.
+pub fn digest(bytes: &[u8]) -> u64 {
+    let mut h: u64 = 0x9e37_79b9_7f4a_7c15 ^ bytes.len() as u64;
+    let mut words = bytes.chunks_exact(8);
+    for w in &mut words {
+        let v = u64::from_le_bytes(w.try_into().unwrap_or([0; 8]));
+        h = (h ^ v).wrapping_mul(0xff51_afd7_ed55_8ccd).rotate_left(29);
+    }
+    for &b in words.remainder() {
+        h = (h ^ u64::from(b)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
+    }
     h
-}
-
-/// `frame` (drawn: RGBA8 rows) with its header, in `mode`.
-pub fn encode(frame: &ReadFrame, mode: Mode, stamp: u64) -> Result<Bytes> {
-    let (w, h) = (frame.shot.extent.width, frame.shot.extent.height);
-    let pixels = (*frame.pixels).as_ref();
-    ensure!(
-        pixels.len() == w as usize * h as usize * 4,
-        "frame {} has {} bytes, not {w}x{h} RGBA",
-        frame.frame,
-        pixels.len()
-    );
-    rgba(pixels, (w, h), mode, header(mode, frame.frame, (w, h), stamp))
-}
-
-/// `pixels` (`width`×`height` RGBA8) after `header`, in `mode`.
-pub fn rgba(pixels: &[u8], (width, height): (u32, u32), mode: Mode, header: [u8; HEADER]) -> Result<Bytes> {
-    let mut out = Vec::with_capacity(HEADER + pixels.len() / if mode == Mode::Raw { 1 } else { 8 });
-    out.extend_from_slice(&header);
-    match mode {
-        Mode::Raw => out.extend_from_slice(pixels),
-        Mode::Jpeg { quality } => {
-            let (width, height) = (width as usize, height as usize);
-            let image =
-                turbojpeg::Image { pixels, width, pitch: width * 4, height, format: PixelFormat::RGBA };
-            let jpeg = turbojpeg::compress(image, i32::from(quality.clamp(1, 100)), Subsamp::Sub2x2)?;
-            out.extend_from_slice(&jpeg);
-        }
-    }
-    Ok(Bytes::from(out))
 }

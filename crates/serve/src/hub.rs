@@ -1,13 +1,16 @@
-//! The clients of a browser view and what each wants: the [`Watchers`] the
-//! run's consumer asks which canvas sizes to draw, and the place each
-//! client's newest encoded frame waits for its socket.
+//! The clients of a browser view (pages and notebook widgets) and what each
+//! wants: the [`Watchers`] the run's consumer asks what to draw, the place
+//! each client's newest encoded frame waits for its link, and the encoder
+//! threads between them.
 //!
-//! Newest wins, per client: a client wants a frame while it has fewer than
-//! [`MAX_UNACKED`] frames sent and not acknowledged, none waiting and none
-//! being drawn or encoded. Its frame is drawn from the newest frame the run
-//! has then; the frames the run made meanwhile are skipped for that client
-//! alone. A client that stops reading stops wanting: the run never waits for it,
-//! and it holds at most one encoded frame.
+//! Each client's frames are paced by its own link ([`crate::link`]: a frame
+//! is drawn for it only when the link has room for it) and shaped by its own
+//! [`Ladder`] (codec, size, quality, rate). Newest wins: a frame is drawn
+//! from the newest frame the run has then; the frames the run made
+//! meanwhile are skipped for that client alone. A picture that stops
+//! changing is sent once more, exact, and then nothing until it changes. A
+//! client that stops reading stops wanting: the run never waits for it, and
+//! it holds at most one encoded frame.
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU32, Ordering};
@@ -17,82 +20,26 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use ash::vk;
-use bytes::Bytes;
+use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
-use crate::encode::{encode, Mode};
-use vkcuda_run::present::readback::ReadFrame;
-use vkcuda_run::present::watch::Watchers;
+use crate::encode::{digest, Encoded, Stream};
+use crate::ladder::{Codec, Ladder, LinkState, Mode, Plan};
+use crate::link::Link;
+use vkcuda_run::present::readback::{Pixels, ReadFrame};
+use vkcuda_run::present::watch::{Want, Watchers};
 
-/// Frames sent to a client and not yet acknowledged, at most.
-pub const MAX_UNACKED: u32 = 2;
-/// Frames drawn or encoding for a client at once, at most: encoded side by
-/// side on two workers, a client's frames come twice as fast as one
-/// encoder makes them.
-pub const MAX_PREPARING: u32 = 2;
 /// Clients connected at once, at most.
 pub const MAX_CLIENTS: usize = 32;
+/// A picture unchanged (or no new frame) this long is sent once more, exact.
+pub const STILL_AFTER: Duration = Duration::from_millis(250);
+/// While an exact picture stands, how often a frame is drawn to see whether it changed.
+const STILL_CHECK: Duration = Duration::from_millis(200);
+/// How long a window-limited send counts as the link being the limit lately.
+const LIMITED_LATELY: Duration = Duration::from_secs(2);
 
-/// A frame encoded for the wire: header and image (see [`crate::encode`]).
-#[derive(Clone, Debug)]
-pub struct Encoded {
-    /// The run's frame.
-    pub frame: u64,
-    /// Header and payload.
-    pub bytes: Bytes,
-}
-
-/// One client's state.
-struct Client {
-    /// The canvas size in device pixels; `None` until the page said it.
-    canvas: Option<vk::Extent2D>,
-    mode: Mode,
-    /// Frames sent, not yet acknowledged.
-    unacked: u32,
-    /// Frames being drawn or encoded for it.
-    preparing: u32,
-    /// Its newest encoded frame, waiting for the socket.
-    next: Option<Encoded>,
-    /// The shortest time between two frames drawn for it (the page's display
-    /// rate; `None`: as fast as it acknowledges), and when the last was drawn.
-    interval: Option<Duration>,
-    last_drawn: Option<Instant>,
-    wake: Arc<Notify>,
-    /// Frames sent, and the run's frames it did not get.
-    sent: u64,
-    skipped: u64,
-    last_sent: Option<u64>,
-    bytes: u64,
-}
-
-impl Client {
-    /// Its waiting frame, if it may be sent now (counted as sent).
-    fn take_next(&mut self) -> Option<Encoded> {
-        if self.unacked >= MAX_UNACKED {
-            return None;
-        }
-        let next = self.next.take()?;
-        self.unacked += 1;
-        self.sent += 1;
-        self.bytes += next.bytes.len() as u64;
-        self.skipped += self.last_sent.map_or(0, |l| next.frame.saturating_sub(l + 1));
-        self.last_sent = Some(next.frame);
-        Some(next)
-    }
-
-    fn wants(&self) -> bool {
-        // Room for one more: sent but unacknowledged, waiting, and being made count.
-        let held = self.unacked + self.preparing + u32::from(self.next.is_some());
-        let due = match (self.interval, self.last_drawn) {
-            (Some(interval), Some(last)) => last.elapsed() >= interval,
-            _ => true,
-        };
-        self.canvas.is_some() && self.preparing < MAX_PREPARING && held < MAX_UNACKED + 1 && due
-    }
-}
-
-/// What one client has been sent.
-#[derive(Clone, Copy, Debug, Default, serde::Serialize)]
+/// What one client has been sent, and how its stream is made now (its page shows it).
+#[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct ClientStats {
     /// Frames sent.
     pub sent: u64,
@@ -100,30 +47,173 @@ pub struct ClientStats {
     pub skipped: u64,
     /// Bytes sent.
     pub bytes: u64,
+    /// The codec of the last frame sent: `jpeg`, `vp8`, `png` or `raw`.
+    pub codec: String,
+    /// The size it was sent at.
+    pub size: [u32; 2],
+    /// JPEG's quality, or VP8's quantizer (0–63), of the last frame.
+    pub quality: u8,
+    /// VP8's target, bits a second.
+    pub bitrate: u32,
+    /// The link's capacity as measured, bits a second.
+    pub capacity: Option<f64>,
+    /// The shortest round trip, ms (the page's decode included).
+    pub rtt_ms: Option<f64>,
+    /// The frame rate the stream aims at.
+    pub fps: f64,
+    /// Whether the last frame sent was exact (lossless at the canvas size).
+    pub exact: bool,
 }
 
-/// An encode job: a frame drawn at one size and the clients it goes to.
+/// Whether the picture stands still for a client.
+#[derive(Debug)]
+struct Still {
+    /// What was drawn for the last frame sent (or checked), and its digest.
+    last: Option<(Want, u64)>,
+    /// Since when the picture is unchanged (or no frame came).
+    since: Instant,
+    /// The exact frame of the standing picture was sent.
+    exact_sent: bool,
+}
+
+/// One client's state.
+struct Client {
+    canvas: Option<vk::Extent2D>,
+    ladder: Ladder,
+    link: Link,
+    /// What `wanted` chose for it this frame.
+    decided: Option<(Want, Plan)>,
+    /// Frames being drawn or encoded for it, and as what.
+    preparing: u32,
+    drawing_for: Option<(Want, Plan)>,
+    /// Its newest encoded frame, waiting for the link; `held`: the link made it wait.
+    next: Option<Encoded>,
+    held: bool,
+    last_drawn: Option<Instant>,
+    limited_at: Option<Instant>,
+    still: Still,
+    /// Nothing was sent at this canvas yet.
+    fresh: bool,
+    stream: Arc<Mutex<Stream>>,
+    wake: Arc<Notify>,
+    stats: ClientStats,
+    last_sent: Option<u64>,
+}
+
+impl Client {
+    fn new(wake: Arc<Notify>, threads: u32) -> Self {
+        Self {
+            canvas: None,
+            ladder: Ladder::new(),
+            link: Link::new(),
+            decided: None,
+            preparing: 0,
+            drawing_for: None,
+            next: None,
+            held: false,
+            last_drawn: None,
+            limited_at: None,
+            still: Still { last: None, since: Instant::now(), exact_sent: false },
+            fresh: true,
+            stream: Arc::new(Mutex::new(Stream::new(threads))),
+            wake,
+            stats: ClientStats::default(),
+            last_sent: None,
+        }
+    }
+
+    fn link_state(&self, now: Instant) -> LinkState {
+        let limited_lately = self.limited_at.is_some_and(|at| now.duration_since(at) < LIMITED_LATELY);
+        LinkState { capacity: self.link.capacity(), limited_lately }
+    }
+
+    /// Whether a standing picture's frames are sent once, exact (auto and video modes).
+    fn settles(&self) -> bool {
+        matches!(self.ladder.mode, Mode::Auto | Mode::Video)
+    }
+
+    /// What to draw for it now, if anything: the ladder's plan, or the exact
+    /// picture once it stood still; nothing while a frame is on its way to
+    /// the link, while the link has no room, or before its rate allows.
+    fn want(&mut self, now: Instant) -> Option<(Want, Plan)> {
+        let canvas = self.canvas?;
+        let mut plan = self.ladder.plan(canvas, self.link_state(now), now);
+        let most = if matches!(plan.codec, Codec::Vp8 { .. }) { 1 } else { 2 };
+        if self.preparing >= most || self.next.is_some() {
+            return None;
+        }
+        let quiet = now.duration_since(self.still.since);
+        let mut interval = Duration::from_secs_f64(1.0 / plan.fps.max(1.0));
+        if self.settles() && quiet >= STILL_AFTER {
+            // Exact at the canvas size; once sent, now and then to see whether it changed.
+            plan = Plan { codec: Codec::Png, extent: canvas, fps: plan.fps };
+            if self.still.exact_sent {
+                interval = interval.max(STILL_CHECK);
+            }
+        }
+        if self.last_drawn.is_some_and(|at| now.duration_since(at) < interval) {
+            return None;
+        }
+        let expected = self.stats.bytes.checked_div(self.stats.sent).unwrap_or(0);
+        if !self.link.may_send(expected) {
+            self.link.block();
+            self.limited_at = Some(now);
+            return None;
+        }
+        Some((Want { extent: plan.extent, pixels: pixels_for(plan.codec) }, plan))
+    }
+
+    /// Its waiting frame, if the link has room for it now (counted as sent).
+    fn take_next(&mut self, now: Instant) -> Option<Encoded> {
+        let bytes = self.next.as_ref()?.bytes.len() as u64;
+        if !self.link.may_send(bytes) {
+            self.held = true;
+            self.limited_at = Some(now);
+            return None;
+        }
+        let next = self.next.take()?;
+        self.link.sent(next.frame, bytes, now, std::mem::take(&mut self.held));
+        let s = &mut self.stats;
+        (s.sent, s.bytes) = (s.sent + 1, s.bytes + bytes);
+        s.skipped += self.last_sent.map_or(0, |l| next.frame.saturating_sub(l + 1));
+        self.last_sent = Some(next.frame);
+        Some(next)
+    }
+}
+
+/// How a codec wants its frame drawn.
+fn pixels_for(codec: Codec) -> Pixels {
+    match codec {
+        Codec::Raw | Codec::Png => Pixels::Rgba8,
+        Codec::Jpeg { .. } => Pixels::I420 { full_range: true },
+        Codec::Vp8 { .. } => Pixels::I420 { full_range: false },
+    }
+}
+
+/// An encode job: a frame drawn as one [`Want`], and the clients it goes to with their plans.
 struct Job {
     frame: ReadFrame,
-    to: Vec<(u64, Mode)>,
+    to: Vec<(u64, Plan, Arc<Mutex<Stream>>)>,
 }
 
 #[derive(Default)]
 struct State {
     clients: BTreeMap<u64, Client>,
     joined: u64,
-    /// Encode jobs dropped because every worker was busy.
-    dropped: u64,
+    /// When [`Hub::wait_stale`] last said a frame was wanted again (it says so once per [`STILL_AFTER`]).
+    stale_told: Option<Instant>,
 }
 
 /// The clients, and the encoder workers their frames go through.
 pub struct Hub {
     state: Mutex<State>,
-    /// Signalled when a frame arrives or is acknowledged, and when a client leaves.
+    /// Signalled when a frame is delivered or acknowledged, and when a client leaves.
     arrived: Condvar,
     exposure: AtomicU32,
     jobs: Mutex<Option<SyncSender<Job>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
+    /// VP8 threads per client.
+    video_threads: u32,
 }
 
 impl Hub {
@@ -137,6 +227,7 @@ impl Hub {
             exposure: AtomicU32::new(1.0f32.to_bits()),
             jobs: Mutex::new(Some(send)),
             workers: Mutex::default(),
+            video_threads: (workers as u32 / 2).clamp(1, 8),
         });
         let receive = Arc::new(Mutex::new(receive));
         let handles = (0..workers)
@@ -156,6 +247,11 @@ impl Hub {
         lock(&self.state)
     }
 
+    /// Applies `f` to client `id`, if connected.
+    fn with<R>(&self, id: u64, f: impl FnOnce(&mut Client) -> R) -> Option<R> {
+        self.state().clients.get_mut(&id).map(f)
+    }
+
     /// A new client (no canvas yet), its id and the notification its frames come with;
     /// `None` when [`MAX_CLIENTS`] are connected.
     pub fn join(&self) -> Option<(u64, Arc<Notify>)> {
@@ -165,21 +261,7 @@ impl Hub {
         }
         s.joined += 1;
         let (id, wake) = (s.joined, Arc::new(Notify::new()));
-        let client = Client {
-            canvas: None,
-            mode: Mode::Jpeg { quality: 80 },
-            unacked: 0,
-            preparing: 0,
-            next: None,
-            interval: None,
-            last_drawn: None,
-            wake: wake.clone(),
-            sent: 0,
-            skipped: 0,
-            last_sent: None,
-            bytes: 0,
-        };
-        s.clients.insert(id, client);
+        s.clients.insert(id, Client::new(wake.clone(), self.video_threads));
         Some((id, wake))
     }
 
@@ -201,42 +283,52 @@ impl Hub {
 
     /// The client's canvas is `extent` device pixels now.
     pub fn set_canvas(&self, id: u64, extent: vk::Extent2D) {
-        if let Some(c) = self.state().clients.get_mut(&id).filter(|c| c.canvas != Some(extent)) {
-            // A frame of the old size being drawn or encoded would not be its size.
-            (c.canvas, c.preparing, c.next) = (Some(extent), 0, None);
-        }
+        self.with(id, |c| {
+            if c.canvas != Some(extent) {
+                // A frame of the old size being drawn or encoded would not be its size; the
+                // picture is new to it (sent again, then exact).
+                (c.canvas, c.preparing, c.next, c.drawing_for, c.fresh) = (Some(extent), 0, None, None, true);
+                c.still = Still { last: None, since: Instant::now(), exact_sent: false };
+            }
+        });
     }
 
     /// The client's canvas, once the page said it.
     pub fn canvas(&self, id: u64) -> Option<vk::Extent2D> {
-        self.state().clients.get(&id).and_then(|c| c.canvas)
+        self.with(id, |c| c.canvas).flatten()
     }
 
-    /// The client's encoding from its next frame on.
+    /// What the client asks for from its next frame on.
     pub fn set_mode(&self, id: u64, mode: Mode) {
-        if let Some(c) = self.state().clients.get_mut(&id) {
-            c.mode = mode;
+        self.with(id, |c| c.ladder.mode = mode);
+    }
+
+    /// Whether the client's page decodes VP8.
+    pub fn set_video(&self, id: u64, video: bool) {
+        self.with(id, |c| c.ladder.video = video);
+    }
+
+    /// The client's decoder needs a key frame.
+    pub fn key_frame(&self, id: u64) {
+        if let Some(stream) = self.with(id, |c| c.stream.clone()) {
+            lock(&stream).key_due = true;
         }
     }
 
-    /// The client wants at most `fps` frames a second (its display's rate); 0: no limit.
+    /// The client shows at most `fps` frames a second (its display's rate); 0: no limit.
     pub fn set_rate(&self, id: u64, fps: f64) {
-        if let Some(c) = self.state().clients.get_mut(&id) {
-            c.interval = (fps > 0.0).then(|| Duration::from_secs_f64(1.0 / fps));
-        }
+        self.with(id, |c| c.ladder.set_display(fps));
     }
 
-    /// The client decoded a frame: it may be sent another.
-    pub fn ack(&self, id: u64) {
-        if let Some(c) = self.state().clients.get_mut(&id) {
-            c.unacked = c.unacked.saturating_sub(1);
-        }
+    /// The client drew frame `frame`: the link measures it, and another may go.
+    pub fn ack(&self, id: u64, frame: u64) {
+        self.with(id, |c| c.link.acked(frame, Instant::now()));
         self.arrived.notify_all();
     }
 
-    /// The client's newest frame, if one waits and it may be sent now (counted as sent).
+    /// The client's newest frame, if one waits and its link has room now (counted as sent).
     pub fn next_for(&self, id: u64) -> Option<Encoded> {
-        self.state().clients.get_mut(&id)?.take_next()
+        self.with(id, |c| c.take_next(Instant::now())).flatten()
     }
 
     /// [`Hub::next_for`], waiting at most `timeout` for one (a thread that
@@ -245,7 +337,7 @@ impl Hub {
         let deadline = Instant::now() + timeout;
         let mut s = self.state();
         loop {
-            if let Some(next) = s.clients.get_mut(&id)?.take_next() {
+            if let Some(next) = s.clients.get_mut(&id)?.take_next(Instant::now()) {
                 return Some(next);
             }
             let left = deadline.checked_duration_since(Instant::now())?;
@@ -253,25 +345,46 @@ impl Hub {
         }
     }
 
-    /// What the client has been sent.
+    /// What the client has been sent, and how.
     pub fn stats(&self, id: u64) -> ClientStats {
-        let s = self.state();
-        s.clients.get(&id).map_or_else(ClientStats::default, |c| ClientStats {
-            sent: c.sent,
-            skipped: c.skipped,
-            bytes: c.bytes,
+        self.with(id, |c| {
+            let rtt_ms = c.link.min_rtt().map(|r| r.as_secs_f64() * 1e3);
+            ClientStats { capacity: c.link.capacity().map(|b| b * 8.0), rtt_ms, ..c.stats.clone() }
         })
+        .unwrap_or_default()
     }
 
-    /// Encode jobs dropped so far because every encoder was busy.
-    pub fn dropped(&self) -> u64 {
-        self.state().dropped
+    /// Whether some client waits for a frame that does not come (the run made
+    /// none lately: a viewer that is not shown new frames): one that has no
+    /// frame at its canvas yet, or whose standing picture was not sent
+    /// exact. The run's last frame needs drawing again. Waits at most `timeout` for one.
+    pub fn wait_stale(&self, timeout: Duration) -> bool {
+        let deadline = Instant::now() + timeout;
+        let mut s = self.state();
+        loop {
+            let now = Instant::now();
+            let told = s.stale_told.is_some_and(|at| now.duration_since(at) < STILL_AFTER);
+            let stale = !told
+                && s.clients.values().any(|c| {
+                    let idle = c.last_drawn.is_none_or(|at| now.duration_since(at) >= STILL_AFTER);
+                    let owed = c.fresh || (c.settles() && !c.still.exact_sent);
+                    let free = c.preparing == 0 && c.next.is_none() && c.link.frames_in_flight() == 0;
+                    c.canvas.is_some() && free && idle && owed
+                });
+            if stale {
+                s.stale_told = Some(now);
+            }
+            let Some(left) = deadline.checked_duration_since(now).filter(|_| !stale) else { return stale };
+            let nap = left.min(Duration::from_millis(50));
+            s = self.arrived.wait_timeout(s, nap).unwrap_or_else(|p| p.into_inner()).0;
+        }
     }
 
     /// Multiplies the draw's exposure by `factor` (within 1/64..64).
     pub fn change_exposure(&self, factor: f32) {
-        let now = f32::from_bits(self.exposure.load(Ordering::Relaxed));
-        self.exposure.store((now * factor).clamp(1.0 / 64.0, 64.0).to_bits(), Ordering::Relaxed);
+        let scale = |bits: u32| Some((f32::from_bits(bits) * factor).clamp(1.0 / 64.0, 64.0).to_bits());
+        // One read-modify-write: two pages' keys at once both count.
+        let _ = self.exposure.fetch_update(Ordering::Relaxed, Ordering::Relaxed, scale);
     }
 
     /// Stops the encoders (after the jobs queued) and lets every client go
@@ -287,17 +400,50 @@ impl Hub {
         self.arrived.notify_all();
     }
 
-    /// An encoded frame for client `id`: it replaces an older one still
-    /// waiting (encoders side by side may finish out of order: an older one is dropped).
-    fn deliver(&self, id: u64, encoded: Encoded) {
-        if let Some(c) = self.state().clients.get_mut(&id) {
+    /// Whether frame `frame`, drawn as `want` with digest `digest`, shows the
+    /// client a picture it has not been sent. A client that settles skips an
+    /// unchanged picture, sends the exact one once it stood still, and
+    /// then only checks (now and then) whether it changed.
+    fn changed(&self, id: u64, want: Want, digest: u64) -> bool {
+        self.with(id, |c| {
+            if !c.settles() {
+                return true;
+            }
+            let seen = Some((want, digest));
+            let moved = c.still.last != seen;
+            match (want.pixels == Pixels::Rgba8, c.still.exact_sent) {
+                // The exact frame of the standing picture.
+                (true, false) => {
+                    (c.still.last, c.still.exact_sent) = (seen, true);
+                    true
+                }
+                _ if !moved => false,
+                // It moves again: frames go out (an exact check that differs is not one of them).
+                (exact, _) => {
+                    c.still = Still { last: seen, since: Instant::now(), exact_sent: false };
+                    !exact
+                }
+            }
+        })
+        .unwrap_or(false)
+    }
+
+    /// An encoded frame for client `id` (`None`: nothing to send for it):
+    /// replaces an older one still waiting, never a newer.
+    fn deliver(&self, id: u64, encoded: Option<Encoded>) {
+        self.with(id, |c| {
             c.preparing = c.preparing.saturating_sub(1);
+            let Some(encoded) = encoded else { return };
+            let Some((want, plan)) = c.drawing_for else { return };
+            let per_frame = Ladder::per_frame(&plan, c.link_state(Instant::now()));
+            c.ladder.encoded(encoded.codec, want.extent, encoded.bytes.len(), encoded.quantizer, per_frame);
             let newest = c.next.as_ref().map(|n| n.frame).max(c.last_sent);
             if newest.is_none_or(|n| encoded.frame > n) {
-                c.next = Some(encoded);
+                record_stream(&mut c.stats, &encoded, want.extent, plan.fps);
+                (c.next, c.fresh) = (Some(encoded), false);
                 c.wake.notify_one();
             }
-        }
+        });
         self.arrived.notify_all();
     }
 
@@ -312,46 +458,61 @@ impl Hub {
     }
 }
 
+/// The stream's current choice, for the page's status line.
+fn record_stream(s: &mut ClientStats, e: &Encoded, extent: vk::Extent2D, fps: f64) {
+    (s.codec, s.quality, s.bitrate) = match e.codec {
+        Codec::Raw => ("raw".into(), 100, 0),
+        Codec::Png => ("png".into(), 100, 0),
+        Codec::Jpeg { quality } => ("jpeg".into(), quality, 0),
+        Codec::Vp8 { bitrate } => ("vp8".into(), e.quantizer.unwrap_or(0), bitrate),
+    };
+    (s.size, s.fps, s.exact) = ([extent.width, extent.height], fps, e.codec.exact());
+}
+
 impl Watchers for Hub {
-    fn wanted(&self, _frame: u64) -> Vec<vk::Extent2D> {
-        let mut sizes: Vec<vk::Extent2D> = Vec::new();
-        for c in self.state().clients.values().filter(|c| c.wants()) {
-            if let Some(canvas) = c.canvas.filter(|e| !sizes.contains(e)) {
-                sizes.push(canvas);
+    fn wanted(&self, _frame: u64) -> Vec<Want> {
+        let now = Instant::now();
+        let mut wants: Vec<Want> = Vec::new();
+        for c in self.state().clients.values_mut() {
+            c.decided = c.want(now);
+            if let Some((want, _)) = c.decided.filter(|(w, _)| !wants.contains(w)) {
+                wants.push(want);
             }
         }
-        sizes
+        wants
     }
 
-    fn drawing(&self, _frame: u64, extent: vk::Extent2D) {
+    fn drawing(&self, _frame: u64, want: Want) {
+        let now = Instant::now();
         for c in self.state().clients.values_mut() {
-            if c.wants() && c.canvas == Some(extent) {
+            if let Some(decided) = c.decided.take_if(|(w, _)| *w == want) {
                 c.preparing += 1;
-                c.last_drawn = Some(Instant::now());
+                (c.last_drawn, c.drawing_for) = (Some(now), Some(decided));
             }
         }
     }
 
     fn take(&self, frame: ReadFrame) {
-        let extent = frame.shot.extent;
-        let to: Vec<(u64, Mode)> = self
+        let want = Want { extent: frame.shot.extent, pixels: frame.shot.pixels };
+        let to: Vec<(u64, Plan, Arc<Mutex<Stream>>)> = self
             .state()
             .clients
             .iter()
-            .filter(|(_, c)| c.canvas == Some(extent) && c.preparing > 0)
-            .map(|(id, c)| (*id, c.mode))
+            .filter_map(|(id, c)| {
+                let (w, plan) = c.drawing_for.filter(|_| c.preparing > 0)?;
+                (w == want).then(|| (*id, plan, c.stream.clone()))
+            })
             .collect();
         if to.is_empty() {
             return;
         }
-        let ids: Vec<u64> = to.iter().map(|(id, _)| *id).collect();
+        let ids: Vec<u64> = to.iter().map(|(id, ..)| *id).collect();
         let sent = match lock(&self.jobs).as_ref() {
             Some(jobs) => jobs.try_send(Job { frame, to }),
             None => Err(TrySendError::Disconnected(Job { frame, to })),
         };
         if sent.is_err() {
             // Every encoder is busy: this frame is skipped; the next one is drawn for them.
-            self.state().dropped += 1;
             self.unprepare(ids.into_iter());
         }
     }
@@ -362,35 +523,43 @@ impl Watchers for Hub {
 
     fn abandon(&self) {
         for c in self.state().clients.values_mut() {
-            c.preparing = 0;
+            (c.preparing, c.decided) = (0, None);
         }
     }
 }
 
-/// An encoder thread: encodes each job once per mode its clients asked for.
+/// An encoder thread: encodes each job for each of its clients (one JPEG
+/// for clients that ask the same of it), skipping a picture a client already has.
 fn encode_jobs(hub: &Weak<Hub>, jobs: &Mutex<Receiver<Job>>) {
     loop {
         let job = lock(jobs).recv();
         let Ok(Job { frame, to }) = job else { return };
         let Some(hub) = hub.upgrade() else { return };
         let stamp = unix_micros(frame.recorded);
-        let mut done: Vec<(Mode, Bytes)> = Vec::new();
-        for (id, mode) in to {
-            let bytes = match done.iter().find(|(m, _)| *m == mode) {
-                Some((_, b)) => b.clone(),
-                None => match encode(&frame, mode, stamp) {
-                    Ok(b) => {
-                        done.push((mode, b.clone()));
-                        b
-                    }
-                    Err(e) => {
-                        log::warn!("vkcuda: encoding frame {} failed: {e}", frame.frame);
-                        hub.unprepare(std::iter::once(id));
-                        continue;
-                    }
-                },
+        let want = Want { extent: frame.shot.extent, pixels: frame.shot.pixels };
+        let digest = digest((*frame.pixels).as_ref());
+        let mut done: Vec<Encoded> = Vec::new();
+        for (id, plan, stream) in to {
+            if !hub.changed(id, want, digest) {
+                hub.deliver(id, None);
+                continue;
+            }
+            let shared =
+                done.iter().find(|e| e.codec == plan.codec && !matches!(plan.codec, Codec::Vp8 { .. }));
+            let encoded = match shared {
+                Some(e) => Ok(e.clone()),
+                None => lock(&stream).encode(&frame, plan.codec, stamp),
             };
-            hub.deliver(id, Encoded { frame: frame.frame, bytes });
+            match encoded {
+                Ok(e) => {
+                    done.push(e.clone());
+                    hub.deliver(id, Some(e));
+                }
+                Err(e) => {
+                    log::warn!("vkcuda: encoding frame {} failed: {e}", frame.frame);
+                    hub.deliver(id, None);
+                }
+            }
         }
     }
 }
@@ -403,194 +572,4 @@ fn unix_micros(at: Instant) -> u64 {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-    use vkcuda::Format;
-    use vkcuda_run::present::readback::Shot;
-
-    const SIZE: vk::Extent2D = vk::Extent2D { width: 4, height: 2 };
-
-    fn drawn(frame: u64, extent: vk::Extent2D) -> ReadFrame {
-        let shot = Shot { extent, format: Format::Rgba8, drawn: true, first: 0 };
-        let pixels = vec![frame as u8; (extent.width * extent.height * 4) as usize];
-        ReadFrame { frame, shot, pixels: Box::new(pixels), recorded: Instant::now() }
-    }
-
-    /// Waits (bounded) until the client has a frame waiting; its number.
-    fn waiting(hub: &Hub, id: u64) -> Option<u64> {
-        let deadline = Instant::now() + Duration::from_secs(10);
-        while Instant::now() < deadline {
-            if let Some(next) = hub.state().clients.get(&id).and_then(|c| c.next.as_ref().map(|n| n.frame)) {
-                return Some(next);
-            }
-            std::thread::sleep(Duration::from_millis(1));
-        }
-        None
-    }
-
-    /// A hub with one client of canvas `SIZE` and two frames being made for it.
-    fn making_two() -> (Arc<Hub>, u64) {
-        let hub = Hub::new(1);
-        let (id, _) = hub.join().unwrap();
-        hub.set_canvas(id, SIZE);
-        hub.wanted(0);
-        hub.drawing(0, SIZE);
-        hub.drawing(1, SIZE);
-        (hub, id)
-    }
-
-    /// The run's consumer: the frame is drawn for whoever wants it, then taken.
-    fn consume(hub: &Hub, frame: u64) -> Vec<vk::Extent2D> {
-        let sizes = hub.wanted(frame);
-        for &s in &sizes {
-            hub.drawing(frame, s);
-            hub.take(drawn(frame, s));
-        }
-        sizes
-    }
-
-    #[test]
-    fn a_client_wants_frames_until_two_are_unacknowledged_and_one_waits() {
-        let hub = Hub::new(1);
-        let (id, _) = hub.join().unwrap();
-        assert!(hub.wanted(0).is_empty(), "no canvas yet, no frame");
-        hub.set_canvas(id, SIZE);
-        assert_eq!(consume(&hub, 0), vec![SIZE]);
-        assert_eq!(waiting(&hub, id), Some(0));
-        assert_eq!(hub.next_for(id).map(|e| e.frame), Some(0));
-        assert_eq!(consume(&hub, 5), vec![SIZE]);
-        assert_eq!(waiting(&hub, id), Some(5));
-        assert_eq!(hub.next_for(id).map(|e| e.frame), Some(5));
-        assert_eq!(consume(&hub, 6), vec![SIZE], "one more is made while two are on their way");
-        assert_eq!(waiting(&hub, id), Some(6));
-        assert!(hub.next_for(id).is_none(), "two unacknowledged: it waits");
-        assert!(hub.wanted(7).is_empty(), "two unacknowledged and one waiting: nothing drawn for it");
-        hub.ack(id);
-        let e = hub.next_for(id).unwrap();
-        assert_eq!((e.frame, &e.bytes[0..4]), (6, &crate::encode::MAGIC[..]));
-        let stats = hub.stats(id);
-        assert_eq!((stats.sent, stats.skipped), (3, 4), "frames 1-4 were skipped for it");
-        hub.close();
-    }
-
-    #[test]
-    fn two_frames_are_made_at_once_and_an_older_one_never_replaces_a_newer() {
-        let (hub, id) = making_two();
-        assert!(hub.wanted(2).is_empty(), "two being made");
-        hub.deliver(id, Encoded { frame: 1, bytes: Bytes::new() });
-        hub.deliver(id, Encoded { frame: 0, bytes: Bytes::new() });
-        assert_eq!(hub.next_for(id).map(|e| e.frame), Some(1));
-        assert!(hub.next_for(id).is_none(), "frame 0 came after frame 1: dropped");
-        hub.close();
-    }
-
-    #[test]
-    fn clients_at_one_size_share_a_draw_and_a_stalled_one_holds_nothing_more() {
-        let hub = Hub::new(2);
-        let (a, _) = hub.join().unwrap();
-        let (b, _) = hub.join().unwrap();
-        let (c, _) = hub.join().unwrap();
-        let other = vk::Extent2D { width: 8, height: 8 };
-        hub.set_canvas(a, SIZE);
-        hub.set_canvas(b, SIZE);
-        hub.set_canvas(c, other);
-        hub.set_mode(b, Mode::Raw);
-        assert_eq!(consume(&hub, 0), vec![SIZE, other], "one draw per size");
-        for id in [a, b, c] {
-            assert_eq!(waiting(&hub, id), Some(0));
-        }
-        // Client c's socket takes frames, its page never acknowledges one.
-        let mut drawn_for_c = 1;
-        for frame in 1..100 {
-            for id in [a, b] {
-                if hub.next_for(id).is_some() {
-                    hub.ack(id);
-                }
-            }
-            hub.next_for(c);
-            drawn_for_c += usize::from(consume(&hub, frame).contains(&other));
-            for id in [a, b, c] {
-                waiting(&hub, id);
-            }
-        }
-        assert_eq!(drawn_for_c, 3, "two sent and one waiting, then nothing");
-        assert_eq!(hub.stats(c).sent, 2);
-        assert_eq!(hub.stats(a).sent, 99, "frames 0 to 98 sent, 99 waits");
-        hub.leave(c);
-        assert_eq!(hub.clients(), 2);
-        hub.close();
-    }
-
-    #[test]
-    fn a_new_canvas_size_drops_what_was_made_for_the_old_one() {
-        let (hub, id) = making_two();
-        let bigger = vk::Extent2D { width: 6, height: 6 };
-        hub.set_canvas(id, bigger);
-        assert_eq!(hub.wanted(1), vec![bigger], "the old size's frame is not waited for");
-        hub.take(drawn(0, SIZE));
-        assert!(hub.state().clients[&id].next.is_none());
-        hub.close();
-    }
-
-    #[test]
-    fn at_most_max_clients_and_a_stopped_run_frees_them() {
-        let hub = Hub::new(1);
-        let ids: Vec<u64> = (0..MAX_CLIENTS).map(|_| hub.join().unwrap().0).collect();
-        assert!(hub.join().is_none());
-        hub.set_canvas(ids[0], SIZE);
-        hub.drawing(0, SIZE);
-        hub.drawing(1, SIZE);
-        assert!(hub.wanted(2).is_empty());
-        hub.abandon();
-        assert_eq!(hub.wanted(1), vec![SIZE], "the frame being drawn will not come: it wants the next");
-        hub.close();
-    }
-
-    #[test]
-    fn a_rate_spaces_the_frames_drawn_for_a_client() {
-        let (hub, id) = making_two();
-        hub.set_rate(id, 2.0);
-        hub.deliver(id, Encoded { frame: 0, bytes: Bytes::new() });
-        hub.deliver(id, Encoded { frame: 1, bytes: Bytes::new() });
-        hub.next_for(id);
-        hub.ack(id);
-        assert!(hub.wanted(2).is_empty(), "half a second has not passed since the last draw");
-        hub.set_rate(id, 0.0);
-        assert_eq!(hub.wanted(3), vec![SIZE]);
-        hub.close();
-    }
-
-    #[test]
-    fn a_pump_waits_for_a_frame_and_not_after_its_client_left() {
-        let hub = Hub::new(1);
-        let (id, _) = hub.join().unwrap();
-        hub.set_canvas(id, SIZE);
-        let pump = {
-            let hub = hub.clone();
-            std::thread::spawn(move || hub.wait_next(id, Duration::from_secs(30)).map(|e| e.frame))
-        };
-        consume(&hub, 3);
-        assert_eq!(pump.join().unwrap(), Some(3));
-        assert!(hub.wait_next(id, Duration::from_millis(10)).is_none(), "nothing more came");
-        let pump = {
-            let hub = hub.clone();
-            std::thread::spawn(move || hub.wait_next(id, Duration::from_secs(30)))
-        };
-        hub.leave(id);
-        assert!(pump.join().unwrap().is_none(), "the client left: the pump is told at once");
-        hub.close();
-    }
-
-    #[test]
-    fn exposure_changes_by_factors_within_bounds() {
-        let hub = Hub::new(1);
-        hub.change_exposure(2.0);
-        assert_eq!(hub.exposure(), 2.0);
-        (0..20).for_each(|_| hub.change_exposure(0.5));
-        assert_eq!(hub.exposure(), 1.0 / 64.0);
-        hub.close();
-    }
 }

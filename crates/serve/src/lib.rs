@@ -1,9 +1,14 @@
-//! vkcuda-serve: watch a run from a browser. The run's consumer draws each
-//! frame at every watching client's canvas size on the GPU (the run layer's
-//! [`vkcuda_run::present::watch`]), the [`hub`] hands each drawing to encoder
-//! threads ([`encode`]: JPEG, or raw RGBA for exact pixels) and keeps each
-//! client's newest frame, and the [`server`] sends it once the client has
-//! acknowledged the last, with the page embedded in the binary.
+//! vkcuda-serve: watch a run from a browser or a notebook, over the links
+//! people really watch through (an `ssh -L` tunnel, a VPN, JupyterHub's
+//! proxy). The run's consumer draws each frame at what every watching client
+//! wants (the run layer's [`vkcuda_run::present::watch`]: a compute pass
+//! writes I420 planes for an encoder, or RGBA8 rows for exact pixels); the
+//! [`hub`] hands each drawing to encoder threads ([`encode`]: JPEG, VP8
+//! ([`vp8`]), PNG or raw) and keeps each client's newest frame until its own
+//! link ([`link`]) has room for it; each client's [`ladder`] picks codec,
+//! size, quality and rate to hold its latency, and a picture that stops is
+//! sent once more, exact. The [`server`] serves the page, with its one
+//! client module (client.js) embedded in the binary.
 //!
 //! Front ends (the CLI's `--serve`, the Python module's `serve=`) stand on
 //! this beside the run layer: they bind the [`address`] before any GPU work,
@@ -12,15 +17,16 @@
 //! the hub without the server and speaks the same [`protocol`].
 
 pub mod address;
-pub mod controls;
 pub mod encode;
 pub mod hub;
+pub mod ladder;
+pub mod link;
 pub mod protocol;
 pub mod server;
 pub mod view;
+pub mod vp8;
 
 pub use address::{Address, Bound, ServeError};
-pub use controls::RunControls;
 pub use hub::Hub;
 pub use protocol::Controls;
 pub use server::Server;

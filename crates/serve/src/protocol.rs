@@ -1,18 +1,26 @@
-//! What a page sends and how the hub takes it: the browser page over its
-//! WebSocket and the notebook widget over Jupyter's comm speak the same JSON
-//! messages, so both are applied here. A message that is malformed, or asks
-//! for what no page would (a canvas of 0 or 99999 pixels, a 100-character
-//! key), is an error: the connection that sent it is closed.
+//! One protocol for every page, typed both ways: the browser page over its
+//! WebSocket and the notebook widget over Jupyter's comm send the same JSON
+//! messages ([`FromPage`]) and get the same replies ([`ToPage`]); frames
+//! come as binary messages, a [`Header`] and the image. The page's one
+//! JavaScript client (client.js, embedded in the page and in the widget)
+//! speaks it. A message that is malformed, or asks for what no page would
+//! (a canvas of 0 or 99999 pixels, a 100-character key), is an error: the
+//! connection that sent it is closed.
 
+use anyhow::{bail, Result};
 use ash::vk;
-use serde::Deserialize;
+use serde::{Deserialize, Serialize};
 
-use crate::encode::Mode;
-use crate::hub::Hub;
+use crate::hub::{ClientStats, Hub};
+use crate::ladder::{Mode, DEFAULT_QUALITY};
 use vkcuda_run::present::watch::Watchers;
 
 /// The largest canvas a page may ask for, per side.
 pub const MAX_CANVAS: u32 = 8192;
+/// The header's length.
+pub const HEADER: usize = 32;
+/// The header's first bytes.
+pub const MAGIC: &[u8; 4] = b"VKF2";
 
 /// What the page's keys and pointer act on, and what the page is told of the run.
 pub trait Controls: Send + Sync {
@@ -25,38 +33,102 @@ pub trait Controls: Send + Sync {
 }
 
 /// What a page sends.
-#[derive(Deserialize)]
-#[serde(tag = "t", rename_all = "lowercase")]
-enum FromPage {
+#[derive(Debug, Deserialize, Serialize, PartialEq)]
+#[serde(tag = "t", rename_all = "lowercase", deny_unknown_fields)]
+pub enum FromPage {
+    /// What it can decode besides JPEG and PNG (WebCodecs: `["vp8"]`; none on plain HTTP
+    /// to another machine, which is not a secure context).
+    Hello {
+        /// Video codecs.
+        video: Vec<String>,
+    },
     /// Its canvas, in device pixels.
     Canvas {
+        /// Width.
         w: u32,
+        /// Height.
         h: u32,
     },
-    /// It decoded a frame.
-    Ack {},
-    /// JPEG at `quality`, or raw (`"raw"`).
+    /// It drew frame `frame`.
+    Ack {
+        /// The frame's number (the header's).
+        frame: u64,
+    },
+    /// What it wants: `auto`, `jpeg` (at `quality`), `video`, `png` (lossless) or `raw`.
     Mode {
+        /// The mode's name.
         mode: String,
+        /// JPEG's quality, 1–100.
+        #[serde(default)]
         quality: Option<u8>,
     },
+    /// Its video decoder needs a key frame (it was reset, or failed).
+    Keyframe {},
+    /// A key, as `KeyboardEvent.key` names it.
     Key {
+        /// The key.
         key: String,
     },
     /// The pointer over the canvas (`x`, `y` absent: it left).
     Pointer {
+        /// Canvas pixels.
+        #[serde(default)]
         x: Option<f64>,
+        /// Canvas pixels.
+        #[serde(default)]
         y: Option<f64>,
+        /// Buttons held (bit 0 left, 1 right, 2 middle).
         buttons: u32,
     },
     /// At most `fps` frames a second (the page's display rate); 0: no limit.
     Rate {
+        /// Frames a second.
         fps: f64,
     },
-    /// Echoed (the page's round-trip time).
+    /// Echoed as [`ToPage::Pong`] (the page's round-trip time).
     Ping {
+        /// The page's clock.
         c: f64,
     },
+    /// The page's view went away (a widget's output was cleared or its cell run
+    /// again): it wants no more frames.
+    Bye {},
+}
+
+/// What a page is sent besides frames.
+#[derive(Debug, Serialize, Deserialize, PartialEq)]
+#[serde(tag = "t", rename_all = "lowercase")]
+pub enum ToPage {
+    /// The run's state, what this page is sent and how, and who watches.
+    Status {
+        /// The run's own words (its scene, whether it is paused…).
+        run: serde_json::Value,
+        /// What this page was sent, and the stream's current choice.
+        client: ClientStats,
+        /// Pages and widgets watching.
+        clients: usize,
+        /// The draw's exposure.
+        exposure: f32,
+    },
+    /// The reply to a ping.
+    Pong {
+        /// The ping's clock.
+        c: f64,
+    },
+    /// The viewer closed (the widget; a page's socket closes instead).
+    Closed {
+        /// Why.
+        reason: String,
+    },
+    /// A frame follows as the message's buffer (the widget's comm has no binary messages of its own).
+    Frame {},
+}
+
+impl ToPage {
+    /// As JSON text.
+    pub fn text(&self) -> String {
+        serde_json::to_string(self).unwrap_or_default()
+    }
 }
 
 /// What the connection does after a message.
@@ -65,33 +137,30 @@ pub enum Then {
     Nothing,
     /// Sends the client's waiting frames (it acknowledged one).
     SendFrames,
-    /// Sends this text back.
-    Reply(String),
+    /// Sends this back.
+    Reply(ToPage),
+    /// Closes the client: its view went away.
+    Leave,
 }
 
 /// Applies one message of client `id`; `Err`: it was malformed or unexpected.
 pub fn apply(hub: &Hub, controls: &dyn Controls, id: u64, text: &str) -> Result<Then, String> {
     let message: FromPage = serde_json::from_str(text).map_err(|e| format!("a malformed message: {e}"))?;
     match message {
+        FromPage::Hello { video } if video.len() <= 8 => hub.set_video(id, video.iter().any(|c| c == "vp8")),
+        FromPage::Hello { .. } => return Err("more than 8 codecs".into()),
         FromPage::Canvas { w, h } => {
             if !(1..=MAX_CANVAS).contains(&w) || !(1..=MAX_CANVAS).contains(&h) {
                 return Err(format!("a {w}x{h} canvas (1 to {MAX_CANVAS} a side)"));
             }
             hub.set_canvas(id, vk::Extent2D { width: w, height: h });
         }
-        FromPage::Ack {} => {
-            hub.ack(id);
+        FromPage::Ack { frame } => {
+            hub.ack(id, frame);
             return Ok(Then::SendFrames);
         }
-        FromPage::Mode { mode, quality } => {
-            let mode = match (mode.as_str(), quality) {
-                ("raw", _) => Mode::Raw,
-                ("jpeg", Some(q @ 1..=100)) => Mode::Jpeg { quality: q },
-                ("jpeg", None) => Mode::Jpeg { quality: 80 },
-                _ => return Err(format!("mode '{}' (jpeg with quality 1-100, or raw)", clip(&mode))),
-            };
-            hub.set_mode(id, mode);
-        }
+        FromPage::Mode { mode, quality } => hub.set_mode(id, mode_of(&mode, quality)?),
+        FromPage::Keyframe {} => hub.key_frame(id),
         FromPage::Key { key } if key.chars().count() <= 16 => match key.as_str() {
             "e" | "E" => hub.change_exposure(2.0),
             "d" | "D" => hub.change_exposure(0.5),
@@ -101,18 +170,34 @@ pub fn apply(hub: &Hub, controls: &dyn Controls, id: u64, text: &str) -> Result<
         FromPage::Pointer { x, y, buttons } => pointer(hub, controls, id, (x, y), buttons)?,
         FromPage::Rate { fps } if (0.0..=1000.0).contains(&fps) => hub.set_rate(id, fps),
         FromPage::Rate { fps } => return Err(format!("a rate of {fps} frames a second (0 to 1000)")),
-        FromPage::Ping { c } => {
-            return Ok(Then::Reply(serde_json::json!({ "t": "pong", "c": c }).to_string()))
-        }
+        FromPage::Ping { c } if c.is_finite() => return Ok(Then::Reply(ToPage::Pong { c })),
+        FromPage::Ping { .. } => return Err("a ping that is not a number".into()),
+        FromPage::Bye {} => return Ok(Then::Leave),
     }
     Ok(Then::Nothing)
 }
 
+/// The mode a page named.
+fn mode_of(mode: &str, quality: Option<u8>) -> Result<Mode, String> {
+    Ok(match (mode, quality) {
+        ("auto", None) => Mode::Auto,
+        ("jpeg", Some(q @ 1..=100)) => Mode::Jpeg { quality: q },
+        ("jpeg", None) => Mode::Jpeg { quality: DEFAULT_QUALITY },
+        ("video", None) => Mode::Video,
+        ("png", None) => Mode::Png,
+        ("raw", None) => Mode::Raw,
+        _ => return Err(format!("mode '{}' (auto, jpeg with quality 1-100, video, png or raw)", clip(mode))),
+    })
+}
+
 /// The status message for client `id`: the run's state, what it was sent, who watches.
-pub fn status(hub: &Hub, controls: &dyn Controls, id: u64) -> String {
-    let s = serde_json::json!({ "t": "status", "run": controls.status(), "client": hub.stats(id),
-        "clients": hub.clients(), "exposure": hub.exposure() });
-    s.to_string()
+pub fn status(hub: &Hub, controls: &dyn Controls, id: u64) -> ToPage {
+    ToPage::Status {
+        run: controls.status(),
+        client: hub.stats(id),
+        clients: hub.clients(),
+        exposure: hub.exposure(),
+    }
 }
 
 fn pointer(
@@ -134,4 +219,120 @@ fn pointer(
 
 fn clip(s: &str) -> String {
     s.chars().take(16).collect()
+}
+
+/// What a frame's image is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u8)]
+pub enum Kind {
+    /// RGBA rows, `width` × `height` × 4 bytes.
+    Raw = 0,
+    /// A JPEG file.
+    Jpeg = 1,
+    /// A VP8 frame (key or inter).
+    Vp8 = 2,
+    /// A PNG file (lossless).
+    Png = 3,
+}
+
+/// A frame's header, 32 bytes little-endian: `b"VKF2"`, [`Kind`], flags
+/// (bit 0: a key frame), quality (JPEG's, or VP8's quantizer 0–63), one
+/// byte 0, the run's frame number (u64), the image's width and height
+/// (u32 each: the size it was sent at, which the page scales to its
+/// canvas), and when the consumer took the frame, in µs since the Unix
+/// epoch (u64).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Header {
+    /// What follows.
+    pub kind: Kind,
+    /// A key frame: decodable alone (every JPEG, PNG and raw frame is).
+    pub key: bool,
+    /// JPEG's quality, VP8's quantizer, 100 for lossless.
+    pub quality: u8,
+    /// The run's frame.
+    pub frame: u64,
+    /// The image's size.
+    pub width: u32,
+    /// The image's size.
+    pub height: u32,
+    /// When the consumer took the frame (µs since the Unix epoch).
+    pub stamp: u64,
+}
+
+impl Header {
+    /// The 32 bytes.
+    pub fn write(&self) -> [u8; HEADER] {
+        let mut h = [0u8; HEADER];
+        h[0..4].copy_from_slice(MAGIC);
+        h[4] = self.kind as u8;
+        h[5] = u8::from(self.key);
+        h[6] = self.quality;
+        h[8..16].copy_from_slice(&self.frame.to_le_bytes());
+        h[16..20].copy_from_slice(&self.width.to_le_bytes());
+        h[20..24].copy_from_slice(&self.height.to_le_bytes());
+        h[24..32].copy_from_slice(&self.stamp.to_le_bytes());
+        h
+    }
+
+    /// The header at the start of a frame message.
+    pub fn parse(b: &[u8]) -> Result<Self> {
+        if b.len() < HEADER || &b[0..4] != MAGIC {
+            bail!("not a frame: {} bytes, starting {:?}", b.len(), &b[..b.len().min(4)]);
+        }
+        let kind = match b[4] {
+            0 => Kind::Raw,
+            1 => Kind::Jpeg,
+            2 => Kind::Vp8,
+            3 => Kind::Png,
+            k => bail!("a frame of unknown kind {k}"),
+        };
+        let u64_at = |i: usize| {
+            u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]])
+        };
+        let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+        Ok(Self {
+            kind,
+            key: b[5] & 1 != 0,
+            quality: b[6],
+            frame: u64_at(8),
+            width: u32_at(16),
+            height: u32_at(20),
+            stamp: u64_at(24),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_header_reads_back_as_written() {
+        let h = Header {
+            kind: Kind::Vp8,
+            key: true,
+            quality: 41,
+            frame: 1 << 40,
+            width: 333,
+            height: 187,
+            stamp: 17,
+        };
+        assert_eq!(Header::parse(&h.write()).unwrap(), h);
+        assert!(Header::parse(b"VKF1").is_err());
+        let mut bad = h.write();
+        bad[4] = 9;
+        assert!(Header::parse(&bad).is_err());
+    }
+
+    #[test]
+    fn messages_are_typed_both_ways() {
+        let m: FromPage = serde_json::from_str(r#"{"t":"pointer","buttons":1}"#).unwrap();
+        assert_eq!(m, FromPage::Pointer { x: None, y: None, buttons: 1 });
+        assert!(serde_json::from_str::<FromPage>(r#"{"t":"ack","frame":1,"extra":2}"#).is_err());
+        assert_eq!(ToPage::Pong { c: 1.5 }.text(), r#"{"t":"pong","c":1.5}"#);
+        assert_eq!(ToPage::Frame {}.text(), r#"{"t":"frame"}"#);
+        assert_eq!(mode_of("jpeg", None), Ok(Mode::Jpeg { quality: DEFAULT_QUALITY }));
+        assert!(mode_of("jpeg", Some(0)).is_err());
+        assert!(mode_of("png", Some(3)).is_err());
+    }
 }

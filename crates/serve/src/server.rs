@@ -1,11 +1,27 @@
-//! The HTTP and WebSocket server (axum on a tokio runtime of its own
-//! thread): the embedded page at `/`, the stream at `/ws`, nothing else.
+//! The HTTP and WebSocket server (axum's router on hyper, a tokio runtime
+//! of its own thread): the embedded page at `/` (the client module inside
+//! it), the stream at `ws` beside it, nothing else. Every URL the page uses
+//! is relative, so it works behind a proxy that serves it under a prefix
+//! (JupyterHub's `/user/NAME/proxy/PORT/`).
 //!
-//! The door: every request is `GET`; on loopback its `Host` must name
-//! loopback (no DNS rebinding); anywhere else it must carry the token; the
-//! WebSocket upgrade checks `Origin` (no cross-site page may open the stream);
-//! a message is at most [`MAX_MESSAGE`] bytes, and a malformed or unexpected one
-//! closes that client with one log line.
+//! The door:
+//! - every request is `GET` (or `HEAD`), with one `Host` header;
+//! - it carries the token (`?token=`), or the server listens on loopback and
+//!   the `Host` names loopback (no DNS rebinding). Only someone who was given
+//!   the page's URL knows the token (128 random bits, compared in constant
+//!   time); a page that another server forwards (JupyterHub's proxy, whose
+//!   `Host` is the hub's) comes in with it;
+//! - a WebSocket's `Origin` is the page's own: `http://` or `https://` and
+//!   the request's `Host` (a proxy that terminates TLS forwards the browser's
+//!   `Host` and `https` `Origin`, as jupyter-server-proxy does). No other
+//!   site's page may open the stream, token or not;
+//! - a connection not yet upgraded must send a whole request head within
+//!   [`HEAD_TIMEOUT`] and finish within [`REQUEST_DEADLINE`], and at most
+//!   [`MAX_PENDING`] are held at once: a client that cannot get in cannot
+//!   exhaust the process's file descriptors;
+//! - a message is at most [`MAX_MESSAGE`] bytes, and a malformed or
+//!   unexpected one closes that client with one log line;
+//! - the page may be framed only by pages of its own origin.
 
 use std::net::SocketAddr;
 use std::sync::Arc;
@@ -15,14 +31,16 @@ use std::time::Duration;
 use anyhow::Result;
 use axum::extract::ws::{CloseFrame, Message, WebSocket, WebSocketUpgrade};
 use axum::extract::{Request, State};
-use axum::http::{header, HeaderMap, Method, StatusCode};
+use axum::http::{header, HeaderMap, HeaderValue, Method, StatusCode};
 use axum::middleware::{self, Next};
-use axum::response::{Html, IntoResponse, Response};
+use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
 use futures_util::stream::SplitSink;
 use futures_util::{SinkExt, StreamExt};
-use tokio::sync::{mpsc, watch, Notify};
+use hyper_util::rt::{TokioIo, TokioTimer};
+use hyper_util::service::TowerToHyperService;
+use tokio::sync::{mpsc, watch, Notify, Semaphore};
 
 use crate::address::{Bound, Token};
 use crate::hub::Hub;
@@ -30,6 +48,12 @@ use crate::protocol::{self, Controls, Then};
 
 /// The longest message a page may send.
 pub const MAX_MESSAGE: usize = 4096;
+/// Connections not yet upgraded to a WebSocket, at most.
+pub const MAX_PENDING: usize = 64;
+/// The time a request head may take to arrive.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(5);
+/// The time a connection may stay before it is upgraded (its requests answered meanwhile).
+pub const REQUEST_DEADLINE: Duration = Duration::from_secs(15);
 /// How often a page is told the run's state.
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// A client whose socket takes a frame no faster than this is closed.
@@ -37,13 +61,21 @@ const SEND_TIMEOUT: Duration = Duration::from_secs(20);
 /// How long a stop waits for the clients to be told.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
-static PAGE: &str = include_str!("page.html");
+/// The page: page.html with the client module (client.js) in it.
+pub fn page_html() -> String {
+    include_str!("page.html").replace("/*CLIENT*/", CLIENT_JS)
+}
+
+/// The one client of the protocol: the page's and the notebook widget's.
+pub const CLIENT_JS: &str = include_str!("client.js");
 
 #[derive(Clone)]
 struct App {
     hub: Arc<Hub>,
     controls: Arc<dyn Controls>,
-    token: Option<Token>,
+    token: Token,
+    loopback: bool,
+    page: Arc<str>,
     closing: watch::Receiver<bool>,
     /// Held by every copy (each client's task has one): the stop waits until all are gone.
     _alive: mpsc::Sender<()>,
@@ -52,7 +84,7 @@ struct App {
 /// A running server; stopping it (or dropping it) closes every client and frees the port.
 pub struct Server {
     url: String,
-    at: SocketAddr,
+    token: String,
     stop: Option<watch::Sender<bool>>,
     thread: Option<JoinHandle<()>>,
 }
@@ -60,7 +92,7 @@ pub struct Server {
 impl Server {
     /// Serves the page and `hub`'s frames on `bound`, keys and pointer to `controls`.
     pub fn start(bound: Bound, hub: Arc<Hub>, controls: Arc<dyn Controls>) -> Result<Server> {
-        let (url, at) = (bound.url(), bound.at);
+        let (url, token) = (bound.url(), bound.token().to_string());
         let (stop, closing) = watch::channel(false);
         let runtime = tokio::runtime::Builder::new_multi_thread()
             .worker_threads(2)
@@ -68,13 +100,15 @@ impl Server {
             .enable_all()
             .build()?;
         let (alive, gone) = mpsc::channel(1);
-        let app = App { hub, controls, token: bound.token, closing, _alive: alive };
+        let page = Arc::from(page_html());
+        let app =
+            App { hub, controls, token: bound.token, loopback: bound.loopback, page, closing, _alive: alive };
         let listener = bound.listener;
         let thread = std::thread::Builder::new().name("vkcuda server".into()).spawn(move || {
             runtime.block_on(serve(listener, app, gone));
             runtime.shutdown_timeout(STOP_GRACE);
         })?;
-        Ok(Server { url, at, stop: Some(stop), thread: Some(thread) })
+        Ok(Server { url, token, stop: Some(stop), thread: Some(thread) })
     }
 
     /// The page's URL (with the token, when one is needed).
@@ -82,9 +116,9 @@ impl Server {
         &self.url
     }
 
-    /// The address it listens on.
-    pub fn address(&self) -> SocketAddr {
-        self.at
+    /// The token, for a URL another server forwards (`?token=`).
+    pub fn token(&self) -> &str {
+        &self.token
     }
 
     /// Closes every client and stops listening; the port is free when this returns.
@@ -104,46 +138,84 @@ impl Drop for Server {
     }
 }
 
-/// Serves until told to stop, then gives the clients [`STOP_GRACE`] to be told and
-/// go (`gone` ends when the last copy of the app, a client's, is dropped).
+/// Accepts connections until told to stop, then gives the clients
+/// [`STOP_GRACE`] to be told and go (`gone` ends when the last copy of the
+/// app, a client's, is dropped).
 async fn serve(listener: std::net::TcpListener, app: App, mut gone: mpsc::Receiver<()>) {
     let listener = match tokio::net::TcpListener::from_std(listener) {
         Ok(l) => l,
         Err(e) => return log::error!("vkcuda: the view cannot listen: {e}"),
     };
-    let (mut closing, mut after) = (app.closing.clone(), app.closing.clone());
+    let mut closing = app.closing.clone();
     let router = Router::new()
         .route("/", get(page))
         .route("/ws", get(stream))
         .fallback(|| async { (StatusCode::NOT_FOUND, "not found") })
         .layer(middleware::from_fn_with_state(app.clone(), guard))
-        .with_state(app);
-    let serving = axum::serve(listener, router).with_graceful_shutdown(async move {
-        let _ = closing.wait_for(|c| *c).await;
-    });
-    let grace = async move {
-        let _ = after.wait_for(|c| *c).await;
-        tokio::time::sleep(STOP_GRACE).await;
-    };
-    tokio::select! {
-        served = serving => if let Err(e) = served { log::warn!("vkcuda: the view stopped: {e}") },
-        () = grace => {}
+        .with_state(app.clone());
+    let pending = Arc::new(Semaphore::new(MAX_PENDING));
+    loop {
+        let accepted = tokio::select! {
+            accepted = listener.accept() => accepted,
+            () = stopped(&mut closing) => break,
+        };
+        let Ok((socket, from)) = accepted else { continue };
+        // Past the bound, a new connection is closed at once (the socket drops).
+        let Ok(permit) = pending.clone().try_acquire_owned() else {
+            log::debug!("vkcuda: {from} refused: {MAX_PENDING} connections are not yet upgraded");
+            continue;
+        };
+        let (router, closing) = (router.clone(), app.closing.clone());
+        tokio::spawn(async move {
+            connection(socket, from, router, closing).await;
+            drop(permit);
+        });
     }
+    drop(app);
     // Upgraded connections are not the HTTP server's to wait for: a client still sending
     // its close frame would be cut (a reset) when the runtime shuts down.
     let _ = tokio::time::timeout(STOP_GRACE, gone.recv()).await;
 }
 
-/// Every request: `GET` (or `HEAD`), a loopback `Host` on loopback, the token where one is needed.
+/// One connection until it is upgraded (its WebSocket then lives in a task
+/// of its own), answered, timed out, or the server stops.
+async fn connection(
+    socket: tokio::net::TcpStream,
+    from: SocketAddr,
+    router: Router,
+    mut closing: watch::Receiver<bool>,
+) {
+    let mut http = hyper::server::conn::http1::Builder::new();
+    http.timer(TokioTimer::new()).header_read_timeout(HEAD_TIMEOUT).max_buf_size(16 * 1024);
+    let conn = http.serve_connection(TokioIo::new(socket), TowerToHyperService::new(router)).with_upgrades();
+    tokio::pin!(conn);
+    let deadline = tokio::time::sleep(REQUEST_DEADLINE);
+    tokio::pin!(deadline);
+    tokio::select! {
+        served = conn.as_mut() => if let Err(e) = served { log::debug!("vkcuda: {from}: {e}") },
+        () = &mut deadline => log::debug!("vkcuda: {from} closed: no request within {REQUEST_DEADLINE:?}"),
+        _ = stopped(&mut closing) => {
+            conn.as_mut().graceful_shutdown();
+            let _ = tokio::time::timeout(STOP_GRACE, conn).await;
+        }
+    }
+}
+
+/// Resolves once the server is told to stop.
+async fn stopped(closing: &mut watch::Receiver<bool>) {
+    let _ = closing.wait_for(|c| *c).await;
+}
+
+/// Every request: `GET` (or `HEAD`), one `Host`; the token, or loopback with a loopback `Host`.
 async fn guard(State(app): State<App>, request: Request, next: Next) -> Response {
     if request.method() != Method::GET && request.method() != Method::HEAD {
         return (StatusCode::METHOD_NOT_ALLOWED, "only GET").into_response();
     }
-    let allowed = match &app.token {
-        Some(token) => query_token(request.uri().query()).is_some_and(|t| token.matches(t)),
-        None => host_is_loopback(request.headers()),
-    };
-    match allowed {
+    if request.headers().get_all(header::HOST).iter().count() != 1 {
+        return (StatusCode::BAD_REQUEST, "one Host header").into_response();
+    }
+    let token = query_token(request.uri().query()).is_some_and(|t| app.token.matches(t));
+    match token || (app.loopback && host_is_loopback(request.headers())) {
         true => next.run(request).await,
         false => (StatusCode::FORBIDDEN, "forbidden").into_response(),
     }
@@ -166,26 +238,32 @@ fn host_is_loopback(headers: &HeaderMap) -> bool {
 }
 
 /// Whether a WebSocket upgrade comes from the page itself: no `Origin`
-/// (not a browser) or `http://` + its own `Host`.
+/// (not a browser) or `http://` or `https://` and its own `Host`.
 fn same_origin(headers: &HeaderMap) -> bool {
     let Some(origin) = headers.get(header::ORIGIN) else { return true };
     let host = headers.get(header::HOST).and_then(|h| h.to_str().ok());
     match (origin.to_str().ok(), host) {
-        (Some(origin), Some(host)) => origin.strip_prefix("http://") == Some(host),
+        (Some(origin), Some(host)) => {
+            let site = origin.strip_prefix("http://").or_else(|| origin.strip_prefix("https://"));
+            site == Some(host)
+        }
         _ => false,
     }
 }
 
-async fn page() -> Response {
+async fn page(State(app): State<App>) -> Response {
     let headers = [
-        (header::CONTENT_TYPE, "text/html; charset=utf-8"),
-        (header::CACHE_CONTROL, "no-store"),
-        (header::REFERRER_POLICY, "no-referrer"),
-        (header::X_CONTENT_TYPE_OPTIONS, "nosniff"),
+        (header::CONTENT_TYPE, HeaderValue::from_static("text/html; charset=utf-8")),
+        (header::CACHE_CONTROL, HeaderValue::from_static("no-store")),
+        (header::REFERRER_POLICY, HeaderValue::from_static("no-referrer")),
+        (header::X_CONTENT_TYPE_OPTIONS, HeaderValue::from_static("nosniff")),
+        (header::X_FRAME_OPTIONS, HeaderValue::from_static("SAMEORIGIN")),
+        (header::CONTENT_SECURITY_POLICY, HeaderValue::from_static("frame-ancestors 'self'")),
     ];
-    (headers, Html(PAGE)).into_response()
+    (headers, app.page.to_string()).into_response()
 }
 
+/// The stream: only the page's own origin may open it (the guard checked the token or the host).
 async fn stream(State(app): State<App>, headers: HeaderMap, upgrade: WebSocketUpgrade) -> Response {
     if !same_origin(&headers) {
         return (StatusCode::FORBIDDEN, "forbidden: another site's page").into_response();
@@ -218,11 +296,11 @@ async fn client(socket: WebSocket, app: App, id: u64, wake: Arc<Notify>) -> Resu
     let result = loop {
         tokio::select! {
             m = rx.next() => match m {
-                Some(Ok(Message::Text(text))) => {
-                    if let Err(why) = handle(&app, id, &text, &mut tx).await {
-                        break Err(why);
-                    }
-                }
+                Some(Ok(Message::Text(text))) => match handle(&app, id, &text, &mut tx).await {
+                    Ok(true) => {}
+                    Ok(false) => break Ok(()),
+                    Err(why) => break Err(why),
+                },
                 Some(Ok(Message::Binary(_))) => break Err("a binary message (the page sends none)".into()),
                 Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
                 Some(Ok(Message::Close(_))) | None => return Ok(()),
@@ -230,7 +308,7 @@ async fn client(socket: WebSocket, app: App, id: u64, wake: Arc<Notify>) -> Resu
             },
             _ = wake.notified() => send_frames(&app.hub, id, &mut tx).await?,
             _ = status.tick() => {
-                let status = protocol::status(&app.hub, &*app.controls, id);
+                let status = protocol::status(&app.hub, &*app.controls, id).text();
                 send(&mut tx, Message::Text(status.into())).await?;
             }
             _ = closing.changed() => break Ok(()),
@@ -244,7 +322,7 @@ async fn client(socket: WebSocket, app: App, id: u64, wake: Arc<Notify>) -> Resu
     result
 }
 
-/// Sends the client's waiting frames, as many as it may have unacknowledged.
+/// Sends the client's waiting frames, as many as its link has room for.
 async fn send_frames(hub: &Hub, id: u64, tx: &mut Sink) -> Result<(), String> {
     while let Some(frame) = hub.next_for(id) {
         send(tx, Message::Binary(frame.bytes)).await?;
@@ -259,11 +337,38 @@ async fn send(tx: &mut Sink, m: Message) -> Result<(), String> {
     }
 }
 
-/// One message from the page; `Err`: it was malformed or unexpected.
-async fn handle(app: &App, id: u64, text: &str, tx: &mut Sink) -> Result<(), String> {
+/// One message from the page: `Ok(false)`: it said goodbye; `Err`: it was malformed or unexpected.
+async fn handle(app: &App, id: u64, text: &str, tx: &mut Sink) -> Result<bool, String> {
     match protocol::apply(&app.hub, &*app.controls, id, text)? {
-        Then::Nothing => Ok(()),
-        Then::SendFrames => send_frames(&app.hub, id, tx).await,
-        Then::Reply(text) => send(tx, Message::Text(text.into())).await,
+        Then::Nothing => Ok(true),
+        Then::SendFrames => send_frames(&app.hub, id, tx).await.map(|()| true),
+        Then::Reply(reply) => send(tx, Message::Text(reply.text().into())).await.map(|()| true),
+        Then::Leave => Ok(false),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn headers(pairs: &[(&str, &str)]) -> HeaderMap {
+        let mut h = HeaderMap::new();
+        for (k, v) in pairs {
+            h.append(axum::http::HeaderName::from_bytes(k.as_bytes()).unwrap(), v.parse().unwrap());
+        }
+        h
+    }
+
+    #[test]
+    fn origins_of_the_page_itself_only() {
+        assert!(same_origin(&headers(&[("host", "localhost:8080")])), "not a browser");
+        assert!(same_origin(&headers(&[("host", "localhost:8080"), ("origin", "http://localhost:8080")])));
+        assert!(same_origin(&headers(&[("host", "hub.example"), ("origin", "https://hub.example")])));
+        assert!(!same_origin(&headers(&[("host", "localhost:8080"), ("origin", "https://evil.example")])));
+        assert!(!same_origin(&headers(&[("host", "localhost:8080"), ("origin", "null")])));
+        assert!(host_is_loopback(&headers(&[("host", "[::1]:9")])));
+        assert!(!host_is_loopback(&headers(&[("host", "localhost.evil.example")])));
+        assert_eq!(query_token(Some("a=1&token=xyz")), Some("xyz"));
+        assert!(page_html().contains("function connect") && !page_html().contains("/*CLIENT*/"));
     }
 }

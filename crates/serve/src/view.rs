@@ -32,6 +32,11 @@ impl View {
         self.server.as_ref().map(Server::url)
     }
 
+    /// The page's token (for a URL another server forwards: `?token=`), once served.
+    pub fn token(&self) -> Option<&str> {
+        self.server.as_ref().map(Server::token)
+    }
+
     /// Closes the clients (the page's and the widgets'), frees the port and stops the encoders.
     pub fn stop(&mut self) {
         if let Some(server) = &mut self.server {

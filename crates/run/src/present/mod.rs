@@ -3,9 +3,11 @@
 //! ([`offscreen`], what a presenter would do) and reads some frames back
 //! ([`readback`], to whatever takes them); a window draws it ([`draw`]) into
 //! a swapchain image ([`swapchain`]) or through the CPU ([`cpu`]) and
-//! presents it ([`window`], opened by [`open`]); [`watch`] draws it at each
-//! size its watchers (a browser view's clients) want and reads those back.
+//! presents it ([`window`], opened by [`open`]); [`watch`] draws it with
+//! [`compute_draw`] at each size its watchers (a browser view's clients) want,
+//! as RGBA8 or as I420 planes for their encoders, and reads those back.
 
+pub mod compute_draw;
 pub mod cpu;
 pub mod draw;
 pub mod image;

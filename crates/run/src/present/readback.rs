@@ -87,16 +87,74 @@ struct Pending {
     recorded: Instant,
 }
 
+/// How a read-back frame's pixels are laid out.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Pixels {
+    /// As rendered: packed rows of the frames' format.
+    Rendered,
+    /// Drawn (letterboxed and filtered at the target's size): packed RGBA8 rows.
+    Rgba8,
+    /// Drawn as I420 planes, BT.601 ([`I420`] says where each plane is): full
+    /// range (JPEG's YCbCr) or limited range (video's).
+    I420 {
+        /// 0–255 for Y, U and V (JPEG); else Y 16–235, U and V 16–240.
+        full_range: bool,
+    },
+}
+
+impl Pixels {
+    /// The bytes of an `extent`-sized frame (of `format`, when rendered).
+    pub fn bytes(self, extent: vk::Extent2D, format: Format) -> usize {
+        match self {
+            Pixels::Rendered => FrameDesc::new(extent).format(format).bytes() as usize,
+            Pixels::Rgba8 => FrameDesc::new(extent).format(Format::Rgba8).bytes() as usize,
+            Pixels::I420 { .. } => I420::of(extent).bytes,
+        }
+    }
+}
+
+/// Where the planes of an I420 frame are, in bytes: Y, then U, then V (one
+/// sample of each per 2x2 pixels), each row padded to a multiple of 8 pixels
+/// (4 chroma samples) and Y to an even number of rows; the padding repeats
+/// the last column and row.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct I420 {
+    /// Bytes from one Y row to the next.
+    pub y_stride: usize,
+    /// Y rows (the height, rounded up to even).
+    pub rows: usize,
+    /// Bytes from one U (or V) row to the next.
+    pub c_stride: usize,
+    /// Where U starts, and V.
+    pub u: usize,
+    /// Where V starts.
+    pub v: usize,
+    /// All of it.
+    pub bytes: usize,
+}
+
+impl I420 {
+    /// The planes of an `extent`-sized frame.
+    pub fn of(extent: vk::Extent2D) -> Self {
+        let y_stride = (extent.width as usize).div_ceil(8) * 8;
+        let rows = (extent.height as usize).div_ceil(2) * 2;
+        let c_stride = y_stride / 2;
+        let u = y_stride * rows;
+        let v = u + c_stride * rows / 2;
+        Self { y_stride, rows, c_stride, u, v, bytes: v + c_stride * rows / 2 }
+    }
+}
+
 /// What a readback reads: frames of `extent` in `format`, as rendered, or
-/// (`drawn`) drawn by the draw pass into an `extent`-sized [`super::draw::DISPLAY_FORMAT`] target.
+/// drawn into an `extent`-sized target ([`Pixels`]).
 #[derive(Clone, Copy, Debug)]
 pub struct Shot {
     /// The image read back's size.
     pub extent: vk::Extent2D,
     /// The frames' format.
     pub format: Format,
-    /// Whether the image read back is a draw target.
-    pub drawn: bool,
+    /// How the pixels read back are laid out.
+    pub pixels: Pixels,
     /// The run's number of the session's frame 0 (a shard's first frame; 0 otherwise).
     pub first: u64,
 }
@@ -104,10 +162,20 @@ pub struct Shot {
 impl Shot {
     /// The pixels' format: the frames', or RGBA8 when drawn.
     pub fn pixel_format(&self) -> Format {
-        match self.drawn {
-            true => Format::Rgba8,
-            false => self.format,
+        match self.pixels {
+            Pixels::Rendered => self.format,
+            _ => Format::Rgba8,
         }
+    }
+
+    /// Whether the frame read back was drawn at another size (not as rendered).
+    pub fn drawn(&self) -> bool {
+        self.pixels != Pixels::Rendered
+    }
+
+    /// The bytes of one frame read back.
+    pub fn bytes(&self) -> usize {
+        self.pixels.bytes(self.extent, self.format)
     }
 }
 
@@ -200,7 +268,7 @@ impl Readback {
     fn make(&mut self) -> Result<Buffer> {
         let usage = vk::BufferUsageFlags::TRANSFER_DST;
         let name = format!("readback {}", self.made);
-        let bytes = FrameDesc::new(self.shot.extent).format(self.shot.pixel_format()).bytes();
+        let bytes = self.shot.bytes() as u64;
         let buffer = Buffer::new(self.device.clone(), &name, bytes, usage, MemoryLocation::GpuToCpu)?;
         buffer.mapped()?;
         self.stats.memory = buffer.memory_properties();

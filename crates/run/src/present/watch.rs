@@ -1,8 +1,10 @@
-//! Watchers of a run (a browser view's clients): each frame, the draw pass
-//! draws the ready frame, letterboxed and filtered as a window draws it, into
-//! one target per canvas size that some watcher wants a frame at now, and
-//! reads each one back. Watchers at the same size share one draw; a 4K frame
-//! watched in a 1280x720 pane moves 1280x720 pixels to the host.
+//! Watchers of a run (a browser view's clients): each frame, the compute
+//! draw ([`super::compute_draw`]) draws the ready frame, letterboxed and
+//! filtered as a window draws it, into one target per size and pixel layout
+//! some watcher wants a frame in now ([`Want`]: RGBA8 rows for exact pixels,
+//! I420 planes for an encoder), and reads each one back. Watchers that want
+//! the same share one draw; a 4K frame watched in a 1280x720 pane as I420
+//! moves 1280x720x1.5 bytes to the host.
 //!
 //! A watcher never slows the run: a size is drawn only while someone wants it,
 //! and when every readback buffer of a size is with the [`Watchers`] (an
@@ -13,13 +15,23 @@ use std::sync::Arc;
 use anyhow::Result;
 use ash::vk;
 
-use super::draw::{DrawPass, DrawTarget, DISPLAY_FORMAT};
-use super::readback::{ReadFrame, Readable, Readback, Recipient, Shot};
+use super::compute_draw::{ComputeDraw, ComputeTarget};
+use super::readback::{Pixels, ReadFrame, Readable, Readback, Recipient, Shot};
 use crate::frames::consumer::{Frames, Source};
 use vkcuda::vk::device::Device;
 use vkcuda::Format;
 
-/// The most canvas sizes drawn per frame (and kept, with their targets).
+/// A frame a watcher wants: its size, and how its pixels are laid out
+/// ([`Pixels::Rgba8`] or [`Pixels::I420`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Want {
+    /// The size to draw the frame at (letterboxed into it).
+    pub extent: vk::Extent2D,
+    /// RGBA8 rows or I420 planes.
+    pub pixels: Pixels,
+}
+
+/// The most sizes (and layouts) drawn per frame (and kept, with their targets).
 pub const MAX_SIZES: usize = 8;
 /// Readback buffers per size beyond one per frame slot: frames the watchers
 /// may hold (encoding) while the next ones are drawn.
@@ -31,14 +43,14 @@ const KEEP_UNUSED: u64 = 240;
 /// Who watches a run: asked each frame which sizes to draw, given each
 /// frame drawn. Called on the consumer's thread: nothing here may block.
 pub trait Watchers: Send + Sync {
-    /// The canvas sizes that want this frame, each once.
-    fn wanted(&self, frame: u64) -> Vec<vk::Extent2D>;
+    /// What is wanted of this frame, each once.
+    fn wanted(&self, frame: u64) -> Vec<Want>;
 
-    /// A draw at `extent` was recorded for `frame` (its pixels follow with
+    /// A draw of `want` was recorded for `frame` (its pixels follow with
     /// [`Watchers::take`] once the frame is consumed, or never, if the run stops first).
-    fn drawing(&self, frame: u64, extent: vk::Extent2D);
+    fn drawing(&self, frame: u64, want: Want);
 
-    /// Frame `frame` drawn at its canvas size: RGBA8, `frame.shot.extent`.
+    /// Frame `frame` drawn as wanted: `frame.shot.extent`, laid out as `frame.shot.pixels`.
     fn take(&self, frame: ReadFrame);
 
     /// What the draw multiplies colours by (float frames' exposure).
@@ -48,18 +60,18 @@ pub trait Watchers: Send + Sync {
     fn abandon(&self);
 }
 
-/// One canvas size's target and readback.
+/// One wanted size and layout's target and readback.
 struct Sized {
-    target: DrawTarget,
+    target: ComputeTarget,
     readback: Readback,
     /// The last frame drawn into it.
     last: u64,
 }
 
-/// The draw pass, a target per wanted size, and the watchers.
+/// The compute draw, a target per wanted size and layout, and the watchers.
 pub struct Watch {
     device: Arc<Device>,
-    pass: DrawPass,
+    pass: ComputeDraw,
     sizes: Vec<Sized>,
     watchers: Arc<dyn Watchers>,
     slots: usize,
@@ -95,11 +107,11 @@ impl Watch {
         slots: usize,
         watchers: Arc<dyn Watchers>,
     ) -> Result<Self> {
-        let pass = DrawPass::new(device.clone(), DISPLAY_FORMAT)?;
+        let pass = ComputeDraw::new(device.clone())?;
         Ok(Self { device, pass, sizes: Vec::new(), watchers, slots, format, done: None })
     }
 
-    /// Points the draw pass at a session's shared frames (see [`DrawPass::bind_shared`]).
+    /// Points the draw at a session's shared frames (see [`ComputeDraw::bind_shared`]).
     pub fn bind(&mut self, frames: Frames<'_>) -> Result<()> {
         self.pass.bind_shared(frames)
     }
@@ -114,8 +126,8 @@ impl Watch {
         self.pass.reads_buffers()
     }
 
-    /// Records, for each wanted size that has a free readback buffer, the
-    /// draw of `source` into its target and the target's readback.
+    /// Records, for each wanted size and layout that has a free readback
+    /// buffer, the draw of `source` into its target and the target's readback.
     pub fn record(
         &mut self,
         cmd: vk::CommandBuffer,
@@ -126,16 +138,17 @@ impl Watch {
         self.pass.exposure = self.watchers.exposure();
         let wanted = self.watchers.wanted(frame);
         self.forget_unused(frame, &wanted);
-        for extent in wanted.into_iter().take(MAX_SIZES) {
-            let Some(i) = self.size_for(extent)? else { continue };
+        for want in wanted.into_iter().take(MAX_SIZES) {
+            let Some(i) = self.size_for(want)? else { continue };
             let sized = &mut self.sizes[i];
             if !sized.readback.has_room() {
                 continue;
             }
-            sized.target.record(cmd, &self.pass, source, true)?;
-            if sized.readback.try_record(cmd, slot, frame, Readable::Image(sized.target.raw()))? {
+            self.pass.record(cmd, source, &sized.target)?;
+            let (buffer, bytes) = sized.target.raw();
+            if sized.readback.try_record(cmd, slot, frame, Readable::Buffer(buffer, bytes))? {
                 sized.last = frame;
-                self.watchers.drawing(frame, extent);
+                self.watchers.drawing(frame, want);
             }
         }
         Ok(())
@@ -147,16 +160,19 @@ impl Watch {
         self.sizes.iter_mut().try_for_each(|s| s.readback.completed(slot, frame))
     }
 
-    /// The index of `extent`'s target, made if missing and there is room.
-    fn size_for(&mut self, extent: vk::Extent2D) -> Result<Option<usize>> {
-        if let Some(i) = self.sizes.iter().position(|s| s.target.extent == extent) {
+    /// The index of `want`'s target, made if missing and there is room.
+    fn size_for(&mut self, want: Want) -> Result<Option<usize>> {
+        let Want { extent, pixels } = want;
+        if let Some(i) =
+            self.sizes.iter().position(|s| s.target.extent == extent && s.target.pixels == pixels)
+        {
             return Ok(Some(i));
         }
         if self.sizes.len() >= MAX_SIZES || extent.width == 0 || extent.height == 0 {
             return Ok(None);
         }
-        let target = DrawTarget::new(self.device.clone(), "watch target", extent)?;
-        let shot = Shot { extent, format: self.format, drawn: true, first: 0 };
+        let target = ComputeTarget::new(&self.pass, "watch target", extent, pixels)?;
+        let shot = Shot { extent, format: self.format, pixels, first: 0 };
         let recipient = Box::new(ToWatchers(self.watchers.clone()));
         let readback = Readback::new(self.device.clone(), shot, self.slots, recipient)?;
         self.sizes.push(Sized { target, readback, last: 0 });
@@ -165,11 +181,12 @@ impl Watch {
 
     /// Lets go of the targets nobody wanted for [`KEEP_UNUSED`] frames whose
     /// last draw the GPU has finished (no command buffer in flight names them).
-    fn forget_unused(&mut self, frame: u64, wanted: &[vk::Extent2D]) {
+    fn forget_unused(&mut self, frame: u64, wanted: &[Want]) {
         let done = self.done;
         self.sizes.retain(|s| {
             let finished = done.is_some_and(|d| d >= s.last);
-            wanted.contains(&s.target.extent) || !finished || frame < s.last + KEEP_UNUSED
+            let want = Want { extent: s.target.extent, pixels: s.target.pixels };
+            wanted.contains(&want) || !finished || frame < s.last + KEEP_UNUSED
         });
     }
 

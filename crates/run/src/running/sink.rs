@@ -316,7 +316,7 @@ impl Recipient for PngFrames {
             None => None,
         };
         let extent = (shot.extent.width, shot.extent.height);
-        let target = shot.drawn.then_some(extent);
+        let target = shot.drawn().then_some(extent);
         // Files are named by the run's frame number (a shard's frames merge with the others').
         let frame = shot.first + frame;
         let job = FrameJob { frame, shows, extent, format: shot.format, pixels, target };

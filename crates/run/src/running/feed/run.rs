@@ -17,7 +17,7 @@ use crate::base::kinds::ConsumeKind;
 use crate::frames::consumer::ExtraSync;
 use crate::frames::gpu::Gpu;
 use crate::present::offscreen::Offscreen;
-use crate::present::readback::{Readback, Shot};
+use crate::present::readback::{Pixels, Readback, Shot};
 use crate::present::watch::{Watch, Watchers};
 use crate::running::session::Session;
 use crate::running::setup::{ConsumerSpec, PlanSpec, ProducerSpec, RunSpec};
@@ -98,7 +98,7 @@ fn consume(
     let readback = match &sink {
         Some(sink) => {
             // A fed frame shows no scene: numbered from `first`, compared with nothing.
-            let shot = Shot { extent, format: desc.format, drawn: false, first };
+            let shot = Shot { extent, format: desc.format, pixels: Pixels::Rendered, first };
             Some(Readback::new(device.clone(), shot, IN_FLIGHT, sink.recipient(None)?)?)
         }
         None => None,

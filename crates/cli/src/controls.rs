@@ -1,16 +1,17 @@
-//! [`Controls`] for a run that renders what a [`Director`] says (the CLI's
-//! scenes and `--kernel`): the page's keys act on it as the window's do,
-//! the pointer reaches it as the window's does (a kernel's `vk_frame`).
+//! The browser view's [`Controls`] for the CLI's runs, which render what a
+//! [`Director`] says (the scenes and `--kernel`): the page's keys act on it
+//! as the window's do (R reloads a kernel), the pointer reaches it as the
+//! window's does (a kernel's `vk_frame`).
 
 use std::sync::Arc;
 
 use ash::vk;
 use serde_json::json;
 
-use crate::protocol::Controls;
 use vkcuda_run::base::director::{Director, Pointer};
 use vkcuda_run::base::reload::KernelReload;
 use vkcuda_run::base::scene::frame_pixel;
+use vkcuda_serve::Controls;
 
 /// The page's keys and pointer, on a director (and a kernel's hot reload).
 pub struct RunControls {

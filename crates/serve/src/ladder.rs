@@ -1,0 +1,402 @@
+//! What a client is sent, chosen to hold its latency on its link: the codec,
+//! the size the image is sent at (the page's canvas stays; the page scales a
+//! smaller image up), the quality or bitrate, and the frame rate.
+//!
+//! - Where the link carries JPEG at the default quality at the page's
+//!   display rate (loopback, a fast LAN), JPEG at the canvas size, as before:
+//!   the cheapest frame to make and to decode.
+//! - Where it cannot and the page decodes video (WebCodecs), VP8 at 80 % of
+//!   the link's capacity; its quantizer, read back from the encoder, trades
+//!   frame rate (down to 30 a second) and then size against quality.
+//! - Where it cannot and the page has no video decoder (plain HTTP to
+//!   another machine is not a secure context), JPEG with its quality set
+//!   frame by frame to fit the same budget, then a lower rate and size.
+//!
+//! Frames of `budget / rate` bytes take 0.8 / rate seconds to cross the
+//! link whatever its speed: the window ([`crate::link`]) keeps any queue to
+//! a frame, so that is the latency the ladder holds. The page may pin the
+//! codec, the quality, or exact pixels ([`Mode`]).
+
+use std::time::{Duration, Instant};
+
+use ash::vk;
+
+/// The JPEG quality where the link allows it, and of a page that asks for JPEG without one.
+pub const DEFAULT_QUALITY: u8 = 80;
+/// The share of the link's capacity a stream may use.
+const SHARE: f64 = 0.8;
+/// How much above [`SHARE`] a probe asks, to find out whether the link got faster.
+const PROBE_GAIN: f64 = 1.3;
+/// How often, and for how long, the link is probed (when it has not been the limit lately).
+const PROBE_EVERY: Duration = Duration::from_secs(3);
+const PROBE_FOR: Duration = Duration::from_millis(500);
+/// How often the rate and size are reconsidered.
+const STEP_EVERY: Duration = Duration::from_millis(500);
+/// The frame rate a stream gives up quality for before it gives up size.
+const MIN_FPS: f64 = 30.0;
+/// The sizes an image may be sent at, as a share of the canvas.
+const SCALES: [f64; 5] = [1.0, 0.75, 0.5, 0.375, 0.25];
+/// VP8 quantizers (0–63) above which a frame is too coarse, and below which there is room.
+const COARSE: f64 = 50.0;
+const FINE: f64 = 34.0;
+/// JPEG qualities an adaptive stream moves within.
+const JPEG_RANGE: (u8, u8) = (20, DEFAULT_QUALITY);
+/// Links faster than this (bytes a second) are plenty for JPEG whatever it weighs (loopback).
+const PLENTY: f64 = 40e6;
+
+/// What the page asked for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Chosen for the link (and exact pixels once the picture stops).
+    #[default]
+    Auto,
+    /// JPEG at this quality, paced by the link.
+    Jpeg {
+        /// 1–100.
+        quality: u8,
+    },
+    /// Video, sized for the link.
+    Video,
+    /// Lossless (PNG) every frame, at the canvas size.
+    Png,
+    /// The RGBA rows every frame, at the canvas size (exact, uncompressed).
+    Raw,
+}
+
+/// How a frame is encoded.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Codec {
+    /// RGBA rows.
+    Raw,
+    /// JPEG (4:2:0) at a quality.
+    Jpeg {
+        /// 1–100.
+        quality: u8,
+    },
+    /// VP8 at a bitrate.
+    Vp8 {
+        /// Bits a second.
+        bitrate: u32,
+    },
+    /// PNG (lossless).
+    Png,
+}
+
+impl Codec {
+    /// Whether the frame is exact (lossless, at the canvas size).
+    pub fn exact(self) -> bool {
+        matches!(self, Codec::Raw | Codec::Png)
+    }
+}
+
+/// What the next frame of a client is.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Plan {
+    /// How it is encoded.
+    pub codec: Codec,
+    /// The size it is sent at.
+    pub extent: vk::Extent2D,
+    /// At most this many frames a second.
+    pub fps: f64,
+}
+
+/// One client's choices and what its frames weighed.
+#[derive(Debug)]
+pub struct Ladder {
+    pub(crate) mode: Mode,
+    /// The page decodes VP8.
+    pub(crate) video: bool,
+    /// The page's display rate (its frames a second at most).
+    display: f64,
+    /// Video (else JPEG) while in [`Mode::Auto`].
+    use_video: bool,
+    /// Index into [`SCALES`].
+    scale: usize,
+    fps: f64,
+    quality: u8,
+    /// Bytes a JPEG at [`DEFAULT_QUALITY`] takes per canvas pixel, once one was sent.
+    jpeg_density: Option<f64>,
+    /// VP8 quantizers since the last step.
+    quantizers: Vec<u8>,
+    last_step: Option<Instant>,
+    probe_started: Option<Instant>,
+}
+
+impl Default for Ladder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+/// What the ladder is told of the link.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct LinkState {
+    /// Capacity in bytes a second, once measured.
+    pub capacity: Option<f64>,
+    /// Whether the link was the limit lately (no probe needed).
+    pub limited_lately: bool,
+}
+
+impl Ladder {
+    /// A client of no known link, at 60 frames a second until the page says its rate.
+    pub fn new() -> Self {
+        Self {
+            mode: Mode::Auto,
+            video: false,
+            display: 60.0,
+            use_video: false,
+            scale: 0,
+            fps: 60.0,
+            quality: DEFAULT_QUALITY,
+            jpeg_density: None,
+            quantizers: Vec::new(),
+            last_step: None,
+            probe_started: None,
+        }
+    }
+
+    /// The page's display rate (0: no limit, taken as 1000).
+    pub fn set_display(&mut self, fps: f64) {
+        self.display = if fps > 0.0 { fps } else { 1000.0 };
+        self.fps = self.fps.min(self.display).max(self.display.min(MIN_FPS));
+    }
+
+    /// The plan for the next frame at `canvas`, at `now`, on `link`.
+    pub fn plan(&mut self, canvas: vk::Extent2D, link: LinkState, now: Instant) -> Plan {
+        let full =
+            Plan { codec: Codec::Jpeg { quality: DEFAULT_QUALITY }, extent: canvas, fps: self.display };
+        let budget = link.capacity.map(|c| c * SHARE * self.probe_gain(link, now));
+        match self.mode {
+            Mode::Raw => Plan { codec: Codec::Raw, ..full },
+            Mode::Png => Plan { codec: Codec::Png, ..full },
+            Mode::Jpeg { quality } => Plan { codec: Codec::Jpeg { quality }, ..full },
+            Mode::Video => self.video_plan(canvas, budget.unwrap_or(1e6), now),
+            Mode::Auto => match budget {
+                None => full,
+                Some(budget) => self.auto_plan(canvas, budget, now),
+            },
+        }
+    }
+
+    /// Auto: JPEG at the default quality while the link carries it, else video or lighter JPEG.
+    fn auto_plan(&mut self, canvas: vk::Extent2D, budget: f64, now: Instant) -> Plan {
+        let pixels = f64::from(canvas.width) * f64::from(canvas.height);
+        let jpeg_rate = self.jpeg_density.map(|d| d * pixels * self.display);
+        let fits = |share: f64| jpeg_rate.is_none_or(|need| need <= budget * share) || budget >= PLENTY;
+        // Hysteresis: back to JPEG only with room to spare.
+        self.use_video = self.video && if self.use_video { !fits(0.5) } else { !fits(1.0) };
+        if self.use_video {
+            return self.video_plan(canvas, budget, now);
+        }
+        if fits(1.0) {
+            self.scale = 0;
+            self.fps = self.display;
+            self.quality = DEFAULT_QUALITY;
+            return Plan {
+                codec: Codec::Jpeg { quality: DEFAULT_QUALITY },
+                extent: canvas,
+                fps: self.display,
+            };
+        }
+        self.step(now, None);
+        Plan { codec: Codec::Jpeg { quality: self.quality }, extent: self.extent(canvas), fps: self.fps }
+    }
+
+    fn video_plan(&mut self, canvas: vk::Extent2D, budget: f64, now: Instant) -> Plan {
+        let coarse = self.quantizers_mean();
+        self.step(now, coarse);
+        let bitrate = (budget * 8.0).clamp(100e3, 200e6) as u32;
+        Plan { codec: Codec::Vp8 { bitrate }, extent: self.extent(canvas), fps: self.fps }
+    }
+
+    /// Every [`STEP_EVERY`]: lower the rate, then the size, while frames are
+    /// too coarse (VP8's quantizer; JPEG's quality at its floor); raise the
+    /// size, then the rate, while there is room.
+    fn step(&mut self, now: Instant, quantizer: Option<f64>) {
+        if self.last_step.is_some_and(|at| now.duration_since(at) < STEP_EVERY) {
+            return;
+        }
+        let video = matches!(self.mode, Mode::Video) || self.use_video;
+        let (coarse, fine) = match quantizer {
+            Some(q) => (q > COARSE, q < FINE),
+            // No video frame since the last step: nothing to go by.
+            None if video => return,
+            None => (self.quality <= JPEG_RANGE.0, self.quality >= JPEG_RANGE.1 - 10),
+        };
+        self.last_step = Some(now);
+        self.quantizers.clear();
+        let floor = self.display.min(MIN_FPS);
+        if coarse && self.fps > floor {
+            self.fps = (self.fps * 0.75).max(floor);
+        } else if coarse && self.scale + 1 < SCALES.len() {
+            self.scale += 1;
+        } else if fine && self.scale > 0 {
+            self.scale -= 1;
+        } else if fine && self.fps < self.display {
+            self.fps = (self.fps * 1.33).min(self.display);
+        }
+    }
+
+    /// The size at the current step: the canvas scaled, at least 16 pixels a side, even.
+    fn extent(&self, canvas: vk::Extent2D) -> vk::Extent2D {
+        if self.scale == 0 {
+            return canvas;
+        }
+        let s = SCALES[self.scale];
+        let side = |v: u32| (((f64::from(v) * s) as u32).max(16) & !1).min(v);
+        vk::Extent2D { width: side(canvas.width), height: side(canvas.height) }
+    }
+
+    /// While no frame waited for the link lately, now and then a burst above
+    /// the share: the link's answer measures it anew (it may be faster now).
+    fn probe_gain(&mut self, link: LinkState, now: Instant) -> f64 {
+        if link.limited_lately {
+            self.probe_started = Some(now);
+            return 1.0;
+        }
+        let started = *self.probe_started.get_or_insert(now);
+        let since = now.duration_since(started);
+        if since >= PROBE_EVERY + PROBE_FOR {
+            self.probe_started = Some(now);
+        }
+        if since >= PROBE_EVERY && since < PROBE_EVERY + PROBE_FOR {
+            PROBE_GAIN
+        } else {
+            1.0
+        }
+    }
+
+    fn quantizers_mean(&self) -> Option<f64> {
+        let n = self.quantizers.len();
+        (n > 0).then(|| self.quantizers.iter().map(|&q| f64::from(q)).sum::<f64>() / n as f64)
+    }
+
+    /// A frame was encoded as `codec` at `extent` into `bytes` (its VP8
+    /// quantizer when video), for a canvas of `canvas`, `budget` bytes a
+    /// frame: JPEG's quality follows the frame's weight.
+    pub fn encoded(
+        &mut self,
+        codec: Codec,
+        extent: vk::Extent2D,
+        bytes: usize,
+        quantizer: Option<u8>,
+        per_frame: Option<f64>,
+    ) {
+        match codec {
+            Codec::Vp8 { .. } => self.quantizers.extend(quantizer),
+            Codec::Jpeg { quality } if quality == DEFAULT_QUALITY && self.scale == 0 => {
+                let density = bytes as f64 / (f64::from(extent.width) * f64::from(extent.height)).max(1.0);
+                self.jpeg_density = Some(self.jpeg_density.map_or(density, |d| 0.7 * d + 0.3 * density));
+            }
+            _ => {}
+        }
+        if let (Codec::Jpeg { quality }, Some(target), Mode::Auto) = (codec, per_frame, self.mode) {
+            let ratio = bytes as f64 / target.max(1.0);
+            let q = f64::from(quality);
+            let next = if ratio > 1.1 {
+                q - (q * 0.15).max(2.0)
+            } else if ratio < 0.7 {
+                q + 3.0
+            } else {
+                q
+            };
+            self.quality = (next as u8).clamp(JPEG_RANGE.0, JPEG_RANGE.1);
+        }
+    }
+
+    /// The budget of one frame at `plan`'s rate on `link` (bytes), when measured.
+    pub fn per_frame(plan: &Plan, link: LinkState) -> Option<f64> {
+        link.capacity.map(|c| c * SHARE / plan.fps.max(1.0))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const HD: vk::Extent2D = vk::Extent2D { width: 1920, height: 1080 };
+
+    fn link(mbit: f64) -> LinkState {
+        LinkState { capacity: Some(mbit * 1e6 / 8.0), limited_lately: true }
+    }
+
+    #[test]
+    fn jpeg_at_the_default_quality_where_the_link_carries_it() {
+        let mut l = Ladder::new();
+        l.video = true;
+        let now = Instant::now();
+        assert_eq!(l.plan(HD, LinkState::default(), now).codec, Codec::Jpeg { quality: 80 }, "unmeasured");
+        // 150 KB frames at 60 a second: 72 Mbit/s; a 1 Gbit/s link carries it.
+        l.encoded(Codec::Jpeg { quality: 80 }, HD, 150_000, None, None);
+        let p = l.plan(HD, link(1000.0), now);
+        assert_eq!((p.codec, p.extent, p.fps), (Codec::Jpeg { quality: 80 }, HD, 60.0));
+    }
+
+    #[test]
+    fn video_where_jpeg_does_not_fit_and_the_page_decodes_it() {
+        let mut l = Ladder::new();
+        l.video = true;
+        l.encoded(Codec::Jpeg { quality: 80 }, HD, 150_000, None, None);
+        let p = l.plan(HD, link(20.0), Instant::now());
+        assert_eq!(p.codec, Codec::Vp8 { bitrate: 16_000_000 }, "80 % of 20 Mbit/s");
+        // Without a decoder: JPEG whose quality falls with each frame too heavy for the budget.
+        let mut l = Ladder::new();
+        l.encoded(Codec::Jpeg { quality: 80 }, HD, 150_000, None, None);
+        let p = l.plan(HD, link(20.0), Instant::now());
+        let per = Ladder::per_frame(&p, link(20.0)).unwrap();
+        assert!((per - 33_333.0).abs() < 1.0, "{per}");
+        l.encoded(p.codec, p.extent, 150_000, None, Some(per));
+        assert!(matches!(l.plan(HD, link(20.0), Instant::now()).codec, Codec::Jpeg { quality: q } if q < 80));
+    }
+
+    #[test]
+    fn coarse_video_gives_up_rate_to_30_then_size_and_fine_video_takes_them_back() {
+        let mut l = Ladder::new();
+        (l.video, l.mode) = (true, Mode::Video);
+        let mut now = Instant::now();
+        let mut seen = Vec::new();
+        for _ in 0..12 {
+            l.encoded(Codec::Vp8 { bitrate: 1 }, HD, 1, Some(60), None);
+            now += STEP_EVERY;
+            let p = l.plan(HD, link(5.0), now);
+            seen.push((p.fps.round() as u32, p.extent.width));
+        }
+        assert_eq!(&seen[..4], &[(45, 1920), (34, 1920), (30, 1920), (30, 1440)], "{seen:?}");
+        assert_eq!(seen.last(), Some(&(30, 480)), "down to a quarter: {seen:?}");
+        for _ in 0..12 {
+            l.encoded(Codec::Vp8 { bitrate: 1 }, HD, 1, Some(20), None);
+            now += STEP_EVERY;
+            l.plan(HD, link(5.0), now);
+        }
+        let p = l.plan(HD, link(5.0), now);
+        assert_eq!((p.extent, p.fps.round()), (HD, 60.0));
+    }
+
+    #[test]
+    fn an_unlimited_link_is_probed_now_and_then() {
+        let mut l = Ladder::new();
+        (l.video, l.mode) = (true, Mode::Video);
+        let start = Instant::now();
+        let free = LinkState { limited_lately: false, ..link(10.0) };
+        let rate = |l: &mut Ladder, at: Duration| match l.plan(HD, free, start + at).codec {
+            Codec::Vp8 { bitrate } => bitrate,
+            c => panic!("{c:?}"),
+        };
+        assert_eq!(rate(&mut l, Duration::ZERO), 8_000_000);
+        assert_eq!(rate(&mut l, PROBE_EVERY + Duration::from_millis(100)), 10_400_000);
+        assert_eq!(rate(&mut l, PROBE_EVERY + PROBE_FOR + Duration::from_millis(10)), 8_000_000);
+    }
+
+    #[test]
+    fn pins_are_kept_and_sizes_stay_even_and_within_the_canvas() {
+        let mut l = Ladder::new();
+        l.mode = Mode::Png;
+        assert_eq!(l.plan(HD, link(1.0), Instant::now()).codec, Codec::Png);
+        l.mode = Mode::Jpeg { quality: 35 };
+        assert_eq!(l.plan(HD, link(1.0), Instant::now()).codec, Codec::Jpeg { quality: 35 });
+        l.scale = 4;
+        let odd = vk::Extent2D { width: 333, height: 17 };
+        assert_eq!(l.extent(odd), vk::Extent2D { width: 82, height: 16 });
+        assert_eq!(l.extent(vk::Extent2D { width: 9, height: 9 }), vk::Extent2D { width: 9, height: 9 });
+    }
+}

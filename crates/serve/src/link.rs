@@ -1,0 +1,338 @@
+//! Delivery paced by the link, measured from the page's acknowledgements
+//! alone: an `ssh -L` tunnel, a VPN or JupyterHub's proxy hide the link from
+//! the server's socket (sshd buffers megabytes per channel), but a page
+//! acknowledges each frame once it has decoded it, wherever it is.
+//!
+//! From the acknowledgements: the delivery rate (BBR's rate sample: bytes
+//! acknowledged over the time they took, counted from the last
+//! acknowledgement before the frame was sent) and the shortest round trip.
+//! The link's capacity is the highest rate seen while the link was the
+//! limit (a frame waited for the window): a rate measured while the stream
+//! sent less than the link carries only raises it. The window, the bytes
+//! allowed in flight, is capacity × shortest round trip (the bandwidth-delay
+//! product, and a quarter more to find the link's limit) plus the next
+//! frame: enough to keep the link busy, never a queue of frames behind it. A round trip well above the shortest says a queue
+//! builds (the link got slower): the capacity drops to what was delivered
+//! lately, at once.
+
+use std::collections::VecDeque;
+use std::time::{Duration, Instant};
+
+/// How long the shortest round trip is remembered.
+const RTT_WINDOW: Duration = Duration::from_secs(10);
+/// How long a capacity measured while the link was the limit stands against lower ones.
+const LIMITED_WINDOW: Duration = Duration::from_millis(1500);
+/// Frames in flight before the link is measured.
+const START_FRAMES: usize = 2;
+/// A round trip this much above the shortest (and at least [`QUEUE_FLOOR`]) is a queue.
+const QUEUE_FACTOR: f64 = 2.0;
+/// The least queueing delay that counts as a queue (frame sizes and decodes vary).
+const QUEUE_FLOOR: Duration = Duration::from_millis(60);
+/// The window's headroom over the bandwidth-delay product: without it a
+/// window measured at k frames in flight stays at k (the rate it measures is
+/// the rate it allows); with it the link fills, and no more (BBR's cwnd gain, smaller).
+const WINDOW_GAIN: f64 = 1.25;
+
+/// A frame sent and not yet acknowledged.
+#[derive(Clone, Copy, Debug)]
+struct InFlight {
+    frame: u64,
+    bytes: u64,
+    sent: Instant,
+    /// Bytes acknowledged before it was sent, and when the last of them was
+    /// (its send time when nothing was in flight).
+    delivered: u64,
+    delivered_at: Instant,
+    /// Whether the link was the limit when it was sent (it, or the draw for it, waited for the window).
+    limited: bool,
+}
+
+/// What one acknowledgement measured.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// The frame's round trip: sent to acknowledged (its transfer and the page's decode included).
+    pub rtt: Duration,
+    /// Bytes a second delivered over the frame's time in flight.
+    pub rate: f64,
+    /// Whether the link was the limit (else the rate is only a lower bound of what it carries).
+    pub limited: bool,
+}
+
+/// One client's link, as its acknowledgements show it.
+#[derive(Debug)]
+pub struct Link {
+    flight: VecDeque<InFlight>,
+    delivered: u64,
+    last_ack: Option<Instant>,
+    /// Round trips of the last [`RTT_WINDOW`], oldest first, each with when it was measured.
+    rtts: VecDeque<(Instant, Duration)>,
+    /// The capacity, bytes a second, and when a limited sample last set it.
+    capacity: Option<f64>,
+    limited_at: Option<Instant>,
+    /// Whether a draw waited for the window since the last frame was sent.
+    blocked: bool,
+    /// The newest round trip.
+    last_rtt: Option<Duration>,
+}
+
+impl Default for Link {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Link {
+    /// A link not yet measured.
+    pub fn new() -> Self {
+        Self {
+            flight: VecDeque::new(),
+            delivered: 0,
+            last_ack: None,
+            rtts: VecDeque::new(),
+            capacity: None,
+            limited_at: None,
+            blocked: false,
+            last_rtt: None,
+        }
+    }
+
+    /// Bytes sent and not yet acknowledged.
+    pub fn in_flight(&self) -> u64 {
+        self.flight.iter().map(|f| f.bytes).sum()
+    }
+
+    /// Frames sent and not yet acknowledged.
+    pub fn frames_in_flight(&self) -> usize {
+        self.flight.len()
+    }
+
+    /// The link's capacity in bytes a second, once measured.
+    pub fn capacity(&self) -> Option<f64> {
+        self.capacity
+    }
+
+    /// The shortest round trip of the last [`RTT_WINDOW`].
+    pub fn min_rtt(&self) -> Option<Duration> {
+        self.rtts.iter().map(|(_, r)| *r).min()
+    }
+
+    /// The newest round trip.
+    pub fn last_rtt(&self) -> Option<Duration> {
+        self.last_rtt
+    }
+
+    /// The bytes the link may hold for a next frame of `next` bytes: capacity ×
+    /// shortest round trip (with [`WINDOW_GAIN`]), plus that frame; before both
+    /// are measured, `None` (then [`START_FRAMES`] frames may be in flight).
+    pub fn window(&self, next: u64) -> Option<u64> {
+        let (rate, rtt) = (self.capacity?, self.min_rtt()?);
+        Some((rate * rtt.as_secs_f64() * WINDOW_GAIN) as u64 + next)
+    }
+
+    /// Whether a frame of `bytes` may be sent now: nothing in flight, or it fits the window.
+    pub fn may_send(&self, bytes: u64) -> bool {
+        match self.window(bytes) {
+            _ if self.flight.is_empty() => true,
+            Some(window) => self.in_flight() + bytes <= window,
+            None => self.flight.len() < START_FRAMES,
+        }
+    }
+
+    /// A draw waited for the window: the next frame sent is limited by the link.
+    pub fn block(&mut self) {
+        self.blocked = true;
+    }
+
+    /// Frame `frame` of `bytes` was handed to the socket at `now`; `waited`:
+    /// it was ready before the window let it go.
+    pub fn sent(&mut self, frame: u64, bytes: u64, now: Instant, waited: bool) {
+        let delivered_at = match (self.flight.is_empty(), self.last_ack) {
+            (false, Some(at)) => at,
+            _ => now,
+        };
+        let limited = waited || std::mem::take(&mut self.blocked);
+        self.flight.push_back(InFlight {
+            frame,
+            bytes,
+            sent: now,
+            delivered: self.delivered,
+            delivered_at,
+            limited,
+        });
+    }
+
+    /// The page acknowledged `frame` at `now` (it decoded it): what that
+    /// measured. Frames sent before it and not acknowledged were skipped
+    /// by the page (never decoded): they leave the flight too.
+    pub fn acked(&mut self, frame: u64, now: Instant) -> Option<Sample> {
+        let at = self.flight.iter().position(|f| f.frame == frame)?;
+        let f = self.flight.drain(..=at).next_back()?;
+        self.delivered += f.bytes;
+        self.last_ack = Some(now);
+        let rtt = now.saturating_duration_since(f.sent);
+        let elapsed = now.saturating_duration_since(f.delivered_at).max(Duration::from_micros(100));
+        let rate = (self.delivered - f.delivered) as f64 / elapsed.as_secs_f64();
+        let sample = Sample { rtt, rate, limited: f.limited };
+        self.measure(now, sample);
+        Some(sample)
+    }
+
+    /// Takes a sample into the round trips and the capacity.
+    fn measure(&mut self, now: Instant, s: Sample) {
+        self.last_rtt = Some(s.rtt);
+        self.rtts.push_back((now, s.rtt));
+        while self.rtts.front().is_some_and(|(at, _)| now.duration_since(*at) > RTT_WINDOW) {
+            self.rtts.pop_front();
+        }
+        let stale = self.limited_at.is_none_or(|at| now.duration_since(at) > LIMITED_WINDOW);
+        let capacity = match self.capacity {
+            // A lower bound that beats what is known; or the link's own measure, which stands
+            // against lower ones for a while, then gives way to a newer one.
+            Some(c) if s.rate <= c && !(s.limited && stale) => c,
+            _ => s.rate,
+        };
+        if s.limited && (stale || s.rate >= capacity) {
+            self.limited_at = Some(now);
+        }
+        self.capacity = Some(capacity);
+        if self.queued(s.rtt) {
+            // The link holds a queue: it carries less than the capacity says, and what
+            // this frame's acknowledgement measured is what it carries now.
+            self.capacity = Some(s.rate.min(capacity));
+            self.limited_at = Some(now);
+        }
+    }
+
+    /// Whether round trip `rtt` says a queue is building.
+    fn queued(&self, rtt: Duration) -> bool {
+        let Some(min) = self.min_rtt() else { return false };
+        rtt > (min.mul_f64(QUEUE_FACTOR)).max(min + QUEUE_FLOOR)
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+
+    /// A link of `rate` bytes a second and `rtt` round trip (half each way),
+    /// frames served one after the other (a queue at the bottleneck, as tbf
+    /// or a tunnel keeps it), and a page that decodes in `decode`.
+    pub struct Wire {
+        pub rate: f64,
+        pub rtt: Duration,
+        pub decode: Duration,
+        /// When the bottleneck is free again.
+        free: Instant,
+        /// Acknowledgements on their way back: (arrival, frame).
+        pub acks: Vec<(Instant, u64)>,
+        /// When each frame was sent.
+        pub sent: std::collections::HashMap<u64, Instant>,
+        /// The next frame's number.
+        pub next: u64,
+    }
+
+    impl Wire {
+        pub fn new(rate: f64, rtt: Duration, start: Instant) -> Self {
+            let sent = std::collections::HashMap::new();
+            Self { rate, rtt, decode: Duration::from_millis(2), free: start, acks: Vec::new(), sent, next: 0 }
+        }
+
+        /// Sends `bytes` of `frame` at `now`: its acknowledgement's arrival.
+        pub fn send(&mut self, frame: u64, bytes: u64, now: Instant) -> Instant {
+            self.sent.insert(frame, now);
+            let start = self.free.max(now);
+            self.free = start + Duration::from_secs_f64(bytes as f64 / self.rate);
+            let ack = self.free + self.rtt + self.decode;
+            self.acks.push((ack, frame));
+            ack
+        }
+
+        /// The acknowledgements that arrived by `now`, in order.
+        pub fn arrived(&mut self, now: Instant) -> Vec<(Instant, u64)> {
+            self.acks.sort();
+            let n = self.acks.iter().take_while(|(at, _)| *at <= now).count();
+            self.acks.drain(..n).collect()
+        }
+    }
+
+    /// Sends frames of `bytes` every `every` for `secs` over `wire`, when the
+    /// link lets them go; the capacity measured, the window, and the worst
+    /// time a frame spent from its send to its acknowledgement.
+    fn stream(link: &mut Link, wire: &mut Wire, bytes: u64, every: Duration, secs: f64) -> Duration {
+        let start = wire.free.max(wire.sent.values().max().copied().unwrap_or(wire.free));
+        let (mut now, mut worst) = (start, Duration::ZERO);
+        while now < start + Duration::from_secs_f64(secs) {
+            for (at, f) in wire.arrived(now) {
+                link.acked(f, at);
+                worst = worst.max(at - wire.sent[&f]);
+            }
+            if link.may_send(bytes) {
+                let frame = wire.next;
+                wire.next += 1;
+                link.sent(frame, bytes, now, false);
+                wire.send(frame, bytes, now);
+            } else {
+                link.block();
+            }
+            now += every;
+        }
+        worst
+    }
+
+    #[test]
+    fn a_saturated_link_is_measured_and_its_queue_stays_within_a_frame() {
+        let start = Instant::now();
+        // 20 Mbit/s, 40 ms: frames of 100 KB offered at 60 a second (48 Mbit/s).
+        let mut wire = Wire::new(2.5e6, Duration::from_millis(40), start);
+        let mut link = Link::new();
+        let worst = stream(&mut link, &mut wire, 100_000, Duration::from_micros(16_667), 3.0);
+        let c = link.capacity().unwrap();
+        assert!((2.2e6..=2.8e6).contains(&c), "capacity {c} of a 2.5 MB/s link");
+        // A frame takes 40 ms to cross, plus the round trip; at most one frame ahead of it.
+        assert!(worst < Duration::from_millis(190), "a frame spent {worst:?} in flight");
+        let rtt = link.min_rtt().unwrap();
+        assert!(rtt >= Duration::from_millis(80) && rtt < Duration::from_millis(130), "{rtt:?}");
+    }
+
+    #[test]
+    fn a_stream_below_the_link_never_lowers_the_capacity() {
+        let start = Instant::now();
+        let mut wire = Wire::new(12.5e6, Duration::from_millis(20), start);
+        let mut link = Link::new();
+        // Saturate (limited samples), then send 20 KB frames at 30 a second (4.8 Mbit/s).
+        stream(&mut link, &mut wire, 400_000, Duration::from_millis(10), 2.0);
+        let measured = link.capacity().unwrap();
+        assert!(measured > 10e6, "{measured}");
+        stream(&mut link, &mut wire, 20_000, Duration::from_micros(33_333), 5.0);
+        assert_eq!(link.capacity(), Some(measured), "app-limited samples are lower bounds");
+    }
+
+    #[test]
+    fn a_drop_in_rate_is_seen_within_a_second() {
+        let start = Instant::now();
+        let mut wire = Wire::new(6.25e6, Duration::from_millis(40), start);
+        let mut link = Link::new();
+        stream(&mut link, &mut wire, 150_000, Duration::from_micros(16_667), 2.0);
+        assert!(link.capacity().unwrap() > 5e6);
+        wire.rate = 0.625e6; // 50 → 5 Mbit/s
+        stream(&mut link, &mut wire, 150_000, Duration::from_micros(16_667), 1.0);
+        let c = link.capacity().unwrap();
+        assert!(c < 0.9e6, "capacity {c} one second after the link fell to 0.625 MB/s");
+    }
+
+    #[test]
+    fn before_the_link_is_measured_two_frames_go() {
+        let mut link = Link::new();
+        let now = Instant::now();
+        assert!(link.may_send(1 << 20));
+        link.sent(0, 1 << 20, now, false);
+        assert!(link.may_send(1 << 20));
+        link.sent(1, 1 << 20, now, false);
+        assert!(!link.may_send(1), "two in flight, nothing measured");
+        assert_eq!(link.in_flight(), 2 << 20);
+        // The page skipped frame 0 (a newer one came first): acknowledging 1 clears both.
+        assert!(link.acked(1, now + Duration::from_millis(5)).is_some());
+        assert_eq!(link.frames_in_flight(), 0);
+        assert!(link.acked(7, now).is_none(), "an unknown frame measures nothing");
+    }
+}

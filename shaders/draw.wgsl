@@ -1,0 +1,267 @@
+// The draw pass as a compute shader (crates/run/src/present/compute_draw.rs):
+// the ready shared frame letterboxed into a target of another size, filtered
+// as present.wgsl's fragment shaders filter it, written into a storage
+// buffer as packed RGBA8 rows or as the I420 planes a video or JPEG encoder
+// takes (1.5 bytes a pixel: the CPU converts nothing). A compute pass needs
+// no graphics pipeline, and no raster unit. Compiled to SPIR-V by build.rs (naga).
+//
+// Entries: `from_image` samples a shared image (array layout), `from_buffer`
+// reads a shared buffer (buffer layout) as it is. RGBA8 output: one pixel per
+// invocation. I420 output: one 8x2 block per invocation (two words of Y in
+// each of two rows, one word of U and one of V).
+
+@group(0) @binding(0) var frame_texture: texture_2d<f32>;
+@group(0) @binding(1) var frame_sampler: sampler;
+// The shared buffer as 32-bit words, 64-bit pairs (RGBA16F) and 128-bit quads (RGBA32F).
+@group(0) @binding(2) var<storage, read> words: array<u32>;
+@group(0) @binding(3) var<storage, read> pairs: array<vec2<u32>>;
+@group(0) @binding(4) var<storage, read> quads: array<vec4<u32>>;
+// The target (set 1: one per target).
+@group(1) @binding(0) var<storage, read_write> drawn: array<u32>;
+
+// `Draw` in compute_draw.rs.
+struct Draw {
+    exposure: f32,
+    // R32F: shown grey.
+    mono: u32,
+    // sRGB frames: decoded before filtering, encoded again after.
+    encode_srgb: u32,
+    // The frame's size.
+    width: u32,
+    height: u32,
+    // 1: the letterbox is the frame's own size (one texel per pixel).
+    exact: u32,
+    // The letterbox in the target.
+    left: u32,
+    top: u32,
+    box_w: u32,
+    box_h: u32,
+    // The target's size.
+    target_w: u32,
+    target_h: u32,
+    // 0: RGBA8 rows; 1: I420, BT.601 limited range (video); 2: I420, BT.601 full range (JPEG).
+    output: u32,
+    // Buffers: 0 RGBA8, 1 RGBA8 sRGB, 2 BGRA8, 3 RGBA16F, 4 RGBA32F, 5 R32F.
+    // Images: 0 sampled, 1 loaded and filtered here (sRGB).
+    source: u32,
+    // In words: a row of Y (I420) or of pixels (RGBA8); where U and V start; a row of U or V.
+    y_stride: u32,
+    u_offset: u32,
+    v_offset: u32,
+    c_stride: u32,
+};
+var<immediate> draw: Draw;
+
+fn srgb(c: vec3<f32>) -> vec3<f32> {
+    let lo = c * 12.92;
+    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
+    return select(hi, lo, c <= vec3<f32>(0.0031308));
+}
+
+fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
+    let lo = c / 12.92;
+    let hi = pow((c + 0.055) / 1.055, vec3<f32>(2.4));
+    return select(hi, lo, c <= vec3<f32>(0.04045));
+}
+
+// The filtered colour, linear, as the target shows it (present.wgsl's `shown`).
+fn shown(filtered: vec3<f32>) -> vec4<f32> {
+    var c = filtered;
+    if (draw.mono != 0u) {
+        c = c.rrr;
+    }
+    c = clamp(c * draw.exposure, vec3<f32>(0.0), vec3<f32>(1.0));
+    if (draw.encode_srgb != 0u) {
+        c = srgb(c);
+    }
+    return vec4<f32>(c, 1.0);
+}
+
+// Whether target pixel `p` is inside the letterbox (the rest is black).
+fn in_box(p: vec2<u32>) -> bool {
+    return p.x >= draw.left && p.x < draw.left + draw.box_w && p.y >= draw.top && p.y < draw.top + draw.box_h;
+}
+
+// Where the pixel's centre falls in the frame, 0..1 (what the fragment shader's `uv` is there).
+fn uv_of(p: vec2<u32>) -> vec2<f32> {
+    let inside = vec2<f32>(p - vec2<u32>(draw.left, draw.top)) + 0.5;
+    return inside / vec2<f32>(f32(draw.box_w), f32(draw.box_h));
+}
+
+// A shared image's colour at target pixel `p` (inside the letterbox).
+fn image_colour(p: vec2<u32>) -> vec3<f32> {
+    let uv = uv_of(p);
+    if (draw.source == 0u) {
+        return textureSampleLevel(frame_texture, frame_sampler, uv, 0.0).rgb;
+    }
+    // sRGB: the four texels loaded (each decoded exactly) and filtered here.
+    let dims = vec2<i32>(textureDimensions(frame_texture));
+    let q = uv * vec2<f32>(dims) - 0.5;
+    let base = floor(q);
+    let a = q - base;
+    let lo = clamp(vec2<i32>(base), vec2<i32>(0), dims - 1);
+    let hi = clamp(vec2<i32>(base) + 1, vec2<i32>(0), dims - 1);
+    let c00 = textureLoad(frame_texture, lo, 0).rgb;
+    let c10 = textureLoad(frame_texture, vec2<i32>(hi.x, lo.y), 0).rgb;
+    let c01 = textureLoad(frame_texture, vec2<i32>(lo.x, hi.y), 0).rgb;
+    let c11 = textureLoad(frame_texture, hi, 0).rgb;
+    return mix(mix(c00, c10, a.x), mix(c01, c11, a.x), a.y);
+}
+
+// One buffer texel of the frame's format, as linear RGB.
+fn texel(i: u32) -> vec3<f32> {
+    switch draw.source {
+        case 1u: {
+            return srgb_to_linear(unpack4x8unorm(words[i]).rgb);
+        }
+        case 2u: {
+            return unpack4x8unorm(words[i]).bgr;
+        }
+        case 3u: {
+            let p = pairs[i];
+            return vec3<f32>(unpack2x16float(p.x), unpack2x16float(p.y).x);
+        }
+        case 4u: {
+            return bitcast<vec4<f32>>(quads[i]).rgb;
+        }
+        case 5u: {
+            return vec3<f32>(bitcast<f32>(words[i]), 0.0, 0.0);
+        }
+        default: {
+            return unpack4x8unorm(words[i]).rgb;
+        }
+    }
+}
+
+// A shared buffer's colour at target pixel `p` (inside the letterbox): its own
+// texel at the frame's size, else the four around the pixel's centre, filtered.
+fn buffer_colour(p: vec2<u32>) -> vec3<f32> {
+    if (draw.exact != 0u) {
+        return texel((p.y - draw.top) * draw.width + (p.x - draw.left));
+    }
+    let size = vec2<f32>(f32(draw.width), f32(draw.height));
+    let last = vec2<i32>(i32(draw.width) - 1, i32(draw.height) - 1);
+    let q = uv_of(p) * size - 0.5;
+    let base = floor(q);
+    let a = q - base;
+    let lo = clamp(vec2<i32>(base), vec2<i32>(0), last);
+    let hi = clamp(vec2<i32>(base) + 1, vec2<i32>(0), last);
+    let row0 = u32(lo.y) * draw.width;
+    let row1 = u32(hi.y) * draw.width;
+    let c00 = texel(row0 + u32(lo.x));
+    let c10 = texel(row0 + u32(hi.x));
+    let c01 = texel(row1 + u32(lo.x));
+    let c11 = texel(row1 + u32(hi.x));
+    return mix(mix(c00, c10, a.x), mix(c01, c11, a.x), a.y);
+}
+
+// The 8-bit levels an RGBA8 target would hold (UNORM conversion: round to nearest).
+fn levels(c: vec4<f32>) -> vec3<i32> {
+    return vec3<i32>(round(c.rgb * 255.0));
+}
+
+// BT.601 luma of 8-bit RGB, in integers (libyuv's and libjpeg's coefficients, / 256).
+fn luma(c: vec3<i32>) -> u32 {
+    if (draw.output == 2u) {
+        return u32((77 * c.r + 150 * c.g + 29 * c.b + 128) >> 8u);
+    }
+    return u32(((66 * c.r + 129 * c.g + 25 * c.b + 128) >> 8u) + 16);
+}
+
+// BT.601 (U, V) of the sum of four pixels' 8-bit RGB.
+fn chroma(sum: vec3<i32>) -> vec2<u32> {
+    let c = (sum + 2) / 4;
+    if (draw.output == 2u) {
+        let u = ((-43 * c.r - 85 * c.g + 128 * c.b + 128) >> 8u) + 128;
+        let v = ((128 * c.r - 107 * c.g - 21 * c.b + 128) >> 8u) + 128;
+        return vec2<u32>(u32(clamp(u, 0, 255)), u32(clamp(v, 0, 255)));
+    }
+    let u = ((-38 * c.r - 74 * c.g + 112 * c.b + 128) >> 8u) + 128;
+    let v = ((112 * c.r - 94 * c.g - 18 * c.b + 128) >> 8u) + 128;
+    return vec2<u32>(u32(clamp(u, 0, 255)), u32(clamp(v, 0, 255)));
+}
+
+// The target pixel an I420 block's pixel `i` (0..16: 8 across, 2 down) reads:
+// columns and rows past the target repeat its last (the planes' padding).
+fn block_pixel(block: vec2<u32>, i: u32) -> vec2<u32> {
+    let p = vec2<u32>(block.x * 8u + (i & 7u), block.y * 2u + (i >> 3u));
+    return min(p, vec2<u32>(draw.target_w - 1u, draw.target_h - 1u));
+}
+
+// Writes an I420 block of 16 pixels' 8-bit RGB: 2x4 bytes of Y in each of its
+// two rows, 4 bytes of U and of V (one per 2x2 pixels).
+fn write_block(block: vec2<u32>, c: array<vec3<i32>, 16>) {
+    var y: array<u32, 4>;
+    var u = 0u;
+    var v = 0u;
+    for (var i = 0u; i < 16u; i++) {
+        y[i >> 2u] |= luma(c[i]) << ((i & 3u) * 8u);
+    }
+    for (var k = 0u; k < 4u; k++) {
+        let uv = chroma(c[2u * k] + c[2u * k + 1u] + c[8u + 2u * k] + c[9u + 2u * k]);
+        u |= uv.x << (k * 8u);
+        v |= uv.y << (k * 8u);
+    }
+    let row = block.y * 2u * draw.y_stride + block.x * 2u;
+    drawn[row] = y[0];
+    drawn[row + 1u] = y[1];
+    drawn[row + draw.y_stride] = y[2];
+    drawn[row + draw.y_stride + 1u] = y[3];
+    let c_at = block.y * draw.c_stride + block.x;
+    drawn[draw.u_offset + c_at] = u;
+    drawn[draw.v_offset + c_at] = v;
+}
+
+// Whether this invocation has work: a pixel of the target, or a block that starts in it.
+fn covers(id: vec2<u32>) -> bool {
+    if (draw.output == 0u) {
+        return id.x < draw.target_w && id.y < draw.target_h;
+    }
+    return id.x * 8u < draw.target_w && id.y * 2u < draw.target_h;
+}
+
+@compute @workgroup_size(8, 8)
+fn from_image(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (!covers(id.xy)) {
+        return;
+    }
+    if (draw.output == 0u) {
+        var c = vec4<f32>(0.0, 0.0, 0.0, 1.0);
+        if (in_box(id.xy)) {
+            c = shown(image_colour(id.xy));
+        }
+        drawn[id.y * draw.y_stride + id.x] = pack4x8unorm(c);
+        return;
+    }
+    var c: array<vec3<i32>, 16>;
+    for (var i = 0u; i < 16u; i++) {
+        let p = block_pixel(id.xy, i);
+        if (in_box(p)) {
+            c[i] = levels(shown(image_colour(p)));
+        }
+    }
+    write_block(id.xy, c);
+}
+
+@compute @workgroup_size(8, 8)
+fn from_buffer(@builtin(global_invocation_id) id: vec3<u32>) {
+    if (!covers(id.xy)) {
+        return;
+    }
+    if (draw.output == 0u) {
+        var c = vec4<f32>(0.0, 0.0, 0.0, 1.0);
+        if (in_box(id.xy)) {
+            c = shown(buffer_colour(id.xy));
+        }
+        drawn[id.y * draw.y_stride + id.x] = pack4x8unorm(c);
+        return;
+    }
+    var c: array<vec3<i32>, 16>;
+    for (var i = 0u; i < 16u; i++) {
+        let p = block_pixel(id.xy, i);
+        if (in_box(p)) {
+            c[i] = levels(shown(buffer_colour(p)));
+        }
+    }
+    write_block(id.xy, c);
+}
