@@ -200,7 +200,7 @@ def test_the_widget_in_jupyter(lab):
 @pytest.mark.parametrize("size", [(960, 540), (1920, 1080)])
 def test_the_widgets_frame_rate_in_jupyterlab(lab, size):
     b, _ = lab
-    cell = setup(size[0], size[1], f"v.widget(size={size})")
+    cell = setup(size[0], size[1], f'v.widget(mode="jpeg", size={size})', moving=True)
     b.wait_for(f"window.jupyterapp && {NB} && {NB}.content.widgets.length === 2")
     b.eval(f"{NB}.content.widgets[0].model.sharedModel.setSource({json.dumps(cell)}); 1")
     run_all(b)

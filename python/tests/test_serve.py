@@ -9,7 +9,6 @@ tested in a real browser by the CLI's end-to-end tests (tests/e2e/browser.rs).
 
 import json
 import socket
-import struct
 import time
 
 import numpy as np
@@ -41,10 +40,9 @@ def next_frame(ws, v, image, deadline):
         except websocket.WebSocketTimeoutException:
             continue
         if isinstance(data, bytes):
-            magic, kind, frame, w, h, _ = struct.unpack("<4sB3xQIIQ", data[:32])
-            assert magic == b"VKF1"
-            ws.send(json.dumps({"t": "ack", "frame": frame}))
-            return kind, frame, (w, h), data[32:]
+            h = vkcuda.frame_header(data)
+            ws.send(json.dumps({"t": "ack", "frame": h["frame"]}))
+            return h["kind"], h["frame"], (h["width"], h["height"]), data[32:]
     raise AssertionError("no frame came in 60 s")
 
 
@@ -69,13 +67,13 @@ def test_a_served_viewer_sends_each_frame_at_the_canvas_size():
         assert v.url.startswith("http://127.0.0.1:"), v.url
         exact = connect(v.url, (w, h))
         kind, _, size, pixels = next_frame(exact, v, image, time.monotonic() + 60)
-        assert (kind, size) == (0, (w, h))
+        assert (kind, size) == ("raw", (w, h))
         got = np.frombuffer(pixels, np.uint8).reshape(h, w, 4)
         assert np.abs(got[..., :3].astype(int) - image[..., :3]).max() <= 1
         # Another client, another size and JPEG: its own draw.
         small = connect(v.url, (32, 24), "jpeg")
         kind, _, size, pixels = next_frame(small, v, image, time.monotonic() + 60)
-        assert (kind, size) == (1, (32, 24)) and pixels[:2] == b"\xff\xd8"
+        assert (kind, size) == ("jpeg", (32, 24)) and pixels[:2] == b"\xff\xd8"
         # The pointer and keys the page sends reach the caller, in frame pixels.
         exact.send(json.dumps({"t": "pointer", "x": 10.5, "y": 20.5, "buttons": 1}))
         exact.send(json.dumps({"t": "key", "key": " "}))
@@ -109,18 +107,19 @@ def test_each_frame_shown_once_reaches_a_watcher_without_another():
     # not once later frames push it out of the consumer's slots.
     h, w = 24, 32
     with vkcuda.Viewer(validate=True) as v:
-        client = v._native.watch()
-        client.message(json.dumps({"t": "mode", "mode": "raw"}))
-        client.message(json.dumps({"t": "canvas", "w": w, "h": h}))
+        client = v.watch()
+        client.message({"t": "mode", "mode": "raw"})
+        client.message({"t": "canvas", "w": w, "h": h})
         for k in range(4):
             v.show(pattern(h, w, k))
             data = client.next(30.0)
             assert data is not None, f"frame {k} did not come in 30 s without another shown"
-            _, kind, frame, fw, fh, _ = struct.unpack("<4sB3xQIIQ", data[:32])
+            hd = vkcuda.frame_header(data)
+            kind, frame, fw, fh = hd["kind"], hd["frame"], hd["width"], hd["height"]
             got = np.frombuffer(data[32:], np.uint8).reshape(fh, fw, 4)
-            assert (kind, fw, fh) == (0, w, h)
+            assert (kind, fw, fh) == ("raw", w, h)
             assert np.abs(got[..., :3].astype(int) - pattern(h, w, k)[..., :3]).max() <= 1, f"frame {k}"
-            client.message(json.dumps({"t": "ack", "frame": frame}))
+            client.message({"t": "ack", "frame": frame})
         stats = v.stats()
     assert (stats["validation_errors"], stats["validation_warnings"]) == (0, 0)
 
@@ -135,7 +134,7 @@ def test_a_served_viewer_sends_a_cuda_tensor(producer):
     with vkcuda.Viewer(serve=0, validate=True) as v:
         ws = connect(v.url, (w, h))
         kind, _, size, pixels = next_frame(ws, v, torch.from_numpy(image).cuda(), time.monotonic() + 60)
-        assert (kind, size) == (0, (w, h))
+        assert (kind, size) == ("raw", (w, h))
         got = np.frombuffer(pixels, np.uint8).reshape(h, w, 4)
         assert np.abs(got[..., :3].astype(int) - image[..., :3]).max() <= 1
         stats = v.stats()

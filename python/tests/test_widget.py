@@ -13,13 +13,14 @@ protocol (tests/e2e/browser.rs drives that page in Chromium)."""
 import json
 import os
 import queue
-import struct
 import sys
 import time
 
 import numpy as np
 import pytest
 from widget_cells import frame, setup
+
+import vkcuda
 
 pytest.importorskip("anywidget", reason="anywidget is not installed")
 jupyter_client = pytest.importorskip("jupyter_client", reason="jupyter_client is not installed")
@@ -74,7 +75,7 @@ class Page:
         if m["msg_type"] == "comm_msg" and m["content"]["comm_id"] == self.comm:
             content = m["content"]["data"].get("content", {})
             if content.get("t") == "frame":
-                frame = struct.unpack("<Q", bytes(m["buffers"][0])[8:16])[0]
+                frame = vkcuda.frame_header(bytes(m["buffers"][0]))["frame"]
                 self.send({"t": "ack", "frame": frame})
 
     def frame(self, deadline):
@@ -82,10 +83,9 @@ class Page:
             content, buffers = self.widget_message(deadline)
             if content.get("t") == "frame":
                 raw = bytes(buffers[0])
-                magic, kind, frame, w, h, _ = struct.unpack("<4sB3xQIIQ", raw[:32])
-                assert magic == b"VKF1"
-                self.send({"t": "ack", "frame": frame})
-                return kind, (w, h), raw[32:]
+                h = vkcuda.frame_header(raw)
+                self.send({"t": "ack", "frame": h["frame"]})
+                return h["kind"], (h["width"], h["height"]), raw[32:]
             if content.get("t") == "closed":
                 return None
 
@@ -117,7 +117,7 @@ def exact_frames(page, deadline, count):
     page.send({"t": "canvas", "w": W, "h": H})
     for _ in range(count):
         kind, size, pixels = page.frame(deadline)
-        assert (kind, size) == (0, (W, H))
+        assert (kind, size) == ("raw", (W, H))
         got = np.frombuffer(pixels, np.uint8).reshape(H, W, 4)
         assert np.abs(got[..., :3].astype(int) - frame(W, H)[..., :3]).max() <= 1
 
@@ -151,7 +151,7 @@ def test_a_widget_opened_after_the_last_frame_shows_it(page):
     # A new canvas size while nothing newer is shown: the same frame, drawn at that size.
     page.send({"t": "canvas", "w": 2 * W, "h": 2 * H})
     kind, size, pixels = page.frame(deadline)
-    assert (kind, size) == (0, (2 * W, 2 * H))
+    assert (kind, size) == ("raw", (2 * W, 2 * H))
     got = np.frombuffer(pixels, np.uint8).reshape(2 * H, 2 * W, 4)
     assert np.abs(got[::2, ::2, 2].astype(int) - 99).max() <= 1  # the blue channel is flat
     out = page.stdout_of("v.close(); s = v.stats(); print(s['shown'], s['validation_errors'], s['validation_warnings'])")

@@ -277,3 +277,17 @@ pub fn http_status(port: u16, request: &str) -> Result<u16, String> {
     let text = String::from_utf8_lossy(&head);
     text.get(9..12).and_then(|c| c.parse().ok()).ok_or_else(|| format!("not HTTP: {text}"))
 }
+
+/// A raw HTTP/1.1 exchange with the view: the answer's head (status line and headers).
+pub fn response_head(port: u16, request: &str) -> Result<String, String> {
+    let mut s = TcpStream::connect(("127.0.0.1", port)).map_err(|e| e.to_string())?;
+    s.set_read_timeout(Some(Duration::from_secs(10))).map_err(|e| e.to_string())?;
+    s.write_all(request.as_bytes()).map_err(|e| e.to_string())?;
+    let mut answer = Vec::new();
+    let mut byte = [0u8; 1];
+    while !answer.ends_with(b"\r\n\r\n") && answer.len() < 16384 {
+        s.read_exact(&mut byte).map_err(|e| format!("no whole head in answer to {request:?}: {e}"))?;
+        answer.push(byte[0]);
+    }
+    Ok(String::from_utf8_lossy(&answer).into_owned())
+}

@@ -10,7 +10,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use crate::common::browser::{http_status, no_chromium, Browser, Viewer};
+use crate::common::browser::{http_status, no_chromium, response_head, Browser, Viewer};
 use crate::common::scene::{drawn_reference, frame_pixel, render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
 use crate::common::{bin, ended_by_signal, gated, send_signal, Outcome, Tests};
 use vkcuda::Format;
@@ -278,6 +278,11 @@ fn the_door_checks_token_origin_and_host() -> Outcome {
                 format!("POST /?token={token} HTTP/1.1\r\nHost: {host}\r\nContent-Length: 0\r\n\r\n"),
                 405,
             ),
+            (
+                "two Host headers",
+                format!("GET /?token={token} HTTP/1.1\r\nHost: {host}\r\nHost: evil.example\r\n\r\n"),
+                400,
+            ),
         ];
         for (what, request, want) in cases {
             let got = http_status(port, &request)?;
@@ -286,6 +291,13 @@ fn the_door_checks_token_origin_and_host() -> Outcome {
                 return Err(format!("{what}: {got}, expected {want}"));
             }
         }
+        let head = response_head(port, &get(&format!("/?token={token}"), &host))?;
+        for needed in ["x-frame-options: sameorigin", "content-security-policy: frame-ancestors 'self'"] {
+            if !head.to_ascii_lowercase().contains(needed) {
+                return Err(format!("the page's answer lacks {needed}:\n{head}"));
+            }
+        }
+        println!("  door: the page may be framed by its own origin only (X-Frame-Options, frame-ancestors)");
         let mut b = Browser::open(&s.url, (320, 204))?;
         b.wait_for(SHOWN, 60).map(|_| println!("  door: the browser with the token's URL shows frames"))
     })();
@@ -581,6 +593,106 @@ fn fuzzing_closes_only_the_fuzzing_clients() -> Outcome {
     s.stop(result)
 }
 
+/// Connections that never send a whole request head (half a head, or
+/// nothing) are closed within the server's bound on the time to a head, and
+/// while they last the server holds at most [`MAX_PENDING`] of them: a
+/// client that cannot get in cannot exhaust the process's descriptors. A
+/// good client gets in once they are gone.
+fn half_sent_requests_are_bounded() -> Outcome {
+    use vkcuda_serve::server::{HEAD_TIMEOUT, MAX_PENDING, REQUEST_DEADLINE};
+    let s = Served::start("0", &["--producer", "cpu", "--size", "160x90", "--validate"])?;
+    let result = (|| {
+        let fds = |pid: u32| std::fs::read_dir(format!("/proc/{pid}/fd")).map(|d| d.count()).unwrap_or(0);
+        let before = fds(s.child.id());
+        let mut held = Vec::new();
+        for i in 0..300 {
+            let mut c = TcpStream::connect(("127.0.0.1", s.port)).map_err(|e| e.to_string())?;
+            if i % 6 != 0 {
+                // Half a head; every sixth sends nothing at all.
+                c.write_all(format!("GET / HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nX-Slow: ", s.port).as_bytes())
+                    .map_err(|e| e.to_string())?;
+            }
+            c.set_read_timeout(Some(Duration::from_millis(50))).map_err(|e| e.to_string())?;
+            held.push(c);
+        }
+        let during = fds(s.child.id());
+        if during > before + MAX_PENDING + 8 {
+            return Err(format!(
+                "the server held {during} descriptors with 300 half-sent requests ({before} before)"
+            ));
+        }
+        let started = Instant::now();
+        let bound = HEAD_TIMEOUT.max(REQUEST_DEADLINE) + Duration::from_secs(10);
+        let mut open: Vec<TcpStream> = held;
+        while !open.is_empty() {
+            if started.elapsed() > bound {
+                return Err(format!("{} of 300 half-sent requests still open after {bound:?}", open.len()));
+            }
+            let mut buf = [0u8; 256];
+            open.retain_mut(|c| match c.read(&mut buf) {
+                Ok(0) => false,
+                Ok(_) => true,
+                Err(e) => matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut),
+            });
+        }
+        println!(
+            "  door: 300 half-sent or silent requests: at most {} descriptors held ({before} before), all closed within {:.1} s",
+            during,
+            started.elapsed().as_secs_f64()
+        );
+        let mut good = Viewer::connect(s.port, None, (160, 90), "raw")?;
+        good.frame().map(|_| ())
+    })();
+    s.stop(result)
+}
+
+/// Frames are decoded in the order they came: a large PNG that takes long to
+/// decode, then a small JPEG that is quick, handed to the page's client one
+/// after the other; the JPEG (the newer) is what the canvas shows.
+fn an_older_frame_is_never_drawn_over_a_newer() -> Outcome {
+    let s = Served::start("0", &["--producer", "cpu", "--size", "160x90", "--validate"])?;
+    let result = (|| {
+        let mut b = Browser::open(&s.url, (400, 324))?;
+        b.wait_for(SHOWN, 60)?;
+        let order = b.eval(
+            "(async () => {
+              const frame = async (n, w, h, colour, type, noise) => {
+                const c = new OffscreenCanvas(w, h), x = c.getContext('2d');
+                x.fillStyle = colour; x.fillRect(0, 0, w, h);
+                if (noise) { const d = x.getImageData(0, 0, w, h);
+                  for (let i = 0; i < d.data.length; i += 4) { d.data[i] = Math.random() * 64; d.data[i + 3] = 255; }
+                  x.putImageData(d, 0, 0); }
+                const image = new Uint8Array(await (await c.convertToBlob({ type })).arrayBuffer());
+                const out = new Uint8Array(32 + image.length), v = new DataView(out.buffer);
+                out.set([86, 75, 70, 50], 0); out[4] = type === 'image/png' ? 3 : 1; out[5] = 1;
+                v.setBigUint64(8, BigInt(n), true); v.setUint32(16, w, true); v.setUint32(20, h, true);
+                v.setBigUint64(24, BigInt(Date.now() * 1000), true); out.set(image, 32); return out;
+              };
+              const big = await frame(1e12, 2400, 2400, '#0000ff', 'image/png', true);
+              const small = await frame(1e12 + 1, 16, 16, '#ff0000', 'image/jpeg', false);
+              const t = performance.now();
+              vkcudaView.frame(big); vkcudaView.frame(small);
+              while (vkcuda.drawn < 1e12 + 1 && performance.now() - t < 20000) await new Promise(r => setTimeout(r, 10));
+              await new Promise(r => setTimeout(r, 200));
+              const p = document.getElementById('view').getContext('2d').getImageData(200, 150, 1, 1).data;
+              return { drawn: vkcuda.drawn, ms: performance.now() - t, pixel: [p[0], p[1], p[2]] };
+            })()",
+        )?;
+        let pixel: Vec<u64> =
+            order["pixel"].as_array().map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_u64()).collect());
+        println!(
+            "  order: a slow PNG then a quick JPEG: the canvas shows {pixel:?} after {:.0} ms",
+            order["ms"].as_f64().unwrap_or(0.0)
+        );
+        if order["drawn"].as_f64() != Some(1e12 + 1.0) || pixel.len() != 3 || pixel[0] < 200 || pixel[2] > 60
+        {
+            return Err(format!("the newer (red) frame is not the one shown: {order}"));
+        }
+        Ok(())
+    })();
+    s.stop(result)
+}
+
 /// A screenshot of the page for the README (under target/, copied to assets/ by hand).
 fn screenshot() -> Outcome {
     let s =
@@ -753,6 +865,12 @@ pub fn register(tests: &mut Tests) {
         fuzzing_closes_only_the_fuzzing_clients()
     }));
     tests.push(gated("browser_screenshot", no_chromium, screenshot));
+    tests.push(plain("serve_half_sent_requests_are_bounded", half_sent_requests_are_bounded));
+    tests.push(gated(
+        "browser_an_older_frame_is_never_drawn_over_a_newer",
+        no_chromium,
+        an_older_frame_is_never_drawn_over_a_newer,
+    ));
     tests.push(plain("serve_raw_frames_match_the_reference_cpu", || raw_frames_match_the_reference("cpu")));
     tests.push(plain("serve_formats_are_drawn_as_the_window_draws_them", || {
         formats_are_drawn_as_the_window_draws_them()

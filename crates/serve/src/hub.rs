@@ -35,6 +35,9 @@ pub const MAX_CLIENTS: usize = 32;
 pub const STILL_AFTER: Duration = Duration::from_millis(250);
 /// While an exact picture stands, how often a frame is drawn to see whether it changed.
 const STILL_CHECK: Duration = Duration::from_millis(200);
+/// How long a staleness once told stands without a frame drawn (the frame shown
+/// again may not have come: a show was under way).
+const RETELL: Duration = Duration::from_secs(2);
 /// How long a window-limited send counts as the link being the limit lately.
 const LIMITED_LATELY: Duration = Duration::from_secs(2);
 
@@ -143,7 +146,10 @@ impl Client {
             return None;
         }
         let quiet = now.duration_since(self.still.since);
-        let mut interval = Duration::from_secs_f64(1.0 / plan.fps.max(1.0));
+        let mut interval = match self.ladder.unlimited && plan.fps >= 1000.0 {
+            true => Duration::ZERO,
+            false => Duration::from_secs_f64(1.0 / plan.fps.max(1.0)),
+        };
         if self.settles() && quiet >= STILL_AFTER {
             // Exact at the canvas size; once sent, now and then to see whether it changed.
             plan = Plan { codec: Codec::Png, extent: canvas, fps: plan.fps };
@@ -200,7 +206,8 @@ struct Job {
 struct State {
     clients: BTreeMap<u64, Client>,
     joined: u64,
-    /// When [`Hub::wait_stale`] last said a frame was wanted again (it says so once per [`STILL_AFTER`]).
+    /// When [`Hub::wait_stale`] last said a frame was wanted again: it says so
+    /// again once a frame was drawn since, or [`RETELL`] after.
     stale_told: Option<Instant>,
 }
 
@@ -363,14 +370,16 @@ impl Hub {
         let mut s = self.state();
         loop {
             let now = Instant::now();
-            let told = s.stale_told.is_some_and(|at| now.duration_since(at) < STILL_AFTER);
-            let stale = !told
-                && s.clients.values().any(|c| {
-                    let idle = c.last_drawn.is_none_or(|at| now.duration_since(at) >= STILL_AFTER);
-                    let owed = c.fresh || (c.settles() && !c.still.exact_sent);
-                    let free = c.preparing == 0 && c.next.is_none() && c.link.frames_in_flight() == 0;
-                    c.canvas.is_some() && free && idle && owed
-                });
+            let told = s.stale_told;
+            let stale = s.clients.values().any(|c| {
+                let idle = c.last_drawn.is_none_or(|at| now.duration_since(at) >= STILL_AFTER);
+                let owed = c.fresh || (c.settles() && !c.still.exact_sent);
+                let free = c.preparing == 0 && c.next.is_none() && c.link.frames_in_flight() == 0;
+                // Told already, and no frame drawn since: not again before RETELL.
+                let waiting = told
+                    .is_some_and(|t| now.duration_since(t) < RETELL && c.last_drawn.is_none_or(|d| d < t));
+                c.canvas.is_some() && free && idle && owed && !waiting
+            });
             if stale {
                 s.stale_told = Some(now);
             }
@@ -572,4 +581,250 @@ fn unix_micros(at: Instant) -> u64 {
 
 fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
     m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use vkcuda::Format;
+    use vkcuda_run::present::readback::Shot;
+
+    const SIZE: vk::Extent2D = vk::Extent2D { width: 16, height: 8 };
+    const JPEG: Pixels = Pixels::I420 { full_range: true };
+
+    /// Frame `frame` drawn as `want`, every byte `fill` (the picture's content).
+    fn drawn(frame: u64, want: Want, fill: u8) -> ReadFrame {
+        let shot = Shot { extent: want.extent, format: Format::Rgba8, pixels: want.pixels, first: 0 };
+        let pixels = vec![fill; shot.bytes()];
+        ReadFrame { frame, shot, pixels: Box::new(pixels), recorded: Instant::now() }
+    }
+
+    /// Waits (bounded) until `check` holds.
+    fn until(what: &str, mut check: impl FnMut() -> bool) {
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while !check() {
+            assert!(Instant::now() < deadline, "not within 10 s: {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// The run's consumer: frame `frame` drawn for whoever wants it, every byte `fill`, then taken.
+    fn consume(hub: &Hub, frame: u64, fill: u8) -> Vec<Want> {
+        let wants = hub.wanted(frame);
+        for &w in &wants {
+            hub.drawing(frame, w);
+            hub.take(drawn(frame, w, fill));
+        }
+        wants
+    }
+
+    fn waiting(hub: &Hub, id: u64) -> Option<u64> {
+        hub.with(id, |c| c.next.as_ref().map(|n| n.frame)).flatten()
+    }
+
+    fn client(hub: &Hub, mode: Mode) -> u64 {
+        let (id, _) = hub.join().unwrap();
+        hub.set_mode(id, mode);
+        hub.set_rate(id, 0.0);
+        hub.set_canvas(id, SIZE);
+        id
+    }
+
+    #[test]
+    fn before_the_link_is_measured_two_frames_go_and_newest_wins() {
+        let hub = Hub::new(1);
+        let (id, _) = hub.join().unwrap();
+        hub.set_rate(id, 0.0);
+        assert!(hub.wanted(0).is_empty(), "no canvas yet, no frame");
+        hub.set_canvas(id, SIZE);
+        assert_eq!(consume(&hub, 0, 1), vec![Want { extent: SIZE, pixels: JPEG }], "JPEG q80 at the canvas");
+        until("frame 0 encoded", || waiting(&hub, id) == Some(0));
+        let e = hub.next_for(id).unwrap();
+        let h = crate::protocol::Header::parse(&e.bytes).unwrap();
+        assert_eq!((h.kind, h.quality, h.frame), (crate::protocol::Kind::Jpeg, 80, 0));
+        assert_eq!(consume(&hub, 5, 2).len(), 1);
+        until("frame 5 encoded", || waiting(&hub, id) == Some(5));
+        assert!(hub.next_for(id).is_some());
+        assert!(hub.wanted(6).is_empty(), "two in flight, the link unmeasured: nothing more drawn");
+        hub.ack(id, 5);
+        assert_eq!(consume(&hub, 9, 3).len(), 1, "acknowledged: room again");
+        until("frame 9 encoded", || waiting(&hub, id) == Some(9));
+        // An older encode never replaces a newer one.
+        hub.with(id, |c| c.preparing += 1);
+        hub.deliver(
+            id,
+            Some(Encoded {
+                frame: 8,
+                bytes: bytes::Bytes::new(),
+                codec: Codec::Raw,
+                quantizer: None,
+                key: true,
+            }),
+        );
+        assert_eq!(waiting(&hub, id), Some(9));
+        let stats = hub.stats(id);
+        assert_eq!((stats.sent, stats.skipped, stats.codec.as_str()), (2, 4, "jpeg"), "frames 1-4 skipped");
+        hub.close();
+    }
+
+    #[test]
+    fn clients_that_want_the_same_share_a_draw_and_a_stalled_one_holds_one_frame() {
+        let hub = Hub::new(2);
+        let (a, b) = (client(&hub, Mode::Raw), client(&hub, Mode::Raw));
+        let other = vk::Extent2D { width: 8, height: 8 };
+        let c = client(&hub, Mode::Raw);
+        hub.set_canvas(c, other);
+        let wants = consume(&hub, 0, 0);
+        assert_eq!(wants.len(), 2, "one draw per size: {wants:?}");
+        for id in [a, b, c] {
+            until("frame 0 for each", || waiting(&hub, id) == Some(0));
+        }
+        // Client c's socket takes frames; its page never acknowledges one.
+        let mut drawn_for_c = 1;
+        for frame in 1..60 {
+            for id in [a, b] {
+                if let Some(e) = hub.next_for(id) {
+                    hub.ack(id, e.frame);
+                }
+            }
+            hub.next_for(c);
+            let wants = consume(&hub, frame, frame as u8);
+            drawn_for_c += usize::from(wants.iter().any(|w| w.extent == other));
+            for id in [a, b] {
+                until("a frame for the others", || hub.with(id, |c| c.preparing == 0).unwrap_or(true));
+            }
+        }
+        assert_eq!(drawn_for_c, 2, "two sent (the link's window before it is measured), then nothing");
+        assert_eq!((hub.stats(c).sent, waiting(&hub, c)), (2, None), "it holds no frame");
+        assert!(hub.stats(a).sent >= 50, "{:?}", hub.stats(a));
+        hub.leave(c);
+        assert_eq!(hub.clients(), 2);
+        hub.close();
+    }
+
+    #[test]
+    fn a_standing_picture_is_sent_once_exact_and_a_change_brings_frames_again() {
+        let hub = Hub::new(1);
+        let id = client(&hub, Mode::Auto);
+        let lossy = Want { extent: SIZE, pixels: JPEG };
+        let exact = Want { extent: SIZE, pixels: Pixels::Rgba8 };
+        let mut frame = 0;
+        let mut next = |fill: u8| {
+            frame += 1;
+            let wants = consume(&hub, frame, fill);
+            until("encoded", || hub.with(id, |c| c.preparing == 0).unwrap_or(true));
+            if let Some(e) = hub.next_for(id) {
+                hub.ack(id, e.frame);
+                return (wants, Some(crate::protocol::Header::parse(&e.bytes).unwrap().kind));
+            }
+            (wants, None)
+        };
+        assert_eq!(next(7), (vec![lossy], Some(crate::protocol::Kind::Jpeg)));
+        assert_eq!(next(7), (vec![lossy], None), "unchanged: not sent again");
+        // Once it stood STILL_AFTER: drawn exact at the canvas, and sent (PNG), once.
+        let mut seen = Vec::new();
+        until("the exact frame", || {
+            let got = next(7);
+            seen.push(got.clone());
+            got == (vec![exact], Some(crate::protocol::Kind::Png))
+        });
+        until("an exact check", || next(7).0 == vec![exact]);
+        assert_eq!(next(7).1, None, "checked, unchanged: nothing sent");
+        // It changes: the check that saw it is not sent; lossy frames come again.
+        until("a check that sees the change", || next(9).0 == vec![exact]);
+        assert_eq!(next(10), (vec![lossy], Some(crate::protocol::Kind::Jpeg)));
+        assert!(hub.stats(id).exact || hub.stats(id).codec == "jpeg");
+        hub.close();
+    }
+
+    #[test]
+    fn a_watcher_with_no_frame_yet_is_stale_once_per_still_period() {
+        let hub = Hub::new(1);
+        assert!(!hub.wait_stale(Duration::from_millis(1)), "nobody watches");
+        let id = client(&hub, Mode::Raw);
+        assert!(hub.wait_stale(Duration::from_secs(10)), "a new canvas, no frame");
+        assert!(!hub.wait_stale(Duration::from_millis(1)), "said once, then not until a frame is drawn");
+        consume(&hub, 1, 1);
+        until("sent", || waiting(&hub, id).is_some());
+        hub.next_for(id);
+        hub.ack(id, 1);
+        assert!(!hub.wait_stale(STILL_AFTER * 2), "a pinned mode owes nothing once it has a frame");
+        hub.close();
+    }
+
+    #[test]
+    fn at_most_max_clients_and_a_stopped_run_frees_them() {
+        let hub = Hub::new(1);
+        let ids: Vec<u64> = (0..MAX_CLIENTS).map(|_| hub.join().unwrap().0).collect();
+        assert!(hub.join().is_none());
+        hub.set_canvas(ids[0], SIZE);
+        hub.set_mode(ids[0], Mode::Raw);
+        hub.set_rate(ids[0], 0.0);
+        let want = hub.wanted(0)[0];
+        hub.drawing(0, want);
+        assert!(hub.wanted(1).is_empty() || hub.with(ids[0], |c| c.preparing).unwrap() == 1);
+        hub.abandon();
+        assert_eq!(hub.with(ids[0], |c| c.preparing), Some(0), "the frame being drawn will not come");
+        hub.close();
+    }
+
+    #[test]
+    fn a_display_rate_spaces_the_frames_drawn_for_a_client() {
+        let hub = Hub::new(1);
+        let id = client(&hub, Mode::Raw);
+        hub.set_rate(id, 1.0);
+        assert_eq!(consume(&hub, 0, 0).len(), 1);
+        until("sent", || waiting(&hub, id).is_some());
+        hub.ack(id, hub.next_for(id).unwrap().frame);
+        assert!(hub.wanted(1).is_empty(), "a second has not passed since the last draw");
+        hub.set_rate(id, 0.0);
+        assert_eq!(hub.wanted(2).len(), 1);
+        hub.close();
+    }
+
+    #[test]
+    fn a_pump_waits_for_a_frame_and_not_after_its_client_left() {
+        let hub = Hub::new(1);
+        let id = client(&hub, Mode::Raw);
+        let pump = {
+            let hub = hub.clone();
+            std::thread::spawn(move || hub.wait_next(id, Duration::from_secs(30)).map(|e| e.frame))
+        };
+        consume(&hub, 3, 3);
+        assert_eq!(pump.join().unwrap(), Some(3));
+        assert!(hub.wait_next(id, Duration::from_millis(10)).is_none(), "nothing more came");
+        let pump = {
+            let hub = hub.clone();
+            std::thread::spawn(move || hub.wait_next(id, Duration::from_secs(30)))
+        };
+        hub.leave(id);
+        assert!(pump.join().unwrap().is_none(), "the client left: the pump is told at once");
+        hub.close();
+    }
+
+    #[test]
+    fn exposure_changes_by_factors_within_bounds_and_none_is_lost() {
+        let hub = Hub::new(1);
+        hub.change_exposure(2.0);
+        assert_eq!(hub.exposure(), 2.0);
+        (0..20).for_each(|_| hub.change_exposure(0.5));
+        assert_eq!(hub.exposure(), 1.0 / 64.0);
+        (0..6).for_each(|_| hub.change_exposure(2.0));
+        assert_eq!(hub.exposure(), 1.0);
+        // Two pages pressing E and D at once: every change counts (powers of two are exact).
+        let pressers: Vec<_> = (0..4)
+            .map(|_| {
+                let hub = hub.clone();
+                std::thread::spawn(move || {
+                    for _ in 0..20_000 {
+                        hub.change_exposure(2.0);
+                        hub.change_exposure(0.5);
+                    }
+                })
+            })
+            .collect();
+        pressers.into_iter().for_each(|p| p.join().unwrap());
+        assert_eq!(hub.exposure(), 1.0);
+        hub.close();
+    }
 }

@@ -106,8 +106,9 @@ pub struct Ladder {
     pub(crate) mode: Mode,
     /// The page decodes VP8.
     pub(crate) video: bool,
-    /// The page's display rate (its frames a second at most).
+    /// The page's display rate (its frames a second at most), and whether it set none.
     display: f64,
+    pub(crate) unlimited: bool,
     /// Video (else JPEG) while in [`Mode::Auto`].
     use_video: bool,
     /// Index into [`SCALES`].
@@ -144,6 +145,7 @@ impl Ladder {
             mode: Mode::Auto,
             video: false,
             display: 60.0,
+            unlimited: false,
             use_video: false,
             scale: 0,
             fps: 60.0,
@@ -155,8 +157,9 @@ impl Ladder {
         }
     }
 
-    /// The page's display rate (0: no limit, taken as 1000).
+    /// The page's display rate (0: no limit: frames as fast as it acknowledges, budgeted as 1000 a second).
     pub fn set_display(&mut self, fps: f64) {
+        self.unlimited = fps <= 0.0;
         self.display = if fps > 0.0 { fps } else { 1000.0 };
         self.fps = self.fps.min(self.display).max(self.display.min(MIN_FPS));
     }

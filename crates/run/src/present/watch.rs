@@ -31,8 +31,11 @@ pub struct Want {
     pub pixels: Pixels,
 }
 
-/// The most sizes (and layouts) drawn per frame (and kept, with their targets).
+/// The most sizes (and layouts) drawn per frame.
 pub const MAX_SIZES: usize = 8;
+/// The most kept, with their targets and readback buffers (when more are
+/// wanted than a frame draws, the frames take turns).
+const MAX_KEPT: usize = 2 * MAX_SIZES;
 /// Readback buffers per size beyond one per frame slot: frames the watchers
 /// may hold (encoding) while the next ones are drawn.
 const HELD_PER_SIZE: usize = 2;
@@ -136,10 +139,16 @@ impl Watch {
         source: Source<'_>,
     ) -> Result<()> {
         self.pass.exposure = self.watchers.exposure();
-        let wanted = self.watchers.wanted(frame);
+        let mut wanted = self.watchers.wanted(frame);
         self.forget_unused(frame, &wanted);
-        for want in wanted.into_iter().take(MAX_SIZES) {
-            let Some(i) = self.size_for(want)? else { continue };
+        if wanted.len() > MAX_SIZES {
+            // More than a frame draws: each frame starts further on, so none waits for ever.
+            let turn = frame as usize % wanted.len();
+            wanted.rotate_left(turn);
+        }
+        let drawn = &wanted[..wanted.len().min(MAX_SIZES)];
+        for &want in drawn {
+            let Some(i) = self.size_for(want, drawn)? else { continue };
             let sized = &mut self.sizes[i];
             if !sized.readback.has_room() {
                 continue;
@@ -160,16 +169,31 @@ impl Watch {
         self.sizes.iter_mut().try_for_each(|s| s.readback.completed(slot, frame))
     }
 
-    /// The index of `want`'s target, made if missing and there is room.
-    fn size_for(&mut self, want: Want) -> Result<Option<usize>> {
+    /// The index of `want`'s target, made if missing and there is room (made
+    /// by letting go of the least recent target that this frame does not draw
+    /// and the GPU is done with).
+    fn size_for(&mut self, want: Want, wanted: &[Want]) -> Result<Option<usize>> {
         let Want { extent, pixels } = want;
         if let Some(i) =
             self.sizes.iter().position(|s| s.target.extent == extent && s.target.pixels == pixels)
         {
             return Ok(Some(i));
         }
-        if self.sizes.len() >= MAX_SIZES || extent.width == 0 || extent.height == 0 {
+        if extent.width == 0 || extent.height == 0 {
             return Ok(None);
+        }
+        if self.sizes.len() >= MAX_KEPT {
+            let done = self.done;
+            let idle = |s: &Sized| {
+                let mine = Want { extent: s.target.extent, pixels: s.target.pixels };
+                done.is_some_and(|d| d >= s.last) && !wanted.contains(&mine)
+            };
+            let Some((oldest, _)) =
+                self.sizes.iter().enumerate().filter(|(_, s)| idle(s)).min_by_key(|(_, s)| s.last)
+            else {
+                return Ok(None);
+            };
+            self.sizes.swap_remove(oldest);
         }
         let target = ComputeTarget::new(&self.pass, "watch target", extent, pixels)?;
         let shot = Shot { extent, format: self.format, pixels, first: 0 };

@@ -1,0 +1,322 @@
+//! The browser view's codec, chosen by measurement: consecutive 1920x1080
+//! frames of the julia and gradient scenes (the run layer's CPU references),
+//! converted to I420 as the view's compute pass does it, encoded in real
+//! time by each candidate at a sweep of bitrates (JPEG: qualities), decoded,
+//! and compared with the exact RGB frames. Per codec and scene: the bytes a
+//! frame takes at the PSNR of JPEG q80 (interpolated between the sweep's
+//! points), and the encoder's median time per frame there, on `THREADS`
+//! threads. The stream nearest that PSNR is written to `OUT` for the
+//! decode test in Chromium (decode.html).
+//!
+//!   codecs FRAMES THREADS OUT
+
+use std::io::Write;
+use std::mem::MaybeUninit;
+use std::time::Instant;
+
+use vkcuda::Format;
+use vkcuda_run::base::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
+
+const W: usize = 1920;
+const H: usize = 1080;
+
+/// One encoded frame: its bytes and whether it is a key frame.
+type Packet = (Vec<u8>, bool);
+
+/// A sweep point: mean bytes and PSNR per frame, median encode ms, and the stream.
+struct Point {
+    setting: f64,
+    bytes: f64,
+    psnr: f64,
+    ms: f64,
+    stream: Vec<Packet>,
+}
+
+fn frames(kind: SceneKind, n: usize) -> Vec<Vec<u8>> {
+    let scene = Scene { kind, width: W as u32, height: H as u32, cost: 64 };
+    (0..n)
+        .map(|t| {
+            let mut out = vec![0u8; W * H * 4];
+            render_cpu_as(&scene, &FrameArgs::new(&scene, t as u32), Format::Rgba8, &mut out, 16);
+            out
+        })
+        .collect()
+}
+
+/// BT.601 I420 of RGBA in integers, as shaders/draw.wgsl writes it (`full`: JPEG's range).
+fn i420(rgba: &[u8], full: bool) -> Vec<u8> {
+    let (cw, ch) = (W / 2, H / 2);
+    let mut out = vec![0u8; W * H + 2 * cw * ch];
+    let px = |x: usize, y: usize| {
+        let p = &rgba[(y * W + x) * 4..];
+        [i32::from(p[0]), i32::from(p[1]), i32::from(p[2])]
+    };
+    for y in 0..H {
+        for x in 0..W {
+            let c = px(x, y);
+            out[y * W + x] = match full {
+                true => (77 * c[0] + 150 * c[1] + 29 * c[2] + 128) >> 8,
+                false => ((66 * c[0] + 129 * c[1] + 25 * c[2] + 128) >> 8) + 16,
+            } as u8;
+        }
+    }
+    for y in 0..ch {
+        for x in 0..cw {
+            let s = [(0, 0), (1, 0), (0, 1), (1, 1)].iter().fold([0; 3], |s, &(dx, dy)| {
+                let c = px(2 * x + dx, 2 * y + dy);
+                [s[0] + c[0], s[1] + c[1], s[2] + c[2]]
+            });
+            let c = s.map(|v| (v + 2) / 4);
+            let (u, v) = match full {
+                true => ((-43 * c[0] - 85 * c[1] + 128 * c[2] + 128) >> 8, (128 * c[0] - 107 * c[1] - 21 * c[2] + 128) >> 8),
+                false => ((-38 * c[0] - 74 * c[1] + 112 * c[2] + 128) >> 8, (112 * c[0] - 94 * c[1] - 18 * c[2] + 128) >> 8),
+            };
+            out[W * H + y * cw + x] = (u + 128).clamp(0, 255) as u8;
+            out[W * H + cw * ch + y * cw + x] = (v + 128).clamp(0, 255) as u8;
+        }
+    }
+    out
+}
+
+/// PSNR (RGB) of decoded limited-range I420 planes against the exact frame.
+fn psnr_i420(rgba: &[u8], y: (&[u8], usize), u: (&[u8], usize), v: &[u8]) -> f64 {
+    let mut se = 0f64;
+    for j in 0..H {
+        for i in 0..W {
+            let yy = f64::from(y.0[j * y.1 + i]) - 16.0;
+            let (uu, vv) = (f64::from(u.0[(j / 2) * u.1 + i / 2]) - 128.0, f64::from(v[(j / 2) * u.1 + i / 2]) - 128.0);
+            let rgb = [1.164 * yy + 1.596 * vv, 1.164 * yy - 0.392 * uu - 0.813 * vv, 1.164 * yy + 2.017 * uu];
+            for (c, want) in rgb.iter().zip(&rgba[(j * W + i) * 4..(j * W + i) * 4 + 3]) {
+                let d = c.round().clamp(0.0, 255.0) - f64::from(*want);
+                se += d * d;
+            }
+        }
+    }
+    10.0 * (255.0f64 * 255.0 / (se / (W * H * 3) as f64)).log10()
+}
+
+fn psnr_rgb(a: &[u8], b: &[u8]) -> f64 {
+    let mut se = 0f64;
+    for i in 0..W * H {
+        for c in 0..3 {
+            let d = f64::from(a[i * 4 + c]) - f64::from(b[i * 4 + c]);
+            se += d * d;
+        }
+    }
+    10.0 * (255.0f64 * 255.0 / (se / (W * H * 3) as f64)).log10()
+}
+
+fn median(mut v: Vec<f64>) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v[v.len() / 2]
+}
+
+/// Encodes every frame with `encode` (input, frame number → packet, decoded PSNR) into a point.
+fn point(setting: f64, frames: &[Vec<u8>], mut encode: impl FnMut(&[u8], usize) -> (Packet, f64, f64)) -> Point {
+    let (mut bytes, mut psnr, mut ms, mut stream) = (0.0, 0.0, Vec::new(), Vec::new());
+    for (n, f) in frames.iter().enumerate() {
+        let (packet, p, took) = encode(f, n);
+        bytes += packet.0.len() as f64;
+        psnr += p;
+        ms.push(took);
+        stream.push(packet);
+    }
+    let n = frames.len() as f64;
+    Point { setting, bytes: bytes / n, psnr: psnr / n, ms: median(ms), stream }
+}
+
+fn jpeg(frames: &[Vec<u8>], quality: i32) -> Point {
+    point(f64::from(quality), frames, |f, _| {
+        let image = turbojpeg::Image { pixels: f, width: W, pitch: W * 4, height: H, format: turbojpeg::PixelFormat::RGBA };
+        let t = Instant::now();
+        let data = turbojpeg::compress(image, quality, turbojpeg::Subsamp::Sub2x2).expect("JPEG").to_vec();
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let back: turbojpeg::Image<Vec<u8>> = turbojpeg::decompress(&data, turbojpeg::PixelFormat::RGBA).expect("decoded");
+        let p = psnr_rgb(f, &back.pixels);
+        ((data, true), p, ms)
+    })
+}
+
+fn vpx(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32) -> Point {
+    use vpx_sys::*;
+    // SAFETY (all of this function): libvpx's documented use, one context per stream, buffers outliving each call.
+    unsafe {
+        let iface = if vp9 { vpx_codec_vp9_cx() } else { vpx_codec_vp8_cx() };
+        let mut cfg = MaybeUninit::<vpx_codec_enc_cfg_t>::zeroed();
+        vpx_codec_enc_config_default(iface, cfg.as_mut_ptr(), 0);
+        let mut cfg = cfg.assume_init();
+        (cfg.g_w, cfg.g_h, cfg.g_threads, cfg.g_lag_in_frames) = (W as u32, H as u32, threads, 0);
+        cfg.g_timebase = vpx_rational { num: 1, den: 60 };
+        (cfg.rc_end_usage, cfg.rc_target_bitrate, cfg.rc_dropframe_thresh) = (vpx_rc_mode::VPX_CBR, kbps, 0);
+        (cfg.rc_min_quantizer, cfg.rc_max_quantizer, cfg.kf_mode) = (2, 56, vpx_kf_mode::VPX_KF_DISABLED);
+        (cfg.rc_buf_sz, cfg.rc_buf_initial_sz, cfg.rc_buf_optimal_sz) = (600, 400, 500);
+        let mut ctx = MaybeUninit::<vpx_codec_ctx_t>::zeroed();
+        vpx_codec_enc_init_ver(ctx.as_mut_ptr(), iface, &cfg, 0, VPX_ENCODER_ABI_VERSION as i32);
+        let mut ctx = ctx.assume_init();
+        if vp9 {
+            vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_CPUUSED as i32, 9);
+            vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP9E_SET_ROW_MT as i32, 1u32);
+            vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP9E_SET_TILE_COLUMNS as i32, 2i32);
+        } else {
+            vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_CPUUSED as i32, 10);
+            vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_TOKEN_PARTITIONS as i32, 3i32);
+        }
+        let dface = if vp9 { vpx_codec_vp9_dx() } else { vpx_codec_vp8_dx() };
+        let mut dctx = MaybeUninit::<vpx_codec_ctx_t>::zeroed();
+        vpx_codec_dec_init_ver(dctx.as_mut_ptr(), dface, std::ptr::null(), 0, VPX_DECODER_ABI_VERSION as i32);
+        let mut dctx = dctx.assume_init();
+        let p = point(f64::from(kbps), frames, |f, n| {
+            let mut planes = i420(f, false);
+            let mut img = MaybeUninit::<vpx_image_t>::zeroed();
+            vpx_img_wrap(img.as_mut_ptr(), vpx_img_fmt::VPX_IMG_FMT_I420, W as u32, H as u32, 1, planes.as_mut_ptr());
+            let flags = if n == 0 { VPX_EFLAG_FORCE_KF as i64 } else { 0 };
+            let t = Instant::now();
+            vpx_codec_encode(&mut ctx, img.as_ptr(), n as i64, 1, flags, VPX_DL_REALTIME as _);
+            let (mut it, mut data, mut key) = (std::ptr::null(), Vec::new(), false);
+            loop {
+                let pkt = vpx_codec_get_cx_data(&mut ctx, &mut it);
+                if pkt.is_null() {
+                    break;
+                }
+                if (*pkt).kind == vpx_codec_cx_pkt_kind::VPX_CODEC_CX_FRAME_PKT {
+                    let fr = (*pkt).data.frame;
+                    data.extend_from_slice(std::slice::from_raw_parts(fr.buf as *const u8, fr.sz as usize));
+                    key |= fr.flags & VPX_FRAME_IS_KEY != 0;
+                }
+            }
+            let ms = t.elapsed().as_secs_f64() * 1e3;
+            vpx_codec_decode(&mut dctx, data.as_ptr(), data.len() as u32, std::ptr::null_mut(), 0);
+            let mut dit = std::ptr::null();
+            let d = &*vpx_codec_get_frame(&mut dctx, &mut dit);
+            let (ys, cs) = (d.stride[0] as usize, d.stride[1] as usize);
+            let y = std::slice::from_raw_parts(d.planes[0], ys * H);
+            let u = std::slice::from_raw_parts(d.planes[1], cs * H / 2);
+            let v = std::slice::from_raw_parts(d.planes[2], cs * H / 2);
+            ((data, key), psnr_i420(f, (y, ys), (u, cs), v), ms)
+        });
+        vpx_codec_destroy(&mut ctx);
+        vpx_codec_destroy(&mut dctx);
+        p
+    }
+}
+
+fn h264(frames: &[Vec<u8>], bps: u32, threads: u16) -> Point {
+    use openh264::encoder::{BitRate, Encoder, EncoderConfig, FrameRate, IntraFramePeriod, RateControlMode};
+    use openh264::formats::{YUVBuffer, YUVSource};
+    let config = EncoderConfig::new()
+        .bitrate(BitRate::from_bps(bps))
+        .max_frame_rate(FrameRate::from_hz(60.0))
+        .rate_control_mode(RateControlMode::Bitrate)
+        .num_threads(threads)
+        .skip_frames(false)
+        .intra_frame_period(IntraFramePeriod::from_num_frames(100_000));
+    let mut enc = Encoder::with_api_config(openh264::OpenH264API::from_source(), config).expect("OpenH264");
+    let mut dec = openh264::decoder::Decoder::new().expect("OpenH264 decoder");
+    point(f64::from(bps / 1000), frames, |f, n| {
+        let yuv = YUVBuffer::from_vec(i420(f, false), W, H);
+        let t = Instant::now();
+        let data = enc.encode(&yuv).expect("encoded").to_vec();
+        let ms = t.elapsed().as_secs_f64() * 1e3;
+        let d = dec.decode(&data).expect("decoded").expect("a picture");
+        let (ys, us, _) = d.strides();
+        ((data, n == 0), psnr_i420(f, (d.y(), ys), (d.u(), us), d.v()), ms)
+    })
+}
+
+fn av1(frames: &[Vec<u8>], bps: i32, threads: usize) -> Point {
+    use rav1e::prelude::*;
+    let mut enc = EncoderConfig::with_speed_preset(10);
+    (enc.width, enc.height, enc.low_latency, enc.bitrate) = (W, H, true, bps);
+    enc.time_base = Rational::new(1, 60);
+    (enc.min_key_frame_interval, enc.max_key_frame_interval) = (100_000, 100_000);
+    (enc.speed_settings.rdo_lookahead_frames, enc.tiles) = (1, threads);
+    let mut ctx: Context<u8> = Config::new().with_encoder_config(enc).with_threads(threads).new_context().expect("rav1e");
+    point(f64::from(bps / 1000), frames, |f, n| {
+        let planes = i420(f, false);
+        let mut frame = ctx.new_frame();
+        frame.planes[0].copy_from_raw_u8(&planes[..W * H], W, 1);
+        frame.planes[1].copy_from_raw_u8(&planes[W * H..W * H * 5 / 4], W / 2, 1);
+        frame.planes[2].copy_from_raw_u8(&planes[W * H * 5 / 4..], W / 2, 1);
+        let t = Instant::now();
+        ctx.send_frame(frame).expect("sent");
+        loop {
+            match ctx.receive_packet() {
+                Ok(p) => {
+                    let ms = t.elapsed().as_secs_f64() * 1e3;
+                    let rec = p.rec.expect("the reconstruction");
+                    let plane = |i: usize| {
+                        let pl = &rec.planes[i];
+                        let (w, h) = (pl.cfg.width, pl.cfg.height);
+                        let rows: Vec<u8> = (0..h).flat_map(|y| pl.row(y as isize)[..w].to_vec()).collect();
+                        (rows, w)
+                    };
+                    let ((y, ys), (u, us), (v, _)) = (plane(0), plane(1), plane(2));
+                    return ((p.data, n == 0), psnr_i420(f, (&y, ys), (&u, us), &v), ms);
+                }
+                Err(EncoderStatus::Encoded) => continue,
+                Err(e) => panic!("rav1e: {e:?}"),
+            }
+        }
+    })
+}
+
+/// Bytes a frame takes at `target` PSNR, interpolated (log bytes) between the sweep's points.
+fn at_psnr(points: &[Point], target: f64) -> Option<(f64, &Point)> {
+    let mut sorted: Vec<&Point> = points.iter().collect();
+    sorted.sort_by(|a, b| a.psnr.total_cmp(&b.psnr));
+    let nearest = *sorted.iter().min_by(|a, b| (a.psnr - target).abs().total_cmp(&(b.psnr - target).abs()))?;
+    for pair in sorted.windows(2) {
+        let (lo, hi) = (pair[0], pair[1]);
+        if lo.psnr <= target && target <= hi.psnr && hi.psnr > lo.psnr {
+            let a = (target - lo.psnr) / (hi.psnr - lo.psnr);
+            return Some(((lo.bytes.ln() * (1.0 - a) + hi.bytes.ln() * a).exp(), nearest));
+        }
+    }
+    None.or(Some((f64::NAN, nearest)))
+}
+
+fn write_stream(out: &str, name: &str, stream: &[Packet]) {
+    let mut file = std::fs::File::create(format!("{out}/{name}.bin")).expect("a stream file");
+    for (data, key) in stream {
+        file.write_all(&(data.len() as u32).to_le_bytes()).expect("written");
+        file.write_all(&[u8::from(*key)]).expect("written");
+        file.write_all(data).expect("written");
+    }
+}
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(60);
+    let threads: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(4);
+    let out = args.get(3).cloned().unwrap_or_else(|| "codec-streams".into());
+    std::fs::create_dir_all(&out).expect("the output folder");
+    println!("1920x1080, {n} frames a scene (AV1: {}), {threads} encoder threads, 60 frames/s rate control", n.min(20));
+    println!("| scene | codec | bytes/frame at JPEG q80's PSNR | vs JPEG | encode ms/frame | PSNR of the sweep (dB) |");
+    println!("|---|---|---|---|---|---|");
+    for (scene, kind) in [("julia", SceneKind::Julia), ("gradient", SceneKind::Gradient)] {
+        let frames = frames(kind, n);
+        let jpegs: Vec<Point> = [95, 90, 80, 70, 60, 50, 40, 30].iter().map(|&q| jpeg(&frames, q)).collect();
+        let q80 = jpegs.iter().find(|p| p.setting == 80.0).expect("q80");
+        let target = q80.psnr;
+        write_stream(&out, &format!("jpeg-{scene}"), &q80.stream);
+        let kbps = [1_000u32, 2_000, 4_000, 8_000, 16_000, 32_000, 64_000, 120_000];
+        let sweeps: Vec<(&str, Vec<Point>)> = vec![
+            ("vp8", kbps.iter().map(|&k| vpx(&frames, k, false, threads as u32)).collect()),
+            ("vp9", kbps.iter().map(|&k| vpx(&frames, k, true, threads as u32)).collect()),
+            ("h264", kbps.iter().map(|&k| h264(&frames, k * 1000, threads as u16)).collect()),
+            ("av1", kbps[..6].iter().map(|&k| av1(&frames[..n.min(20)], (k * 1000) as i32, threads)).collect()),
+        ];
+        println!("| {scene} | jpeg q80 (libjpeg-turbo) | {:.0} | 1.00 | {:.2} | {target:.2} |", q80.bytes, q80.ms);
+        for (codec, points) in &sweeps {
+            let (bytes, nearest) = at_psnr(points, target).expect("points");
+            let range: Vec<String> = points.iter().map(|p| format!("{:.0}k:{:.1}", p.setting, p.psnr)).collect();
+            println!(
+                "| {scene} | {codec} | {bytes:.0} | {:.2} | {:.2} | {} |",
+                bytes / q80.bytes,
+                nearest.ms,
+                range.join(" ")
+            );
+            write_stream(&out, &format!("{codec}-{scene}"), &nearest.stream);
+        }
+    }
+}
