@@ -3,8 +3,9 @@
 # (python/tests, pytest, NumPy arrays) against that wheel, installed into a
 # folder of its own under target/. Installs maturin, pytest, NumPy, and
 # ipykernel with jupyter_client (the window test in a Jupyter kernel), websocket-client (serve=),
-# mypy (the stubs), anywidget, jupyterlab and notebook (the notebook widget) with pip
-# when missing. Prints pytest's summary line ("N passed ...").
+# mypy (the stubs), anywidget, jupyterlab and notebook (the notebook widget) and
+# jupyter-server-proxy (the browser view behind JupyterHub's proxy) with pip when
+# missing. Prints pytest's summary line ("N passed ...").
 #   PYTHON=python3.12 bash scripts/python-test.sh   another interpreter (3.10 or newer)
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -16,12 +17,12 @@ pip_install() {
     "$python" -m pip install -q --disable-pip-version-check "$@" ||
         "$python" -m pip install -q --disable-pip-version-check --break-system-packages "$@"
 }
-if ! PYTHONPATH=$tools "$python" -c 'import pytest, numpy, ipykernel, jupyter_client, websocket, mypy, anywidget, jupyterlab, notebook' 2>/dev/null ||
+if ! PYTHONPATH=$tools "$python" -c 'import pytest, numpy, ipykernel, jupyter_client, websocket, mypy, anywidget, jupyterlab, notebook, jupyter_server_proxy' 2>/dev/null ||
     ! { [ -x "$tools/bin/maturin" ] || command -v maturin >/dev/null; }; then
-    echo "vkcuda: installing maturin, pytest, numpy, ipykernel, jupyter_client, jupyterlab and notebook (from PyPI) into $tools" >&2
+    echo "vkcuda: installing maturin, pytest, numpy, ipykernel, jupyter_client, jupyterlab, notebook and jupyter-server-proxy (from PyPI) into $tools" >&2
     # Afresh: pip --target skips folders that exist (share/jupyter would miss the new front ends' files).
     rm -rf "$tools"
-    pip_install --target "$tools" 'maturin>=1.5,<2' pytest numpy ipykernel jupyter_client websocket-client mypy anywidget jupyterlab notebook
+    pip_install --target "$tools" 'maturin>=1.5,<2' pytest numpy ipykernel jupyter_client websocket-client mypy anywidget jupyterlab notebook jupyter-server-proxy
 fi
 export PYTHONPATH=$tools
 maturin=$tools/bin/maturin

@@ -42,12 +42,12 @@ def free_port():
 class Chromium:
     """Headless Chromium with one page, over the DevTools protocol (flat sessions)."""
 
-    def __init__(self, url, profile):
+    def __init__(self, url, profile, extra=()):
         self.proc = subprocess.Popen(
             [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
              "--disable-background-networking", "--disable-component-update", "--disable-sync",
              "--remote-debugging-port=0", "--force-device-scale-factor=1", "--window-size=1280,900",
-             f"--user-data-dir={profile}", "about:blank"],
+             f"--user-data-dir={profile}", *extra, "about:blank"],
             stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
         endpoint = None
         deadline = time.monotonic() + 30

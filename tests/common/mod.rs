@@ -3,6 +3,7 @@
 //! verdicts of the custom harness.
 
 pub mod browser;
+pub mod link;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output};

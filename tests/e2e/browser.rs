@@ -17,18 +17,23 @@ use vkcuda::Format;
 use vkcuda_serve::protocol::Kind;
 
 /// A served run, its address and what it printed so far.
-struct Served {
-    child: Child,
-    port: u16,
-    url: String,
+pub struct Served {
+    pub child: Child,
+    pub port: u16,
+    pub url: String,
     stderr: Arc<Mutex<String>>,
     stdout: Arc<Mutex<Vec<u8>>>,
 }
 
 impl Served {
     /// `vkcuda --headless --serve ADDRESS ARGS...`, once it printed its URL.
-    fn start(address: &str, args: &[&str]) -> Result<Self, String> {
-        let mut child = Command::new(bin())
+    pub fn start(address: &str, args: &[&str]) -> Result<Self, String> {
+        Self::start_with(Command::new(bin()), address, args)
+    }
+
+    /// [`Served::start`] through `command` (the binary, or `ip netns exec NS` and the binary).
+    pub fn start_with(mut command: Command, address: &str, args: &[&str]) -> Result<Self, String> {
+        let mut child = command
             .args(["--headless", "--serve", address])
             .args(args)
             .stdin(Stdio::null())
@@ -75,11 +80,11 @@ impl Served {
         format!("{}{join}{query}", self.url)
     }
 
-    fn token(&self) -> Option<String> {
+    pub fn token(&self) -> Option<String> {
         self.url.split("token=").nth(1).map(str::to_string)
     }
 
-    fn printed(&self) -> String {
+    pub fn printed(&self) -> String {
         self.stderr.lock().unwrap_or_else(|p| p.into_inner()).clone()
     }
 
@@ -103,7 +108,7 @@ impl Served {
     }
 
     /// SIGINT, then the run must stop cleanly (exit 130, no validation message), the port free.
-    fn stop(self, result: Outcome) -> Outcome {
+    pub fn stop(self, result: Outcome) -> Outcome {
         let port = self.port;
         send_signal(self.child.id(), "INT")?;
         let o = self.wait(60)?;
@@ -115,7 +120,7 @@ impl Served {
 }
 
 /// The gradient at `size` that the CPU producer renders, shown at frame `tick`.
-fn gradient(size: (u32, u32)) -> Scene {
+pub fn gradient(size: (u32, u32)) -> Scene {
     Scene { kind: SceneKind::Gradient, width: size.0, height: size.1, cost: 64 }
 }
 
@@ -127,7 +132,7 @@ fn reference(scene: Scene, tick: u64, canvas: (u32, u32)) -> Vec<Option<[f64; 3]
 }
 
 /// Compares canvas pixels with the CPU reference of `scene` at `tick` drawn at the canvas's size.
-fn compare(scene: Scene, tick: u64, got: &[u8], canvas: (u32, u32)) -> Result<Diff, String> {
+pub fn compare(scene: Scene, tick: u64, got: &[u8], canvas: (u32, u32)) -> Result<Diff, String> {
     Ok(Diff::drawn(got, &reference(scene, tick, canvas)))
 }
 
@@ -144,7 +149,7 @@ fn mean_difference(scene: Scene, tick: u64, got: &[u8], canvas: (u32, u32)) -> f
     sum / n.max(1) as f64
 }
 
-const SHOWN: &str = "window.vkcuda && window.vkcuda.last";
+pub const SHOWN: &str = "window.vkcuda && window.vkcuda.last";
 
 /// Lossless frames in the page equal the CPU reference drawn at the canvas
 /// size, at two sizes (the second after a resize); then JPEG frames arrive.

@@ -19,6 +19,7 @@ mod browser;
 mod gpus;
 mod headless;
 mod kernels;
+mod links;
 mod shard;
 mod signals;
 mod wayland;
@@ -30,7 +31,7 @@ use common::{Tests, Verdict};
 type Register = fn(&mut Tests);
 
 /// The areas, in the order their tests run: one file each.
-const AREAS: [(&str, Register); 10] = [
+const AREAS: [(&str, Register); 11] = [
     ("headless", headless::register),
     ("signals", signals::register),
     ("window", window::register),
@@ -41,6 +42,7 @@ const AREAS: [(&str, Register); 10] = [
     ("shard", shard::register),
     ("gpus", gpus::register),
     ("browser", browser::register),
+    ("links", links::register),
 ];
 
 fn main() {

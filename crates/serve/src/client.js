@@ -42,6 +42,7 @@ function connect(canvas, send, { mode = "auto", quality = null } = {}) {
   const state = { frames: 0, last: null, canvas: [0, 0], closed: null, bytes: 0, status: null, statuses: 0,
                   rate: null, video: [], decodeErrors: 0, drawn: -1 };
   const arrivals = [], latencies = [];
+  state.latencies = latencies; // the last 60 frames' latencies, ms
   let chain = Promise.resolve(), decoder = null, decoderSize = "", needKey = true, open = false;
 
   const say = (m) => { if (open) send(m); };

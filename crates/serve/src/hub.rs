@@ -95,8 +95,9 @@ struct Client {
     last_drawn: Option<Instant>,
     limited_at: Option<Instant>,
     still: Still,
-    /// Nothing was sent at this canvas yet.
+    /// Nothing was sent at this canvas yet; a frame was skipped for it (its rate, its link) since its last draw.
     fresh: bool,
+    behind: bool,
     stream: Arc<Mutex<Stream>>,
     wake: Arc<Notify>,
     stats: ClientStats,
@@ -118,6 +119,7 @@ impl Client {
             limited_at: None,
             still: Still { last: None, since: Instant::now(), exact_sent: false },
             fresh: true,
+            behind: false,
             stream: Arc::new(Mutex::new(Stream::new(threads))),
             wake,
             stats: ClientStats::default(),
@@ -146,7 +148,8 @@ impl Client {
             return None;
         }
         let quiet = now.duration_since(self.still.since);
-        let mut interval = match self.ladder.unlimited && plan.fps >= 1000.0 {
+        // The ladder's rate, or the page's display rate when it said one.
+        let mut interval = match self.ladder.unlimited && plan.fps >= self.ladder.display() {
             true => Duration::ZERO,
             false => Duration::from_secs_f64(1.0 / plan.fps.max(1.0)),
         };
@@ -158,12 +161,13 @@ impl Client {
             }
         }
         if self.last_drawn.is_some_and(|at| now.duration_since(at) < interval) {
+            self.behind = true;
             return None;
         }
         let expected = self.stats.bytes.checked_div(self.stats.sent).unwrap_or(0);
         if !self.link.may_send(expected) {
             self.link.block();
-            self.limited_at = Some(now);
+            (self.limited_at, self.behind) = (Some(now), true);
             return None;
         }
         Some((Want { extent: plan.extent, pixels: pixels_for(plan.codec) }, plan))
@@ -364,7 +368,8 @@ impl Hub {
     /// Whether some client waits for a frame that does not come (the run made
     /// none lately: a viewer that is not shown new frames): one that has no
     /// frame at its canvas yet, or whose standing picture was not sent
-    /// exact. The run's last frame needs drawing again. Waits at most `timeout` for one.
+    /// exact, or one that skipped the run's last frame (its rate or its link held it
+    /// back). The run's last frame needs drawing again. Waits at most `timeout` for one.
     pub fn wait_stale(&self, timeout: Duration) -> bool {
         let deadline = Instant::now() + timeout;
         let mut s = self.state();
@@ -373,7 +378,7 @@ impl Hub {
             let told = s.stale_told;
             let stale = s.clients.values().any(|c| {
                 let idle = c.last_drawn.is_none_or(|at| now.duration_since(at) >= STILL_AFTER);
-                let owed = c.fresh || (c.settles() && !c.still.exact_sent);
+                let owed = c.fresh || c.behind || (c.settles() && !c.still.exact_sent);
                 let free = c.preparing == 0 && c.next.is_none() && c.link.frames_in_flight() == 0;
                 // Told already, and no frame drawn since: not again before RETELL.
                 let waiting = told
@@ -496,7 +501,7 @@ impl Watchers for Hub {
         for c in self.state().clients.values_mut() {
             if let Some(decided) = c.decided.take_if(|(w, _)| *w == want) {
                 c.preparing += 1;
-                (c.last_drawn, c.drawing_for) = (Some(now), Some(decided));
+                (c.last_drawn, c.drawing_for, c.behind) = (Some(now), Some(decided), false);
             }
         }
     }

@@ -25,11 +25,13 @@ use ash::vk;
 pub const DEFAULT_QUALITY: u8 = 80;
 /// The share of the link's capacity a stream may use.
 const SHARE: f64 = 0.8;
-/// How much above [`SHARE`] a probe asks, to find out whether the link got faster.
-const PROBE_GAIN: f64 = 1.3;
+/// How much above [`SHARE`] a probe asks, to find out whether the link carries
+/// more: enough for the window to hold frames back, whose acknowledgements
+/// then measure the link (the window grows by a quarter each round trip).
+const PROBE_GAIN: f64 = 2.0;
 /// How often, and for how long, the link is probed (when it has not been the limit lately).
-const PROBE_EVERY: Duration = Duration::from_secs(3);
-const PROBE_FOR: Duration = Duration::from_millis(500);
+const PROBE_EVERY: Duration = Duration::from_millis(2500);
+const PROBE_FOR: Duration = Duration::from_millis(600);
 /// How often the rate and size are reconsidered.
 const STEP_EVERY: Duration = Duration::from_millis(500);
 /// The frame rate a stream gives up quality for before it gives up size.
@@ -139,13 +141,14 @@ pub struct LinkState {
 }
 
 impl Ladder {
-    /// A client of no known link, at 60 frames a second until the page says its rate.
+    /// A client of no known link, budgeted at 60 frames a second and not held to
+    /// a rate until the page says its display's.
     pub fn new() -> Self {
         Self {
             mode: Mode::Auto,
             video: false,
             display: 60.0,
-            unlimited: false,
+            unlimited: true,
             use_video: false,
             scale: 0,
             fps: 60.0,
@@ -157,11 +160,17 @@ impl Ladder {
         }
     }
 
-    /// The page's display rate (0: no limit: frames as fast as it acknowledges, budgeted as 1000 a second).
+    /// The page's display rate (0: no limit: frames as fast as it acknowledges,
+    /// budgeted as 60 a second).
     pub fn set_display(&mut self, fps: f64) {
         self.unlimited = fps <= 0.0;
-        self.display = if fps > 0.0 { fps } else { 1000.0 };
+        self.display = if fps > 0.0 { fps } else { 60.0 };
         self.fps = self.fps.min(self.display).max(self.display.min(MIN_FPS));
+    }
+
+    /// The page's display rate (60 until it says).
+    pub fn display(&self) -> f64 {
+        self.display
     }
 
     /// The plan for the next frame at `canvas`, at `now`, on `link`.
@@ -386,7 +395,7 @@ mod tests {
             c => panic!("{c:?}"),
         };
         assert_eq!(rate(&mut l, Duration::ZERO), 8_000_000);
-        assert_eq!(rate(&mut l, PROBE_EVERY + Duration::from_millis(100)), 10_400_000);
+        assert_eq!(rate(&mut l, PROBE_EVERY + Duration::from_millis(100)), 16_000_000);
         assert_eq!(rate(&mut l, PROBE_EVERY + PROBE_FOR + Duration::from_millis(10)), 8_000_000);
     }
 

@@ -71,8 +71,9 @@ pub struct Link {
     limited_at: Option<Instant>,
     /// Whether a draw waited for the window since the last frame was sent.
     blocked: bool,
-    /// The newest round trip.
+    /// The newest round trip, and whether it said a queue builds.
     last_rtt: Option<Duration>,
+    was_queued: bool,
 }
 
 impl Default for Link {
@@ -93,6 +94,7 @@ impl Link {
             limited_at: None,
             blocked: false,
             last_rtt: None,
+            was_queued: false,
         }
     }
 
@@ -185,22 +187,24 @@ impl Link {
             self.rtts.pop_front();
         }
         let stale = self.limited_at.is_none_or(|at| now.duration_since(at) > LIMITED_WINDOW);
+        // Any rate is a lower bound of the capacity. A lower one counts when the link
+        // was the limit (a frame waited for the window) and the capacity was last
+        // measured a while ago, or a queue builds (the link got slower): a round trip
+        // far above the shortest for a frame that waited, or for two frames in a row.
+        // A stream that sends less than the link carries, or a page slow for one
+        // frame, never lowers it.
+        let queued = self.queued(s.rtt);
+        let lower =
+            (s.limited && (stale || queued)) || (queued && std::mem::replace(&mut self.was_queued, true));
+        self.was_queued = queued;
         let capacity = match self.capacity {
-            // A lower bound that beats what is known; or the link's own measure, which stands
-            // against lower ones for a while, then gives way to a newer one.
-            Some(c) if s.rate <= c && !(s.limited && stale) => c,
+            Some(c) if s.rate <= c && !lower => c,
             _ => s.rate,
         };
-        if s.limited && (stale || s.rate >= capacity) {
+        if s.limited && (lower || s.rate >= capacity) {
             self.limited_at = Some(now);
         }
         self.capacity = Some(capacity);
-        if self.queued(s.rtt) {
-            // The link holds a queue: it carries less than the capacity says, and what
-            // this frame's acknowledgement measured is what it carries now.
-            self.capacity = Some(s.rate.min(capacity));
-            self.limited_at = Some(now);
-        }
     }
 
     /// Whether round trip `rtt` says a queue is building.

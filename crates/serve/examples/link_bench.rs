@@ -1,0 +1,530 @@
+//! The browser view measured over a link (a bench, not a test): starts a
+//! server (vkcuda's `--serve`, an older vkcuda, or viser's path), behind a
+//! link made on this machine when one is asked for (tests/common/link.rs: a
+//! network namespace, `tc` shaping both ways, a relay adding the round
+//! trip), and watches it with `CLIENTS` clients that decode every frame
+//! (JPEG, VP8 with libvpx, PNG, raw) and acknowledge it as the page does.
+//! Prints one JSON line: frames a second delivered per client, latency p50
+//! and p95 (the frame taken on the server to decoded here; one machine,
+//! one clock), bytes a frame, PSNR of what is shown (scaled up to the
+//! canvas as the page scales it) against the CPU reference of the frame
+//! drawn at the canvas, the server's CPU per frame, the codecs seen, and
+//! the producer's frames a second (vkcuda's own summary).
+//!
+//!   link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still]
+//!
+//! SERVER: `new:PATH` (this vkcuda), `old:PATH` (a vkcuda before the link
+//! work: JPEG q80, its old protocol), `viser:PATH` (viser_path.py: a JPEG
+//! loop without acknowledgements). LINK: `loopback`, `MBIT/RTT_MS`, or
+//! `drop:MBIT/MBIT/RTT_MS` (the rate falls half-way; the line says how long
+//! p95 took to come back under 200 ms). `--still`: then pauses the run and
+//! times the exact frame. The scene is julia (`--cost 64`).
+
+#[path = "../../../tests/common/link.rs"]
+mod link;
+
+use std::io::Read;
+use std::net::SocketAddr;
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::{channel, Sender};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
+
+use tungstenite::Message;
+use vkcuda::Format;
+use vkcuda_run::base::scene::{drawn_reference, render_cpu_as, FrameArgs, Scene, SceneKind};
+
+/// Seconds of warm-up before anything is counted.
+const WARM: f64 = 3.0;
+
+fn main() {
+    if let Err(e) = run() {
+        eprintln!("link_bench: {e}");
+        std::process::exit(1);
+    }
+}
+
+/// What the command line asks.
+struct Ask {
+    server: (String, String),
+    link: LinkAsk,
+    canvas: (u32, u32),
+    clients: usize,
+    secs: f64,
+    size: (u32, u32),
+    rate: f64,
+    still: bool,
+}
+
+#[derive(Clone, Copy)]
+enum LinkAsk {
+    Loopback,
+    Shaped { mbit: f64, rtt: f64 },
+    Drop { from: f64, to: f64, rtt: f64 },
+}
+
+fn pair(s: &str, sep: char) -> Option<(u32, u32)> {
+    let (a, b) = s.split_once(sep)?;
+    Some((a.parse().ok()?, b.parse().ok()?))
+}
+
+fn ask() -> Result<Ask, String> {
+    let usage = "link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still]";
+    let a: Vec<String> = std::env::args().collect();
+    let arg = |i: usize| a.get(i).cloned().ok_or(usage);
+    let server = arg(1)?.split_once(':').map(|(k, p)| (k.to_string(), p.to_string())).ok_or(usage)?;
+    let link = match arg(2)?.as_str() {
+        "loopback" => LinkAsk::Loopback,
+        l if l.starts_with("drop:") => {
+            let v: Vec<f64> = l[5..].split('/').filter_map(|x| x.parse().ok()).collect();
+            let [from, to, rtt] = v[..] else { return Err(usage.into()) };
+            LinkAsk::Drop { from, to, rtt }
+        }
+        l => {
+            let (mbit, rtt) = l.split_once('/').ok_or(usage)?;
+            LinkAsk::Shaped { mbit: mbit.parse().map_err(|_| usage)?, rtt: rtt.parse().map_err(|_| usage)? }
+        }
+    };
+    let flag = |name: &str| a.iter().position(|x| x == name).and_then(|i| a.get(i + 1)).cloned();
+    Ok(Ask {
+        server,
+        link,
+        canvas: pair(&arg(3)?, 'x').ok_or(usage)?,
+        clients: arg(4)?.parse().map_err(|_| usage)?,
+        secs: arg(5)?.parse().map_err(|_| usage)?,
+        size: flag("--size").and_then(|s| pair(&s, 'x')).unwrap_or((1920, 1080)),
+        rate: flag("--rate").and_then(|r| r.parse().ok()).unwrap_or(60.0),
+        still: a.iter().any(|x| x == "--still"),
+    })
+}
+
+/// The server, its address, the token its URL has, and where vkcuda writes its summary.
+struct Server {
+    child: Child,
+    at: SocketAddr,
+    token: Option<String>,
+    summary: Option<std::path::PathBuf>,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Starts the server (in `link`'s namespace when there is one) and waits for its address.
+fn start(ask: &Ask, link: Option<&link::Link>) -> Result<Server, String> {
+    let (kind, path) = (&ask.server.0, std::path::PathBuf::from(&ask.server.1));
+    let bind = if link.is_some() { "0.0.0.0:0" } else { "127.0.0.1:0" };
+    let mut c = match link {
+        Some(l) if kind == "viser" => l.command(std::path::Path::new("python3")),
+        Some(l) => l.command(&path),
+        None if kind == "viser" => Command::new("python3"),
+        None => Command::new(&path),
+    };
+    let summary = std::env::temp_dir().join(format!("link-bench-{}.json", std::process::id()));
+    let size = format!("{}x{}", ask.size.0, ask.size.1);
+    match kind.as_str() {
+        "viser" => c.arg(&path).args([&size, &format!("{}x{}", ask.canvas.0, ask.canvas.1), bind]),
+        _ => c
+            .args(["--headless", "--serve", bind, "--scene", "julia", "--size", &size, "--json"])
+            .arg(&summary),
+    };
+    let mut child = c
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| e.to_string())?;
+    let mut err = child.stderr.take().ok_or("no stderr")?;
+    let (tx, rx) = channel();
+    std::thread::spawn(move || {
+        let mut seen = String::new();
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = err.read(&mut buf) {
+            seen.push_str(&String::from_utf8_lossy(&buf[..n]));
+            if let Some(url) = seen.split("watch it at ").nth(1).filter(|r| r.contains('\n')) {
+                let _ = tx.send(url.lines().next().unwrap_or("").trim().to_string());
+            }
+        }
+    });
+    let url = rx.recv_timeout(Duration::from_secs(60)).map_err(|_| "the server printed no URL in 60 s")?;
+    let port: u16 = url
+        .rsplit(':')
+        .next()
+        .and_then(|p| p.split('/').next())
+        .and_then(|p| p.parse().ok())
+        .ok_or("no port")?;
+    let host = if link.is_some() { link::SERVER_IP } else { "127.0.0.1" };
+    let at = format!("{host}:{port}").parse().map_err(|e| format!("{e}"))?;
+    let token = url.split("token=").nth(1).map(str::to_string);
+    Ok(Server { child, at, token, summary: (kind != "viser").then_some(summary) })
+}
+
+fn now_us() -> u64 {
+    SystemTime::now().duration_since(UNIX_EPOCH).unwrap_or_default().as_micros() as u64
+}
+
+/// What one client saw: per frame (arrival, latency ms, bytes, kind), PSNRs, the exact frame's delay.
+#[derive(Default)]
+struct Seen {
+    frames: Vec<(Instant, f64, usize, u8)>,
+    psnr: Vec<f64>,
+    exact_after: Option<f64>,
+    status: String,
+}
+
+/// A frame's header, either version: (kind, key, frame, width, height, stamp µs).
+fn header(b: &[u8]) -> Result<(u8, bool, u64, u32, u32, u64), String> {
+    if b.len() < 32 || !(b.starts_with(b"VKF1") || b.starts_with(b"VKF2")) {
+        return Err("not a frame".into());
+    }
+    let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    let u64_at = |i: usize| u64::from(u32_at(i)) | u64::from(u32_at(i + 4)) << 32;
+    Ok((b[4], b[5] & 1 == 1 && b[3] == b'2', u64_at(8), u32_at(16), u32_at(20), u64_at(24)))
+}
+
+/// A VP8 decoder (libvpx) giving RGB.
+struct Vp8Decoder(Box<vpx_sys::vpx_codec_ctx_t>);
+
+impl Vp8Decoder {
+    fn new() -> Result<Self, String> {
+        let mut ctx = Box::new(std::mem::MaybeUninit::<vpx_sys::vpx_codec_ctx_t>::zeroed());
+        // SAFETY: zeroed memory for the context; libvpx's static VP8 decoder.
+        let err = unsafe {
+            vpx_sys::vpx_codec_dec_init_ver(
+                ctx.as_mut_ptr(),
+                vpx_sys::vpx_codec_vp8_dx(),
+                std::ptr::null(),
+                0,
+                vpx_sys::VPX_DECODER_ABI_VERSION as i32,
+            )
+        };
+        if err != vpx_sys::vpx_codec_err_t::VPX_CODEC_OK {
+            return Err(format!("VP8 decoder: {err:?}"));
+        }
+        // SAFETY: initialised above.
+        Ok(Self(unsafe { Box::from_raw(Box::into_raw(ctx).cast()) }))
+    }
+
+    /// RGB of one frame (BT.601, limited range, as the page's decoder shows it).
+    fn decode(&mut self, data: &[u8]) -> Result<Vec<u8>, String> {
+        // SAFETY (this function): an initialised decoder; libvpx's image lives until the next call.
+        unsafe {
+            let err = vpx_sys::vpx_codec_decode(
+                &mut *self.0,
+                data.as_ptr(),
+                data.len() as u32,
+                std::ptr::null_mut(),
+                0,
+            );
+            if err != vpx_sys::vpx_codec_err_t::VPX_CODEC_OK {
+                return Err(format!("VP8: {err:?}"));
+            }
+            let mut iter = std::ptr::null();
+            let img =
+                vpx_sys::vpx_codec_get_frame(&mut *self.0, &mut iter).as_ref().ok_or("VP8: no picture")?;
+            let (w, h) = (img.d_w as usize, img.d_h as usize);
+            let (ys, cs) = (img.stride[0] as usize, img.stride[1] as usize);
+            let mut rgb = Vec::with_capacity(w * h * 3);
+            for y in 0..h {
+                for x in 0..w {
+                    let l = f64::from(*img.planes[0].add(y * ys + x)) - 16.0;
+                    let u = f64::from(*img.planes[1].add((y / 2) * cs + x / 2)) - 128.0;
+                    let v = f64::from(*img.planes[2].add((y / 2) * cs + x / 2)) - 128.0;
+                    for c in [1.164 * l + 1.596 * v, 1.164 * l - 0.392 * u - 0.813 * v, 1.164 * l + 2.017 * u]
+                    {
+                        rgb.push(c.round().clamp(0.0, 255.0) as u8);
+                    }
+                }
+            }
+            Ok(rgb)
+        }
+    }
+}
+
+impl Drop for Vp8Decoder {
+    fn drop(&mut self) {
+        // SAFETY: an initialised decoder, destroyed once.
+        unsafe { vpx_sys::vpx_codec_destroy(&mut *self.0) };
+    }
+}
+
+/// RGB of a frame's image: JPEG (turbojpeg), PNG, raw RGBA, or VP8 (`vp8`).
+fn decode(kind: u8, image: &[u8], vp8: &mut Vp8Decoder) -> Result<Vec<u8>, String> {
+    let rgba_to_rgb = |p: &[u8]| p.chunks_exact(4).flat_map(|c| [c[0], c[1], c[2]]).collect::<Vec<u8>>();
+    match kind {
+        0 => Ok(rgba_to_rgb(image)),
+        1 => turbojpeg::decompress(image, turbojpeg::PixelFormat::RGB)
+            .map(|i| i.pixels)
+            .map_err(|e| e.to_string()),
+        2 => vp8.decode(image),
+        3 => {
+            let mut r =
+                png::Decoder::new(std::io::Cursor::new(image)).read_info().map_err(|e| e.to_string())?;
+            let mut buf = vec![0u8; r.output_buffer_size().unwrap_or(0)];
+            let info = r.next_frame(&mut buf).map_err(|e| e.to_string())?;
+            Ok(rgba_to_rgb(&buf[..info.buffer_size()]))
+        }
+        k => Err(format!("a frame of kind {k}")),
+    }
+}
+
+/// `rgb` (`w`x`h`) scaled to `canvas` bilinearly, as the page's canvas scales a smaller image.
+fn scaled(rgb: &[u8], (w, h): (u32, u32), canvas: (u32, u32)) -> Vec<u8> {
+    if (w, h) == canvas {
+        return rgb.to_vec();
+    }
+    let (w, h, cw, ch) = (w as usize, h as usize, canvas.0 as usize, canvas.1 as usize);
+    let mut out = vec![0u8; cw * ch * 3];
+    for y in 0..ch {
+        let fy = ((y as f64 + 0.5) * h as f64 / ch as f64 - 0.5).clamp(0.0, (h - 1) as f64);
+        let (y0, ay) = (fy.floor() as usize, fy.fract());
+        let y1 = (y0 + 1).min(h - 1);
+        for x in 0..cw {
+            let fx = ((x as f64 + 0.5) * w as f64 / cw as f64 - 0.5).clamp(0.0, (w - 1) as f64);
+            let (x0, ax) = (fx.floor() as usize, fx.fract());
+            let x1 = (x0 + 1).min(w - 1);
+            for c in 0..3 {
+                let p = |x: usize, y: usize| f64::from(rgb[(y * w + x) * 3 + c]);
+                let v = (p(x0, y0) * (1.0 - ax) + p(x1, y0) * ax) * (1.0 - ay)
+                    + (p(x0, y1) * (1.0 - ax) + p(x1, y1) * ax) * ay;
+                out[(y * cw + x) * 3 + c] = v.round() as u8;
+            }
+        }
+    }
+    out
+}
+
+/// PSNR of `rgb` at the canvas against julia's frame `frame` (`size`) drawn there.
+fn psnr(rgb: &[u8], frame: u64, size: (u32, u32), canvas: (u32, u32)) -> f64 {
+    let scene = Scene { kind: SceneKind::Julia, width: size.0, height: size.1, cost: 64 };
+    let mut rendered = vec![0u8; (size.0 * size.1 * 4) as usize];
+    render_cpu_as(&scene, &FrameArgs::new(&scene, frame as u32), Format::Rgba8, &mut rendered, 8);
+    let want = drawn_reference(&rendered, Format::Rgba8, size, canvas);
+    let (mut se, mut n) = (0.0, 0usize);
+    for (got, want) in rgb.chunks_exact(3).zip(&want) {
+        if let Some(w) = want {
+            for c in 0..3 {
+                let d = f64::from(got[c]) - w[c].round();
+                se += d * d;
+            }
+            n += 3;
+        }
+    }
+    if se == 0.0 {
+        return 99.0;
+    }
+    10.0 * (255.0f64 * 255.0 / (se / n.max(1) as f64)).log10()
+}
+
+/// One client, for `secs` after the warm-up; `key` pauses the run (a page's space key) once asked.
+fn watch(
+    url: &str,
+    ask: &Ask,
+    psnr_jobs: Sender<(Vec<u8>, u64, Arc<Mutex<Seen>>)>,
+    seen: Arc<Mutex<Seen>>,
+) -> Result<(), String> {
+    let (mut ws, _) = tungstenite::connect(url).map_err(|e| format!("{url}: {e}"))?;
+    let mut hello: Vec<String> = match ask.server.0.as_str() {
+        "new" => vec![r#"{"t":"hello","video":["vp8"]}"#.into(), r#"{"t":"mode","mode":"auto"}"#.into()],
+        _ => vec![r#"{"t":"mode","mode":"jpeg","quality":80}"#.into()],
+    };
+    hello.push(format!(r#"{{"t":"rate","fps":{}}}"#, ask.rate));
+    hello.push(format!(r#"{{"t":"canvas","w":{},"h":{}}}"#, ask.canvas.0, ask.canvas.1));
+    for m in hello {
+        ws.send(Message::text(m)).map_err(|e| e.to_string())?;
+    }
+    if let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_mut() {
+        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    }
+    let (start, mut vp8) = (Instant::now(), Vp8Decoder::new()?);
+    let (mut last_psnr, mut paused_at) = (Instant::now(), None::<Instant>);
+    loop {
+        let age = start.elapsed().as_secs_f64();
+        if age > WARM + ask.secs + if ask.still { 5.0 } else { 0.0 } {
+            return Ok(());
+        }
+        if ask.still && paused_at.is_none() && age > WARM + ask.secs {
+            ws.send(Message::text(r#"{"t":"key","key":" "}"#)).map_err(|e| e.to_string())?;
+            paused_at = Some(Instant::now());
+        }
+        let b = match ws.read().map_err(|e| format!("reading: {e}"))? {
+            Message::Binary(b) => b,
+            Message::Text(t) => {
+                lock(&seen).status = t.to_string();
+                continue;
+            }
+            _ => continue,
+        };
+        let (kind, _, frame, w, h, stamp) = header(&b)?;
+        let rgb = decode(kind, &b[32..], &mut vp8)?;
+        let latency = now_us().saturating_sub(stamp) as f64 / 1000.0;
+        if ask.server.0 == "new" {
+            ws.send(Message::text(format!(r#"{{"t":"ack","frame":{frame}}}"#))).map_err(|e| e.to_string())?;
+        } else if ask.server.0 == "old" {
+            ws.send(Message::text(r#"{"t":"ack"}"#)).map_err(|e| e.to_string())?;
+        }
+        let mut s = lock(&seen);
+        if let Some(p) = paused_at.filter(|_| kind == 3 && s.exact_after.is_none()) {
+            s.exact_after = Some(p.elapsed().as_secs_f64());
+        }
+        if age > WARM && paused_at.is_none() {
+            s.frames.push((Instant::now(), latency, b.len(), kind));
+            if last_psnr.elapsed() > Duration::from_millis(700) {
+                last_psnr = Instant::now();
+                let _ = psnr_jobs.send((scaled(&rgb, (w, h), ask.canvas), frame, seen.clone()));
+            }
+        }
+    }
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// CPU seconds (user + system) of `pid`.
+fn cpu(pid: u32) -> f64 {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let fields: Vec<&str> = stat.rsplit(')').next().unwrap_or("").split_whitespace().collect();
+    let ticks = |i: usize| fields.get(i).and_then(|f| f.parse::<f64>().ok()).unwrap_or(0.0);
+    (ticks(11) + ticks(12)) / 100.0
+}
+
+fn percentile(v: &mut [f64], p: f64) -> f64 {
+    v.sort_by(|a, b| a.total_cmp(b));
+    v.get(((v.len() as f64 - 1.0) * p).round() as usize).copied().unwrap_or(f64::NAN)
+}
+
+/// The drop's recovery: seconds from the drop until a second of frames whose p95 latency is under 200 ms.
+fn recovery(frames: &[(Instant, f64, usize, u8)], dropped: Instant) -> Option<f64> {
+    let after: Vec<&(Instant, f64, usize, u8)> = frames.iter().filter(|f| f.0 >= dropped).collect();
+    for (i, f) in after.iter().enumerate() {
+        let mut window: Vec<f64> =
+            after[i..].iter().take_while(|g| g.0 < f.0 + Duration::from_secs(1)).map(|g| g.1).collect();
+        if window.len() >= 5
+            && after.last().is_some_and(|l| l.0 >= f.0 + Duration::from_secs(1))
+            && percentile(&mut window, 0.95) < 200.0
+        {
+            return Some(f.0.duration_since(dropped).as_secs_f64());
+        }
+    }
+    None
+}
+
+fn run() -> Result<(), String> {
+    let ask = ask()?;
+    let shaped = match ask.link {
+        LinkAsk::Loopback => None,
+        LinkAsk::Shaped { mbit, rtt } => Some((mbit, rtt)),
+        LinkAsk::Drop { from, rtt, .. } => Some((from, rtt)),
+    };
+    if let Some(why) = shaped.and_then(|_| link::no_link()) {
+        return Err(format!("a shaped link cannot be made here: {why}"));
+    }
+    let link = shaped.map(|(mbit, _)| link::Link::new(mbit)).transpose()?;
+    let server = start(&ask, link.as_ref())?;
+    let relay = match shaped {
+        Some((mbit, rtt)) => {
+            let bdp = (mbit * 1e6 / 8.0 * rtt / 1000.0) as usize;
+            Some(link::Relay::start(
+                "127.0.0.1:0",
+                server.at,
+                Duration::from_secs_f64(rtt / 2000.0),
+                (2 * bdp).max(64 * 1024),
+            )?)
+        }
+        None => None,
+    };
+    let at = relay.as_ref().map_or(server.at, |r| r.addr);
+    let url =
+        format!("ws://{at}/ws{}", server.token.as_ref().map(|t| format!("?token={t}")).unwrap_or_default());
+    let (psnr_jobs, jobs) = channel::<(Vec<u8>, u64, Arc<Mutex<Seen>>)>();
+    let (size, canvas) = (ask.size, ask.canvas);
+    let scorer = std::thread::spawn(move || {
+        for (rgb, frame, seen) in jobs {
+            let p = psnr(&rgb, frame, size, canvas);
+            lock(&seen).psnr.push(p);
+        }
+    });
+    let cpu0 = (Instant::now(), cpu(server.child.id()));
+    let seen: Vec<Arc<Mutex<Seen>>> = (0..ask.clients).map(|_| Arc::default()).collect();
+    let ask = Arc::new(ask);
+    let clients: Vec<_> = seen
+        .iter()
+        .map(|s| {
+            let (url, ask, jobs, s) = (url.clone(), ask.clone(), psnr_jobs.clone(), s.clone());
+            std::thread::spawn(move || watch(&url, &ask, jobs, s))
+        })
+        .collect();
+    let dropped = match (ask.link, &link) {
+        (LinkAsk::Drop { to, .. }, Some(l)) => {
+            std::thread::sleep(Duration::from_secs_f64(WARM + ask.secs / 2.0));
+            l.set_rate(to)?;
+            Some(Instant::now())
+        }
+        _ => None,
+    };
+    for c in clients {
+        c.join().map_err(|_| "a client panicked")??;
+    }
+    let server_cpu = cpu(server.child.id()) - cpu0.1;
+    drop(psnr_jobs);
+    let _ = scorer.join();
+    report(&ask, &seen, server_cpu, dropped, server)
+}
+
+/// Stops the server (SIGINT: vkcuda writes its summary) and prints the line.
+fn report(
+    ask: &Ask,
+    seen: &[Arc<Mutex<Seen>>],
+    server_cpu: f64,
+    dropped: Option<Instant>,
+    server: Server,
+) -> Result<(), String> {
+    let _ = Command::new("kill").args(["-INT", &server.child.id().to_string()]).status();
+    let deadline = Instant::now() + Duration::from_secs(20);
+    let mut server = server;
+    while server.child.try_wait().ok().flatten().is_none() && Instant::now() < deadline {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    let producer_fps = server
+        .summary
+        .as_ref()
+        .and_then(|p| std::fs::read_to_string(p).ok())
+        .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
+        .and_then(|v| v["fps"].as_f64());
+    let all: Vec<std::sync::MutexGuard<'_, Seen>> = seen.iter().map(|s| lock(s)).collect();
+    let frames: Vec<&(Instant, f64, usize, u8)> = all.iter().flat_map(|s| s.frames.iter()).collect();
+    let n = frames.len().max(1) as f64;
+    let mut lat: Vec<f64> = frames.iter().map(|f| f.1).collect();
+    let psnrs: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().copied()).collect();
+    let kinds: Vec<String> =
+        (0..4u8).map(|k| format!("{}", frames.iter().filter(|f| f.3 == k).count())).collect();
+    let recovered = dropped.and_then(|d| recovery(&all[0].frames, d));
+    let line = serde_json::json!({
+        "server": ask.server.0, "link": format!("{}", describe(ask.link)), "canvas": format!("{}x{}", ask.canvas.0, ask.canvas.1),
+        "size": format!("{}x{}", ask.size.0, ask.size.1), "clients": ask.clients, "rate": ask.rate,
+        "fps_per_client": n / ask.secs / ask.clients as f64,
+        "latency_p50_ms": percentile(&mut lat, 0.5), "latency_p95_ms": percentile(&mut lat, 0.95),
+        "kb_per_frame": frames.iter().map(|f| f.2).sum::<usize>() as f64 / n / 1000.0,
+        "mbit_per_client": frames.iter().map(|f| f.2).sum::<usize>() as f64 * 8.0 / 1e6 / ask.secs / ask.clients as f64,
+        "psnr_mean_db": psnrs.iter().sum::<f64>() / psnrs.len().max(1) as f64,
+        "psnr_min_db": psnrs.iter().copied().fold(f64::INFINITY, f64::min),
+        "server_cpu_ms_per_frame": server_cpu * 1000.0 / n,
+        "frames_raw_jpeg_vp8_png": kinds.join("/"),
+        "exact_after_pause_s": all[0].exact_after, "p95_under_200ms_after_drop_s": recovered,
+        "producer_fps": producer_fps, "last_status": all[0].status.chars().take(400).collect::<String>(),
+    });
+    println!("{line}");
+    Ok(())
+}
+
+fn describe(l: LinkAsk) -> String {
+    match l {
+        LinkAsk::Loopback => "loopback".into(),
+        LinkAsk::Shaped { mbit, rtt } => format!("{mbit} Mbit/s, {rtt} ms"),
+        LinkAsk::Drop { from, to, rtt } => format!("{from} -> {to} Mbit/s, {rtt} ms"),
+    }
+}
