@@ -7,8 +7,9 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 source scripts/deps.sh
 need_cargo
-# cmake and nasm build libjpeg-turbo (the browser view's JPEG encoder) from its source.
-need_packages libvulkan1 mesa-vulkan-drivers libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6 cmake nasm
+# cmake and nasm build libjpeg-turbo (the browser view's JPEG encoder) from its source;
+# libvpx-dev is its VP8 encoder, linked statically (.cargo/config.toml).
+need_packages libvulkan1 mesa-vulkan-drivers libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6 cmake nasm libvpx-dev
 cargo build --release --quiet
 if [ -n "${DISPLAY:-}${WAYLAND_DISPLAY:-}" ]; then
     exec target/release/vkcuda "$@"

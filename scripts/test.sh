@@ -16,7 +16,7 @@ source scripts/deps.sh
 need_cargo
 need_packages libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
     xvfb xdotool x11-apps libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6 weston \
-    cmake nasm chromium chromium-driver
+    cmake nasm chromium chromium-driver libvpx-dev iproute2 openssh-server openssh-client openssl
 # NVRTC (no GPU needed) for check-kernel's tests; without it they say "skipped".
 need_nvrtc || echo "vkcuda: NVRTC could not be installed: the kernel-compile tests will say skipped" >&2
 cargo fmt --check
@@ -84,6 +84,11 @@ if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     # The layer's false report that examples/host_wait_race.rs reproduces: the fix must hold.
     bash scripts/debian13.sh run target/release/examples/host_wait_race --barrier --lock
     bash scripts/debian13.sh run "$e2e"
+    # The watchers' compute draw against the CPU reference, every format, RGBA8 and I420.
+    watch=$(cargo test --release -p vkcuda-run --test watch --no-run --message-format=json 2>/dev/null |
+        grep -o '"executable":"[^"]*/watch-[^"]*"' | cut -d'"' -f4 | head -n1)
+    [ -x "$watch" ] || { echo "test.sh: no watch test binary" >&2; exit 1; }
+    bash scripts/debian13.sh run "$watch"
     bash scripts/debian13.sh run bash scripts/fault-matrix.sh
     bash scripts/debian13.sh run bash scripts/stall-matrix.sh
     bash scripts/debian13.sh run bash scripts/format-matrix.sh

@@ -107,26 +107,33 @@ fn video_over_20mbit_40ms() -> Outcome {
     s.stop(result)
 }
 
-/// 50 Mbit/s falling to 5: the stream's measure of the link follows, and
-/// the latency comes back within bounds.
+/// 20 Mbit/s falling to 1: the stream's measure of the link follows it down
+/// (it measured more than 1.5 Mbit/s before), and the latency comes back
+/// within bounds. (A small canvas: on CI's 2 cores the stream, not the link,
+/// is the limit above a few Mbit/s.)
 fn a_rate_drop_is_followed() -> Outcome {
-    let link = Link::new(50.0)?;
+    let link = Link::new(20.0)?;
     let s = serve(&link)?;
     let result = (|| {
-        let r = relay("127.0.0.1:0", server(&s)?, 50.0, Duration::from_millis(40))?;
+        let r = relay("127.0.0.1:0", server(&s)?, 20.0, Duration::from_millis(40))?;
         let token = s.token().ok_or("no token")?;
-        let mut b = Browser::open(&format!("http://127.0.0.1:{}/?token={token}", r.addr.port()), (960, 564))?;
+        let mut b = Browser::open(&format!("http://127.0.0.1:{}/?token={token}", r.addr.port()), (480, 294))?;
         stream(&mut b, "vp8", 3)?;
-        link.set_rate(5.0)?;
+        let before =
+            b.wait_for("vkcuda.status.client.capacity > 1.5e6 && vkcuda.status.client.capacity", 30)?;
+        link.set_rate(1.0)?;
         let dropped = Instant::now();
-        b.wait_for("vkcuda.status.client.capacity && vkcuda.status.client.capacity < 7.5e6", 30)?;
+        b.wait_for("vkcuda.status.client.capacity && vkcuda.status.client.capacity < 1.2e6", 30)?;
         let seen = dropped.elapsed().as_secs_f64();
         let start = b.eval("vkcuda.frames")?.as_u64().unwrap_or(0);
-        b.wait_for(&format!("vkcuda.frames > {start} + 60"), 60)?;
+        b.wait_for(&format!("vkcuda.frames > {start} + 60"), 90)?;
         let (p50, p95, fps) = measured(&mut b)?;
         let status = b.eval("JSON.stringify(vkcuda.status.client)")?;
-        println!("  link: 50 → 5 Mbit/s: measured below 7.5 Mbit/s after {seen:.1} s; then p50 {p50:.0} ms p95 {p95:.0} ms, {fps:.0} fps; {status}");
-        if seen > 10.0 || p50 > 300.0 {
+        println!(
+            "  link: 20 → 1 Mbit/s: measured {:.1} Mbit/s before, below 1.2 Mbit/s {seen:.1} s after the drop; then p50 {p50:.0} ms p95 {p95:.0} ms, {fps:.0} fps; {status}",
+            before.as_f64().unwrap_or(0.0) / 1e6
+        );
+        if seen > 10.0 || p50 > 400.0 {
             return Err(format!("after the drop: {seen:.1} s to see it, p50 {p50:.0} ms"));
         }
         Ok(())

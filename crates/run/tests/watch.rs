@@ -6,7 +6,7 @@
 //! tolerance of the reference; I420 must be the reference's pixels put
 //! through BT.601 in integers (what the shader does) within the same levels,
 //! and its padding must repeat the last column and row. The validation layer
-//! (on, with sync validation where the environment asks for it) must say nothing.
+//! (on, with synchronization validation) must say nothing.
 
 use std::sync::{Arc, Mutex};
 

@@ -1,4 +1,4 @@
-//! A drawn frame encoded for the wire ([`crate::protocol::Header`], then
+//! A drawn frame encoded for the wire ([`crate::header::Header`], then
 //! the image): JPEG (libjpeg-turbo) straight from the I420 planes the GPU
 //! drew, VP8 from the same planes, PNG (lossless) or raw RGBA rows from an
 //! RGBA8 drawing. A client's [`Stream`] keeps what encoding it needs between
@@ -8,8 +8,8 @@ use anyhow::{bail, ensure, Result};
 use bytes::Bytes;
 use turbojpeg::{Compressor, PixelFormat, Subsamp, YuvPlanesImage};
 
+use crate::header::{Header, Kind, HEADER};
 use crate::ladder::Codec;
-use crate::protocol::{Header, Kind, HEADER};
 use crate::vp8::Vp8;
 use vkcuda_run::present::readback::{Pixels, ReadFrame, I420};
 

@@ -73,10 +73,19 @@ pub struct ClientStats {
 struct Still {
     /// What was drawn for the last frame sent (or checked), and its digest.
     last: Option<(Want, u64)>,
-    /// Since when the picture is unchanged (or no frame came).
+    /// Since when the picture is unchanged.
     since: Instant,
+    /// A frame drawn [`STILL_AFTER`] or more after the last change was still the
+    /// same: the picture stands (a client the link held back saw nothing, and knows nothing).
+    confirmed: bool,
     /// The exact frame of the standing picture was sent.
     exact_sent: bool,
+}
+
+impl Still {
+    fn new(last: Option<(Want, u64)>) -> Self {
+        Self { last, since: Instant::now(), confirmed: false, exact_sent: false }
+    }
 }
 
 /// One client's state.
@@ -117,7 +126,7 @@ impl Client {
             held: false,
             last_drawn: None,
             limited_at: None,
-            still: Still { last: None, since: Instant::now(), exact_sent: false },
+            still: Still::new(None),
             fresh: true,
             behind: false,
             stream: Arc::new(Mutex::new(Stream::new(threads))),
@@ -147,13 +156,12 @@ impl Client {
         if self.preparing >= most || self.next.is_some() {
             return None;
         }
-        let quiet = now.duration_since(self.still.since);
         // The ladder's rate, or the page's display rate when it said one.
         let mut interval = match self.ladder.unlimited && plan.fps >= self.ladder.display() {
             true => Duration::ZERO,
             false => Duration::from_secs_f64(1.0 / plan.fps.max(1.0)),
         };
-        if self.settles() && quiet >= STILL_AFTER {
+        if self.settles() && self.still.confirmed {
             // Exact at the canvas size; once sent, now and then to see whether it changed.
             plan = Plan { codec: Codec::Png, extent: canvas, fps: plan.fps };
             if self.still.exact_sent {
@@ -299,7 +307,7 @@ impl Hub {
                 // A frame of the old size being drawn or encoded would not be its size; the
                 // picture is new to it (sent again, then exact).
                 (c.canvas, c.preparing, c.next, c.drawing_for, c.fresh) = (Some(extent), 0, None, None, true);
-                c.still = Still { last: None, since: Instant::now(), exact_sent: false };
+                c.still = Still::new(None);
             }
         });
     }
@@ -431,10 +439,14 @@ impl Hub {
                     (c.still.last, c.still.exact_sent) = (seen, true);
                     true
                 }
-                _ if !moved => false,
+                _ if !moved => {
+                    // Unchanged, and long enough: it stands.
+                    c.still.confirmed |= c.still.since.elapsed() >= STILL_AFTER;
+                    false
+                }
                 // It moves again: frames go out (an exact check that differs is not one of them).
                 (exact, _) => {
-                    c.still = Still { last: seen, since: Instant::now(), exact_sent: false };
+                    c.still = Still::new(seen);
                     !exact
                 }
             }

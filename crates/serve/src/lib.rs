@@ -18,6 +18,7 @@
 
 pub mod address;
 pub mod encode;
+pub mod header;
 pub mod hub;
 pub mod ladder;
 pub mod link;

@@ -1,7 +1,8 @@
 //! The browser view's codec, chosen by measurement: consecutive 1920x1080
 //! frames of the julia and gradient scenes (the run layer's CPU references),
 //! converted to I420 as the view's compute pass does it, encoded in real
-//! time by each candidate at a sweep of bitrates (JPEG: qualities), decoded,
+//! time by each candidate at a sweep of bitrates (JPEG: qualities; AV1:
+//! quantizers, its rate control needing more frames to settle), decoded,
 //! and compared with the exact RGB frames. Per codec and scene: the bytes a
 //! frame takes at the PSNR of JPEG q80 (interpolated between the sweep's
 //! points), and the encoder's median time per frame there, on `THREADS`
@@ -223,40 +224,48 @@ fn h264(frames: &[Vec<u8>], bps: u32, threads: u16) -> Point {
     })
 }
 
-fn av1(frames: &[Vec<u8>], bps: i32, threads: usize) -> Point {
+/// AV1 at a constant quantizer (rav1e's rate control needs more frames than a sweep has to settle).
+fn av1(frames: &[Vec<u8>], quantizer: usize, threads: usize) -> Point {
     use rav1e::prelude::*;
     let mut enc = EncoderConfig::with_speed_preset(10);
-    (enc.width, enc.height, enc.low_latency, enc.bitrate) = (W, H, true, bps);
+    (enc.width, enc.height, enc.low_latency, enc.quantizer) = (W, H, true, quantizer);
     enc.time_base = Rational::new(1, 60);
     (enc.min_key_frame_interval, enc.max_key_frame_interval) = (100_000, 100_000);
     (enc.speed_settings.rdo_lookahead_frames, enc.tiles) = (1, threads);
     let mut ctx: Context<u8> = Config::new().with_encoder_config(enc).with_threads(threads).new_context().expect("rav1e");
-    point(f64::from(bps / 1000), frames, |f, n| {
+    // rav1e holds a frame or two back even in low latency: every frame in, then the packets out.
+    let (t, mut packets) = (Instant::now(), Vec::new());
+    let take = |ctx: &mut Context<u8>, packets: &mut Vec<Packet<u8>>| loop {
+        match ctx.receive_packet() {
+            Ok(p) => packets.push(p),
+            Err(EncoderStatus::Encoded) => continue,
+            Err(_) => return,
+        }
+    };
+    for f in frames {
         let planes = i420(f, false);
         let mut frame = ctx.new_frame();
         frame.planes[0].copy_from_raw_u8(&planes[..W * H], W, 1);
         frame.planes[1].copy_from_raw_u8(&planes[W * H..W * H * 5 / 4], W / 2, 1);
         frame.planes[2].copy_from_raw_u8(&planes[W * H * 5 / 4..], W / 2, 1);
-        let t = Instant::now();
         ctx.send_frame(frame).expect("sent");
-        loop {
-            match ctx.receive_packet() {
-                Ok(p) => {
-                    let ms = t.elapsed().as_secs_f64() * 1e3;
-                    let rec = p.rec.expect("the reconstruction");
-                    let plane = |i: usize| {
-                        let pl = &rec.planes[i];
-                        let (w, h) = (pl.cfg.width, pl.cfg.height);
-                        let rows: Vec<u8> = (0..h).flat_map(|y| pl.row(y as isize)[..w].to_vec()).collect();
-                        (rows, w)
-                    };
-                    let ((y, ys), (u, us), (v, _)) = (plane(0), plane(1), plane(2));
-                    return ((p.data, n == 0), psnr_i420(f, (&y, ys), (&u, us), &v), ms);
-                }
-                Err(EncoderStatus::Encoded) => continue,
-                Err(e) => panic!("rav1e: {e:?}"),
-            }
-        }
+        take(&mut ctx, &mut packets);
+    }
+    ctx.flush();
+    take(&mut ctx, &mut packets);
+    let ms = t.elapsed().as_secs_f64() * 1e3 / frames.len() as f64;
+    let mut packets = packets.into_iter();
+    point(quantizer as f64, frames, |f, n| {
+        let p = packets.next().expect("a packet per frame");
+        let rec = p.rec.expect("the reconstruction");
+        let plane = |i: usize| {
+            let pl = &rec.planes[i];
+            let (w, h) = (pl.cfg.width, pl.cfg.height);
+            let rows: Vec<u8> = (0..h).flat_map(|y| pl.row(y as isize)[..w].to_vec()).collect();
+            (rows, w)
+        };
+        let ((y, ys), (u, us), (v, _)) = (plane(0), plane(1), plane(2));
+        ((p.data, n == 0), psnr_i420(f, (&y, ys), (&u, us), &v), ms)
     })
 }
 
@@ -304,12 +313,13 @@ fn main() {
             ("vp8", kbps.iter().map(|&k| vpx(&frames, k, false, threads as u32)).collect()),
             ("vp9", kbps.iter().map(|&k| vpx(&frames, k, true, threads as u32)).collect()),
             ("h264", kbps.iter().map(|&k| h264(&frames, k * 1000, threads as u16)).collect()),
-            ("av1", kbps[..6].iter().map(|&k| av1(&frames[..n.min(20)], (k * 1000) as i32, threads)).collect()),
+            ("av1", [40, 80, 120, 160, 200, 240].iter().map(|&q| av1(&frames[..n.min(20)], q, threads)).collect()),
         ];
         println!("| {scene} | jpeg q80 (libjpeg-turbo) | {:.0} | 1.00 | {:.2} | {target:.2} |", q80.bytes, q80.ms);
         for (codec, points) in &sweeps {
             let (bytes, nearest) = at_psnr(points, target).expect("points");
-            let range: Vec<String> = points.iter().map(|p| format!("{:.0}k:{:.1}", p.setting, p.psnr)).collect();
+            let unit = if *codec == "av1" { "q" } else { "k" };
+            let range: Vec<String> = points.iter().map(|p| format!("{:.0}{unit}:{:.1}", p.setting, p.psnr)).collect();
             println!(
                 "| {scene} | {codec} | {bytes:.0} | {:.2} | {:.2} | {} |",
                 bytes / q80.bytes,

@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# Issue 51's bench on the GPU machine (one call, no validation layer: timings).
+#   - codecs: the codec choice (codecs/: VP8, VP9, H.264, AV1 beside JPEG q80 at equal
+#     PSNR, 1080p julia and gradient, 4 encoder threads);
+#   - link_bench rows: this change's view (new), the commit before it (old: fixed JPEG
+#     q80, 2 unacknowledged + 1 waiting) and viser's path (viser_path.py: a JPEG loop,
+#     no acknowledgements), julia 1920x1080 frames (CUDA producer), 1080p and 720p
+#     canvases, over loopback, 100 Mbit/s + 20 ms, 20 Mbit/s + 40 ms, 5 Mbit/s + 80 ms
+#     and a drop from 50 to 5 Mbit/s (40 ms): a network namespace, tbf both ways, a relay
+#     adding the round trip. One client asking 60 frames/s (a 60 Hz page); loopback also
+#     as fast as it decodes; 8 clients; the producer alone; a still picture; odd sizes.
+#   bash docs/results/2026-11-27-links/bench.sh codecs 1920x1080 1280x720 extras
+#   (carry .gl and .gpu/bench; SECS=5; one part or several per call)
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+R=$OUT/bench; mkdir -p "$R"
+B=.gpu/bench
+V=docs/results/2026-11-27-links/viser_path.py
+SECS=${SECS:-5}
+export VKCUDA_CACHE_DIR=/tmp/vkcuda-ptx
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/device.txt"
+source .gl/env.sh >/dev/null
+unset VK_LAYER_PATH
+row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
+    local s=$1
+    case $s in new) s=new:$B/vkcuda ;; old) s=old:$B/vkcuda-old ;; viser) s=viser:$V ;; esac
+    timeout $((SECS + 60)) "$B/link_bench" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" 2>>"$R/errors.txt" | tee -a "$R/rows.jsonl"
+}
+for part in "$@"; do
+    case $part in
+    codecs) timeout 300 "$B/vkcuda-codecs" 60 4 /tmp/streams 2>/dev/null | tee "$R/codecs.txt" ;;
+    extras)
+        row new loopback 1920x1080 0
+        row new loopback 1920x1080 8
+        row new 100/20 1920x1080 8
+        row new 20/40 1920x1080 1 --still
+        row new 20/40 1277x719 1 --size 1919x1079 ;;
+    *x*)
+        for link in loopback 100/20 20/40 5/80 drop:50/5/40; do
+            for server in new old viser; do
+                row $server $link "$part" 1
+            done
+        done
+        row new loopback "$part" 1 --rate 0
+        row old loopback "$part" 1 --rate 0 ;;
+    esac
+done
+echo "rows: $(wc -l <"$R/rows.jsonl" 2>/dev/null)"
