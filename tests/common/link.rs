@@ -168,16 +168,24 @@ impl Drop for Relay {
     }
 }
 
-/// Bytes read at a time, and when, waiting out the delay.
+/// What one direction holds: pieces read (and when each may go), their bytes, whether the reading ended.
+#[derive(Default)]
+struct Queue {
+    pieces: std::collections::VecDeque<(Instant, Vec<u8>)>,
+    bytes: usize,
+    closed: bool,
+}
+
+/// A direction's queue and the signal of its changes.
 struct Delayed {
-    queue: Mutex<(std::collections::VecDeque<(Instant, Vec<u8>)>, usize, bool)>,
+    queue: Mutex<Queue>,
     changed: Condvar,
 }
 
 /// One direction: a reader that queues what it reads (waiting while `cap`
 /// bytes are queued) and a writer that sends each piece `one_way` after it came.
 fn pipe(mut from: TcpStream, mut into: TcpStream, one_way: Duration, cap: usize, stop: Arc<AtomicBool>) {
-    let d = Arc::new(Delayed { queue: Mutex::new((Default::default(), 0, false)), changed: Condvar::new() });
+    let d = Arc::new(Delayed { queue: Mutex::new(Queue::default()), changed: Condvar::new() });
     let reader = d.clone();
     let _ = from.set_read_timeout(Some(Duration::from_millis(200)));
     std::thread::spawn(move || {
@@ -197,21 +205,21 @@ fn pipe(mut from: TcpStream, mut into: TcpStream, one_way: Duration, cap: usize,
                 Err(_) => break,
             };
             let mut q = reader.queue.lock().unwrap_or_else(|p| p.into_inner());
-            while q.1 >= cap && !q.2 {
+            while q.bytes >= cap && !q.closed {
                 q = reader.changed.wait(q).unwrap_or_else(|p| p.into_inner());
             }
-            q.0.push_back((Instant::now() + one_way, buf[..n].to_vec()));
-            q.1 += n;
+            q.pieces.push_back((Instant::now() + one_way, buf[..n].to_vec()));
+            q.bytes += n;
             reader.changed.notify_all();
         }
         let mut q = reader.queue.lock().unwrap_or_else(|p| p.into_inner());
-        q.2 = true;
+        q.closed = true;
         reader.changed.notify_all();
     });
     std::thread::spawn(move || loop {
         let mut q = d.queue.lock().unwrap_or_else(|p| p.into_inner());
-        let Some((due, _)) = q.0.front() else {
-            if q.2 {
+        let Some((due, _)) = q.pieces.front() else {
+            if q.closed {
                 let _ = into.shutdown(std::net::Shutdown::Write);
                 return;
             }
@@ -224,13 +232,13 @@ fn pipe(mut from: TcpStream, mut into: TcpStream, one_way: Duration, cap: usize,
             std::thread::sleep(wait);
             continue;
         }
-        let Some((_, piece)) = q.0.pop_front() else { continue };
-        q.1 -= piece.len();
+        let Some((_, piece)) = q.pieces.pop_front() else { continue };
+        q.bytes -= piece.len();
         d.changed.notify_all();
         drop(q);
         if into.write_all(&piece).is_err() {
             let mut q = d.queue.lock().unwrap_or_else(|p| p.into_inner());
-            q.2 = true;
+            q.closed = true;
             d.changed.notify_all();
             return;
         }

@@ -191,16 +191,11 @@ struct Vp8Decoder(Box<vpx_sys::vpx_codec_ctx_t>);
 impl Vp8Decoder {
     fn new() -> Result<Self, String> {
         let mut ctx = Box::new(std::mem::MaybeUninit::<vpx_sys::vpx_codec_ctx_t>::zeroed());
-        // SAFETY: zeroed memory for the context; libvpx's static VP8 decoder.
-        let err = unsafe {
-            vpx_sys::vpx_codec_dec_init_ver(
-                ctx.as_mut_ptr(),
-                vpx_sys::vpx_codec_vp8_dx(),
-                std::ptr::null(),
-                0,
-                vpx_sys::VPX_DECODER_ABI_VERSION as i32,
-            )
-        };
+        // SAFETY: libvpx's static description of its VP8 decoder.
+        let vp8 = unsafe { vpx_sys::vpx_codec_vp8_dx() };
+        let abi = vpx_sys::VPX_DECODER_ABI_VERSION as i32;
+        // SAFETY: zeroed memory for the context, a static interface, no configuration.
+        let err = unsafe { vpx_sys::vpx_codec_dec_init_ver(ctx.as_mut_ptr(), vp8, std::ptr::null(), 0, abi) };
         if err != vpx_sys::vpx_codec_err_t::VPX_CODEC_OK {
             return Err(format!("VP8 decoder: {err:?}"));
         }
@@ -210,37 +205,37 @@ impl Vp8Decoder {
 
     /// RGB of one frame (BT.601, limited range, as the page's decoder shows it).
     fn decode(&mut self, data: &[u8]) -> Result<Vec<u8>, String> {
-        // SAFETY (this function): an initialised decoder; libvpx's image lives until the next call.
-        unsafe {
-            let err = vpx_sys::vpx_codec_decode(
-                &mut *self.0,
-                data.as_ptr(),
-                data.len() as u32,
-                std::ptr::null_mut(),
-                0,
-            );
-            if err != vpx_sys::vpx_codec_err_t::VPX_CODEC_OK {
-                return Err(format!("VP8: {err:?}"));
-            }
-            let mut iter = std::ptr::null();
-            let img =
-                vpx_sys::vpx_codec_get_frame(&mut *self.0, &mut iter).as_ref().ok_or("VP8: no picture")?;
-            let (w, h) = (img.d_w as usize, img.d_h as usize);
-            let (ys, cs) = (img.stride[0] as usize, img.stride[1] as usize);
-            let mut rgb = Vec::with_capacity(w * h * 3);
-            for y in 0..h {
-                for x in 0..w {
-                    let l = f64::from(*img.planes[0].add(y * ys + x)) - 16.0;
-                    let u = f64::from(*img.planes[1].add((y / 2) * cs + x / 2)) - 128.0;
-                    let v = f64::from(*img.planes[2].add((y / 2) * cs + x / 2)) - 128.0;
-                    for c in [1.164 * l + 1.596 * v, 1.164 * l - 0.392 * u - 0.813 * v, 1.164 * l + 2.017 * u]
-                    {
-                        rgb.push(c.round().clamp(0.0, 255.0) as u8);
-                    }
+        let (ptr, len) = (data.as_ptr(), data.len() as u32);
+        // SAFETY: an initialised decoder and the frame's bytes.
+        let err = unsafe { vpx_sys::vpx_codec_decode(&mut *self.0, ptr, len, std::ptr::null_mut(), 0) };
+        if err != vpx_sys::vpx_codec_err_t::VPX_CODEC_OK {
+            return Err(format!("VP8: {err:?}"));
+        }
+        let mut iter = std::ptr::null();
+        // SAFETY: an initialised decoder; the image is libvpx's until the next call on it.
+        let img = unsafe { vpx_sys::vpx_codec_get_frame(&mut *self.0, &mut iter) };
+        // SAFETY: null or libvpx's image, read before the next call.
+        let img = unsafe { img.as_ref() }.ok_or("VP8: no picture")?;
+        let (w, h) = (img.d_w as usize, img.d_h as usize);
+        let (ys, cs) = (img.stride[0] as usize, img.stride[1] as usize);
+        // SAFETY: the planes of a decoded w×h I420 image, of these strides.
+        let plane = |i: usize, len: usize| unsafe { std::slice::from_raw_parts(img.planes[i], len) };
+        let (y, u, v) = (plane(0, ys * h), plane(1, cs * h.div_ceil(2)), plane(2, cs * h.div_ceil(2)));
+        let mut rgb = Vec::with_capacity(w * h * 3);
+        for row in 0..h {
+            for x in 0..w {
+                let l = f64::from(y[row * ys + x]) - 16.0;
+                let (cu, cv) = (
+                    f64::from(u[(row / 2) * cs + x / 2]) - 128.0,
+                    f64::from(v[(row / 2) * cs + x / 2]) - 128.0,
+                );
+                for c in [1.164 * l + 1.596 * cv, 1.164 * l - 0.392 * cu - 0.813 * cv, 1.164 * l + 2.017 * cu]
+                {
+                    rgb.push(c.round().clamp(0.0, 255.0) as u8);
                 }
             }
-            Ok(rgb)
         }
+        Ok(rgb)
     }
 }
 
