@@ -24,7 +24,7 @@ nproc | sed 's/^/cores: /' | tee -a "$R/device.txt"
     tee -a "$R/device.txt"
 ip netns del vkcheck 2>/dev/null; ip link del vkchk0 2>/dev/null
 site=/tmp/site-links
-python3 -m pip install -q --no-index --find-links .gpu/pydeps --target $site "$C"/vkcuda-*.whl \
+python3 -m pip install -q --no-index --find-links .gpu/check/pydeps --target $site "$C"/vkcuda-*.whl \
     anywidget ipykernel jupyter_client websocket-client 2>&1 | grep -v WARNING
 export VKCUDA_BIN=$C/vkcuda VKCUDA_CACHE_DIR=/tmp/vkcuda-ptx
 for layer in new old; do
