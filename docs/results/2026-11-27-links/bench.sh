@@ -21,6 +21,9 @@ export VKCUDA_CACHE_DIR=/tmp/vkcuda-ptx
 nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/device.txt"
 source .gl/env.sh >/dev/null
 unset VK_LAYER_PATH
+# iproute2 (ip, tc) carried from Debian 12 with its libraries, when the machine has none.
+command -v ip >/dev/null || export PATH=$PWD/$B/net:$PATH
+ip -V && tc -V
 row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     local s=$1
     case $s in new) s=new:$B/vkcuda ;; old) s=old:$B/vkcuda-old ;; viser) s=viser:$V ;; esac
