@@ -8,8 +8,9 @@
 //! and p95 (the frame taken on the server to decoded here; one machine,
 //! one clock), bytes a frame, PSNR of what is shown (scaled up to the
 //! canvas as the page scales it) against the CPU reference of the frame
-//! drawn at the canvas, the server's CPU per frame, the codecs seen, and
-//! the producer's frames a second (vkcuda's own summary).
+//! drawn at the canvas, beside the PSNR JPEG q80 of the same frames gets
+//! (the view before this change), the server's CPU per frame, the codecs
+//! seen, and the producer's frames a second (vkcuda's own summary).
 //!
 //!   link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still]
 //!
@@ -170,7 +171,8 @@ fn now_us() -> u64 {
 #[derive(Default)]
 struct Seen {
     frames: Vec<(Instant, f64, usize, u8)>,
-    psnr: Vec<f64>,
+    /// PSNR of what was shown, and of JPEG q80 of the same frames.
+    psnr: Vec<(f64, f64)>,
     exact_after: Option<f64>,
     status: String,
 }
@@ -203,8 +205,9 @@ impl Vp8Decoder {
         Ok(Self(unsafe { Box::from_raw(Box::into_raw(ctx).cast()) }))
     }
 
-    /// RGB of one frame (BT.601, limited range, as the page's decoder shows it).
-    fn decode(&mut self, data: &[u8]) -> Result<Vec<u8>, String> {
+    /// Decodes one frame; its RGB (BT.601, limited range, as the page's decoder
+    /// shows it) when `rgb`, else an empty vector (the decode alone, as the page's).
+    fn decode(&mut self, data: &[u8], rgb: bool) -> Result<Vec<u8>, String> {
         let (ptr, len) = (data.as_ptr(), data.len() as u32);
         // SAFETY: an initialised decoder and the frame's bytes.
         let err = unsafe { vpx_sys::vpx_codec_decode(&mut *self.0, ptr, len, std::ptr::null_mut(), 0) };
@@ -216,6 +219,9 @@ impl Vp8Decoder {
         let img = unsafe { vpx_sys::vpx_codec_get_frame(&mut *self.0, &mut iter) };
         // SAFETY: null or libvpx's image, read before the next call.
         let img = unsafe { img.as_ref() }.ok_or("VP8: no picture")?;
+        if !rgb {
+            return Ok(Vec::new());
+        }
         let (w, h) = (img.d_w as usize, img.d_h as usize);
         let (ys, cs) = (img.stride[0] as usize, img.stride[1] as usize);
         // SAFETY: the planes of a decoded w×h I420 image, of these strides.
@@ -246,15 +252,16 @@ impl Drop for Vp8Decoder {
     }
 }
 
-/// RGB of a frame's image: JPEG (turbojpeg), PNG, raw RGBA, or VP8 (`vp8`).
-fn decode(kind: u8, image: &[u8], vp8: &mut Vp8Decoder) -> Result<Vec<u8>, String> {
+/// RGB of a frame's image: JPEG (turbojpeg), PNG, raw RGBA, or VP8 (`vp8`;
+/// its RGB only when `rgb`: converting it is not the page's work).
+fn decode(kind: u8, image: &[u8], vp8: &mut Vp8Decoder, rgb: bool) -> Result<Vec<u8>, String> {
     let rgba_to_rgb = |p: &[u8]| p.chunks_exact(4).flat_map(|c| [c[0], c[1], c[2]]).collect::<Vec<u8>>();
     match kind {
         0 => Ok(rgba_to_rgb(image)),
         1 => turbojpeg::decompress(image, turbojpeg::PixelFormat::RGB)
             .map(|i| i.pixels)
             .map_err(|e| e.to_string()),
-        2 => vp8.decode(image),
+        2 => vp8.decode(image, rgb),
         3 => {
             let mut r =
                 png::Decoder::new(std::io::Cursor::new(image)).read_info().map_err(|e| e.to_string())?;
@@ -292,26 +299,51 @@ fn scaled(rgb: &[u8], (w, h): (u32, u32), canvas: (u32, u32)) -> Vec<u8> {
     out
 }
 
-/// PSNR of `rgb` at the canvas against julia's frame `frame` (`size`) drawn there.
-fn psnr(rgb: &[u8], frame: u64, size: (u32, u32), canvas: (u32, u32)) -> f64 {
+/// PSNR of `rgb` at the canvas against julia's frame `frame` (`size`) drawn
+/// there, and of that reference sent as JPEG q80 at the canvas (the view before
+/// this change, on the same frame).
+fn psnr(rgb: &[u8], frame: u64, size: (u32, u32), canvas: (u32, u32)) -> (f64, f64) {
     let scene = Scene { kind: SceneKind::Julia, width: size.0, height: size.1, cost: 64 };
     let mut rendered = vec![0u8; (size.0 * size.1 * 4) as usize];
     render_cpu_as(&scene, &FrameArgs::new(&scene, frame as u32), Format::Rgba8, &mut rendered, 8);
     let want = drawn_reference(&rendered, Format::Rgba8, size, canvas);
-    let (mut se, mut n) = (0.0, 0usize);
-    for (got, want) in rgb.chunks_exact(3).zip(&want) {
-        if let Some(w) = want {
-            for c in 0..3 {
-                let d = f64::from(got[c]) - w[c].round();
-                se += d * d;
+    let exact: Vec<u8> = want
+        .iter()
+        .flat_map(|w| {
+            w.map_or([0, 0, 0, 255], |c| [c[0].round() as u8, c[1].round() as u8, c[2].round() as u8, 255])
+        })
+        .collect();
+    let (width, height) = (canvas.0 as usize, canvas.1 as usize);
+    let image = turbojpeg::Image {
+        pixels: &exact[..],
+        width,
+        pitch: width * 4,
+        height,
+        format: turbojpeg::PixelFormat::RGBA,
+    };
+    let q80 = turbojpeg::compress(image, 80, turbojpeg::Subsamp::Sub2x2)
+        .ok()
+        .and_then(|j| turbojpeg::decompress(&j, turbojpeg::PixelFormat::RGB).ok())
+        .map(|i| i.pixels)
+        .unwrap_or_default();
+    let score = |got: &[u8]| {
+        let (mut se, mut n) = (0.0, 0usize);
+        for (g, w) in got.chunks_exact(3).zip(&want) {
+            if let Some(w) = w {
+                for c in 0..3 {
+                    let d = f64::from(g[c]) - w[c].round();
+                    se += d * d;
+                }
+                n += 3;
             }
-            n += 3;
         }
-    }
-    if se == 0.0 {
-        return 99.0;
-    }
-    10.0 * (255.0f64 * 255.0 / (se / n.max(1) as f64)).log10()
+        if se == 0.0 {
+            99.0
+        } else {
+            10.0 * (255.0f64 * 255.0 / (se / n.max(1) as f64)).log10()
+        }
+    };
+    (score(rgb), score(&q80))
 }
 
 /// One client, for `secs` after the warm-up; `key` pauses the run (a page's space key) once asked.
@@ -354,7 +386,8 @@ fn watch(
             _ => continue,
         };
         let (kind, _, frame, w, h, stamp) = header(&b)?;
-        let rgb = decode(kind, &b[32..], &mut vp8)?;
+        let sample = age > WARM && paused_at.is_none() && last_psnr.elapsed() > Duration::from_millis(700);
+        let rgb = decode(kind, &b[32..], &mut vp8, sample)?;
         let latency = now_us().saturating_sub(stamp) as f64 / 1000.0;
         if ask.server.0 == "new" {
             ws.send(Message::text(format!(r#"{{"t":"ack","frame":{frame}}}"#))).map_err(|e| e.to_string())?;
@@ -367,10 +400,10 @@ fn watch(
         }
         if age > WARM && paused_at.is_none() {
             s.frames.push((Instant::now(), latency, b.len(), kind));
-            if last_psnr.elapsed() > Duration::from_millis(700) {
-                last_psnr = Instant::now();
-                let _ = psnr_jobs.send((scaled(&rgb, (w, h), ask.canvas), frame, seen.clone()));
-            }
+        }
+        if sample {
+            last_psnr = Instant::now();
+            let _ = psnr_jobs.send((scaled(&rgb, (w, h), ask.canvas), frame, seen.clone()));
         }
     }
 }
@@ -498,7 +531,8 @@ fn report(
     let frames: Vec<&(Instant, f64, usize, u8)> = all.iter().flat_map(|s| s.frames.iter()).collect();
     let n = frames.len().max(1) as f64;
     let mut lat: Vec<f64> = frames.iter().map(|f| f.1).collect();
-    let psnrs: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().copied()).collect();
+    let psnrs: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().map(|p| p.0)).collect();
+    let q80s: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().map(|p| p.1)).collect();
     let kinds: Vec<String> =
         (0..4u8).map(|k| format!("{}", frames.iter().filter(|f| f.3 == k).count())).collect();
     let first = all.first();
@@ -512,6 +546,7 @@ fn report(
         "mbit_per_client": frames.iter().map(|f| f.2).sum::<usize>() as f64 * 8.0 / 1e6 / ask.secs / ask.clients.max(1) as f64,
         "psnr_mean_db": psnrs.iter().sum::<f64>() / psnrs.len().max(1) as f64,
         "psnr_min_db": psnrs.iter().copied().fold(f64::INFINITY, f64::min),
+        "psnr_q80_same_frames_db": q80s.iter().sum::<f64>() / q80s.len().max(1) as f64,
         "server_cpu_ms_per_frame": server_cpu * 1000.0 / n,
         "frames_raw_jpeg_vp8_png": kinds.join("/"),
         "exact_after_pause_s": first.and_then(|s| s.exact_after), "p95_under_200ms_after_drop_s": recovered,

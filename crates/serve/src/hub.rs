@@ -199,6 +199,53 @@ impl Client {
     }
 }
 
+impl Client {
+    /// Whether a frame drawn as `want` with digest `digest` shows a picture not
+    /// sent yet. A client that settles skips an unchanged picture, sends the
+    /// exact one once it stood still, and then only checks (now and then)
+    /// whether it changed.
+    fn changed(&mut self, want: Want, digest: u64) -> bool {
+        if !self.settles() {
+            return true;
+        }
+        let seen = Some((want, digest));
+        let moved = self.still.last != seen;
+        match (want.pixels == Pixels::Rgba8, self.still.exact_sent) {
+            // The exact frame of the standing picture.
+            (true, false) => {
+                (self.still.last, self.still.exact_sent) = (seen, true);
+                true
+            }
+            _ if !moved => {
+                // Unchanged, and long enough: it stands.
+                self.still.confirmed |= self.still.since.elapsed() >= STILL_AFTER;
+                false
+            }
+            // It moves again: frames go out (an exact check that differs is not one of them).
+            (exact, _) => {
+                self.still = Still::new(seen);
+                !exact
+            }
+        }
+    }
+
+    /// A frame it was drawn for is encoded (`None`: nothing to send for it):
+    /// the ladder learns its weight; it replaces an older one still waiting,
+    /// never a newer.
+    fn delivered(&mut self, encoded: Option<Encoded>, now: Instant) {
+        self.preparing = self.preparing.saturating_sub(1);
+        let (Some(encoded), Some((want, plan))) = (encoded, self.drawing_for) else { return };
+        let per_frame = Ladder::per_frame(&plan, self.link_state(now));
+        self.ladder.encoded(encoded.codec, want.extent, encoded.bytes.len(), encoded.quantizer, per_frame);
+        let newest = self.next.as_ref().map(|n| n.frame).max(self.last_sent);
+        if newest.is_none_or(|n| encoded.frame > n) {
+            record_stream(&mut self.stats, &encoded, want.extent, plan.fps);
+            (self.next, self.fresh) = (Some(encoded), false);
+            self.wake.notify_one();
+        }
+    }
+}
+
 /// How a codec wants its frame drawn.
 fn pixels_for(codec: Codec) -> Pixels {
     match codec {
@@ -422,54 +469,16 @@ impl Hub {
         self.arrived.notify_all();
     }
 
-    /// Whether frame `frame`, drawn as `want` with digest `digest`, shows the
-    /// client a picture it has not been sent. A client that settles skips an
-    /// unchanged picture, sends the exact one once it stood still, and
-    /// then only checks (now and then) whether it changed.
+    /// Whether a frame drawn as `want` with digest `digest` shows client `id` a
+    /// picture it has not been sent ([`Client::changed`]).
     fn changed(&self, id: u64, want: Want, digest: u64) -> bool {
-        self.with(id, |c| {
-            if !c.settles() {
-                return true;
-            }
-            let seen = Some((want, digest));
-            let moved = c.still.last != seen;
-            match (want.pixels == Pixels::Rgba8, c.still.exact_sent) {
-                // The exact frame of the standing picture.
-                (true, false) => {
-                    (c.still.last, c.still.exact_sent) = (seen, true);
-                    true
-                }
-                _ if !moved => {
-                    // Unchanged, and long enough: it stands.
-                    c.still.confirmed |= c.still.since.elapsed() >= STILL_AFTER;
-                    false
-                }
-                // It moves again: frames go out (an exact check that differs is not one of them).
-                (exact, _) => {
-                    c.still = Still::new(seen);
-                    !exact
-                }
-            }
-        })
-        .unwrap_or(false)
+        self.with(id, |c| c.changed(want, digest)).unwrap_or(false)
     }
 
     /// An encoded frame for client `id` (`None`: nothing to send for it):
     /// replaces an older one still waiting, never a newer.
     fn deliver(&self, id: u64, encoded: Option<Encoded>) {
-        self.with(id, |c| {
-            c.preparing = c.preparing.saturating_sub(1);
-            let Some(encoded) = encoded else { return };
-            let Some((want, plan)) = c.drawing_for else { return };
-            let per_frame = Ladder::per_frame(&plan, c.link_state(Instant::now()));
-            c.ladder.encoded(encoded.codec, want.extent, encoded.bytes.len(), encoded.quantizer, per_frame);
-            let newest = c.next.as_ref().map(|n| n.frame).max(c.last_sent);
-            if newest.is_none_or(|n| encoded.frame > n) {
-                record_stream(&mut c.stats, &encoded, want.extent, plan.fps);
-                (c.next, c.fresh) = (Some(encoded), false);
-                c.wake.notify_one();
-            }
-        });
+        self.with(id, |c| c.delivered(encoded, Instant::now()));
         self.arrived.notify_all();
     }
 
@@ -707,8 +716,8 @@ mod tests {
             hub.next_for(c);
             let wants = consume(&hub, frame, frame as u8);
             drawn_for_c += usize::from(wants.iter().any(|w| w.extent == other));
-            for id in [a, b] {
-                until("a frame for the others", || hub.with(id, |c| c.preparing == 0).unwrap_or(true));
+            for id in [a, b, c] {
+                until("every frame drawn encoded", || hub.with(id, |c| c.preparing == 0).unwrap_or(true));
             }
         }
         assert_eq!(drawn_for_c, 2, "two sent (the link's window before it is measured), then nothing");

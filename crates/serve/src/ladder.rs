@@ -5,12 +5,15 @@
 //! - Where the link carries JPEG at the default quality at the page's
 //!   display rate (loopback, a fast LAN), JPEG at the canvas size, as before:
 //!   the cheapest frame to make and to decode.
-//! - Where it cannot and the page decodes video (WebCodecs), VP8 at 80 % of
+//! - Where it carries JPEG at about half that weight (quality ~50 and up), or
+//!   the page has no video decoder (plain HTTP to another machine is not a
+//!   secure context), JPEG with its quality set frame by frame to fit 80 % of
+//!   the link's capacity at the display rate, then a lower rate and size.
+//! - Below that, where the page decodes video (WebCodecs), VP8 at 80 % of
 //!   the link's capacity; its quantizer, read back from the encoder, trades
-//!   frame rate (down to 30 a second) and then size against quality.
-//! - Where it cannot and the page has no video decoder (plain HTTP to
-//!   another machine is not a secure context), JPEG with its quality set
-//!   frame by frame to fit the same budget, then a lower rate and size.
+//!   frame rate (down to 30 a second) and then size against quality. (JPEG
+//!   frames are quicker to make: at 1080p VP8 holds 30 frames a second, JPEG
+//!   the display's rate.)
 //!
 //! Frames of `budget / rate` bytes take 0.8 / rate seconds to cross the
 //! link whatever its speed: the window ([`crate::link`]) keeps any queue to
@@ -45,6 +48,10 @@ const FINE: f64 = 34.0;
 const JPEG_RANGE: (u8, u8) = (20, DEFAULT_QUALITY);
 /// Links faster than this (bytes a second) are plenty for JPEG whatever it weighs (loopback).
 const PLENTY: f64 = 40e6;
+/// Video once the budget is under this share of what JPEG at the default
+/// quality needs (JPEG at about q50 weighs 0.6 of q80's); JPEG again above the second.
+const VIDEO_BELOW: f64 = 0.55;
+const JPEG_AGAIN: f64 = 0.75;
 
 /// What the page asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -194,13 +201,20 @@ impl Ladder {
     fn auto_plan(&mut self, canvas: vk::Extent2D, budget: f64, now: Instant) -> Plan {
         let pixels = f64::from(canvas.width) * f64::from(canvas.height);
         let jpeg_rate = self.jpeg_density.map(|d| d * pixels * self.display);
-        let fits = |share: f64| jpeg_rate.is_none_or(|need| need <= budget * share) || budget >= PLENTY;
-        // Hysteresis: back to JPEG only with room to spare.
-        self.use_video = self.video && if self.use_video { !fits(0.5) } else { !fits(1.0) };
+        // The budget over what JPEG at the default quality needs at the display rate.
+        let room = match jpeg_rate {
+            _ if budget >= PLENTY => f64::INFINITY,
+            Some(need) => budget / need,
+            None => f64::INFINITY,
+        };
+        // Video where JPEG would fall below about half its default quality's bytes (a
+        // JPEG frame is quicker to encode than a VP8 one: the display rate holds);
+        // back to JPEG only with room to spare.
+        self.use_video = self.video && room < if self.use_video { JPEG_AGAIN } else { VIDEO_BELOW };
         if self.use_video {
             return self.video_plan(canvas, budget, now);
         }
-        if fits(1.0) {
+        if room >= 1.0 {
             self.scale = 0;
             self.fps = self.display;
             self.quality = DEFAULT_QUALITY;

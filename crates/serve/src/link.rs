@@ -6,28 +6,26 @@
 //! From the acknowledgements: the delivery rate (BBR's rate sample: bytes
 //! acknowledged over the time they took, counted from the last
 //! acknowledgement before the frame was sent) and the shortest round trip.
-//! The link's capacity is the highest rate seen while the link was the
-//! limit (a frame waited for the window): a rate measured while the stream
-//! sent less than the link carries only raises it. The window, the bytes
-//! allowed in flight, is capacity × shortest round trip (the bandwidth-delay
-//! product, and a quarter more to find the link's limit) plus the next
-//! frame: enough to keep the link busy, never a queue of frames behind it. A round trip well above the shortest says a queue
-//! builds (the link got slower): the capacity drops to what was delivered
-//! lately, at once.
+//! The link's capacity is the highest rate seen; it falls only when the link
+//! says so: a frame waited for the window and the round trips show a queue
+//! building. The window, the bytes allowed in flight, is capacity × shortest
+//! round trip (the bandwidth-delay product, and a quarter more to find the
+//! link's limit) plus the next frame: enough to keep the link busy, never a
+//! queue of frames behind it.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
 
 /// How long the shortest round trip is remembered.
 const RTT_WINDOW: Duration = Duration::from_secs(10);
-/// How long a capacity measured while the link was the limit stands against lower ones.
-const LIMITED_WINDOW: Duration = Duration::from_millis(1500);
 /// Frames in flight before the link is measured.
 const START_FRAMES: usize = 2;
 /// A round trip this much above the shortest (and at least [`QUEUE_FLOOR`]) is a queue.
 const QUEUE_FACTOR: f64 = 2.0;
 /// The least queueing delay that counts as a queue (frame sizes and decodes vary).
 const QUEUE_FLOOR: Duration = Duration::from_millis(60);
+/// A rate under this share of the capacity, with a queue building, says the link fell.
+const FALLEN: f64 = 0.5;
 /// The window's headroom over the bandwidth-delay product: without it a
 /// window measured at k frames in flight stays at k (the rate it measures is
 /// the rate it allows); with it the link fills, and no more (BBR's cwnd gain, smaller).
@@ -66,9 +64,8 @@ pub struct Link {
     last_ack: Option<Instant>,
     /// Round trips of the last [`RTT_WINDOW`], oldest first, each with when it was measured.
     rtts: VecDeque<(Instant, Duration)>,
-    /// The capacity, bytes a second, and when a limited sample last set it.
+    /// The capacity, bytes a second.
     capacity: Option<f64>,
-    limited_at: Option<Instant>,
     /// Whether a draw waited for the window since the last frame was sent.
     blocked: bool,
     /// The newest round trip, and whether it said a queue builds.
@@ -91,7 +88,6 @@ impl Link {
             last_ack: None,
             rtts: VecDeque::new(),
             capacity: None,
-            limited_at: None,
             blocked: false,
             last_rtt: None,
             was_queued: false,
@@ -186,25 +182,20 @@ impl Link {
         while self.rtts.front().is_some_and(|(at, _)| now.duration_since(*at) > RTT_WINDOW) {
             self.rtts.pop_front();
         }
-        let stale = self.limited_at.is_none_or(|at| now.duration_since(at) > LIMITED_WINDOW);
-        // Any rate is a lower bound of the capacity. A lower one counts when the link
-        // was the limit (a frame waited for the window) and the capacity was last
-        // measured a while ago, or a queue builds (the link got slower): a round trip
-        // far above the shortest for a frame that waited, or for two frames in a row.
-        // A stream that sends less than the link carries, or a page slow for one
-        // frame, never lowers it.
+        // A rate is a lower bound of what the link carries: a higher one raises the
+        // capacity, whatever the stream sent. A lower one lowers it only on the link's
+        // own word that it carries less: round trips far above the shortest, twice in
+        // a row, say a queue builds, and the frame waited for the window, or what it
+        // measured is less than half the capacity (the link fell: the window, sized
+        // for the old rate, held nothing back yet). A stream below the link, a page
+        // slow for a frame, a key frame: none lowers it.
         let queued = self.queued(s.rtt);
-        let lower =
-            (s.limited && (stale || queued)) || (queued && std::mem::replace(&mut self.was_queued, true));
+        let building = queued && std::mem::replace(&mut self.was_queued, queued);
         self.was_queued = queued;
-        let capacity = match self.capacity {
-            Some(c) if s.rate <= c && !lower => c,
-            _ => s.rate,
-        };
-        if s.limited && (lower || s.rate >= capacity) {
-            self.limited_at = Some(now);
+        match self.capacity {
+            Some(c) if s.rate <= c && !(building && (s.limited || s.rate < c * FALLEN)) => {}
+            _ => self.capacity = Some(s.rate),
         }
-        self.capacity = Some(capacity);
     }
 
     /// Whether round trip `rtt` says a queue is building.
@@ -312,7 +303,7 @@ pub(crate) mod tests {
     }
 
     #[test]
-    fn a_drop_in_rate_is_seen_within_a_second() {
+    fn a_drop_in_rate_is_seen_within_two_seconds() {
         let start = Instant::now();
         let mut wire = Wire::new(6.25e6, Duration::from_millis(40), start);
         let mut link = Link::new();
@@ -321,7 +312,10 @@ pub(crate) mod tests {
         wire.rate = 0.625e6; // 50 → 5 Mbit/s
         stream(&mut link, &mut wire, 150_000, Duration::from_micros(16_667), 1.0);
         let c = link.capacity().unwrap();
-        assert!(c < 0.9e6, "capacity {c} one second after the link fell to 0.625 MB/s");
+        assert!(c < 2e6, "capacity {c} one second after the link fell to 0.625 MB/s");
+        stream(&mut link, &mut wire, 150_000, Duration::from_micros(16_667), 1.0);
+        let c = link.capacity().unwrap();
+        assert!(c < 0.8e6, "capacity {c} two seconds after the link fell to 0.625 MB/s");
     }
 
     #[test]

@@ -32,6 +32,7 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
 for part in "$@"; do
     case $part in
     codecs) timeout 300 "$B/vkcuda-codecs" 60 4 /tmp/streams 2>/dev/null | tee "$R/codecs.txt" ;;
+    codecs-gradient) timeout 240 "$B/vkcuda-codecs" 30 4 /tmp/streams gradient 2>/dev/null | tee "$R/codecs-gradient.txt" ;;
     extras)
         row new loopback 1920x1080 0
         row new loopback 1920x1080 8

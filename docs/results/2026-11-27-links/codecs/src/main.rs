@@ -9,7 +9,7 @@
 //! threads. The stream nearest that PSNR is written to `OUT` for the
 //! decode test in Chromium (decode.html).
 //!
-//!   codecs FRAMES THREADS OUT
+//!   codecs FRAMES THREADS OUT [julia|gradient]
 
 use std::io::Write;
 use std::mem::MaybeUninit;
@@ -298,11 +298,15 @@ fn main() {
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(60);
     let threads: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(4);
     let out = args.get(3).cloned().unwrap_or_else(|| "codec-streams".into());
+    let only = args.get(4).cloned();
     std::fs::create_dir_all(&out).expect("the output folder");
     println!("1920x1080, {n} frames a scene (AV1: {}), {threads} encoder threads, 60 frames/s rate control", n.min(20));
     println!("| scene | codec | bytes/frame at JPEG q80's PSNR | vs JPEG | encode ms/frame | PSNR of the sweep (dB) |");
     println!("|---|---|---|---|---|---|");
     for (scene, kind) in [("julia", SceneKind::Julia), ("gradient", SceneKind::Gradient)] {
+        if only.as_deref().is_some_and(|o| o != scene) {
+            continue;
+        }
         let frames = frames(kind, n);
         let jpegs: Vec<Point> = [95, 90, 80, 70, 60, 50, 40, 30].iter().map(|&q| jpeg(&frames, q)).collect();
         let q80 = jpegs.iter().find(|p| p.setting == 80.0).expect("q80");
