@@ -37,6 +37,8 @@ pub struct Stream {
     pub key_due: bool,
     /// VP8 threads.
     pub threads: u32,
+    /// The next VP8 frame's time, ms.
+    vp8_at: i64,
 }
 
 impl Stream {
@@ -46,8 +48,9 @@ impl Stream {
     }
 
     /// Encodes `frame` (drawn as the codec takes it: I420 for JPEG and VP8, RGBA8 for
-    /// PNG and raw) as `codec`, stamped `stamp` (µs since the Unix epoch).
-    pub fn encode(&mut self, frame: &ReadFrame, codec: Codec, stamp: u64) -> Result<Encoded> {
+    /// PNG and raw) as `codec` in a stream of `fps` frames a second, stamped `stamp`
+    /// (µs since the Unix epoch).
+    pub fn encode(&mut self, frame: &ReadFrame, codec: Codec, fps: f64, stamp: u64) -> Result<Encoded> {
         let extent = frame.shot.extent;
         let (w, h) = (extent.width, extent.height);
         let pixels = (*frame.pixels).as_ref();
@@ -75,10 +78,13 @@ impl Stream {
                 (Kind::Jpeg, true, quality, None, self.jpeg(pixels, (w, h), quality)?)
             }
             (Codec::Vp8 { bitrate }, Pixels::I420 { full_range: false }) => {
-                let millis = (stamp / 1000) as i64;
+                // Frames are timed at the stream's rate, not as they come: rate control then
+                // gives each a rate's share of the bitrate. (Timed as they came, frames a slow
+                // encode spaced out would each get more bits, and take longer still.)
+                self.vp8_at += (1000.0 / fps.max(1.0)).round() as i64;
                 let key = self.prepare_vp8(extent, bitrate)?;
                 let vp8 = self.vp8.as_mut().ok_or_else(|| anyhow::anyhow!("no VP8 encoder"))?;
-                let out = vp8.encode(pixels, millis, key)?;
+                let out = vp8.encode(pixels, self.vp8_at, key)?;
                 (Kind::Vp8, out.key, out.quantizer, Some(out.quantizer), out.data)
             }
             (codec, drawn) => {

@@ -38,6 +38,8 @@ const STILL_CHECK: Duration = Duration::from_millis(200);
 /// How long a staleness once told stands without a frame drawn (the frame shown
 /// again may not have come: a show was under way).
 const RETELL: Duration = Duration::from_secs(2);
+/// How long a link is measured before its capacity chooses the codec.
+const SETTLE: Duration = Duration::from_millis(1500);
 /// How long a window-limited send counts as the link being the limit lately.
 const LIMITED_LATELY: Duration = Duration::from_secs(2);
 
@@ -138,7 +140,8 @@ impl Client {
 
     fn link_state(&self, now: Instant) -> LinkState {
         let limited_lately = self.limited_at.is_some_and(|at| now.duration_since(at) < LIMITED_LATELY);
-        LinkState { capacity: self.link.capacity(), limited_lately }
+        let settled = self.link.measured_for(now) >= SETTLE;
+        LinkState { capacity: self.link.capacity(), limited_lately, settled }
     }
 
     /// Whether a standing picture's frames are sent once, exact (auto and video modes).
@@ -583,7 +586,7 @@ fn encode_jobs(hub: &Weak<Hub>, jobs: &Mutex<Receiver<Job>>) {
                 done.iter().find(|e| e.codec == plan.codec && !matches!(plan.codec, Codec::Vp8 { .. }));
             let encoded = match shared {
                 Some(e) => Ok(e.clone()),
-                None => lock(&stream).encode(&frame, plan.codec, stamp),
+                None => lock(&stream).encode(&frame, plan.codec, plan.fps, stamp),
             };
             match encoded {
                 Ok(e) => {

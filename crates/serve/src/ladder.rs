@@ -145,6 +145,9 @@ pub struct LinkState {
     pub capacity: Option<f64>,
     /// Whether the link was the limit lately (no probe needed).
     pub limited_lately: bool,
+    /// Whether it was measured long enough to choose by (JPEG at the display rate
+    /// fills it meanwhile: the first frames' measure is the window's, not the link's).
+    pub settled: bool,
 }
 
 impl Ladder {
@@ -192,13 +195,13 @@ impl Ladder {
             Mode::Video => self.video_plan(canvas, budget.unwrap_or(1e6), now),
             Mode::Auto => match budget {
                 None => full,
-                Some(budget) => self.auto_plan(canvas, budget, now),
+                Some(budget) => self.auto_plan(canvas, budget, link, now),
             },
         }
     }
 
     /// Auto: JPEG at the default quality while the link carries it, else video or lighter JPEG.
-    fn auto_plan(&mut self, canvas: vk::Extent2D, budget: f64, now: Instant) -> Plan {
+    fn auto_plan(&mut self, canvas: vk::Extent2D, budget: f64, link: LinkState, now: Instant) -> Plan {
         let pixels = f64::from(canvas.width) * f64::from(canvas.height);
         let jpeg_rate = self.jpeg_density.map(|d| d * pixels * self.display);
         // The budget over what JPEG at the default quality needs at the display rate.
@@ -210,7 +213,8 @@ impl Ladder {
         // Video where JPEG would fall below about half its default quality's bytes (a
         // JPEG frame is quicker to encode than a VP8 one: the display rate holds);
         // back to JPEG only with room to spare.
-        self.use_video = self.video && room < if self.use_video { JPEG_AGAIN } else { VIDEO_BELOW };
+        self.use_video =
+            self.video && link.settled && room < if self.use_video { JPEG_AGAIN } else { VIDEO_BELOW };
         if self.use_video {
             return self.video_plan(canvas, budget, now);
         }
@@ -343,7 +347,7 @@ mod tests {
     const HD: vk::Extent2D = vk::Extent2D { width: 1920, height: 1080 };
 
     fn link(mbit: f64) -> LinkState {
-        LinkState { capacity: Some(mbit * 1e6 / 8.0), limited_lately: true }
+        LinkState { capacity: Some(mbit * 1e6 / 8.0), limited_lately: true, settled: true }
     }
 
     #[test]

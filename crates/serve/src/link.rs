@@ -64,8 +64,9 @@ pub struct Link {
     last_ack: Option<Instant>,
     /// Round trips of the last [`RTT_WINDOW`], oldest first, each with when it was measured.
     rtts: VecDeque<(Instant, Duration)>,
-    /// The capacity, bytes a second.
+    /// The capacity, bytes a second, and when it was first measured.
     capacity: Option<f64>,
+    first_measured: Option<Instant>,
     /// Whether a draw waited for the window since the last frame was sent.
     blocked: bool,
     /// The newest round trip, and whether it said a queue builds.
@@ -88,6 +89,7 @@ impl Link {
             last_ack: None,
             rtts: VecDeque::new(),
             capacity: None,
+            first_measured: None,
             blocked: false,
             last_rtt: None,
             was_queued: false,
@@ -107,6 +109,11 @@ impl Link {
     /// The link's capacity in bytes a second, once measured.
     pub fn capacity(&self) -> Option<f64> {
         self.capacity
+    }
+
+    /// How long the capacity has been measured, at `now`.
+    pub fn measured_for(&self, now: Instant) -> Duration {
+        self.first_measured.map_or(Duration::ZERO, |at| now.saturating_duration_since(at))
     }
 
     /// The shortest round trip of the last [`RTT_WINDOW`].
@@ -196,6 +203,7 @@ impl Link {
             Some(c) if s.rate <= c && !(building && (s.limited || s.rate < c * FALLEN)) => {}
             _ => self.capacity = Some(s.rate),
         }
+        self.first_measured.get_or_insert(now);
     }
 
     /// Whether round trip `rtt` says a queue is building.

@@ -39,6 +39,12 @@ for part in "$@"; do
         row new 100/20 1920x1080 8
         row new 20/40 1920x1080 1 --still
         row new 20/40 1277x719 1 --size 1919x1079 ;;
+    new:*x*)
+        # This change's rows alone (the baselines' binaries did not change).
+        for link in loopback 100/20 20/40 5/80 drop:50/5/40; do
+            row new $link "${part#new:}" 1
+        done
+        row new loopback "${part#new:}" 1 --rate 0 ;;
     *x*)
         for link in loopback 100/20 20/40 5/80 drop:50/5/40; do
             for server in new old viser; do
