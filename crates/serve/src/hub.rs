@@ -97,9 +97,9 @@ struct Client {
     link: Link,
     /// What `wanted` chose for it this frame.
     decided: Option<(Want, Plan)>,
-    /// Frames being drawn or encoded for it, and as what.
-    preparing: u32,
-    drawing_for: Option<(Want, Plan)>,
+    /// The frames being drawn or encoded for it, each with what it was drawn as
+    /// and its plan (a frame drawn for other clients at the same size is not its).
+    preparing: Vec<(u64, Want, Plan)>,
     /// Its newest encoded frame, waiting for the link; `held`: the link made it wait.
     next: Option<Encoded>,
     held: bool,
@@ -122,8 +122,7 @@ impl Client {
             ladder: Ladder::new(),
             link: Link::new(),
             decided: None,
-            preparing: 0,
-            drawing_for: None,
+            preparing: Vec::new(),
             next: None,
             held: false,
             last_drawn: None,
@@ -156,7 +155,7 @@ impl Client {
         let canvas = self.canvas?;
         let mut plan = self.ladder.plan(canvas, self.link_state(now), now);
         let most = if matches!(plan.codec, Codec::Vp8 { .. }) { 1 } else { 2 };
-        if self.preparing >= most || self.next.is_some() {
+        if self.preparing.len() >= most || self.next.is_some() {
             return None;
         }
         // The ladder's rate, or the page's display rate when it said one.
@@ -235,9 +234,10 @@ impl Client {
     /// A frame it was drawn for is encoded (`None`: nothing to send for it):
     /// the ladder learns its weight; it replaces an older one still waiting,
     /// never a newer.
-    fn delivered(&mut self, encoded: Option<Encoded>, now: Instant) {
-        self.preparing = self.preparing.saturating_sub(1);
-        let (Some(encoded), Some((want, plan))) = (encoded, self.drawing_for) else { return };
+    fn delivered(&mut self, frame: u64, encoded: Option<Encoded>, now: Instant) {
+        let Some(at) = self.preparing.iter().position(|p| p.0 == frame) else { return };
+        let (_, want, plan) = self.preparing.remove(at);
+        let Some(encoded) = encoded else { return };
         let per_frame = Ladder::per_frame(&plan, self.link_state(now));
         self.ladder.encoded(encoded.codec, want.extent, encoded.bytes.len(), encoded.quantizer, per_frame);
         let newest = self.next.as_ref().map(|n| n.frame).max(self.last_sent);
@@ -356,7 +356,8 @@ impl Hub {
             if c.canvas != Some(extent) {
                 // A frame of the old size being drawn or encoded would not be its size; the
                 // picture is new to it (sent again, then exact).
-                (c.canvas, c.preparing, c.next, c.drawing_for, c.fresh) = (Some(extent), 0, None, None, true);
+                (c.canvas, c.next, c.fresh) = (Some(extent), None, true);
+                c.preparing.clear();
                 c.still = Still::new(None);
             }
         });
@@ -437,7 +438,7 @@ impl Hub {
             let stale = s.clients.values().any(|c| {
                 let idle = c.last_drawn.is_none_or(|at| now.duration_since(at) >= STILL_AFTER);
                 let owed = c.fresh || c.behind || (c.settles() && !c.still.exact_sent);
-                let free = c.preparing == 0 && c.next.is_none() && c.link.frames_in_flight() == 0;
+                let free = c.preparing.is_empty() && c.next.is_none() && c.link.frames_in_flight() == 0;
                 // Told already, and no frame drawn since: not again before RETELL.
                 let waiting = told
                     .is_some_and(|t| now.duration_since(t) < RETELL && c.last_drawn.is_none_or(|d| d < t));
@@ -478,19 +479,19 @@ impl Hub {
         self.with(id, |c| c.changed(want, digest)).unwrap_or(false)
     }
 
-    /// An encoded frame for client `id` (`None`: nothing to send for it):
+    /// Frame `frame` encoded for client `id` (`None`: nothing to send for it):
     /// replaces an older one still waiting, never a newer.
-    fn deliver(&self, id: u64, encoded: Option<Encoded>) {
-        self.with(id, |c| c.delivered(encoded, Instant::now()));
+    fn deliver(&self, id: u64, frame: u64, encoded: Option<Encoded>) {
+        self.with(id, |c| c.delivered(frame, encoded, Instant::now()));
         self.arrived.notify_all();
     }
 
-    /// Clients whose frame will not come want the next one.
-    fn unprepare(&self, ids: impl Iterator<Item = u64>) {
+    /// Clients whose frame `frame` will not come want the next one.
+    fn unprepare(&self, frame: u64, ids: impl Iterator<Item = u64>) {
         let mut s = self.state();
         for id in ids {
             if let Some(c) = s.clients.get_mut(&id) {
-                c.preparing = c.preparing.saturating_sub(1);
+                c.preparing.retain(|p| p.0 != frame);
             }
         }
     }
@@ -520,12 +521,12 @@ impl Watchers for Hub {
         wants
     }
 
-    fn drawing(&self, _frame: u64, want: Want) {
+    fn drawing(&self, frame: u64, want: Want) {
         let now = Instant::now();
         for c in self.state().clients.values_mut() {
-            if let Some(decided) = c.decided.take_if(|(w, _)| *w == want) {
-                c.preparing += 1;
-                (c.last_drawn, c.drawing_for, c.behind) = (Some(now), Some(decided), false);
+            if let Some((want, plan)) = c.decided.take_if(|(w, _)| *w == want) {
+                c.preparing.push((frame, want, plan));
+                (c.last_drawn, c.behind) = (Some(now), false);
             }
         }
     }
@@ -537,21 +538,21 @@ impl Watchers for Hub {
             .clients
             .iter()
             .filter_map(|(id, c)| {
-                let (w, plan) = c.drawing_for.filter(|_| c.preparing > 0)?;
-                (w == want).then(|| (*id, plan, c.stream.clone()))
+                let (_, _, plan) = c.preparing.iter().find(|p| p.0 == frame.frame && p.1 == want)?;
+                Some((*id, *plan, c.stream.clone()))
             })
             .collect();
         if to.is_empty() {
             return;
         }
-        let ids: Vec<u64> = to.iter().map(|(id, ..)| *id).collect();
+        let (ids, number): (Vec<u64>, u64) = (to.iter().map(|(id, ..)| *id).collect(), frame.frame);
         let sent = match lock(&self.jobs).as_ref() {
             Some(jobs) => jobs.try_send(Job { frame, to }),
             None => Err(TrySendError::Disconnected(Job { frame, to })),
         };
         if sent.is_err() {
             // Every encoder is busy: this frame is skipped; the next one is drawn for them.
-            self.unprepare(ids.into_iter());
+            self.unprepare(number, ids.into_iter());
         }
     }
 
@@ -561,7 +562,8 @@ impl Watchers for Hub {
 
     fn abandon(&self) {
         for c in self.state().clients.values_mut() {
-            (c.preparing, c.decided) = (0, None);
+            c.decided = None;
+            c.preparing.clear();
         }
     }
 }
@@ -579,7 +581,7 @@ fn encode_jobs(hub: &Weak<Hub>, jobs: &Mutex<Receiver<Job>>) {
         let mut done: Vec<Encoded> = Vec::new();
         for (id, plan, stream) in to {
             if !hub.changed(id, want, digest) {
-                hub.deliver(id, None);
+                hub.deliver(id, frame.frame, None);
                 continue;
             }
             let shared =
@@ -591,11 +593,11 @@ fn encode_jobs(hub: &Weak<Hub>, jobs: &Mutex<Receiver<Job>>) {
             match encoded {
                 Ok(e) => {
                     done.push(e.clone());
-                    hub.deliver(id, Some(e));
+                    hub.deliver(id, frame.frame, Some(e));
                 }
                 Err(e) => {
                     log::warn!("vkcuda: encoding frame {} failed: {e}", frame.frame);
-                    hub.deliver(id, None);
+                    hub.deliver(id, frame.frame, None);
                 }
             }
         }
@@ -679,17 +681,11 @@ mod tests {
         assert_eq!(consume(&hub, 9, 3).len(), 1, "acknowledged: room again");
         until("frame 9 encoded", || waiting(&hub, id) == Some(9));
         // An older encode never replaces a newer one.
-        hub.with(id, |c| c.preparing += 1);
-        hub.deliver(
-            id,
-            Some(Encoded {
-                frame: 8,
-                bytes: bytes::Bytes::new(),
-                codec: Codec::Raw,
-                quantizer: None,
-                key: true,
-            }),
-        );
+        let old =
+            Encoded { frame: 8, bytes: bytes::Bytes::new(), codec: Codec::Raw, quantizer: None, key: true };
+        let plan = Plan { codec: Codec::Raw, extent: SIZE, fps: 60.0 };
+        hub.with(id, |c| c.preparing.push((8, Want { extent: SIZE, pixels: JPEG }, plan)));
+        hub.deliver(id, 8, Some(old));
         assert_eq!(waiting(&hub, id), Some(9));
         let stats = hub.stats(id);
         assert_eq!((stats.sent, stats.skipped, stats.codec.as_str()), (2, 4, "jpeg"), "frames 1-4 skipped");
@@ -720,7 +716,9 @@ mod tests {
             let wants = consume(&hub, frame, frame as u8);
             drawn_for_c += usize::from(wants.iter().any(|w| w.extent == other));
             for id in [a, b, c] {
-                until("every frame drawn encoded", || hub.with(id, |c| c.preparing == 0).unwrap_or(true));
+                until("every frame drawn encoded", || {
+                    hub.with(id, |c| c.preparing.is_empty()).unwrap_or(true)
+                });
             }
         }
         assert_eq!(drawn_for_c, 2, "two sent (the link's window before it is measured), then nothing");
@@ -728,6 +726,29 @@ mod tests {
         assert!(hub.stats(a).sent >= 50, "{:?}", hub.stats(a));
         hub.leave(c);
         assert_eq!(hub.clients(), 2);
+        hub.close();
+    }
+
+    #[test]
+    fn a_frame_drawn_for_others_at_the_same_size_is_not_a_clients() {
+        // A video client encodes its frames in a chain: one it did not ask for would
+        // break it (its page decodes garbage until the next key frame).
+        let hub = Hub::new(1);
+        let (a, b) = (client(&hub, Mode::Raw), client(&hub, Mode::Raw));
+        let want = hub.wanted(10)[0];
+        hub.drawing(10, want);
+        // Frame 11: a is still preparing frame 10 (its limit), b asks again... only b draws.
+        hub.with(a, |c| c.preparing.push((0, want, Plan { codec: Codec::Raw, extent: SIZE, fps: 60.0 })));
+        hub.with(b, |c| c.preparing.clear());
+        let wants = hub.wanted(11);
+        assert_eq!(wants, vec![want]);
+        hub.drawing(11, want);
+        assert_eq!(hub.with(a, |c| c.preparing.iter().map(|p| p.0).collect::<Vec<_>>()), Some(vec![10, 0]));
+        hub.take(drawn(11, want, 1));
+        until("frame 11 encoded for b", || waiting(&hub, b) == Some(11));
+        assert_eq!(waiting(&hub, a), None, "a did not ask for frame 11");
+        hub.take(drawn(10, want, 1));
+        until("frame 10 encoded for a", || waiting(&hub, a) == Some(10));
         hub.close();
     }
 
@@ -741,7 +762,7 @@ mod tests {
         let mut next = |fill: u8| {
             frame += 1;
             let wants = consume(&hub, frame, fill);
-            until("encoded", || hub.with(id, |c| c.preparing == 0).unwrap_or(true));
+            until("encoded", || hub.with(id, |c| c.preparing.is_empty()).unwrap_or(true));
             if let Some(e) = hub.next_for(id) {
                 hub.ack(id, e.frame);
                 return (wants, Some(crate::protocol::Header::parse(&e.bytes).unwrap().kind));
@@ -791,9 +812,9 @@ mod tests {
         hub.set_rate(ids[0], 0.0);
         let want = hub.wanted(0)[0];
         hub.drawing(0, want);
-        assert!(hub.wanted(1).is_empty() || hub.with(ids[0], |c| c.preparing).unwrap() == 1);
+        assert_eq!(hub.with(ids[0], |c| c.preparing.len()), Some(1));
         hub.abandon();
-        assert_eq!(hub.with(ids[0], |c| c.preparing), Some(0), "the frame being drawn will not come");
+        assert_eq!(hub.with(ids[0], |c| c.preparing.len()), Some(0), "the frame being drawn will not come");
         hub.close();
     }
 
