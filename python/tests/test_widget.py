@@ -175,6 +175,40 @@ def test_a_widget_streams_a_cuda_tensor(page):
     assert (errors, warnings) == ("0", "0")
 
 
+def test_a_cell_run_again_and_again_leaves_room_for_the_next_widget(page):
+    """A cell whose last expression is the viewer, run 40 times (a viewer takes 32
+    watchers): each run's view says hello, the view it replaces says goodbye as its
+    output goes, so the watchers never pile up and the next widget still streams.
+    A widget for a closed viewer is a clear error, and nothing trips over it later."""
+    page.execute(setup(W, H, "None"))
+    previous = None
+    for _ in range(40):
+        page.execute("v")
+        deadline = time.monotonic() + 30
+        while True:  # the new widget's comm
+            m = page.iopub(timeout=max(0.1, deadline - time.monotonic()))
+            if m["msg_type"] == "comm_open" and m["content"]["data"].get("state", {}).get("_esm"):
+                page.comm = m["content"]["comm_id"]
+                break
+        page.send({"t": "hello", "video": []})
+        if previous is not None:
+            page.comm, newest = previous, page.comm
+            page.send({"t": "bye"})
+            page.comm = newest
+        previous = page.comm
+    page.execute('w = v.widget(mode="raw")\nw')
+    deadline = time.monotonic() + 60
+    page.widget_message(deadline)
+    exact_frames(page, deadline, 3)
+    out = page.stdout_of(
+        "import gc\nstop.set(); v.close()\ntry:\n    v.widget()\nexcept Exception as e:\n"
+        "    print(type(e).__name__, e)\ngc.collect()\nprint(v.stats()['validation_errors'], v.stats()['validation_warnings'])"
+    )
+    print(f"widget: after 40 runs of the cell, a closed viewer's widget: {out.strip()!r}")
+    assert "AttributeError" not in out and "Exception ignored" not in out, out
+    assert out.split()[-2:] == ["0", "0"], out
+
+
 def test_a_kernel_restart_ends_a_streaming_widget_without_a_hang(page):
     page.execute(SETUP)
     deadline = time.monotonic() + 60

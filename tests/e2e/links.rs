@@ -2,9 +2,9 @@
 //! machine (tests/common/link.rs): the server in a network namespace of its
 //! own behind a veth pair that `tc` shapes to a rate, a relay here that adds
 //! the round trip, and Debian's Chromium on the near side. Through the relay
-//! on localhost (a secure context: VP8 through WebCodecs), through a real
-//! `ssh -L` tunnel (OpenSSH), and over plain HTTP to the far address (no
-//! WebCodecs: JPEG fitted to the link). Checked: frames keep coming, the
+//! on localhost (a secure context: WebCodecs' VP8 is there to choose),
+//! through a real `ssh -L` tunnel (OpenSSH; VP8 pinned), and over plain HTTP
+//! to the far address (no WebCodecs: JPEG fitted to the link). Checked: frames keep coming, the
 //! latency stays bounded, a paused picture arrives exact (pixels against the
 //! CPU reference), and the stream follows the link when its rate drops.
 //! Bounds here are CI's (2 cores, lavapipe, the browser on the same cores);
@@ -86,20 +86,27 @@ fn pause_and_check(b: &mut Browser) -> Result<f64, String> {
     Ok(took)
 }
 
-/// 20 Mbit/s and 40 ms through a relay on localhost: VP8, bounded latency,
-/// then the paused picture exact.
-fn video_over_20mbit_40ms() -> Outcome {
+/// 20 Mbit/s and 40 ms through a relay on localhost, the page choosing
+/// (auto): what the ladder picks for this link (JPEG fitted to it or VP8,
+/// by how much the link carries), bounded latency, then the paused picture exact.
+fn auto_over_20mbit_40ms() -> Outcome {
     let link = Link::new(20.0)?;
     let s = serve(&link)?;
     let result = (|| {
         let r = relay("127.0.0.1:0", server(&s)?, 20.0, Duration::from_millis(40))?;
         let token = s.token().ok_or("no token")?;
         let mut b = Browser::open(&format!("http://127.0.0.1:{}/?token={token}", r.addr.port()), (960, 564))?;
-        let (p50, p95, fps) = stream(&mut b, Some("vp8"), 5)?;
+        let (p50, p95, fps) = stream(&mut b, None, 5)?;
         let status = b.eval("JSON.stringify(vkcuda.status.client)")?;
-        println!("  link: 20 Mbit/s, 40 ms (tbf + relay): VP8 {fps:.0} fps, latency p50 {p50:.0} ms p95 {p95:.0} ms; {status}");
-        if p50 > 250.0 || p95 > 500.0 || fps < 5.0 {
-            return Err(format!("20 Mbit/s, 40 ms: p50 {p50:.0} ms, p95 {p95:.0} ms, {fps:.0} fps"));
+        println!("  link: 20 Mbit/s, 40 ms (tbf + relay), auto: {fps:.0} fps, latency p50 {p50:.0} ms p95 {p95:.0} ms; {status}");
+        // Fitted to the link: video, or JPEG below its default quality or size (q80 at
+        // 60 frames/s of this canvas needs more than 20 Mbit/s).
+        let fitted =
+            b.eval("vkcuda.last.kind === 'vp8' || vkcuda.last.quality < 80 || vkcuda.last.w < 960")?;
+        if p50 > 250.0 || p95 > 500.0 || fps < 5.0 || fitted != serde_json::json!(true) {
+            return Err(format!(
+                "20 Mbit/s, 40 ms: p50 {p50:.0} ms, p95 {p95:.0} ms, {fps:.0} fps, fitted {fitted}"
+            ));
         }
         let took = pause_and_check(&mut b)?;
         println!("  link: paused: the exact picture {:.2} s after the pause, equal to the reference", took);
@@ -109,9 +116,10 @@ fn video_over_20mbit_40ms() -> Outcome {
 }
 
 /// 20 Mbit/s falling to 1: the stream's measure of the link follows it down
-/// (it measured more than 1.5 Mbit/s before), and the latency comes back
-/// within bounds. (A small canvas: on CI's 2 cores the stream, not the link,
-/// is the limit above a few Mbit/s.)
+/// (it measured more than 4 Mbit/s before; under 2 after: tbf's 16 KB burst
+/// lets a probe see up to ~1.4), and the latency comes back within bounds.
+/// (A small canvas: on CI's 2 cores the stream, not the link, is the limit
+/// above a few Mbit/s.)
 fn a_rate_drop_is_followed() -> Outcome {
     let link = Link::new(20.0)?;
     let s = serve(&link)?;
@@ -121,10 +129,10 @@ fn a_rate_drop_is_followed() -> Outcome {
         let mut b = Browser::open(&format!("http://127.0.0.1:{}/?token={token}", r.addr.port()), (480, 294))?;
         stream(&mut b, None, 3)?;
         let before =
-            b.wait_for("vkcuda.status.client.capacity > 1.5e6 && vkcuda.status.client.capacity", 30)?;
+            b.wait_for("vkcuda.status.client.capacity > 4e6 && vkcuda.status.client.capacity", 30)?;
         link.set_rate(1.0)?;
         let dropped = Instant::now();
-        b.wait_for("vkcuda.status.client.capacity && vkcuda.status.client.capacity < 1.2e6", 30)?;
+        b.wait_for("vkcuda.status.client.capacity && vkcuda.status.client.capacity < 2e6", 30)?;
         let seen = dropped.elapsed().as_secs_f64();
         // 1 Mbit/s carries no JPEG at the display rate: video.
         let start = b.eval("vkcuda.frames")?.as_u64().unwrap_or(0);
@@ -132,7 +140,7 @@ fn a_rate_drop_is_followed() -> Outcome {
         let (p50, p95, fps) = measured(&mut b)?;
         let status = b.eval("JSON.stringify(vkcuda.status.client)")?;
         println!(
-            "  link: 20 → 1 Mbit/s: measured {:.1} Mbit/s before, below 1.2 Mbit/s {seen:.1} s after the drop; then p50 {p50:.0} ms p95 {p95:.0} ms, {fps:.0} fps; {status}",
+            "  link: 20 → 1 Mbit/s: measured {:.1} Mbit/s before, below 2 Mbit/s {seen:.1} s after the drop; then p50 {p50:.0} ms p95 {p95:.0} ms, {fps:.0} fps; {status}",
             before.as_f64().unwrap_or(0.0) / 1e6
         );
         if seen > 10.0 || p50 > 400.0 {
@@ -274,8 +282,9 @@ fn tunnel(link: &Link, dir: &std::path::Path, to_port: u16, mbit: f64) -> Result
     Ok(Tunnel { _ssh: ssh, _relay: relay, _sshd: sshd, port })
 }
 
-/// A real `ssh -L` tunnel over 20 Mbit/s and 40 ms: the server's socket sees
-/// only sshd, yet the stream is paced by the page's acknowledgements.
+/// A real `ssh -L` tunnel over 20 Mbit/s and 40 ms, video pinned: the
+/// server's socket sees only sshd, yet the stream is paced by the page's
+/// acknowledgements.
 fn through_an_ssh_tunnel() -> Outcome {
     let link = Link::new(20.0)?;
     let s = serve(&link)?;
@@ -286,7 +295,9 @@ fn through_an_ssh_tunnel() -> Outcome {
             let _ = std::fs::remove_dir_all(&dir);
         })?;
         let token = s.token().ok_or("no token")?;
-        let mut b = Browser::open(&format!("http://127.0.0.1:{}/?token={token}", t.port), (960, 564))?;
+        // Video pinned (?mode=video): VP8 through the tunnel, whatever the link carries.
+        let mut b =
+            Browser::open(&format!("http://127.0.0.1:{}/?token={token}&mode=video", t.port), (960, 564))?;
         let (p50, p95, fps) = stream(&mut b, Some("vp8"), 5)?;
         let status = b.eval("JSON.stringify(vkcuda.status.client)")?;
         println!("  link: ssh -L over 20 Mbit/s, 40 ms: VP8 {fps:.0} fps, p50 {p50:.0} ms p95 {p95:.0} ms; {status}");
@@ -306,7 +317,7 @@ fn through_an_ssh_tunnel() -> Outcome {
 
 /// Registers this area's tests.
 pub fn register(tests: &mut Tests) {
-    tests.push(gated("link_video_over_20mbit_40ms", no_link_or_browser, video_over_20mbit_40ms));
+    tests.push(gated("link_auto_over_20mbit_40ms", no_link_or_browser, auto_over_20mbit_40ms));
     tests.push(gated("link_a_rate_drop_is_followed", no_link_or_browser, a_rate_drop_is_followed));
     tests.push(gated("link_jpeg_without_webcodecs", no_link_or_browser, jpeg_without_webcodecs));
     tests.push(gated(

@@ -229,12 +229,27 @@ pub(crate) mod tests {
         pub sent: std::collections::HashMap<u64, Instant>,
         /// The next frame's number.
         pub next: u64,
+        /// Every how many frames the page's decode stalls, and for how long (a busy tab).
+        pub stall: Option<(u64, Duration)>,
+        /// When the page's decoder is free again (it decodes in order).
+        decoded: Instant,
     }
 
     impl Wire {
         pub fn new(rate: f64, rtt: Duration, start: Instant) -> Self {
             let sent = std::collections::HashMap::new();
-            Self { rate, rtt, decode: Duration::from_millis(2), free: start, acks: Vec::new(), sent, next: 0 }
+            let decode = Duration::from_millis(2);
+            Self {
+                rate,
+                rtt,
+                decode,
+                free: start,
+                acks: Vec::new(),
+                sent,
+                next: 0,
+                stall: None,
+                decoded: start,
+            }
         }
 
         /// Sends `bytes` of `frame` at `now`: its acknowledgement's arrival.
@@ -242,7 +257,12 @@ pub(crate) mod tests {
             self.sent.insert(frame, now);
             let start = self.free.max(now);
             self.free = start + Duration::from_secs_f64(bytes as f64 / self.rate);
-            let ack = self.free + self.rtt + self.decode;
+            let decode = match self.stall {
+                Some((every, long)) if frame % every == every - 1 => long,
+                _ => self.decode,
+            };
+            self.decoded = self.decoded.max(self.free + self.rtt / 2) + decode;
+            let ack = self.decoded + self.rtt / 2;
             self.acks.push((ack, frame));
             ack
         }
@@ -305,6 +325,19 @@ pub(crate) mod tests {
         assert!(measured > 10e6, "{measured}");
         stream(&mut link, &mut wire, 20_000, Duration::from_micros(33_333), 5.0);
         assert_eq!(link.capacity(), Some(measured), "app-limited samples are lower bounds");
+    }
+
+    #[test]
+    fn a_page_that_stalls_now_and_then_is_not_a_faster_link() {
+        let start = Instant::now();
+        // 20 Mbit/s, 40 ms; 30 KB frames at 60 a second (14.4 Mbit/s), every 20th
+        // decoded in 150 ms: the acknowledgements queued behind it come at once.
+        let mut wire = Wire::new(2.5e6, Duration::from_millis(40), start);
+        wire.stall = Some((20, Duration::from_millis(150)));
+        let mut link = Link::new();
+        stream(&mut link, &mut wire, 30_000, Duration::from_micros(16_667), 6.0);
+        let c = link.capacity().unwrap();
+        assert!(c <= 2.5e6 * 1.1, "capacity {c} of a 2.5 MB/s link");
     }
 
     #[test]
