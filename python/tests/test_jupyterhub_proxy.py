@@ -11,20 +11,21 @@ shown NumPy frame exactly (raw mode, 1:1). Without the view's token the
 proxy's request is refused (the server cannot tell a forwarded page from any
 other by its address: the token is what lets it in)."""
 
-import json
 import os
 import shutil
-import socket
 import subprocess
-import sys
 import tempfile
-import time
 
 import numpy as np
 import pytest
-from test_jupyterlab import CANVAS, Chromium, canvas_pixels, free_port, run_all  # noqa: F401
 
 pytest.importorskip("jupyter_server_proxy", reason="jupyter-server-proxy is not installed")
+pytest.importorskip("jupyterlab", reason="jupyterlab is not installed")
+pytest.importorskip("websocket", reason="websocket-client is not installed")
+from jupyter_pages import CHROMIUM, Chromium, JupyterServer, run_all  # noqa: E402
+
+if not os.path.exists(CHROMIUM):
+    pytest.skip(f"no {CHROMIUM} (Debian's chromium package)", allow_module_level=True)
 
 W, H = 320, 180
 CELL = f"""import threading, time
@@ -57,48 +58,22 @@ def image():
 @pytest.fixture
 def hub_like():
     """JupyterLab over HTTPS under /user/test/, jupyter-server-proxy on, and Chromium on it."""
-    import jupyterlab
-
-    root = tempfile.mkdtemp(prefix="vkcuda-hub-")
-    cert, key = os.path.join(root, "cert.pem"), os.path.join(root, "key.pem")
+    keys = tempfile.mkdtemp(prefix="vkcuda-hub-")
+    cert, key = os.path.join(keys, "cert.pem"), os.path.join(keys, "key.pem")
     subprocess.run(["openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", key, "-out", cert,
                     "-days", "1", "-subj", "/CN=127.0.0.1"], check=True, capture_output=True)
-    notebook = {"cells": [{"cell_type": "code", "id": "view", "metadata": {}, "outputs": [], "execution_count": None, "source": CELL}],
-                "metadata": {"kernelspec": {"name": "python3", "display_name": "Python 3", "language": "python"}},
-                "nbformat": 4, "nbformat_minor": 5}
-    with open(os.path.join(root, "view.ipynb"), "w") as f:
-        json.dump(notebook, f)
-    port, token = free_port(), "vkcuda-hub-token"
-    share = os.path.join(os.path.dirname(os.path.dirname(jupyterlab.__file__)), "share", "jupyter")
-    if not os.path.isdir(os.path.join(share, "lab")):
-        share = os.path.join(sys.prefix, "share", "jupyter")
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in sys.path if p), JUPYTER_CONFIG_DIR=os.path.join(root, ".cfg"),
-               JUPYTER_DATA_DIR=os.path.join(root, ".data"), JUPYTER_RUNTIME_DIR=os.path.join(root, ".run"),
-               JUPYTER_PATH=share, JUPYTERLAB_DIR=os.path.join(share, "lab"), JUPYTERHUB_SERVICE_PREFIX="/user/test/")
-    server = subprocess.Popen(
-        [sys.executable, "-m", "jupyterlab", "--no-browser", "--expose-app-in-browser", f"--ServerApp.port={port}",
-         f"--IdentityProvider.token={token}", f"--ServerApp.root_dir={root}", "--ServerApp.ip=127.0.0.1",
-         "--ServerApp.allow_root=True", "--ServerApp.allow_remote_access=True", "--ServerApp.base_url=/user/test/", f"--ServerApp.certfile={cert}",
-         f"--ServerApp.keyfile={key}", "--ServerApp.jpserver_extensions={'jupyter_server_proxy': True}"],
-        env=env, stdout=subprocess.DEVNULL, stderr=open(os.path.join(root, "server.log"), "w"))
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            break
-        except OSError:
-            time.sleep(0.2)
-    base = f"https://hub.test:{port}"
-    browser = Chromium(f"{base}/user/test/lab/tree/view.ipynb?token={token}", os.path.join(root, ".chromium"),
+    server = JupyterServer(
+        "jupyterlab", [CELL], "vkcuda-hub-token",
+        args=["--ServerApp.allow_remote_access=True", "--ServerApp.base_url=/user/test/", f"--ServerApp.certfile={cert}",
+              f"--ServerApp.keyfile={key}", "--ServerApp.jpserver_extensions={'jupyter_server_proxy': True}"],
+        env={"JUPYTERHUB_SERVICE_PREFIX": "/user/test/"})
+    base = f"https://hub.test:{server.port}"
+    browser = Chromium(f"{base}/user/test/lab/tree/view.ipynb?token={server.token}", os.path.join(server.root, ".chromium"),
                        extra=["--ignore-certificate-errors", "--host-resolver-rules=MAP hub.test 127.0.0.1"])
     yield browser, base
     browser.close()
-    server.terminate()
-    try:
-        server.wait(timeout=30)
-    except subprocess.TimeoutExpired:
-        server.kill()
-    shutil.rmtree(root, ignore_errors=True)
+    server.stop()
+    shutil.rmtree(keys, ignore_errors=True)
 
 
 def test_the_view_through_jupyter_server_proxy_over_https(hub_like):
