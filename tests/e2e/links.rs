@@ -46,6 +46,15 @@ fn relay(at: &str, to: SocketAddr, mbit: f64, rtt: Duration) -> Result<Relay, St
     Relay::start(at, to, rtt / 2, (2 * bdp).max(64 * 1024))
 }
 
+/// Chromium with a `window`-sized page on the run `s`, through a relay at
+/// `ip` (20 Mbit/s, 40 ms) to the link's far side.
+fn page_through_relay(s: &Served, ip: &str, window: (u32, u32)) -> Result<(Relay, Browser), String> {
+    let r = relay(&format!("{ip}:0"), server(s)?, 20.0, Duration::from_millis(40))?;
+    let token = s.token().ok_or("no token")?;
+    let b = Browser::open(&format!("http://{ip}:{}/?token={token}", r.addr.port()), window)?;
+    Ok((r, b))
+}
+
 /// The page's latencies over the last 60 frames: (p50, p95) in ms, and its frames a second.
 fn measured(b: &mut Browser) -> Result<(f64, f64, f64), String> {
     let v = b.eval("({ l: [...vkcuda.latencies].sort((a, b) => a - b), f: vkcuda.fps })")?;
@@ -93,9 +102,7 @@ fn auto_over_20mbit_40ms() -> Outcome {
     let link = Link::new(20.0)?;
     let s = serve(&link)?;
     let result = (|| {
-        let r = relay("127.0.0.1:0", server(&s)?, 20.0, Duration::from_millis(40))?;
-        let token = s.token().ok_or("no token")?;
-        let mut b = Browser::open(&format!("http://127.0.0.1:{}/?token={token}", r.addr.port()), (960, 564))?;
+        let (_relay, mut b) = page_through_relay(&s, "127.0.0.1", (960, 564))?;
         let (p50, p95, fps) = stream(&mut b, None, 5)?;
         let status = b.eval("JSON.stringify(vkcuda.status.client)")?;
         println!("  link: 20 Mbit/s, 40 ms (tbf + relay), auto: {fps:.0} fps, latency p50 {p50:.0} ms p95 {p95:.0} ms; {status}");
@@ -124,9 +131,7 @@ fn a_rate_drop_is_followed() -> Outcome {
     let link = Link::new(20.0)?;
     let s = serve(&link)?;
     let result = (|| {
-        let r = relay("127.0.0.1:0", server(&s)?, 20.0, Duration::from_millis(40))?;
-        let token = s.token().ok_or("no token")?;
-        let mut b = Browser::open(&format!("http://127.0.0.1:{}/?token={token}", r.addr.port()), (480, 294))?;
+        let (_relay, mut b) = page_through_relay(&s, "127.0.0.1", (480, 294))?;
         stream(&mut b, None, 3)?;
         let before =
             b.wait_for("vkcuda.status.client.capacity > 4e6 && vkcuda.status.client.capacity", 30)?;
@@ -157,10 +162,7 @@ fn jpeg_without_webcodecs() -> Outcome {
     let link = Link::new(20.0)?;
     let s = serve(&link)?;
     let result = (|| {
-        let r = relay(&format!("{CLIENT_IP}:0"), server(&s)?, 20.0, Duration::from_millis(40))?;
-        let token = s.token().ok_or("no token")?;
-        let mut b =
-            Browser::open(&format!("http://{CLIENT_IP}:{}/?token={token}", r.addr.port()), (960, 564))?;
+        let (_relay, mut b) = page_through_relay(&s, CLIENT_IP, (960, 564))?;
         let (p50, p95, fps) = stream(&mut b, Some("jpeg"), 5)?;
         let last = b.eval("JSON.stringify(vkcuda.last)")?;
         let video = b.eval("vkcuda.video.length")?;
