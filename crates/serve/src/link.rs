@@ -114,7 +114,7 @@ impl Link {
         self.first_measured.map_or(Duration::ZERO, |at| now.saturating_duration_since(at))
     }
 
-    /// The shortest round trip of the last [`RTT_WINDOW`].
+    /// The shortest round trip of the last `RTT_WINDOW` (10 s).
     pub fn min_rtt(&self) -> Option<Duration> {
         self.rtts.iter().map(|(_, r)| *r).min()
     }
@@ -125,8 +125,8 @@ impl Link {
     }
 
     /// The bytes the link may hold for a next frame of `next` bytes: capacity ×
-    /// shortest round trip (with [`WINDOW_GAIN`]), plus that frame; before both
-    /// are measured, `None` (then [`START_FRAMES`] frames may be in flight).
+    /// shortest round trip (with `WINDOW_GAIN`), plus that frame; before both
+    /// are measured, `None` (then `START_FRAMES` frames may be in flight).
     pub fn window(&self, next: u64) -> Option<u64> {
         let (rate, rtt) = (self.capacity?, self.min_rtt()?);
         Some((rate * rtt.as_secs_f64() * WINDOW_GAIN) as u64 + next)
