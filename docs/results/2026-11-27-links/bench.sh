@@ -10,6 +10,7 @@
 #     adding the round trip. One client asking 60 frames/s (a 60 Hz page); loopback also
 #     as fast as it decodes; 8 clients; the producer alone; a still picture; odd sizes.
 #   bash docs/results/2026-11-27-links/bench.sh codecs 1920x1080 1280x720 extras
+#   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
 #   (carry .gl and .gpu/bench; SECS=5; one part or several per call)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -25,9 +26,13 @@ unset VK_LAYER_PATH
 command -v ip >/dev/null || export PATH=$PWD/$B/net:$PATH
 ip -V && tc -V
 row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
-    local s=$1
-    case $s in new) s=new:$B/vkcuda ;; old) s=old:$B/vkcuda-old ;; viser) s=viser:$V ;; esac
-    timeout $((SECS + 60)) "$B/link_bench" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" 2>>"$R/errors.txt" | tee -a "$R/rows.jsonl"
+    local s=$1 build=$1
+    case $s in
+    new) s=new:$B/vkcuda ;; old) s=old:$B/vkcuda-old ;; viser) s=viser:$V ;;
+    prev) s=new:$B/vkcuda-prev ;; # the commit measured before this one, same protocol
+    esac
+    timeout $((SECS + 60)) "$B/link_bench" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" 2>>"$R/errors.txt" |
+        sed "s/^{/{\"build\":\"$build\",/" | tee -a "$R/rows.jsonl"
 }
 for part in "$@"; do
     case $part in
@@ -45,6 +50,13 @@ for part in "$@"; do
             row new $link "${part#new:}" 1
         done
         row new loopback "${part#new:}" 1 --rate 0 ;;
+    prev:*x*)
+        # The commit measured before (vkcuda-prev), beside new in the same call.
+        for link in 100/20 20/40 5/80; do
+            row prev $link "${part#prev:}" 1
+            row new $link "${part#prev:}" 1
+        done
+        row prev loopback "${part#prev:}" 1 --rate 0 ;;
     *x*)
         for link in loopback 100/20 20/40 5/80 drop:50/5/40; do
             for server in new old viser; do
