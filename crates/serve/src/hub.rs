@@ -281,8 +281,7 @@ pub struct Hub {
     exposure: AtomicU32,
     jobs: Mutex<Option<SyncSender<Job>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-    /// VP8 threads per client: a client's frames are encoded one after another, so
-    /// its encoder may use every worker's core (8 at most: libvpx's token partitions).
+    /// VP8 threads per client.
     video_threads: u32,
 }
 
@@ -297,7 +296,7 @@ impl Hub {
             exposure: AtomicU32::new(1.0f32.to_bits()),
             jobs: Mutex::new(Some(send)),
             workers: Mutex::default(),
-            video_threads: (workers as u32).clamp(1, 8),
+            video_threads: (workers as u32 / 2).clamp(1, 8),
         });
         let receive = Arc::new(Mutex::new(receive));
         let handles = (0..workers)
