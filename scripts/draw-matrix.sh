@@ -13,7 +13,7 @@ one() {
     local format=$1 layout=$2 size=$3 target=$4 bin=$5 producer=$6 work=$7
     local dir="$work/$format-$layout-$size-$target"
     timeout 300 "$bin" --headless --producer "$producer" --scene julia --size "$size" --format "$format" \
-        --layout "$layout" --consume draw --queue graphics --target-size "$target" --frames 6 --dump-every 1 \
+        --layout "$layout" --consume draw --target-size "$target" --frames 6 --dump-every 1 \
         --verify --validate $ARGS --out "$dir" >"$dir.log" 2>&1
     local rc=$? ok=1
     grep -q '6 frames compared, 0 mismatches' "$dir.log" && grep -q 'validation: 0 errors, 0 warnings' "$dir.log" &&

@@ -34,7 +34,7 @@ one() {
     # A third of the runs also get a signal: SIGINT at the fault's frame, or SIGTERM one frame later.
     case $((k % 3)) in 1) signal="--inject sigint@$k" ;; 2) signal="--inject sigterm@$((k + 1))" ;; esac
     local extra=""
-    [ "$consume" = draw ] && extra="--consume draw --queue graphics --target-size 37x23"
+    [ "$consume" = draw ] && extra="--consume draw --target-size 37x23"
     bounded "$RUN_LIMIT" "$dir.log" "$bin" --headless --producer "$producer" --size 61x33 --frames 80 --dump-every 1 \
         --verify --validate --sync "$sync" --buffers "$buffers" $extra $ARGS --inject "$fault@$k" $signal \
         --out "$dir/out"

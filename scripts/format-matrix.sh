@@ -20,7 +20,7 @@ one() {
     local key="$format $layout $sync-$buffers $consume" dir="$work/$format-$layout-$sync-$buffers-$consume"
     local extra="" ext=png size=97x61
     if [ "$consume" = draw ]; then
-        extra="--consume draw --queue graphics --target-size 133x91" size=133x91
+        extra="--consume draw --target-size 133x91" size=133x91
     else
         case $format in rgba16f | rgba32f | r32f) ext=exr ;; esac
     fi

@@ -28,7 +28,7 @@ for size in $SIZES; do
             if [ $consume = draw ]; then
                 want=${TARGETS[$((n % ${#TARGETS[@]}))]}
                 n=$((n + 1))
-                extra="--consume draw --queue graphics --target-size $want"
+                extra="--consume draw --target-size $want"
             fi
             log="$out/run.log"
             timeout 300 "$BIN" --headless --producer "$PRODUCER" --size "$size" --frames $frames --dump-every 1 \
@@ -47,7 +47,7 @@ for size in $SIZES; do
     done
 done
 # Refused: past the limit (a side, and a draw target), and more than memory holds.
-for bad in "--size $((LIMIT + 1))x1" "--size 64x64 --consume draw --queue graphics --target-size 1x$((LIMIT + 1))" \
+for bad in "--size $((LIMIT + 1))x1" "--size 64x64 --consume draw --target-size 1x$((LIMIT + 1))" \
     "--size ${LIMIT}x${LIMIT} --buffers 3"; do
     timeout 120 "$BIN" --headless --producer "$PRODUCER" $bad $ARGS --frames 2 --dump-every 1 --out "$out/refused" \
         >"$out/bad.log" 2>&1

@@ -27,7 +27,7 @@ one() {
     local key="$stall/$end $sync-$buffers $consume #$k" dir="$work/$stall-$end-$sync-$buffers-$consume-$k"
     local how="--producer $producer --inject producer-stall@3" extra="" want
     [ "$stall" = endless ] && how="--producer cuda --kernel tests/kernels/endless.cu"
-    [ "$consume" = draw ] && extra="--consume draw --queue graphics --target-size 37x23"
+    [ "$consume" = draw ] && extra="--consume draw --target-size 37x23"
     timeout -k 5 60 "$bin" --headless $how --size 61x33 --frames 40 --dump-every 1 --validate \
         --sync "$sync" --buffers "$buffers" $extra $ARGS --out "$dir/out" >"$dir.log" 2>&1 &
     local pid=$! late=0

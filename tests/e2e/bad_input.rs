@@ -228,7 +228,7 @@ pub fn register(tests: &mut Tests) {
         (vec!["--sync", "shared", "--timeline-base", "18446744073709551610"], "overflow"),
         (vec!["--unknown-option"], "unexpected argument"),
         (vec!["--consume", "paint"], "paint"),
-        (vec!["--consume", "draw", "--queue", "transfer"], "graphics queue"),
+        (vec!["--consume", "draw", "--queue", "transfer"], "--queue compute or graphics"),
         (vec!["--target-size", "64x64"], "--target-size is the size"),
         (vec!["--latency", "low"], "--latency paces the viewer's producer to its screen"),
         (vec!["--consume", "draw", "--target-size", "100000x10"], "exceeds the device's limit"),

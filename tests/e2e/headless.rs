@@ -248,7 +248,7 @@ fn random_sizes() -> Outcome {
             ]);
             let target_size = target.map(|(tw, th)| format!("{tw}x{th}"));
             if let Some(t) = &target_size {
-                args.extend(["--consume", "draw", "--queue", "graphics", "--target-size", t]);
+                args.extend(["--consume", "draw", "--target-size", t]);
             }
             let out_arg = out.to_string_lossy().into_owned();
             args.extend(["--out", &out_arg]);
@@ -265,11 +265,13 @@ fn random_sizes() -> Outcome {
         .map_err(|e| e.to_string())
 }
 
-/// The draw pass reads a buffer-layout frame as a storage buffer, or, past
+/// The draw reads a buffer-layout frame as a storage buffer, or, past
 /// the device's storage-buffer range, through an image it is copied into
 /// (lavapipe's range is 128 MiB: a 4097x2048 RGBA32F frame is just past it);
 /// drawn scaled (filtered) and at its own size (one texel per pixel). Each is
 /// verified against the CPU reference, validated, and says which path it took.
+/// On a graphics queue (the compute draw runs on any queue with compute; the
+/// other draw tests use the default, a compute queue).
 fn buffer_draw_paths() -> Outcome {
     let cases = [
         ("97x61", "rgba16f", "301x207"),

@@ -486,9 +486,9 @@ impl Args {
         if self.target_size.is_some() && self.consume != ConsumeKind::Draw {
             return Err(UsageError::new("--target-size is the size --consume draw draws into"));
         }
-        if self.consume == ConsumeKind::Draw && self.queue.is_some_and(|q| q != QueueKind::Graphics) {
+        if self.consume == ConsumeKind::Draw && self.queue == Some(QueueKind::Transfer) {
             return Err(UsageError::new(
-                "--consume draw runs the draw pass on a graphics queue: drop --queue",
+                "--consume draw draws with a compute shader: --queue compute or graphics",
             ));
         }
         if self.serve.is_some() && self.queue == Some(QueueKind::Transfer) {
@@ -679,13 +679,14 @@ impl Args {
 
     /// The consumer's queue family.
     pub fn queue_kind(&self) -> QueueKind {
-        // A window and `--consume draw` draw with a graphics pipeline; a served run's
-        // watchers are drawn by a compute pass, which needs no graphics queue.
-        let drawing = !self.offscreen() || self.consume == ConsumeKind::Draw;
-        let default = match (drawing, self.serve.is_some()) {
-            (true, _) => QueueKind::Graphics,
-            (false, true) => QueueKind::Compute,
-            (false, false) => QueueKind::Transfer,
+        // A window presents from a graphics queue; `--consume draw` and a served run's
+        // watchers are drawn by a compute pass, which needs no graphics queue (and
+        // still finishes where a CUDA fault stopped the GPU's graphics pipelines).
+        let computing = self.consume == ConsumeKind::Draw || self.serve.is_some();
+        let default = match (self.offscreen(), computing) {
+            (false, _) => QueueKind::Graphics,
+            (true, true) => QueueKind::Compute,
+            (true, false) => QueueKind::Transfer,
         };
         self.queue.unwrap_or(default)
     }
@@ -804,6 +805,9 @@ mod tests {
             QueueKind::Compute,
             "a compute pass draws"
         );
+        let draw = parse(&["--consume", "draw"]).unwrap();
+        assert_eq!(draw.queue_kind(), QueueKind::Compute, "the draw is a compute pass");
+        assert!(parse(&["--consume", "draw", "--queue", "graphics"]).is_ok());
     }
 
     #[test]
@@ -819,6 +823,7 @@ mod tests {
             &["--frames", "-3"],
             &["--scene", "teapot"],
             &["--serve", "0", "--queue", "transfer"],
+            &["--consume", "draw", "--queue", "transfer"],
             &["--producer", "gpu"],
             &["--sync", "both"],
             &["--cost", "0"],

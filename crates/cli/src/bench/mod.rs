@@ -239,8 +239,8 @@ fn skip_reason(variant: Variant, args: &Args, gpu: &Gpu, kernel: bool) -> Option
     if kernel && !matches!(variant, Variant::Interop { .. } | Variant::Draw { .. }) {
         return Some("your kernel runs on vkcuda's CUDA producer (split-N, shared-N, draw-N)");
     }
-    if matches!(variant, Variant::Draw { .. }) && args.queue_kind() != QueueKind::Graphics {
-        return Some("the draw pass needs a graphics queue (--queues graphics)");
+    if matches!(variant, Variant::Draw { .. }) && args.queue_kind() == QueueKind::Transfer {
+        return Some("the draw is a compute shader: it needs a compute queue (--queues compute or graphics)");
     }
     None
 }

@@ -12,7 +12,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
-use super::readback::{Pixels, I420};
+use super::readback::{Pixels, Readable, I420};
 use crate::base::scene::letterbox;
 use crate::frames::consumer::{Frames, Source};
 use vkcuda::vk::device::Device;
@@ -516,6 +516,11 @@ impl ComputeTarget {
     /// The buffer, and the bytes of one drawing in it.
     pub fn raw(&self) -> (vk::Buffer, u64) {
         (self.buffer.raw(), self.buffer.size())
+    }
+
+    /// One drawing, as a readback copies it out.
+    pub fn readable(&self) -> Readable {
+        Readable::Buffer(self.buffer.raw(), self.pixels.bytes(self.extent, Format::Rgba8) as u64)
     }
 }
 

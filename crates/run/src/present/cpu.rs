@@ -1,8 +1,9 @@
 //! The CPU-present path: for windows the Vulkan device cannot present to
-//! (NVIDIA under Xvfb, VNC or X forwarding). The draw pass renders into a
-//! window-sized image on the GPU; each frame is copied into a host-visible
+//! (NVIDIA under Xvfb, VNC or X forwarding). The compute draw writes a
+//! window-sized buffer on the GPU (no graphics pipeline: it still finishes
+//! after a CUDA fault on the GPU); each frame is copied into a host-visible
 //! buffer of its slot, and once the frame is consumed, softbuffer puts it in
-//! the window. Everything before the draw pass is the same as for a swapchain.
+//! the window. Everything before the draw is the same as for a swapchain.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -13,8 +14,8 @@ use ash::vk;
 use gpu_allocator::MemoryLocation;
 use winit::window::Window;
 
-use super::draw::{DrawPass, DrawTarget};
-use super::readback::{copy_to_host, Readable};
+use super::compute_draw::{ComputeDraw, ComputeTarget};
+use super::readback::{copy_to_host, Pixels};
 use crate::frames::consumer::Source;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::memory::Buffer;
@@ -24,7 +25,7 @@ use vkcuda::FrameDesc;
 pub struct CpuOutput {
     device: Arc<Device>,
     // Field order is drop order: the Vulkan objects before the window.
-    target: Option<DrawTarget>,
+    target: Option<ComputeTarget>,
     buffers: Vec<Buffer>,
     /// Per slot: the frame whose pixels its buffer will hold once consumed.
     pending: Vec<Option<u64>>,
@@ -52,14 +53,14 @@ impl CpuOutput {
         })
     }
 
-    /// The target and buffers for a window of `extent` pixels (queue idle).
-    pub fn recreate(&mut self, extent: vk::Extent2D) -> Result<()> {
+    /// The target (of `pass`) and buffers for a window of `extent` pixels (queue idle).
+    pub fn recreate(&mut self, pass: &ComputeDraw, extent: vk::Extent2D) -> Result<()> {
         let (Some(w), Some(h)) = (NonZeroU32::new(extent.width), NonZeroU32::new(extent.height)) else {
             anyhow::bail!("cannot draw into a minimized window");
         };
         // The old target goes first: both are large.
         self.target = None;
-        self.target = Some(DrawTarget::new(self.device.clone(), "CPU-present target", extent)?);
+        self.target = Some(ComputeTarget::new(pass, "CPU-present target", extent, Pixels::Rgba8)?);
         let usage = vk::BufferUsageFlags::TRANSFER_DST;
         let slots = self.pending.len();
         let bytes = FrameDesc::new(extent).bytes();
@@ -81,19 +82,18 @@ impl CpuOutput {
         self.target.as_ref().map(|t| t.extent).unwrap_or_default()
     }
 
-    /// Records frame `frame` in slot `slot`: the draw pass into the target,
+    /// Records frame `frame` in slot `slot`: the compute draw into the target,
     /// then the target into the slot's buffer, visible to the host.
     pub fn record(
         &mut self,
         cmd: vk::CommandBuffer,
         (slot, frame): (usize, u64),
-        pass: &DrawPass,
+        pass: &ComputeDraw,
         shown: Source<'_>,
     ) -> Result<()> {
         let target = self.target.as_ref().context("no target")?;
-        target.record(cmd, pass, shown, true)?;
-        let drawn = Readable::Image(target.raw());
-        copy_to_host(self.device.raw(), cmd, drawn, &self.buffers[slot], target.extent);
+        pass.record(cmd, shown, target)?;
+        copy_to_host(self.device.raw(), cmd, target.readable(), &self.buffers[slot], target.extent);
         self.pending[slot] = Some(frame);
         Ok(())
     }

@@ -1,6 +1,7 @@
 //! The viewer's draw pass: a fullscreen triangle that shows the ready
 //! shared frame, letterboxed to keep its aspect ratio, into a colour target
-//! (a swapchain image, in [`super::window`]). It samples a shared image, or
+//! (a swapchain image, in [`super::window`]: the one graphics pipeline left;
+//! every other draw is [`super::compute_draw`]). It samples a shared image, or
 //! reads a shared buffer as a storage buffer and filters it in the shader:
 //! the buffer layout is drawn without a per-frame copy into an image.
 
@@ -9,16 +10,11 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
-use super::image::Image;
 use crate::base::scene::letterbox;
 use crate::frames::consumer::{Frames, Source};
 use vkcuda::vk::device::Device;
-use vkcuda::vk::frame::{image_barrier, record_image_barrier, COLOR};
+use vkcuda::vk::frame::COLOR;
 use vkcuda::Format;
-
-/// The format of every image the draw pass draws into offscreen (the
-/// headless draw target, the CPU-present target): 8-bit, like a swapchain.
-pub const DISPLAY_FORMAT: vk::Format = vk::Format::R8G8B8A8_UNORM;
 
 /// The fragment shader's push constants (`Show` in shaders/present.wgsl).
 #[repr(C)]
@@ -465,75 +461,6 @@ impl Pipe {
         unsafe { dev.destroy_pipeline_layout(self.layout, None) };
         // SAFETY: as above.
         unsafe { dev.destroy_descriptor_set_layout(self.set_layout, None) };
-    }
-}
-
-const COLOR_W: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT, vk::AccessFlags2::COLOR_ATTACHMENT_WRITE);
-const COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
-
-/// An offscreen image the draw pass renders into: the headless
-/// `--consume draw` target and the CPU-present path's window-sized image.
-pub struct DrawTarget {
-    device: Arc<Device>,
-    // Field order is drop order: the view (Drop) before the image.
-    view: vk::ImageView,
-    image: Image,
-    /// Its size.
-    pub extent: vk::Extent2D,
-}
-
-impl DrawTarget {
-    /// An `extent`-sized [`DISPLAY_FORMAT`] image that can be drawn into and copied from.
-    pub fn new(device: Arc<Device>, name: &str, extent: vk::Extent2D) -> Result<Self> {
-        let usage = vk::ImageUsageFlags::COLOR_ATTACHMENT | vk::ImageUsageFlags::TRANSFER_SRC;
-        let image = Image::new(device.clone(), name, DISPLAY_FORMAT, extent, usage)?;
-        let info = vk::ImageViewCreateInfo::default()
-            .image(image.raw)
-            .view_type(vk::ImageViewType::TYPE_2D)
-            .format(DISPLAY_FORMAT)
-            .subresource_range(COLOR);
-        // SAFETY: a live image; destroyed in Drop.
-        let view = unsafe { device.raw().create_image_view(&info, None) }?;
-        Ok(Self { device, view, image, extent })
-    }
-
-    /// The image.
-    pub fn raw(&self) -> vk::Image {
-        self.image.raw
-    }
-
-    /// Records `pass` drawing `frame` into the target; with `then_copy`, leaves
-    /// the target in `GENERAL`, ready to be copied from.
-    pub fn record(
-        &self,
-        cmd: vk::CommandBuffer,
-        pass: &DrawPass,
-        frame: Source<'_>,
-        then_copy: bool,
-    ) -> Result<()> {
-        let dev = &self.device.raw();
-        // The previous frame's draw and copy out of the target come first; its contents may go.
-        let last = (COLOR_W.0 | COPY_R.0, COLOR_W.1 | COPY_R.1);
-        let to_color = image_barrier(self.image.raw, last, COLOR_W)
-            .old_layout(vk::ImageLayout::UNDEFINED)
-            .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
-        record_image_barrier(dev, cmd, to_color);
-        pass.record(cmd, frame, self.view, self.extent)?;
-        if then_copy {
-            let to_copy = image_barrier(self.image.raw, COLOR_W, COPY_R)
-                .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL);
-            record_image_barrier(dev, cmd, to_copy);
-        }
-        Ok(())
-    }
-}
-
-impl Drop for DrawTarget {
-    fn drop(&mut self) {
-        // SAFETY: the owner waited for the queue; the view is ours.
-        unsafe { self.device.raw().destroy_image_view(self.view, None) };
     }
 }
 

@@ -1,9 +1,10 @@
 //! The headless consumer: copies the ready shared frame into a device-local
 //! target of its layout (`--consume copy`: an image for the array layout, a
 //! buffer for the buffer layout, copied by a compute shader where the queue
-//! has compute), or draws it with the viewer's draw pass,
-//! letterboxed into a target image of another size (`--consume draw`, on a
-//! graphics queue: the viewer's GPU work without a window). Every K-th frame
+//! has compute), or draws it, letterboxed into a target of another size,
+//! with the compute draw (`--consume draw`: the viewer's draw without a
+//! window, as packed RGBA8 rows; no graphics pipeline, so it still finishes
+//! on a GPU where a CUDA kernel faulted). Every K-th frame
 //! also copies the target into a host-visible readback buffer, whose bytes go
 //! to the PNG pool once the frame is consumed. A [`Watch`] may draw each
 //! frame for watchers too (a browser view's clients).
@@ -13,9 +14,9 @@ use std::sync::Arc;
 use anyhow::{bail, Result};
 use ash::vk;
 
-use super::draw::{DrawPass, DrawTarget, DISPLAY_FORMAT};
+use super::compute_draw::{ComputeDraw, ComputeTarget};
 use super::image::Image;
-use super::readback::{ReadStats, Readable, Readback};
+use super::readback::{Pixels, ReadStats, Readable, Readback};
 use super::shader_copy::{ShaderCopy, SHADER_R, SHADER_W};
 use super::watch::Watch;
 use crate::base::kinds::ConsumeKind;
@@ -38,8 +39,8 @@ enum CopyTarget {
 enum Mode {
     /// `copies` full copies of the frame into `target`.
     Copy { copies: u32, target: CopyTarget },
-    /// The draw pass into `target`.
-    Draw { pass: Box<DrawPass>, target: DrawTarget },
+    /// The compute draw into `target` (packed RGBA8 rows).
+    Draw { pass: Box<ComputeDraw>, target: ComputeTarget },
 }
 
 /// The offscreen target and, when dumping, the readback.
@@ -80,8 +81,8 @@ impl Offscreen {
         let mode = match kind {
             ConsumeKind::Copy => Mode::Copy { copies: copies.max(1), target: copy_target(&device, frame)? },
             ConsumeKind::Draw => {
-                let pass = Box::new(DrawPass::new(device.clone(), DISPLAY_FORMAT)?);
-                let target = DrawTarget::new(device.clone(), "offscreen draw target", extent)?;
+                let pass = Box::new(ComputeDraw::new(device.clone())?);
+                let target = ComputeTarget::new(&pass, "offscreen draw target", extent, Pixels::Rgba8)?;
                 Mode::Draw { pass, target }
             }
         };
@@ -209,8 +210,8 @@ impl Consume for Offscreen {
         let target = match &self.mode {
             Mode::Copy { copies, target } => self.record_copies(cmd, source, target, (*copies, dump))?,
             Mode::Draw { pass, target } => {
-                target.record(cmd, pass, source, dump)?;
-                Readable::Image(target.raw())
+                pass.record(cmd, source, target)?;
+                target.readable()
             }
         };
         if let Some(readback) = self.readback.as_mut().filter(|_| dump) {

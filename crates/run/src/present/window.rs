@@ -1,16 +1,20 @@
 //! The windowed consumer: the draw pass ([`super::draw`]) into an acquired
 //! swapchain image ([`super::swapchain`]), then the present; or, where the
-//! Vulkan device cannot present to the window, into an offscreen image that
-//! the CPU puts in the window ([`super::cpu`]). The timelines are as in every
-//! mode (`app::consumer`).
+//! Vulkan device cannot present to the window, the compute draw
+//! ([`super::compute_draw`]) into a buffer that the CPU puts in the window
+//! ([`super::cpu`]). The swapchain path is the one graphics pipeline left:
+//! swapchain images are colour attachments (storage use of them is optional
+//! and rare for sRGB/BGRA formats), and a display is needed there anyway. The
+//! timelines are as in every mode (`app::consumer`).
 
 use std::sync::Arc;
 
 use anyhow::Result;
 use ash::vk;
 
+use super::compute_draw::ComputeDraw;
 use super::cpu::CpuOutput;
-use super::draw::{DrawPass, DISPLAY_FORMAT};
+use super::draw::DrawPass;
 use super::readback::{Readable, Readback};
 use super::swapchain::{Swapchain, SwapchainState};
 use crate::base::kinds::PresentMode;
@@ -18,12 +22,12 @@ use crate::frames::consumer::{Consume, Frames, Source};
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{record_image_barrier, COLOR};
 
-/// Where the drawn frame goes.
+/// Where the drawn frame goes, and what draws it.
 enum Output {
-    /// A swapchain of the window's Vulkan surface.
-    Vulkan(Box<Swapchain>),
-    /// An offscreen image, read back and put in the window by the CPU.
-    Cpu(Box<CpuOutput>),
+    /// A swapchain of the window's Vulkan surface, drawn by a graphics pipeline.
+    Vulkan(Box<Swapchain>, DrawPass),
+    /// A buffer written by the compute draw, read back and put in the window by the CPU.
+    Cpu(Box<CpuOutput>, ComputeDraw),
 }
 
 /// What a frame's submission waits for and signals for the window.
@@ -42,11 +46,9 @@ pub enum Acquired {
     },
 }
 
-/// The output, the draw pass, and the snapshot ("S") readback.
+/// The output and its draw, and the snapshot ("S") readback.
 pub struct Presenter {
     device: Arc<Device>,
-    // Field order is drop order: the pass before the output (and its surface).
-    draw: DrawPass,
     output: Output,
     /// When set, the next frame is also read back and written as PNG.
     pub snapshot: Option<Readback>,
@@ -66,8 +68,7 @@ impl Presenter {
         let draw = DrawPass::new(device.clone(), swapchain.format)?;
         Ok(Self {
             device,
-            draw,
-            output: Output::Vulkan(Box::new(swapchain)),
+            output: Output::Vulkan(Box::new(swapchain), draw),
             snapshot: None,
             snapshot_next: false,
         })
@@ -76,49 +77,59 @@ impl Presenter {
     /// Presents through the CPU into `window`; the target follows with [`Presenter::recreate`].
     pub fn new_cpu(device: Arc<Device>, window: Arc<winit::window::Window>, slots: usize) -> Result<Self> {
         let cpu = Box::new(CpuOutput::new(device.clone(), window, slots)?);
-        let draw = DrawPass::new(device.clone(), DISPLAY_FORMAT)?;
-        Ok(Self { device, draw, output: Output::Cpu(cpu), snapshot: None, snapshot_next: false })
+        let draw = ComputeDraw::new(device.clone())?;
+        Ok(Self { device, output: Output::Cpu(cpu, draw), snapshot: None, snapshot_next: false })
     }
 
     /// Whether frames reach the window through the CPU.
     pub fn through_cpu(&self) -> bool {
-        matches!(self.output, Output::Cpu(_))
+        matches!(self.output, Output::Cpu(..))
     }
 
     /// The CPU path's time from a consumed frame's buffer into the window (zero for a swapchain).
     pub fn put_time(&self) -> std::time::Duration {
         match &self.output {
-            Output::Vulkan(_) => std::time::Duration::ZERO,
-            Output::Cpu(c) => c.put_time,
+            Output::Vulkan(..) => std::time::Duration::ZERO,
+            Output::Cpu(c, _) => c.put_time,
         }
     }
 
     /// Multiplies the exposure by `factor` (kept between 1/64 and 64).
     pub fn change_exposure(&mut self, factor: f32) {
-        self.draw.exposure = (self.draw.exposure * factor).clamp(1.0 / 64.0, 64.0);
+        let exposure = match &mut self.output {
+            Output::Vulkan(_, draw) => &mut draw.exposure,
+            Output::Cpu(_, draw) => &mut draw.exposure,
+        };
+        *exposure = (*exposure * factor).clamp(1.0 / 64.0, 64.0);
     }
 
     /// The exposure the frames are shown with.
     pub fn exposure(&self) -> f32 {
-        self.draw.exposure
+        match &self.output {
+            Output::Vulkan(_, draw) => draw.exposure,
+            Output::Cpu(_, draw) => draw.exposure,
+        }
     }
 
-    /// Points the draw pass at a session's frames (after the interop is (re)built).
+    /// Points the draw at a session's frames (after the interop is (re)built).
     pub fn bind_shared(&mut self, frames: Frames<'_>) -> Result<()> {
-        self.draw.bind_shared(frames)
+        match &mut self.output {
+            Output::Vulkan(_, draw) => draw.bind_shared(frames),
+            Output::Cpu(_, draw) => draw.bind_shared(frames),
+        }
     }
 
     /// (Re)creates the swapchain or the CPU path's target for the window's size (queue idle).
     pub fn recreate(&mut self, window: vk::Extent2D) -> Result<()> {
         match &mut self.output {
-            Output::Vulkan(s) => s.recreate(window),
-            Output::Cpu(c) => c.recreate(window),
+            Output::Vulkan(s, _) => s.recreate(window),
+            Output::Cpu(c, draw) => c.recreate(draw, window),
         }
     }
 
     /// Acquires the next swapchain image with slot `slot`'s semaphore (nothing to acquire on the CPU path).
     pub fn acquire(&mut self, slot: usize) -> Result<Acquired> {
-        let Output::Vulkan(s) = &mut self.output else {
+        let Output::Vulkan(s, _) = &mut self.output else {
             return Ok(Acquired::Ready { state: SwapchainState::Ok, wait: None, signal: None });
         };
         let (state, acquired) = s.acquire(slot)?;
@@ -132,8 +143,8 @@ impl Presenter {
     /// CPU path puts a frame in the window when it is consumed instead).
     pub fn present(&mut self) -> Result<SwapchainState> {
         match &mut self.output {
-            Output::Vulkan(s) => s.present(),
-            Output::Cpu(_) => Ok(SwapchainState::Ok),
+            Output::Vulkan(s, _) => s.present(),
+            Output::Cpu(..) => Ok(SwapchainState::Ok),
         }
     }
 
@@ -145,45 +156,51 @@ impl Presenter {
     /// Switches to the next supported present mode; see [`Swapchain::cycle_mode`].
     pub fn cycle_mode(&mut self) -> &'static str {
         match &mut self.output {
-            Output::Vulkan(s) => s.cycle_mode(),
-            Output::Cpu(_) => "cpu",
+            Output::Vulkan(s, _) => s.cycle_mode(),
+            Output::Cpu(..) => "cpu",
         }
     }
 
     /// The present mode in use ("cpu" on the CPU path).
     pub fn mode(&self) -> &'static str {
         match &self.output {
-            Output::Vulkan(s) => s.mode(),
-            Output::Cpu(_) => "cpu",
+            Output::Vulkan(s, _) => s.mode(),
+            Output::Cpu(..) => "cpu",
         }
     }
 
     /// The drawn image's size: the swapchain's or the CPU path's target.
     pub fn extent(&self) -> vk::Extent2D {
         match &self.output {
-            Output::Vulkan(s) => s.extent(),
-            Output::Cpu(c) => c.extent(),
+            Output::Vulkan(s, _) => s.extent(),
+            Output::Cpu(c, _) => c.extent(),
         }
     }
 }
 
 impl Consume for Presenter {
     fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
-        // Read by the draw pass; copied when a snapshot is taken.
-        let (stage, access) = self.draw.frame_use();
+        // Read by the draw; copied when a snapshot is taken.
+        let (stage, access) = match &self.output {
+            Output::Vulkan(_, draw) => draw.frame_use(),
+            Output::Cpu(_, draw) => draw.frame_use(),
+        };
         (stage | vk::PipelineStageFlags2::COPY, access | vk::AccessFlags2::TRANSFER_READ)
     }
 
     fn takes_buffers(&self) -> bool {
-        self.draw.reads_buffers()
+        match &self.output {
+            Output::Vulkan(_, draw) => draw.reads_buffers(),
+            Output::Cpu(_, draw) => draw.reads_buffers(),
+        }
     }
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()> {
         match &mut self.output {
-            Output::Vulkan(swapchain) => {
-                record_to_swapchain(&self.device, cmd, &self.draw, swapchain, source)?
+            Output::Vulkan(swapchain, draw) => {
+                record_to_swapchain(&self.device, cmd, draw, swapchain, source)?
             }
-            Output::Cpu(cpu) => cpu.record(cmd, (slot, frame), &self.draw, source)?,
+            Output::Cpu(cpu, draw) => cpu.record(cmd, (slot, frame), draw, source)?,
         }
         if std::mem::take(&mut self.snapshot_next) {
             if let Some(r) = self.snapshot.as_mut() {
@@ -194,7 +211,7 @@ impl Consume for Presenter {
     }
 
     fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
-        if let Output::Cpu(cpu) = &mut self.output {
+        if let Output::Cpu(cpu, _) = &mut self.output {
             cpu.completed(slot, frame)?;
         }
         self.snapshot.as_mut().map_or(Ok(()), |r| r.completed(slot, frame))
