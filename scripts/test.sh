@@ -70,7 +70,7 @@ echo "== a frame that never comes stops validly, by SIGINT and by timeout, 6 and
 bash scripts/stall-matrix.sh
 echo "== every format x layout x sync x images x consumer, verified and validated (scripts/format-matrix.sh)"
 bash scripts/format-matrix.sh
-echo "== the draw pass: every format x layout, magnified, minified and at its own size, julia, verified and validated (scripts/draw-matrix.sh)"
+echo "== the draw (a compute shader): every format x layout, magnified, minified and at its own size, julia, verified and validated (scripts/draw-matrix.sh)"
 PRODUCER=cpu bash scripts/draw-matrix.sh | grep -v '^ok '
 echo "== the README's Slurm recipe under a real Slurm: a 4-task array, a preempted and a killed task resumed, the final check (scripts/slurm-test.sh)"
 bash scripts/slurm-test.sh
@@ -92,6 +92,8 @@ if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     bash scripts/debian13.sh run bash scripts/fault-matrix.sh
     bash scripts/debian13.sh run bash scripts/stall-matrix.sh
     bash scripts/debian13.sh run bash scripts/format-matrix.sh
+    # Every draw but a swapchain's is the compute draw: the draw matrix under this layer too.
+    bash scripts/debian13.sh run env PRODUCER=cpu bash scripts/draw-matrix.sh | grep -v '^ok '
     echo "== the Python module again in Debian 13 (its python3, NumPy and pytest; the wheel built above)"
     bash scripts/debian13.sh run env PYTHONPATH=target/python-site python3 -m pytest -q -p no:cacheprovider python/tests
 fi

@@ -114,8 +114,8 @@ core_value_enum!(QueueKind {
 
 core_value_enum!(ConsumeKind {
     Copy = "copy": "Copy the shared image into a target of the same size (a transfer: any queue)",
-    Draw = "draw": "Draw it with the viewer's draw pass, letterboxed into a --target-size target \
-        (a graphics queue): the viewer's GPU work, measured and verified without a window",
+    Draw = "draw": "Draw it as the viewer does, letterboxed into a --target-size target \
+        (a compute shader): the viewer's GPU work, measured and verified without a window",
 });
 
 core_value_enum!(PresentPath {

@@ -61,10 +61,11 @@ CU
 step() { # NAME SECONDS COMMAND...
     local name=$1 secs=$2; shift 2
     local t0=$(date +%s%N)
-    timeout -s KILL "$secs" "$@" >"$R/$name.log" 2>&1
+    timeout -s KILL "$secs" "$@" >/tmp/step.log 2>&1
     local rc=$?
+    { echo "== $name"; tail -8 /tmp/step.log; } >>"$R/fault-logs.txt"
     printf '%-40s rc=%-3s %6s ms | %s\n' "$name" "$rc" "$((($(date +%s%N) - t0) / 1000000))" \
-        "$(grep -E "fps|mismatches|validation:|error|held up|lost" "$R/$name.log" | head -4 | tr '\n' ' ' | cut -c1-400)" |
+        "$(grep -E "fps|mismatches|validation:|error|held up|lost" /tmp/step.log | head -4 | tr '\n' ' ' | cut -c1-400)" |
         tee -a "$R/fault.txt"
 }
 step fault-kernel 60 "$D/vkcuda" --headless --producer cuda --kernel /tmp/bad.cu --frames 10 --dump-every 0

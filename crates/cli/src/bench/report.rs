@@ -29,7 +29,7 @@ pub enum Variant {
     /// The CPU renders into the staging buffer (for reference).
     Cpu,
     /// The interop (split, `buffers` images) consumed by the viewer's draw
-    /// pass into a target of the same size, on a graphics queue.
+    /// pass into a target of the same size (a compute shader).
     Draw {
         /// Shared images.
         buffers: u32,
@@ -59,7 +59,7 @@ impl Variant {
             Variant::Staging => "baseline without sharing: CUDA renders to device memory, cuMemcpyDtoH to pinned host memory, memcpy into a Vulkan staging buffer, upload, consume".into(),
             Variant::Cpu => "CPU threads render into the staging buffer; Vulkan uploads and consumes (reference)".into(),
             Variant::Draw { buffers } => format!(
-                "interop, {buffers} shared images, consumed by the viewer's draw pass (sampled into a same-size target) on a graphics queue"
+                "interop, {buffers} shared images, consumed by the viewer's draw (a compute shader sampling into a same-size target)"
             ),
             Variant::Peer(Handover::CpuGated) => "NVIDIA ovrtx vulkan-interop: one timeline only CUDA signals; the CPU polls a CUDA event (cuEventQuery) before swapping 2 images; a fence keeps 1 Vulkan frame in flight".into(),
             Variant::Peer(Handover::HostWait) => "cuda-samples simpleVulkan: one timeline, even values for Vulkan, odd for CUDA; the CPU blocks in vkWaitSemaphores every frame; 1 image (the sample has no queue-family transfer; here it keeps ours)".into(),
