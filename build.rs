@@ -16,7 +16,7 @@ fn main() -> Result<(), Box<dyn Error>> {
             continue;
         }
         println!("cargo:rerun-if-changed={}", path.display());
-        let source = std::fs::read_to_string(&path)?;
+        let source = with_includes(&shaders, &std::fs::read_to_string(&path)?)?;
         let name = path.display();
         let module = naga::front::wgsl::parse_str(&source)
             .map_err(|e| format!("{name}: {}", e.emit_to_string(&source)))?;
@@ -34,4 +34,22 @@ fn main() -> Result<(), Box<dyn Error>> {
         std::fs::write(Path::new(&out).join(stem).with_extension("spv"), bytes)?;
     }
     Ok(())
+}
+
+/// `source` with each line `// #include NAME` replaced by the file NAME beside it.
+fn with_includes(dir: &Path, source: &str) -> Result<String, Box<dyn Error>> {
+    let mut out = String::with_capacity(source.len());
+    for line in source.lines() {
+        match line.strip_prefix("// #include ") {
+            Some(name) => {
+                let included = dir.join(name.trim());
+                println!("cargo:rerun-if-changed={}", included.display());
+                out += &std::fs::read_to_string(&included)
+                    .map_err(|e| format!("{}: {e}", included.display()))?;
+            }
+            None => out += line,
+        }
+        out.push('\n');
+    }
+    Ok(out)
 }

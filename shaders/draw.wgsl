@@ -10,12 +10,8 @@
 // invocation. I420 output: one 8x2 block per invocation (two words of Y in
 // each of two rows, one word of U and one of V).
 
-@group(0) @binding(0) var frame_texture: texture_2d<f32>;
-@group(0) @binding(1) var frame_sampler: sampler;
-// The shared buffer as 32-bit words, 64-bit pairs (RGBA16F) and 128-bit quads (RGBA32F).
-@group(0) @binding(2) var<storage, read> words: array<u32>;
-@group(0) @binding(3) var<storage, read> pairs: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> quads: array<vec4<u32>>;
+// #include frame.wgsl.inc
+
 // The target (set 1: one per target).
 @group(1) @binding(0) var<storage, read_write> drawn: array<u32>;
 
@@ -52,29 +48,9 @@ struct Draw {
 };
 var<immediate> draw: Draw;
 
-fn srgb(c: vec3<f32>) -> vec3<f32> {
-    let lo = c * 12.92;
-    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
-    return select(hi, lo, c <= vec3<f32>(0.0031308));
-}
-
-fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
-    let lo = c / 12.92;
-    let hi = pow((c + 0.055) / 1.055, vec3<f32>(2.4));
-    return select(hi, lo, c <= vec3<f32>(0.04045));
-}
-
 // The filtered colour, linear, as the target shows it (present.wgsl's `shown`).
 fn shown(filtered: vec3<f32>) -> vec4<f32> {
-    var c = filtered;
-    if (draw.mono != 0u) {
-        c = c.rrr;
-    }
-    c = clamp(c * draw.exposure, vec3<f32>(0.0), vec3<f32>(1.0));
-    if (draw.encode_srgb != 0u) {
-        c = srgb(c);
-    }
-    return vec4<f32>(c, 1.0);
+    return shown_as(filtered, draw.mono, draw.exposure, draw.encode_srgb);
 }
 
 // Whether target pixel `p` is inside the letterbox (the rest is black).
@@ -95,40 +71,29 @@ fn image_colour(p: vec2<u32>) -> vec3<f32> {
         return textureSampleLevel(frame_texture, frame_sampler, uv, 0.0).rgb;
     }
     // sRGB: the four texels loaded (each decoded exactly) and filtered here.
-    let dims = vec2<i32>(textureDimensions(frame_texture));
-    let q = uv * vec2<f32>(dims) - 0.5;
-    let base = floor(q);
-    let a = q - base;
-    let lo = clamp(vec2<i32>(base), vec2<i32>(0), dims - 1);
-    let hi = clamp(vec2<i32>(base) + 1, vec2<i32>(0), dims - 1);
-    let c00 = textureLoad(frame_texture, lo, 0).rgb;
-    let c10 = textureLoad(frame_texture, vec2<i32>(hi.x, lo.y), 0).rgb;
-    let c01 = textureLoad(frame_texture, vec2<i32>(lo.x, hi.y), 0).rgb;
-    let c11 = textureLoad(frame_texture, hi, 0).rgb;
-    return mix(mix(c00, c10, a.x), mix(c01, c11, a.x), a.y);
+    return image_loaded(uv);
 }
 
 // One buffer texel of the frame's format, as linear RGB.
 fn texel(i: u32) -> vec3<f32> {
     switch draw.source {
         case 1u: {
-            return srgb_to_linear(unpack4x8unorm(words[i]).rgb);
+            return rgba8_srgb(i);
         }
         case 2u: {
-            return unpack4x8unorm(words[i]).bgr;
+            return bgra8(i);
         }
         case 3u: {
-            let p = pairs[i];
-            return vec3<f32>(unpack2x16float(p.x), unpack2x16float(p.y).x);
+            return rgba16f(i);
         }
         case 4u: {
-            return bitcast<vec4<f32>>(quads[i]).rgb;
+            return rgba32f(i);
         }
         case 5u: {
-            return vec3<f32>(bitcast<f32>(words[i]), 0.0, 0.0);
+            return r32f(i);
         }
         default: {
-            return unpack4x8unorm(words[i]).rgb;
+            return rgba8(i);
         }
     }
 }
@@ -139,20 +104,8 @@ fn buffer_colour(p: vec2<u32>) -> vec3<f32> {
     if (draw.exact != 0u) {
         return texel((p.y - draw.top) * draw.width + (p.x - draw.left));
     }
-    let size = vec2<f32>(f32(draw.width), f32(draw.height));
-    let last = vec2<i32>(i32(draw.width) - 1, i32(draw.height) - 1);
-    let q = uv_of(p) * size - 0.5;
-    let base = floor(q);
-    let a = q - base;
-    let lo = clamp(vec2<i32>(base), vec2<i32>(0), last);
-    let hi = clamp(vec2<i32>(base) + 1, vec2<i32>(0), last);
-    let row0 = u32(lo.y) * draw.width;
-    let row1 = u32(hi.y) * draw.width;
-    let c00 = texel(row0 + u32(lo.x));
-    let c10 = texel(row0 + u32(hi.x));
-    let c01 = texel(row1 + u32(lo.x));
-    let c11 = texel(row1 + u32(hi.x));
-    return mix(mix(c00, c10, a.x), mix(c01, c11, a.x), a.y);
+    let t = taps_of(uv_of(p), draw.width, draw.height);
+    return bilinear(t, texel(t.i00), texel(t.i10), texel(t.i01), texel(t.i11));
 }
 
 // The 8-bit levels an RGBA8 target would hold (UNORM conversion: round to nearest).

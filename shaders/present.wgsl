@@ -24,15 +24,7 @@ fn vs_main(@builtin(vertex_index) index: u32) -> VsOut {
     return out;
 }
 
-@group(0) @binding(0) var frame_texture: texture_2d<f32>;
-@group(0) @binding(1) var frame_sampler: sampler;
-
-// Bindings 2-4 (the `fs_buffer_*` entries): the shared buffer, as 32-bit
-// words, as 64-bit pairs (RGBA16F: one load per pixel) and as 128-bit
-// quads (RGBA32F: one load per pixel).
-@group(0) @binding(2) var<storage, read> words: array<u32>;
-@group(0) @binding(3) var<storage, read> pairs: array<vec2<u32>>;
-@group(0) @binding(4) var<storage, read> quads: array<vec4<u32>>;
+// #include frame.wgsl.inc
 
 // How to show the frame (`Show` in crates/run/src/present/draw.rs): float
 // frames are scaled by the exposure and clamped; R32F is shown grey; an sRGB
@@ -52,29 +44,9 @@ struct Show {
 };
 var<immediate> show: Show;
 
-fn srgb(c: vec3<f32>) -> vec3<f32> {
-    let lo = c * 12.92;
-    let hi = 1.055 * pow(c, vec3<f32>(1.0 / 2.4)) - 0.055;
-    return select(hi, lo, c <= vec3<f32>(0.0031308));
-}
-
-fn srgb_to_linear(c: vec3<f32>) -> vec3<f32> {
-    let lo = c / 12.92;
-    let hi = pow((c + 0.055) / 1.055, vec3<f32>(2.4));
-    return select(hi, lo, c <= vec3<f32>(0.04045));
-}
-
 // The filtered colour, linear, as the target shows it.
 fn shown(filtered: vec3<f32>) -> vec4<f32> {
-    var c = filtered;
-    if (show.mono != 0u) {
-        c = c.rrr;
-    }
-    c = clamp(c * show.exposure, vec3<f32>(0.0), vec3<f32>(1.0));
-    if (show.encode_srgb != 0u) {
-        c = srgb(c);
-    }
-    return vec4<f32>(c, 1.0);
+    return shown_as(filtered, show.mono, show.exposure, show.encode_srgb);
 }
 
 @fragment
@@ -82,23 +54,10 @@ fn fs_main(in: VsOut) -> @location(0) vec4<f32> {
     return shown(textureSample(frame_texture, frame_sampler, in.uv).rgb);
 }
 
-// sRGB images: the four texels around the pixel's centre loaded (each decoded
-// exactly) and filtered here, as the reference does. NVIDIA's sampler filters
-// sRGB texels less precisely: at sharp edges up to 17 levels off the
-// reference, where every other format is within 4 (docs/results.md).
+// sRGB images: loaded and filtered here (`image_loaded`).
 @fragment
 fn fs_image_loaded(in: VsOut) -> @location(0) vec4<f32> {
-    let dims = vec2<i32>(textureDimensions(frame_texture));
-    let p = in.uv * vec2<f32>(dims) - 0.5;
-    let base = floor(p);
-    let a = p - base;
-    let lo = clamp(vec2<i32>(base), vec2<i32>(0), dims - 1);
-    let hi = clamp(vec2<i32>(base) + 1, vec2<i32>(0), dims - 1);
-    let c00 = textureLoad(frame_texture, lo, 0).rgb;
-    let c10 = textureLoad(frame_texture, vec2<i32>(hi.x, lo.y), 0).rgb;
-    let c01 = textureLoad(frame_texture, vec2<i32>(lo.x, hi.y), 0).rgb;
-    let c11 = textureLoad(frame_texture, hi, 0).rgb;
-    return shown(mix(mix(c00, c10, a.x), mix(c01, c11, a.x), a.y));
+    return shown(image_loaded(in.uv));
 }
 
 // The buffer texel a pixel shows when the frame is drawn at its own size:
@@ -108,65 +67,10 @@ fn exact_index(position: vec4<f32>) -> u32 {
     return (u32(position.y) - show.top) * show.width + (u32(position.x) - show.left);
 }
 
-// The four texels around a buffer pixel's centre, clamped to the edge, and
-// the weights between them: bilinear filtering as the sampler of `fs_main`
-// does it (and the CPU reference, `scene::drawn_reference`).
-struct Taps {
-    i00: u32,
-    i10: u32,
-    i01: u32,
-    i11: u32,
-    a: vec2<f32>,
-};
-
+// The four texels around a buffer pixel's centre: bilinear filtering as the
+// sampler of `fs_main` does it.
 fn taps(uv: vec2<f32>) -> Taps {
-    let size = vec2<f32>(f32(show.width), f32(show.height));
-    let last = vec2<i32>(i32(show.width) - 1, i32(show.height) - 1);
-    var t: Taps;
-    let p = uv * size - 0.5;
-    let base = floor(p);
-    t.a = p - base;
-    let lo = clamp(vec2<i32>(base), vec2<i32>(0), last);
-    let hi = clamp(vec2<i32>(base) + 1, vec2<i32>(0), last);
-    let row0 = u32(lo.y) * show.width;
-    let row1 = u32(hi.y) * show.width;
-    t.i00 = row0 + u32(lo.x);
-    t.i10 = row0 + u32(hi.x);
-    t.i01 = row1 + u32(lo.x);
-    t.i11 = row1 + u32(hi.x);
-    return t;
-}
-
-fn bilinear(t: Taps, c00: vec3<f32>, c10: vec3<f32>, c01: vec3<f32>, c11: vec3<f32>) -> vec3<f32> {
-    return mix(mix(c00, c10, t.a.x), mix(c01, c11, t.a.x), t.a.y);
-}
-
-// A texel of each buffer format, as linear RGB.
-fn rgba8(i: u32) -> vec3<f32> {
-    return unpack4x8unorm(words[i]).rgb;
-}
-
-// sRGB bytes are decoded before filtering, as the sampler does.
-fn rgba8_srgb(i: u32) -> vec3<f32> {
-    return srgb_to_linear(unpack4x8unorm(words[i]).rgb);
-}
-
-fn bgra8(i: u32) -> vec3<f32> {
-    return unpack4x8unorm(words[i]).bgr;
-}
-
-fn rgba16f(i: u32) -> vec3<f32> {
-    let p = pairs[i];
-    return vec3<f32>(unpack2x16float(p.x), unpack2x16float(p.y).x);
-}
-
-fn rgba32f(i: u32) -> vec3<f32> {
-    return bitcast<vec4<f32>>(quads[i]).rgb;
-}
-
-// One float channel, shown grey (`shown` repeats red).
-fn r32f(i: u32) -> vec3<f32> {
-    return vec3<f32>(bitcast<f32>(words[i]), 0.0, 0.0);
+    return taps_of(uv, show.width, show.height);
 }
 
 // One entry per buffer format, so each pixel's loads are the format's own:

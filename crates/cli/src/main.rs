@@ -15,10 +15,12 @@ mod words;
 use crate::bench::Interrupted;
 use crate::cli::BenchArgs;
 use crate::cli::{Args, CheckDumpArgs, CheckKernelArgs, Command};
+use vkcuda_run::base::failure::RunError;
 use vkcuda_run::base::footprint::change;
 use vkcuda_run::base::nvrtc::CompileError;
 use vkcuda_run::base::stats::micros;
 use vkcuda_run::base::userkernel;
+use vkcuda_run::base::xid;
 use vkcuda_run::drive::Summary;
 
 /// Exit codes (documented in the README).
@@ -139,6 +141,12 @@ fn one_line(text: &str) -> String {
 /// Prints an error and maps it to its exit code.
 fn failure(e: &anyhow::Error) -> ExitCode {
     eprintln!("vkcuda: error: {}", words::said(e));
+    // A frame that never came: a kernel that never ends, or a GPU a CUDA fault left stuck.
+    let timed_out = vkcuda_run::base::failure::timed_out(e)
+        || e.chain().any(|c| matches!(c.downcast_ref::<RunError>(), Some(RunError::TimedOut(_))));
+    if let Some(hint) = timed_out.then(|| xid::fault_hint(&xid::in_kernel_log())).flatten() {
+        eprintln!("vkcuda: {hint}");
+    }
     if let Some(Interrupted(sig)) = e.downcast_ref::<Interrupted>() {
         return ExitCode::from(128 + *sig as u8);
     }

@@ -4,6 +4,7 @@
 //! counts ([`clock`], [`stats`], [`footprint`]), files ([`outfile`],
 //! [`encode`]), the run's vocabulary ([`kinds`], [`size`], [`usage`]),
 //! which CUDA device is which Vulkan device ([`pairing`]), the [`logger`],
+//! the driver's fault reports in the kernel log ([`xid`]),
 //! and test-only fault injection ([`inject`]). Nothing here knows a device
 //! that is open, a frame in flight or a session.
 
@@ -28,3 +29,4 @@ pub mod size;
 pub mod stats;
 pub mod usage;
 pub mod userkernel;
+pub mod xid;

@@ -10,6 +10,7 @@
 pub mod compute_draw;
 pub mod cpu;
 pub mod draw;
+mod frame_sets;
 pub mod image;
 pub mod offscreen;
 pub mod open;

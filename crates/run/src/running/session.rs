@@ -13,6 +13,7 @@ use anyhow::{anyhow, Result};
 use crate::base::failure::{gave_up, timed_out, RunError};
 use crate::base::inject::{Fault, Inject};
 use crate::base::size::Size;
+use crate::base::xid;
 use crate::frames::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop, Frames, Source};
 use crate::frames::gpu::Gpu;
 use crate::running::producer::{Control, Job, Report};
@@ -224,6 +225,10 @@ impl Session {
                     "vkcuda: frame {g} is held up for over {STALL:?} (a kernel that does not end?): \
                      Ctrl+C or SIGTERM stops without waiting for it"
                 );
+                // Or a GPU whose graphics pipelines a CUDA fault stopped: the kernel log tells.
+                if let Some(hint) = xid::fault_hint(&xid::in_kernel_log()) {
+                    eprintln!("vkcuda: {hint}");
+                }
             }
             let signalled = interrupt.as_ref().is_some_and(|c| c.load(Ordering::Relaxed) != 0);
             control.failed() || (signalled && stuck)
