@@ -6,13 +6,15 @@
 #      array and buffer layouts, runs interleaved, 3 repeats;
 #   2. correctness under layers 1.4.309 and 1.3.239: the draw matrix with the CUDA
 #      producer (every format × layout, magnified, minified, letterboxed, verified,
-#      validated) and e2e `cpu_present` (the viewer's CPU-present path under Xvfb,
-#      against the CPU reference);
+#      validated), e2e `cpu_present` (the viewer's CPU-present path under Xvfb,
+#      against the CPU reference), and with `.gpu/draw/watch` the watchers' draw
+#      (crates/run/tests/watch.rs) and e2e `serve` (the browser view's frames);
 #   3. last (a CUDA illegal-address fault leaves the GPU's graphics pipelines hanging
 #      until the machine goes back): a user kernel that faults, then in later processes
 #      the compute draw (CPU and CUDA producers, validated), the viewer's CPU-present
-#      window, and the graphics draw of the commit before (bounded by `timeout`).
-#   bash docs/results/2026-11-27-compute-draw/gpu.sh
+#      window, a kernel that never ends (the held-up message reads the kernel log), and
+#      the graphics draw of the commit before (bounded by `timeout`).
+#   bash docs/results/2026-11-27-compute-draw/gpu.sh [timing] [correctness] [fault]   (default: all)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=$OUT/draw; mkdir -p "$R"
@@ -22,10 +24,12 @@ nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R/devic
 source .gl/env.sh >/dev/null
 source .xkit/env.sh >/dev/null
 unset VK_LAYER_PATH
+parts=${*:-timing correctness fault}
+want() { [[ " $parts " == *" $1 "* ]]; }
 summary() { grep -E "frames, .* fps|median per frame|mismatches|validation:|error" | tr '\n' ' '; echo; }
 
-echo "== 1. timing (no layer)" | tee -a "$R/timing.txt"
-for rep in 1 2 3; do
+want timing && echo "== 1. timing (no layer)" | tee -a "$R/timing.txt"
+want timing && for rep in 1 2 3; do
     for layout in array buffer; do
         for target in 1920x1080 1280x720; do
             for run in graphics:vkcuda-graphics:graphics compute:vkcuda:compute compute-on-graphics:vkcuda:graphics; do
@@ -39,14 +43,19 @@ for rep in 1 2 3; do
     done
 done
 
-for layer in new old; do
+want correctness && for layer in new old; do
     if [ $layer = old ]; then export VKCUDA_OLD_LAYER=1; source .gl/env.sh >/dev/null; unset VK_LAYER_PATH; fi
     echo "== 2. correctness, layer $layer" | tee -a "$R/correctness.txt"
     VKCUDA_BIN=$D/vkcuda PRODUCER=cuda JOBS=16 timeout 300 bash scripts/draw-matrix.sh 2>&1 | grep -v '^ok ' | tee -a "$R/correctness.txt"
     VKCUDA_BIN=$D/vkcuda timeout 300 "$D/e2e" cpu_present 2>&1 | grep -E "^test |^e2e:|vs reference" | tee -a "$R/correctness.txt"
+    if [ -x "$D/watch" ]; then
+        timeout 300 "$D/watch" 2>&1 | grep -E "^test |test result" | tee -a "$R/correctness.txt"
+        VKCUDA_BIN=$D/vkcuda timeout 300 "$D/e2e" serve 2>&1 | grep -E "^test |^e2e:" | tee -a "$R/correctness.txt"
+    fi
 done
 unset VKCUDA_OLD_LAYER; source .gl/env.sh >/dev/null; unset VK_LAYER_PATH
 
+want fault || exit 0
 echo "== 3. a kernel that faults, then later processes" | tee -a "$R/fault.txt"
 cat >/tmp/bad.cu <<'CU'
 #include "vkcuda.h"
@@ -65,7 +74,7 @@ step() { # NAME SECONDS COMMAND...
     local rc=$?
     { echo "== $name"; tail -8 /tmp/step.log; } >>"$R/fault-logs.txt"
     printf '%-40s rc=%-3s %6s ms | %s\n' "$name" "$rc" "$((($(date +%s%N) - t0) / 1000000))" \
-        "$(grep -E "fps|mismatches|validation:|error|held up|lost" /tmp/step.log | head -4 | tr '\n' ' ' | cut -c1-400)" |
+        "$(grep -E "fps|mismatches|validation:|error|held up|lost|kernel log" /tmp/step.log | head -5 | tr '\n' ' ' | cut -c1-700)" |
         tee -a "$R/fault.txt"
 }
 step fault-kernel 60 "$D/vkcuda" --headless --producer cuda --kernel /tmp/bad.cu --frames 10 --dump-every 0
@@ -79,5 +88,17 @@ for _ in $(seq 50); do [ -S /tmp/.X11-unix/X77 ] && break; sleep 0.1; done
 step after-window-cpu-present 60 env DISPLAY=:77 "$D/vkcuda" --producer cpu --frames 120
 step after-window-cpu-present-cuda 60 env DISPLAY=:77 "$D/vkcuda" --producer cuda --frames 120
 kill $xpid 2>/dev/null
-step after-graphics-draw-before 40 "$D/vkcuda-graphics" --headless --producer cpu --consume draw --queue graphics --target-size 200x150 --frames 60 --out /tmp/f5
+cat >/tmp/endless.cu <<'CU'
+#include "vkcuda.h"
+// Never ends: the run says the frame is held up, then gives up.
+extern "C" __global__ void render(vk_frame f)
+{
+    VK_PIXEL(f, x, y);
+    volatile unsigned int spin = 1;
+    while (spin) { }
+    vk_put8(f.target, x, y, make_uchar4(x, y, 0, 255));
+}
+CU
+step after-endless-kernel 60 "$D/vkcuda" --headless --producer cuda --kernel /tmp/endless.cu --frames 10 --dump-every 0
+[ -x "$D/vkcuda-graphics" ] && step after-graphics-draw-before 40 "$D/vkcuda-graphics" --headless --producer cpu --consume draw --queue graphics --target-size 200x150 --frames 60 --out /tmp/f5
 dmesg 2>/dev/null | grep -i xid | tail -3 | tee -a "$R/fault.txt"
