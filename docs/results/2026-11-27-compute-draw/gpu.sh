@@ -88,17 +88,6 @@ for _ in $(seq 50); do [ -S /tmp/.X11-unix/X77 ] && break; sleep 0.1; done
 step after-window-cpu-present 60 env DISPLAY=:77 "$D/vkcuda" --producer cpu --frames 120
 step after-window-cpu-present-cuda 60 env DISPLAY=:77 "$D/vkcuda" --producer cuda --frames 120
 kill $xpid 2>/dev/null
-cat >/tmp/endless.cu <<'CU'
-#include "vkcuda.h"
-// Never ends: the run says the frame is held up, then gives up.
-extern "C" __global__ void render(vk_frame f)
-{
-    VK_PIXEL(f, x, y);
-    volatile unsigned int spin = 1;
-    while (spin) { }
-    vk_put8(f.target, x, y, make_uchar4(x, y, 0, 255));
-}
-CU
-step after-endless-kernel 60 "$D/vkcuda" --headless --producer cuda --kernel /tmp/endless.cu --frames 10 --dump-every 0
+step after-endless-kernel 60 "$D/vkcuda" --headless --producer cuda --kernel tests/kernels/endless.cu --frames 10 --dump-every 0
 [ -x "$D/vkcuda-graphics" ] && step after-graphics-draw-before 40 "$D/vkcuda-graphics" --headless --producer cpu --consume draw --queue graphics --target-size 200x150 --frames 60 --out /tmp/f5
 dmesg 2>/dev/null | grep -i xid | tail -3 | tee -a "$R/fault.txt"
