@@ -66,8 +66,8 @@ pub fn fault_hint(xids: &[Xid]) -> Option<String> {
     Some(format!(
         "the kernel log reports a GPU fault ({}): after a CUDA kernel faults on an NVIDIA GPU, \
          Vulkan graphics pipelines there stop finishing, in every later process, until an administrator \
-         resets the GPU (`nvidia-smi -r`, or a reboot); copies, compute (`--consume draw`, the \
-         CPU-present window with `--present cpu`, the browser view) and CUDA in a new process still work",
+         resets the GPU (`nvidia-smi -r`, or a reboot); copies, compute (the headless draw, a window \
+         presented through the CPU, the browser view) and CUDA in a new process still work",
         last.line
     ))
 }

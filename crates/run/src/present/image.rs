@@ -1,6 +1,6 @@
-//! A device-local 2D image that only Vulkan uses: the headless target and the
-//! CPU-present path's drawn image (the core's shared images are exportable
-//! and hand-allocated; this one comes from gpu-allocator).
+//! A device-local 2D image that only Vulkan uses: the headless copy target
+//! of the array layout (the core's shared images are exportable and
+//! hand-allocated; this one comes from gpu-allocator).
 
 use std::sync::Arc;
 
