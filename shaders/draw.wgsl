@@ -15,21 +15,10 @@
 // The target (set 1: one per target).
 @group(1) @binding(0) var<storage, read_write> drawn: array<u32>;
 
-// `Draw` in compute_draw.rs.
+// `Draw` in compute_draw.rs: how to show the frame, then where.
 struct Draw {
-    exposure: f32,
-    // R32F: shown grey.
-    mono: u32,
-    // sRGB frames: decoded before filtering, encoded again after.
-    encode_srgb: u32,
-    // The frame's size.
-    width: u32,
-    height: u32,
-    // 1: the letterbox is the frame's own size (one texel per pixel).
-    exact: u32,
-    // The letterbox in the target.
-    left: u32,
-    top: u32,
+    show: Show,
+    // The letterbox's size in the target (`show.left`, `show.top`: its corner).
     box_w: u32,
     box_h: u32,
     // The target's size.
@@ -50,17 +39,18 @@ var<immediate> draw: Draw;
 
 // The filtered colour, linear, as the target shows it (present.wgsl's `shown`).
 fn shown(filtered: vec3<f32>) -> vec4<f32> {
-    return shown_as(filtered, draw.mono, draw.exposure, draw.encode_srgb);
+    return shown_as(filtered, draw.show);
 }
 
 // Whether target pixel `p` is inside the letterbox (the rest is black).
 fn in_box(p: vec2<u32>) -> bool {
-    return p.x >= draw.left && p.x < draw.left + draw.box_w && p.y >= draw.top && p.y < draw.top + draw.box_h;
+    let s = draw.show;
+    return p.x >= s.left && p.x < s.left + draw.box_w && p.y >= s.top && p.y < s.top + draw.box_h;
 }
 
 // Where the pixel's centre falls in the frame, 0..1 (what the fragment shader's `uv` is there).
 fn uv_of(p: vec2<u32>) -> vec2<f32> {
-    let inside = vec2<f32>(p - vec2<u32>(draw.left, draw.top)) + 0.5;
+    let inside = vec2<f32>(p - vec2<u32>(draw.show.left, draw.show.top)) + 0.5;
     return inside / vec2<f32>(f32(draw.box_w), f32(draw.box_h));
 }
 
@@ -101,10 +91,10 @@ fn texel(i: u32) -> vec3<f32> {
 // A shared buffer's colour at target pixel `p` (inside the letterbox): its own
 // texel at the frame's size, else the four around the pixel's centre, filtered.
 fn buffer_colour(p: vec2<u32>) -> vec3<f32> {
-    if (draw.exact != 0u) {
-        return texel((p.y - draw.top) * draw.width + (p.x - draw.left));
+    if (draw.show.exact != 0u) {
+        return texel((p.y - draw.show.top) * draw.show.width + (p.x - draw.show.left));
     }
-    let t = taps_of(uv_of(p), draw.width, draw.height);
+    let t = taps_of(uv_of(p), draw.show.width, draw.show.height);
     return bilinear(t, texel(t.i00), texel(t.i10), texel(t.i01), texel(t.i11));
 }
 

@@ -26,27 +26,11 @@ fn vs_main(@builtin(vertex_index) index: u32) -> VsOut {
 
 // #include frame.wgsl.inc
 
-// How to show the frame (`Show` in crates/run/src/present/draw.rs): float
-// frames are scaled by the exposure and clamped; R32F is shown grey; an sRGB
-// frame, decoded to linear before filtering, is encoded again for the 8-bit
-// target. `width`, `height` and `exact` describe a buffer (`fs_buffer_*`).
-struct Show {
-    exposure: f32,
-    mono: u32,
-    encode_srgb: u32,
-    width: u32,
-    height: u32,
-    // 1: the frame is drawn at its own size, so every pixel is one texel.
-    exact: u32,
-    // The letterbox's top left corner in the target, in pixels.
-    left: u32,
-    top: u32,
-};
 var<immediate> show: Show;
 
 // The filtered colour, linear, as the target shows it.
 fn shown(filtered: vec3<f32>) -> vec4<f32> {
-    return shown_as(filtered, show.mono, show.exposure, show.encode_srgb);
+    return shown_as(filtered, show);
 }
 
 @fragment

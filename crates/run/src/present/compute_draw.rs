@@ -12,9 +12,8 @@ use anyhow::{bail, Context, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
-use super::frame_sets::{set_layout, write_buffer_set, FrameSets, Pipe};
+use super::frame_sets::{constant_bytes, set_layout, write_buffer_set, FrameSets, Pipe, Show};
 use super::readback::{Pixels, Readable, I420};
-use crate::base::scene::letterbox;
 use crate::frames::consumer::{Frames, Source};
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::buffer_barrier;
@@ -33,17 +32,11 @@ const WRITE: (vk::PipelineStageFlags2, vk::AccessFlags2) =
 pub const COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
     (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 
-/// The shader's push constants (`Draw` in shaders/draw.wgsl), in order.
+/// The shader's push constants (`Draw` in shaders/draw.wgsl), in order: how
+/// the frame is shown, then where and into what.
 #[derive(Clone, Copy, Default)]
 struct Draw {
-    exposure: f32,
-    mono: u32,
-    encode_srgb: u32,
-    width: u32,
-    height: u32,
-    exact: u32,
-    left: u32,
-    top: u32,
+    show: Show,
     box_w: u32,
     box_h: u32,
     target_w: u32,
@@ -57,34 +50,11 @@ struct Draw {
 }
 
 impl Draw {
-    const WORDS: usize = 18;
-
-    fn bytes(&self) -> [u8; 4 * Self::WORDS] {
-        let words = [
-            self.exposure.to_bits(),
-            self.mono,
-            self.encode_srgb,
-            self.width,
-            self.height,
-            self.exact,
-            self.left,
-            self.top,
-            self.box_w,
-            self.box_h,
-            self.target_w,
-            self.target_h,
-            self.output,
-            self.source,
-            self.y_stride,
-            self.u_offset,
-            self.v_offset,
-            self.c_stride,
-        ];
-        let mut b = [0u8; 4 * Self::WORDS];
-        for (i, w) in words.iter().enumerate() {
-            b[4 * i..4 * i + 4].copy_from_slice(&w.to_ne_bytes());
-        }
-        b
+    fn words(&self) -> Vec<u32> {
+        let d = self;
+        let rest = [d.box_w, d.box_h, d.target_w, d.target_h, d.output, d.source];
+        let planes = [d.y_stride, d.u_offset, d.v_offset, d.c_stride];
+        [&d.show.words()[..], &rest, &planes].concat()
     }
 }
 
@@ -138,7 +108,7 @@ impl ComputeDraw {
         let set_layouts = [frame_layout, self.target_layout];
         let push = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::COMPUTE)
-            .size(4 * Draw::WORDS as u32)];
+            .size(4 * Draw::default().words().len() as u32)];
         let info =
             vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&push);
         // SAFETY: valid create info; destroyed in Drop (through `Pipe::destroy`).
@@ -185,22 +155,15 @@ impl ComputeDraw {
 
     /// What the shader is told for `frame` into `target`.
     fn constants(&self, frame: Source<'_>, target: &ComputeTarget) -> Draw {
-        let (extent, shared, format) = (target.extent, self.frames.extent, self.frames.format);
-        let bx = letterbox(extent, shared);
+        let extent = target.extent;
+        let (show, bx) = Show::new(&self.frames, extent, self.exposure);
         let mut d = Draw {
-            exposure: self.exposure,
-            mono: u32::from(format == Format::R32f),
-            encode_srgb: u32::from(format == Format::Rgba8Srgb),
-            width: shared.width,
-            height: shared.height,
-            exact: u32::from(bx.extent == shared),
-            left: bx.offset.x.max(0) as u32,
-            top: bx.offset.y.max(0) as u32,
+            show,
             box_w: bx.extent.width,
             box_h: bx.extent.height,
             target_w: extent.width,
             target_h: extent.height,
-            source: source_kind(frame, format),
+            source: source_kind(frame, self.frames.format),
             y_stride: extent.width,
             ..Draw::default()
         };
@@ -242,7 +205,15 @@ impl ComputeDraw {
         // SAFETY: as above.
         unsafe { dev.cmd_bind_descriptor_sets(cmd, compute, pipe.layout, 0, &[set, target.set], &[]) };
         // SAFETY: as above; the constants are the layout's range.
-        unsafe { dev.cmd_push_constants(cmd, pipe.layout, vk::ShaderStageFlags::COMPUTE, 0, &draw.bytes()) };
+        unsafe {
+            dev.cmd_push_constants(
+                cmd,
+                pipe.layout,
+                vk::ShaderStageFlags::COMPUTE,
+                0,
+                &constant_bytes(&draw.words()),
+            )
+        };
         // SAFETY: as above.
         unsafe { dev.cmd_dispatch(cmd, groups.0.div_ceil(GROUP), groups.1.div_ceil(GROUP), 1) };
         // SAFETY: as above: the writes come before the copy out.

@@ -10,27 +10,10 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use ash::vk;
 
-use super::frame_sets::{FrameSets, Pipe};
-use crate::base::scene::letterbox;
+use super::frame_sets::{constant_bytes, FrameSets, Pipe, Show};
 use crate::frames::consumer::{Frames, Source};
 use vkcuda::vk::device::Device;
 use vkcuda::Format;
-
-/// The fragment shader's push constants (`Show` in shaders/present.wgsl).
-#[repr(C)]
-#[derive(Clone, Copy)]
-struct Show {
-    exposure: f32,
-    mono: u32,
-    encode_srgb: u32,
-    width: u32,
-    height: u32,
-    /// 1: drawn at the frame's own size (one texel per pixel, no filtering).
-    exact: u32,
-    /// The letterbox's top left corner in the target.
-    left: u32,
-    top: u32,
-}
 
 const SPIRV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/present.spv"));
 
@@ -95,7 +78,7 @@ impl DrawPass {
         let set_layouts = [frame_layout];
         let push = [vk::PushConstantRange::default()
             .stage_flags(vk::ShaderStageFlags::FRAGMENT)
-            .size(std::mem::size_of::<Show>() as u32)];
+            .size(4 * Show::default().words().len() as u32)];
         let info =
             vk::PipelineLayoutCreateInfo::default().set_layouts(&set_layouts).push_constant_ranges(&push);
         // SAFETY: valid create info; destroyed in Drop (through `Pipe::destroy`).
@@ -209,7 +192,7 @@ impl DrawPass {
         extent: vk::Extent2D,
     ) -> Result<()> {
         let dev = &self.device.raw();
-        let (shared, format) = (self.frames.extent, self.frames.format);
+        let format = self.frames.format;
         let pipe = match frame {
             Source::Image(_) => &self.images,
             Source::Buffer(_) => &self.buffers,
@@ -228,7 +211,7 @@ impl DrawPass {
         let whole = vk::Rect2D { offset: vk::Offset2D::default(), extent };
         let rendering =
             vk::RenderingInfo::default().render_area(whole).layer_count(1).color_attachments(&attachments);
-        let bx = letterbox(extent, shared);
+        let (show, bx) = Show::new(&self.frames, extent, self.exposure);
         let viewport = vk::Viewport {
             x: bx.offset.x as f32,
             y: bx.offset.y as f32,
@@ -236,16 +219,6 @@ impl DrawPass {
             height: bx.extent.height as f32,
             min_depth: 0.0,
             max_depth: 1.0,
-        };
-        let show = Show {
-            exposure: self.exposure,
-            mono: u32::from(format == Format::R32f),
-            encode_srgb: u32::from(format == Format::Rgba8Srgb),
-            width: shared.width,
-            height: shared.height,
-            exact: u32::from(bx.extent == shared),
-            left: bx.offset.x.max(0) as u32,
-            top: bx.offset.y.max(0) as u32,
         };
         let graphics = vk::PipelineBindPoint::GRAPHICS;
         // Recording into `cmd`; every handle below is live, the target in COLOR_ATTACHMENT_OPTIMAL.
@@ -260,24 +233,20 @@ impl DrawPass {
         // SAFETY: as above.
         unsafe { dev.cmd_set_scissor(cmd, 0, &[whole]) };
         // SAFETY: as above; the constants are the layout's fragment range.
-        unsafe { dev.cmd_push_constants(cmd, pipe.layout, vk::ShaderStageFlags::FRAGMENT, 0, &show.bytes()) };
+        unsafe {
+            dev.cmd_push_constants(
+                cmd,
+                pipe.layout,
+                vk::ShaderStageFlags::FRAGMENT,
+                0,
+                &constant_bytes(&show.words()),
+            )
+        };
         // SAFETY: as above.
         unsafe { dev.cmd_draw(cmd, 3, 1, 0, 0) };
         // SAFETY: as above: ends the rendering begun above.
         unsafe { dev.cmd_end_rendering(cmd) };
         Ok(())
-    }
-}
-
-impl Show {
-    fn bytes(&self) -> [u8; std::mem::size_of::<Show>()] {
-        let words = [self.mono, self.encode_srgb, self.width, self.height, self.exact, self.left, self.top];
-        let mut b = [0u8; std::mem::size_of::<Show>()];
-        b[0..4].copy_from_slice(&self.exposure.to_ne_bytes());
-        for (i, w) in words.iter().enumerate() {
-            b[4 + 4 * i..8 + 4 * i].copy_from_slice(&w.to_ne_bytes());
-        }
-        b
     }
 }
 

@@ -10,6 +10,7 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Result};
 use ash::vk;
 
+use crate::base::scene::letterbox;
 use crate::frames::consumer::{Frames, Source};
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::COLOR;
@@ -27,6 +28,56 @@ const BUFFER_BINDINGS: [(u32, vk::DescriptorType); 3] = [
     (3, vk::DescriptorType::STORAGE_BUFFER),
     (4, vk::DescriptorType::STORAGE_BUFFER),
 ];
+
+/// How a draw shows the frame: both draws' first push constants (`Show` in
+/// shaders/frame.wgsl.inc), in its order.
+#[derive(Clone, Copy, Debug, Default, PartialEq)]
+pub struct Show {
+    exposure: f32,
+    /// R32F: shown grey.
+    mono: u32,
+    /// sRGB frames: decoded before filtering, encoded again after.
+    encode_srgb: u32,
+    /// The frame's size.
+    width: u32,
+    height: u32,
+    /// 1: drawn at the frame's own size (one texel per pixel, no filtering).
+    exact: u32,
+    /// The letterbox's top left corner in the target.
+    left: u32,
+    top: u32,
+}
+
+impl Show {
+    /// The frames bound to `frames` at `exposure`, letterboxed into a target of
+    /// `extent`; and the letterbox.
+    pub fn new(frames: &FrameSets, extent: vk::Extent2D, exposure: f32) -> (Self, vk::Rect2D) {
+        let (shared, format) = (frames.extent, frames.format);
+        let bx = letterbox(extent, shared);
+        let show = Show {
+            exposure,
+            mono: u32::from(format == Format::R32f),
+            encode_srgb: u32::from(format == Format::Rgba8Srgb),
+            width: shared.width,
+            height: shared.height,
+            exact: u32::from(bx.extent == shared),
+            left: bx.offset.x.max(0) as u32,
+            top: bx.offset.y.max(0) as u32,
+        };
+        (show, bx)
+    }
+
+    /// Its words, in the shader's order.
+    pub fn words(&self) -> [u32; 8] {
+        let s = self;
+        [s.exposure.to_bits(), s.mono, s.encode_srgb, s.width, s.height, s.exact, s.left, s.top]
+    }
+}
+
+/// Push constants of `words` as the GPU reads them (native byte order).
+pub fn constant_bytes(words: &[u32]) -> Vec<u8> {
+    words.iter().flat_map(|w| w.to_ne_bytes()).collect()
+}
 
 /// One pipeline of a draw: its layout and the pipeline.
 #[derive(Default)]
@@ -286,4 +337,20 @@ pub fn write_buffer_set(
         .collect();
     // SAFETY: no pending command buffer uses the set (a new target's, or the queue is idle).
     unsafe { device.raw().update_descriptor_sets(&writes, &[]) };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn show_words_are_in_the_shaders_order() {
+        let s =
+            Show { exposure: 2.0, mono: 1, encode_srgb: 0, width: 7, height: 5, exact: 1, left: 3, top: 4 };
+        assert_eq!(s.words(), [2.0f32.to_bits(), 1, 0, 7, 5, 1, 3, 4]);
+        let bytes = constant_bytes(&s.words());
+        assert_eq!(bytes.len(), 32);
+        assert_eq!(&bytes[..4], &2.0f32.to_ne_bytes());
+        assert_eq!(&bytes[28..], &4u32.to_ne_bytes());
+    }
 }
