@@ -14,7 +14,8 @@
 #      the compute draw (CPU and CUDA producers, validated), the viewer's CPU-present
 #      window, a kernel that never ends (the held-up message reads the kernel log), and
 #      the graphics draw of the commit before (bounded by `timeout`).
-#   bash docs/results/2026-11-27-compute-draw/gpu.sh [timing] [correctness] [fault]   (default: all)
+#   bash docs/results/2026-11-27-compute-draw/gpu.sh [timing] [ab] [correctness] [fault]   (default: timing
+#   correctness fault; ab needs .gpu/draw/vkcuda-9e85d6b)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=$OUT/draw; mkdir -p "$R"
@@ -38,6 +39,21 @@ want timing && for rep in 1 2 3; do
                 timeout 120 "$D/$bin" --headless --producer cuda --scene julia --size 1920x1080 --layout "$layout" \
                     --consume draw --queue "$queue" --target-size "$target" --frames 3000 --dump-every 0 2>&1 |
                     summary | tee -a "$R/timing.txt"
+            done
+        done
+    done
+done
+
+# ab: the compute draw of this commit beside the one of 9e85d6b (vkcuda-9e85d6b), no layer.
+want ab && echo "== timing: 9e85d6b beside this commit (no layer)" | tee -a "$R/timing.txt"
+want ab && for rep in 1 2 3; do
+    for layout in array buffer; do
+        for target in 1920x1080 1280x720; do
+            for run in 9e85d6b:vkcuda-9e85d6b this:vkcuda; do
+                IFS=: read -r name bin <<<"$run"
+                printf '%s %s %s rep%s: ' "$name" "$layout" "$target" "$rep" | tee -a "$R/timing.txt"
+                timeout 120 "$D/$bin" --headless --producer cuda --scene julia --size 1920x1080 --layout "$layout" \
+                    --consume draw --target-size "$target" --frames 3000 --dump-every 0 2>&1 | summary | tee -a "$R/timing.txt"
             done
         done
     done
