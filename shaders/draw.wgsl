@@ -155,6 +155,14 @@ fn write_block(block: vec2<u32>, c: array<vec3<i32>, 16>) {
     drawn[draw.v_offset + c_at] = v;
 }
 
+// The 16 pixels of an I420 block, as a bound the shader compiler cannot see
+// (`output` is 1 or 2 where it is called): a loop it unrolls 16 times, each
+// with the filter and every format inlined, took llvmpipe (lavapipe) ~5 s to
+// compile at the first dispatch, past a run's stall bound under load.
+fn block_pixels() -> u32 {
+    return 16u * min(draw.output, 1u);
+}
+
 // Whether this invocation has work: a pixel of the target, or a block that starts in it.
 fn covers(id: vec2<u32>) -> bool {
     if (draw.output == 0u) {
@@ -177,7 +185,7 @@ fn from_image(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     var c: array<vec3<i32>, 16>;
-    for (var i = 0u; i < 16u; i++) {
+    for (var i = 0u; i < block_pixels(); i++) {
         let p = block_pixel(id.xy, i);
         if (in_box(p)) {
             c[i] = levels(shown(image_colour(p)));
@@ -200,7 +208,7 @@ fn from_buffer(@builtin(global_invocation_id) id: vec3<u32>) {
         return;
     }
     var c: array<vec3<i32>, 16>;
-    for (var i = 0u; i < 16u; i++) {
+    for (var i = 0u; i < block_pixels(); i++) {
         let p = block_pixel(id.xy, i);
         if (in_box(p)) {
             c[i] = levels(shown(buffer_colour(p)));
