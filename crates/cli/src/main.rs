@@ -144,8 +144,8 @@ fn failure(e: &anyhow::Error) -> ExitCode {
     // A frame that never came: a kernel that never ends, or a GPU a CUDA fault left stuck.
     let timed_out = vkcuda_run::base::failure::timed_out(e)
         || e.chain().any(|c| matches!(c.downcast_ref::<RunError>(), Some(RunError::TimedOut(_))));
-    if let Some(hint) = timed_out.then(|| xid::fault_hint(&xid::in_kernel_log())).flatten() {
-        eprintln!("vkcuda: {hint}");
+    if timed_out {
+        xid::say_fault_hint_once();
     }
     if let Some(Interrupted(sig)) = e.downcast_ref::<Interrupted>() {
         return ExitCode::from(128 + *sig as u8);

@@ -9,6 +9,7 @@
 //! `kernel.dmesg_restrict=0`).
 
 use std::io::Read;
+use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Xids that say a GPU fault left the GPU's graphics pipelines stuck.
 const FAULTS: [u32; 4] = [13, 31, 43, 109];
@@ -70,6 +71,19 @@ pub fn fault_hint(xids: &[Xid]) -> Option<String> {
          presented through the CPU, the browser view) and CUDA in a new process still work",
         last.line
     ))
+}
+
+/// Prints [`fault_hint`] of the kernel log on stderr, once a process: a run
+/// held up (the session) and then timed out (the front end) reads the log and
+/// says it once.
+pub fn say_fault_hint_once() {
+    static SAID: AtomicBool = AtomicBool::new(false);
+    if SAID.swap(true, Ordering::Relaxed) {
+        return;
+    }
+    if let Some(hint) = fault_hint(&in_kernel_log()) {
+        eprintln!("vkcuda: {hint}");
+    }
 }
 
 #[cfg(test)]

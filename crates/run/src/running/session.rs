@@ -226,9 +226,7 @@ impl Session {
                      Ctrl+C or SIGTERM stops without waiting for it"
                 );
                 // Or a GPU whose graphics pipelines a CUDA fault stopped: the kernel log tells.
-                if let Some(hint) = xid::fault_hint(&xid::in_kernel_log()) {
-                    eprintln!("vkcuda: {hint}");
-                }
+                xid::say_fault_hint_once();
             }
             let signalled = interrupt.as_ref().is_some_and(|c| c.load(Ordering::Relaxed) != 0);
             control.failed() || (signalled && stuck)
