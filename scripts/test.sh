@@ -89,6 +89,11 @@ if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
         grep -o '"executable":"[^"]*/watch-[^"]*"' | cut -d'"' -f4 | head -n1)
     [ -x "$watch" ] || { echo "test.sh: no watch test binary" >&2; exit 1; }
     bash scripts/debian13.sh run "$watch"
+    # The producer's child killed at 30 frames and restarted: frames, descriptors, memory, this layer.
+    child=$(cargo test --release -p vkcuda-run --test child --no-run --message-format=json 2>/dev/null |
+        grep -o '"executable":"[^"]*/child-[^"]*"' | cut -d'"' -f4 | head -n1)
+    [ -x "$child" ] || { echo "test.sh: no child test binary" >&2; exit 1; }
+    bash scripts/debian13.sh run "$child"
     bash scripts/debian13.sh run bash scripts/fault-matrix.sh
     bash scripts/debian13.sh run bash scripts/stall-matrix.sh
     bash scripts/debian13.sh run bash scripts/format-matrix.sh

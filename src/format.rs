@@ -26,7 +26,7 @@ use cudarc::driver::sys::CUarray_format;
 /// assert_eq!(Format::Rgba8Srgb.to_string(), "rgba8-srgb");
 /// ```
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(rename_all = "kebab-case"))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "kebab-case"))]
 pub enum Format {
     /// `R8G8B8A8_UNORM`.
     Rgba8,
@@ -111,7 +111,7 @@ impl fmt::Display for Format {
 
 /// How a shared frame's memory is laid out, and so how each API sees it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
-#[cfg_attr(feature = "serde", derive(serde::Serialize), serde(rename_all = "lowercase"))]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
 pub enum Layout {
     /// A `VkImage` (OPTIMAL tiling) that CUDA maps as an array, written
     /// through a surface object and readable through a texture object.

@@ -12,6 +12,10 @@
 //!   and gives what to write ([`CudaTarget`]: a surface, or a pointer and
 //!   pitch), [`CudaFrames::end`] enqueues its signal.
 //!
+//! - [`ExportedFrames`]: the same, as handles another process (or another
+//!   API) imports: [`SharedFrames::export`], then
+//!   [`CudaFrames::import_exported`] on the other side.
+//!
 //! Frames are made from a [`FrameDesc`]: a [`crate::Format`], an extent and a
 //! [`Layout`] (CUDA array or linear buffer); both layouts follow the same plan.
 //!
@@ -203,6 +207,24 @@ impl SharedFrames {
             .map(|name| Timeline::new(device.clone(), name, plan.initial_value(), export_timelines))
             .collect::<Result<Vec<_>>>()?;
         Ok(Self { plan, desc, images, buffers, timelines, device: device.clone() })
+    }
+
+    /// New handles to every image or buffer and (when they were made
+    /// exportable) every timeline: what another process imports
+    /// ([`CudaFrames::import_exported`]). Each handle names the same memory
+    /// or payload as these objects, which may go while an import lives (the
+    /// import holds its own reference); the plan still says who signals what.
+    pub fn export(&self) -> Result<ExportedFrames> {
+        let memory = match self.desc.layout {
+            Layout::Array => self.images.iter().map(SharedImage::export).collect::<Result<Vec<_>>>()?,
+            Layout::Buffer => self.buffers.iter().map(SharedBuffer::export).collect::<Result<Vec<_>>>()?,
+        };
+        let timelines = match self.timelines.iter().all(Timeline::exportable) {
+            true => self.timelines.iter().map(Timeline::export).collect::<Result<Vec<_>>>()?,
+            false => Vec::new(),
+        };
+        let color = self.images.iter().any(|i| i.usage().contains(vk::ImageUsageFlags::COLOR_ATTACHMENT));
+        Ok(ExportedFrames { plan: self.plan, desc: self.desc, memory, timelines, color })
     }
 
     /// The frame/value plan: the one source of truth for who waits for what.
@@ -414,6 +436,25 @@ pub struct LinearFrame {
     pub size: u64,
 }
 
+/// Shared frames as handles ([`SharedFrames::export`]): what crosses a
+/// process boundary (over a Unix socket, `SCM_RIGHTS`) for the other side to
+/// import ([`CudaFrames::import_exported`]).
+#[derive(Debug)]
+pub struct ExportedFrames {
+    /// The frame plan the frames follow.
+    pub plan: FramePlan,
+    /// What each frame is.
+    pub desc: FrameDesc,
+    /// One dedicated allocation per image or buffer, in the plan's order.
+    pub memory: Vec<platform::ExportedMemory>,
+    /// One handle per timeline, in the plan's order
+    /// ([`FramePlan::timeline_names`]); empty when the timelines were not
+    /// made exportable (the exporter then signals on the other side's behalf).
+    pub timelines: Vec<platform::Handle>,
+    /// The images have `COLOR_ATTACHMENT` usage (CUDA must be told).
+    pub color: bool,
+}
+
 /// The shared frames as CUDA sees them: surfaces or pointers to write, and imported timelines.
 ///
 /// Teardown holds by construction: it keeps the [`SharedFrames`] it came
@@ -429,7 +470,10 @@ pub struct CudaFrames {
     semaphores: Vec<ExternalSemaphore>,
     ctx: Context,
     stream: SharedStream,
-    shared: Arc<SharedFrames>,
+    plan: FramePlan,
+    desc: FrameDesc,
+    /// The frames imported, when they are this process's: kept alive.
+    _shared: Option<Arc<SharedFrames>>,
 }
 
 impl CudaFrames {
@@ -439,6 +483,40 @@ impl CudaFrames {
     /// [`CudaFrames::begin`] and [`CudaFrames::end`] enqueue on, and the one
     /// dropping this waits for.
     pub fn import(ctx: impl Into<Context>, frames: &Arc<SharedFrames>, stream: SharedStream) -> Result<Self> {
+        let exported = frames.export()?;
+        // SAFETY: the handles were just exported from `frames`, which the import keeps alive.
+        let mut this = unsafe { Self::import_exported(ctx, exported, stream) }?;
+        this._shared = Some(frames.clone());
+        Ok(this)
+    }
+
+    /// Imports frames another process exported ([`SharedFrames::export`]):
+    /// the other side of a process boundary. Checked: one allocation per
+    /// frame of the plan, each large enough, and one handle per timeline
+    /// ([`crate::Error::Invalid`] if not).
+    ///
+    /// # Safety
+    /// - every handle came from [`SharedFrames::export`] (or an export that
+    ///   keeps its promises: dedicated allocations of `frames.desc`'s frames,
+    ///   timelines of the plan's names) on a Vulkan device that is
+    ///   `ctx`'s device (the same `deviceUUID`);
+    /// - the exporting side follows `frames.plan` as this side does.
+    pub unsafe fn import_exported(
+        ctx: impl Into<Context>,
+        frames: ExportedFrames,
+        stream: SharedStream,
+    ) -> Result<Self> {
+        let ExportedFrames { plan, desc, memory, timelines, color } = frames;
+        let names = plan.timeline_names();
+        if memory.len() != plan.images() || timelines.len() != names.len() {
+            return Err(Error::invalid(format!(
+                "importing {} allocations and {} timelines for a plan of {} frames and {} timelines",
+                memory.len(),
+                timelines.len(),
+                plan.images(),
+                names.len()
+            )));
+        }
         let ctx = ctx.into();
         let mut this = Self {
             images: Vec::new(),
@@ -446,26 +524,33 @@ impl CudaFrames {
             semaphores: Vec::new(),
             ctx,
             stream,
-            shared: frames.clone(),
+            plan,
+            desc,
+            _shared: None,
         };
-        let desc = &frames.desc;
-        for (i, img) in frames.images.iter().enumerate() {
-            let color = img.usage().contains(vk::ImageUsageFlags::COLOR_ATTACHMENT);
-            let ext = ExternalImage::import(this.ctx.clone(), img.export()?, desc, color)
-                .with_context(|| format!("importing shared image {i} ({desc}) into CUDA"))?;
-            this.images.push(ext);
+        for (i, m) in memory.into_iter().enumerate() {
+            match desc.layout {
+                Layout::Array => this.images.push(
+                    ExternalImage::import(this.ctx.clone(), m, &desc, color)
+                        .with_context(|| format!("importing shared image {i} ({desc}) into CUDA"))?,
+                ),
+                Layout::Buffer => this.buffers.push(
+                    ExternalBuffer::import(this.ctx.clone(), m, &desc)
+                        .with_context(|| format!("importing shared buffer {i} ({desc}) into CUDA"))?,
+                ),
+            }
         }
-        for (i, buf) in frames.buffers.iter().enumerate() {
-            let ext = ExternalBuffer::import(this.ctx.clone(), buf.export()?, desc)
-                .with_context(|| format!("importing shared buffer {i} ({desc}) into CUDA"))?;
-            this.buffers.push(ext);
-        }
-        for t in &frames.timelines {
-            let sem = ExternalSemaphore::import(this.ctx.clone(), t.export()?, t.name)
-                .with_context(|| format!("importing timeline '{}' into CUDA", t.name))?;
+        for (handle, name) in timelines.into_iter().zip(names) {
+            let sem = ExternalSemaphore::import(this.ctx.clone(), handle, name)
+                .with_context(|| format!("importing timeline '{name}' into CUDA"))?;
             this.semaphores.push(sem);
         }
         Ok(this)
+    }
+
+    /// What each frame is.
+    pub fn desc(&self) -> &FrameDesc {
+        &self.desc
     }
 
     /// Enqueues on the stream frame `g`'s wait (the image or buffer is free
@@ -474,7 +559,7 @@ impl CudaFrames {
     /// The call returns at once, but a later CUDA call on this stream may
     /// block its thread until the wait is over: drive CUDA from its own thread.
     pub fn begin(&self, g: u64) -> Result<CudaTarget> {
-        let step = self.shared.plan.producer(g);
+        let step = self.plan.producer(g);
         if let Some(w) = step.wait {
             self.semaphores[w.timeline].wait(&*self.stream, w.value)?;
         }
@@ -484,12 +569,12 @@ impl CudaFrames {
     /// What kernels write shared image or buffer `i` through (for hand-overs
     /// other than the plan's, such as the patterns `vkcuda bench` compares with).
     pub fn target(&self, i: usize) -> CudaTarget {
-        match self.shared.desc.layout {
+        match self.desc.layout {
             Layout::Array => {
                 CudaTarget::Array { surface: self.images[i].surface(), texture: self.images[i].texture() }
             }
             Layout::Buffer => {
-                let (buffer, desc) = (&self.buffers[i], &self.shared.desc);
+                let (buffer, desc) = (&self.buffers[i], &self.desc);
                 CudaTarget::Buffer(LinearFrame {
                     pointer: buffer.pointer(),
                     pitch: buffer.pitch(),
@@ -520,7 +605,7 @@ impl CudaFrames {
 
     /// Enqueues on the stream, after the frame's kernels, frame `g`'s signal ("rendered").
     pub fn end(&self, g: u64) -> Result<()> {
-        let s = self.shared.plan.producer(g).signal;
+        let s = self.plan.producer(g).signal;
         self.semaphores[s.timeline].signal(&*self.stream, s.value)
     }
 

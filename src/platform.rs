@@ -84,8 +84,9 @@ impl ExportedMemory {
         self.size
     }
 
-    /// The handle, and the allocation's size.
-    pub(crate) fn into_parts(self) -> (Handle, u64) {
+    /// The handle, and the allocation's size (to hand both to another
+    /// process, which turns them back into one with [`ExportedMemory::from_raw`]).
+    pub fn into_parts(self) -> (Handle, u64) {
         (self.handle, self.size)
     }
 }

@@ -41,6 +41,7 @@ use std::fmt;
 
 /// Which synchronization scheme the frames follow.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
 pub enum SyncScheme {
     /// One timeline per signaller: `rendered` (producer) and `released` (consumer).
     Split,

@@ -28,6 +28,7 @@ impl fmt::Display for QueueKind {
 
 /// How a CUDA host thread waits for the GPU (the primary context's scheduling flag).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[cfg_attr(feature = "serde", derive(serde::Serialize, serde::Deserialize), serde(rename_all = "lowercase"))]
 pub enum CudaSched {
     /// The driver decides (spins while there are fewer busy threads than cores).
     Auto,

@@ -231,6 +231,11 @@ impl Timeline {
         Ok(())
     }
 
+    /// Whether the timeline was made exportable ([`Timeline::export`] works).
+    pub fn exportable(&self) -> bool {
+        self.exportable
+    }
+
     /// A new handle to the semaphore, for CUDA to import (see [`crate::platform`]).
     pub fn export(&self) -> Result<Handle> {
         let (Some(loader), true) = (self.device.semaphore_export(), self.exportable) else {

@@ -16,6 +16,7 @@ mod common;
 mod bad_input;
 mod bench;
 mod browser;
+mod child;
 mod gpus;
 mod headless;
 mod kernels;
@@ -31,8 +32,9 @@ use common::{Tests, Verdict};
 type Register = fn(&mut Tests);
 
 /// The areas, in the order their tests run: one file each.
-const AREAS: [(&str, Register); 11] = [
+const AREAS: [(&str, Register); 12] = [
     ("headless", headless::register),
+    ("child", child::register),
     ("signals", signals::register),
     ("window", window::register),
     ("wayland", wayland::register),

@@ -19,6 +19,7 @@ use vkcuda_run::base::scene::SceneKind;
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::userkernel::{self, KernelSpec};
 use vkcuda_run::frames::gpu::{DeviceChoice, Gpu};
+use vkcuda_run::running::child::parent::ChildCommand;
 use vkcuda_run::running::setup::{ConsumerSpec, CudaOptions, PlanSpec, ProducerSpec, RunSpec};
 use vkcuda_run::running::sink::Reference;
 use vkcuda_run::UsageError;
@@ -52,6 +53,21 @@ macro_rules! core_value_enum {
             }
         }
     };
+}
+
+/// The first argument of the producer's child process: `vkcuda producer-child FD`
+/// (started by a run, never by people).
+pub const CHILD_COMMAND: &str = "producer-child";
+
+/// Where the producer runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum ProducerProcess {
+    /// A child process with --kernel in the viewer and under --serve; else this process.
+    Auto,
+    /// A child process: the CUDA producers, and the CPU reference (--layout buffer frames).
+    Child,
+    /// This process.
+    Same,
 }
 
 /// Gives a domain type its command-line values and their help (clap's
@@ -254,6 +270,11 @@ pub struct Args {
     /// Who renders the frames.
     #[arg(long, value_parser = core_values::<ProducerKind>(), default_value_t = ProducerKind::Auto)]
     pub producer: ProducerKind,
+    /// Where the producer runs: `auto` is a child process with --kernel in
+    /// the viewer and under --serve, so that a kernel that faults ends the
+    /// child, not the session (docs/kernels.md).
+    #[arg(long, value_enum, default_value_t = ProducerProcess::Auto)]
+    pub producer_process: ProducerProcess,
     /// Your CUDA kernel file, run instead of --scene (CUDA producer): one
     /// `extern "C" __global__` entry taking a `vk_frame` (shaders/vkcuda.h).
     #[arg(long, value_name = "FILE.cu")]
@@ -714,7 +735,23 @@ impl Args {
                 host_waits: self.host_waits,
             },
             inject: Inject(self.inject.clone()),
+            child: self.child_command()?,
         })
+    }
+
+    /// The producer's child process, when it runs in one (`--producer-process`).
+    pub fn child_command(&self) -> anyhow::Result<Option<ChildCommand>> {
+        let wanted = match self.producer_process {
+            ProducerProcess::Child => true,
+            ProducerProcess::Same => false,
+            ProducerProcess::Auto => self.kernel.is_some() && (!self.headless || self.serve.is_some()),
+        };
+        if !wanted {
+            return Ok(None);
+        }
+        let program = std::env::current_exe()
+            .map_err(|e| anyhow::anyhow!("finding this program to start the producer's process: {e}"))?;
+        Ok(Some(ChildCommand { program, args: vec![CHILD_COMMAND.into()], validate: self.validate }))
     }
 
     /// The command line's arguments. A served run (`--serve`) writes frames

@@ -3,7 +3,7 @@
 //! as the window's do (R reloads a kernel), the pointer reaches it as the
 //! window's does (a kernel's `vk_frame`).
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 use ash::vk;
 use serde_json::json;
@@ -19,12 +19,19 @@ pub struct RunControls {
     reload: Option<Arc<KernelReload>>,
     /// What renders, for the status line (the scene's name when `None`).
     what: Option<String>,
+    /// The producer's failure, shown on the page over the last frame until a new session runs.
+    fault: Mutex<Option<String>>,
 }
 
 impl RunControls {
     /// Controls of `director`'s run; `reload` and `what` for a `--kernel` (its file's name).
     pub fn new(director: Arc<Director>, reload: Option<Arc<KernelReload>>, what: Option<String>) -> Self {
-        Self { director, reload, what }
+        Self { director, reload, what, fault: Mutex::new(None) }
+    }
+
+    /// Says `fault` on every page (`None`: the run goes on again).
+    pub fn set_fault(&self, fault: Option<String>) {
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = fault;
     }
 }
 
@@ -54,6 +61,7 @@ impl Controls for RunControls {
             "size": [now.scene.width, now.scene.height],
             "pointer": now.pointer.at,
             "buttons": now.pointer.buttons,
+            "error": self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone(),
         })
     }
 }

@@ -1,7 +1,7 @@
 //! The headless run: the producer on its thread, the offscreen consumer on
 //! this one, frames dumped to PNG, and a summary with measured timings.
 
-use std::sync::atomic::AtomicUsize;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -14,7 +14,7 @@ use crate::peers;
 use crate::words::Flags;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
-use vkcuda::{Format, Layout};
+use vkcuda::{Format, FrameDesc, Layout};
 use vkcuda_run::base::director::Director;
 use vkcuda_run::base::inject::Inject;
 use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
@@ -31,8 +31,10 @@ use vkcuda_run::frames::gpu::{self, Gpu, MemoryNeed};
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Pixels, Readback, Shot};
 use vkcuda_run::present::watch::Watch;
+use vkcuda_run::running::child::{child_failure, Restart};
 use vkcuda_run::running::dumpdir;
-use vkcuda_run::running::measure::Span;
+use vkcuda_run::running::measure::{Consumed, Span};
+use vkcuda_run::running::producer::Report;
 use vkcuda_run::running::sink::{PngSink, SinkReport};
 use vkcuda_serve::{Bound, View};
 
@@ -269,22 +271,15 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         Some(bound) => Some(Served::start(args, bound, (&gpu, slots), &director, &mut offscreen)?),
         None => None,
     };
-    let reload = served.as_ref().and_then(|s| s.reload.clone());
-
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
-    let result = args.spec_reloading(&gpu, &director, reload.as_deref()).and_then(|spec| {
-        let spec = (&spec, args.timeline_base);
-        peers::run_handover(
-            args.handover,
-            &gpu,
-            spec,
-            (&director, frame),
-            &mut offscreen,
-            span,
-            (caught, progress),
-        )
-    });
+    let result = run_until_done(
+        args,
+        (&gpu, &director, frame),
+        &mut offscreen,
+        served.as_ref(),
+        (span, caught, progress),
+    );
     progress.finish_and_clear();
     let read = offscreen.finish();
     if let Some(served) = &mut served {
@@ -304,11 +299,44 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     Ok(summary)
 }
 
+/// Runs the session (`span` of it); served with `--kernel`, a kernel whose
+/// fault ended its child ends that session only, and the run goes on with
+/// the next save that compiles.
+fn run_until_done(
+    args: &Args,
+    (gpu, director, frame): (&Gpu, &Arc<Director>, FrameDesc),
+    offscreen: &mut Offscreen,
+    served: Option<&Served>,
+    (span, caught, progress): (Span, &Arc<AtomicUsize>, &ProgressBar),
+) -> Result<(Consumed, Report, &'static str)> {
+    let reload = served.and_then(|s| s.reload.clone());
+    loop {
+        let result = args.spec_reloading(gpu, director, reload.as_deref()).and_then(|spec| {
+            let spec = (&spec, args.timeline_base);
+            peers::run_handover(
+                args.handover,
+                gpu,
+                spec,
+                (director, frame),
+                offscreen,
+                span,
+                (caught, progress),
+            )
+        });
+        let (Some(served), Err(e)) = (served, &result) else { return result };
+        match child_failure(e) {
+            Some(why) if served.recovered(&why, caught) => {}
+            _ => return result,
+        }
+    }
+}
+
 /// `--serve`: the browser view of a run: its server, the hub its clients
 /// wait in, and (with `--kernel`) the hot reload the page's R key triggers.
 struct Served {
     view: View,
     reload: Option<Arc<KernelReload>>,
+    controls: Arc<RunControls>,
 }
 
 impl Served {
@@ -326,9 +354,29 @@ impl Served {
         let reload = args.kernel_spec().map(|k| KernelReload::start(&k)).transpose()?.map(Arc::new);
         let what = args.kernel.as_ref().map(|k| k.display().to_string());
         let controls = Arc::new(RunControls::new(director.clone(), reload.clone(), what));
-        view.serve(bound, controls)?;
+        view.serve(bound, controls.clone())?;
         eprintln!("vkcuda: watch it at {}", view.url().unwrap_or_default());
-        Ok(Self { view, reload })
+        Ok(Self { view, reload, controls })
+    }
+
+    /// After the kernel's child failed (`why`): says so on every page, over
+    /// the last frame, and waits for a save that compiles (`true`: run it)
+    /// or a signal (`false`).
+    fn recovered(&self, why: &str, caught: &AtomicUsize) -> bool {
+        let Some(reload) = &self.reload else { return false };
+        let restart = Restart::after_failure(reload.link());
+        eprintln!(
+            "vkcuda: {why}\nvkcuda: the page shows the last frame; save a fix and the run goes on with it"
+        );
+        self.controls.set_fault(Some(why.to_string()));
+        while caught.load(Ordering::Relaxed) == 0 {
+            if restart.ready() {
+                self.controls.set_fault(None);
+                return true;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        false
     }
 
     /// Closes the clients, frees the port, stops the encoders.

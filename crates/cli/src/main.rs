@@ -33,6 +33,9 @@ mod exit {
 
 fn main() -> ExitCode {
     vkcuda_run::base::logger::init();
+    if let Some(code) = producer_child() {
+        return code;
+    }
     let args = match Args::from_command_line() {
         Ok(a) => a,
         Err(e) if e.use_stderr() => {
@@ -68,6 +71,26 @@ fn main() -> ExitCode {
         Ok(summary) => report(&args, &summary),
         Err(e) => failure(&e),
     }
+}
+
+/// The producer's child process (`vkcuda producer-child FD`, which a run
+/// starts with the socket it inherits as FD): serves the run until it says
+/// stop; exit 1 after an error (said to the run, and here).
+fn producer_child() -> Option<ExitCode> {
+    let mut args = std::env::args_os().skip(1);
+    if args.next()? != cli::CHILD_COMMAND {
+        return None;
+    }
+    let fd: i32 = args.next()?.to_str()?.parse().ok()?;
+    // SAFETY: the run that started this process passed it this descriptor, for it alone.
+    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
+    Some(match vkcuda_run::running::child::serve(fd) {
+        Ok(()) => ExitCode::SUCCESS,
+        Err(e) => {
+            eprintln!("vkcuda (the producer's process): {}", one_line(&format!("{e:#}")));
+            ExitCode::from(exit::RUNTIME)
+        }
+    })
 }
 
 /// `--list-gpus`: both orders, paired by UUID.

@@ -46,6 +46,7 @@ use vkcuda_run::frames::display;
 use vkcuda_run::frames::gpu::{self, Gpu};
 use vkcuda_run::present::open::{event_loop, PresentSpec};
 use vkcuda_run::present::readback::{Pixels, Readback, Shot};
+use vkcuda_run::running::child::{child_failure, Restart};
 use vkcuda_run::running::measure::Consumed;
 use vkcuda_run::running::producer::Report;
 use vkcuda_run::running::screen::Screen;
@@ -208,6 +209,9 @@ struct Viewer {
     buttons: u32,
     /// Paced to the screen: the most frames the producer was ahead of it.
     lead: Option<u64>,
+    /// The kernel's child failed: what it said, and when a fix may run. No
+    /// session runs meanwhile; the window keeps the last frame.
+    faulted: Option<(String, Restart)>,
 }
 
 /// A frame that is not finished (or, before a present, not submitted by the
@@ -270,11 +274,27 @@ impl Viewer {
             cursor: None,
             buttons: 0,
             lead: None,
+            faulted: None,
         })
     }
 
     /// One frame; `Ok(false)` once `--frames` frames were shown, or to quit.
     fn frame(&mut self) -> Result<bool> {
+        if self.faulted.is_some() {
+            return self.await_fix();
+        }
+        match self.step() {
+            // The producer's failure ends the step (the held-up wait gives up): a kernel's child?
+            Err(e) if self.run.as_ref().is_some_and(Session::producer_failed) => match self.fault()? {
+                true => Ok(true),
+                false => Err(e),
+            },
+            other => other,
+        }
+    }
+
+    /// One frame of a running session.
+    fn step(&mut self) -> Result<bool> {
         // Finished frames go on screen first: paced to the screen, the producer waits for them.
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
         let done = run.show_finished(&mut self.screen.presenter, POLL)?;
@@ -359,6 +379,59 @@ impl Viewer {
             );
         }
         self.update_title();
+        Ok(true)
+    }
+
+    /// The producer failed. With the kernel in a child process (and its hot
+    /// reload), the session ends, the window keeps the last frame and the
+    /// title says why, until a save that compiles (`true`); else the run
+    /// ends with the error (`false`).
+    fn fault(&mut self) -> Result<bool> {
+        let (Some(reload), Some(run)) = (&self.reload, &self.run) else { return Ok(false) };
+        if !run.producer().ends_with("-child") {
+            return Ok(false);
+        }
+        let restart = Restart::after_failure(reload.link());
+        let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+        let failed = vkcuda::Error::Cancelled { what: format!("frame {}", run.next()) };
+        let error = match run.end(&mut self.screen.presenter, Err::<(), _>(failed.into())) {
+            Ok(((), stopped)) => {
+                self.absorb(stopped);
+                anyhow!("the producer stopped")
+            }
+            Err(e) => e.into(),
+        };
+        self.finish_snapshots();
+        let Some(why) = child_failure(&error) else { return Err(error) };
+        eprintln!(
+            "vkcuda: {why}\nvkcuda: the window keeps the last frame; save a fix and the run goes on with it"
+        );
+        self.faulted = Some((why, restart));
+        self.last_title = Instant::now() - Duration::from_secs(1);
+        self.update_title();
+        Ok(true)
+    }
+
+    /// While the kernel's fault is shown: quits if asked, starts a new
+    /// session once a fix compiled, else waits a little (the loop comes back).
+    fn await_fix(&mut self) -> Result<bool> {
+        let Some((why, restart)) = &self.faulted else { return Ok(true) };
+        if self.quit {
+            bail!("{why}");
+        }
+        if !restart.ready() {
+            std::thread::sleep(POLL);
+            return Ok(true);
+        }
+        self.faulted = None;
+        let e = self.screen.presenter.extent();
+        let size = self.args.size_or(Size { width: e.width, height: e.height });
+        let spec = self.args.spec_reloading(&self.gpu, &self.director, self.reload.as_ref())?;
+        self.reload.iter().for_each(|r| r.link().forget_swap());
+        let run = Session::start(&self.gpu, &spec, self.args.frame_desc(size), self.args.timeline_base)?;
+        self.screen.presenter.bind_shared(run.frames())?;
+        self.run = Some(run);
+        eprintln!("vkcuda: the fix runs");
         Ok(true)
     }
 
@@ -455,7 +528,8 @@ impl Viewer {
                 eprintln!("vkcuda: cannot save: {e}");
                 return Ok(());
             }
-            let run = self.run.as_ref().ok_or_else(|| anyhow!("no interop running"))?;
+            // No session while a kernel's fault is shown: nothing new to save.
+            let Some(run) = self.run.as_ref() else { return Ok(()) };
             let extent = vk::Extent2D { width: run.size().width, height: run.size().height };
             let shot = Shot {
                 extent,
@@ -501,6 +575,10 @@ impl Viewer {
                 (format!("{name} v{}", r.link().version()), failure.map(|f| format!(" | {}", f.first_line)))
             }
             _ => (spec.scene.kind.to_string(), None),
+        };
+        let failed = match &self.faulted {
+            Some((why, _)) => Some(format!(" | {why} | save a fix to go on")),
+            None => failed,
         };
         let failed = failed.unwrap_or_default();
         let failed = match self.held.as_ref().filter(|h| h.said) {
@@ -548,7 +626,13 @@ impl Viewer {
     /// Stops the interop, writes pending snapshots, and summarizes.
     /// `error`: the viewer's own, if it failed.
     fn shutdown(&mut self, caught: &AtomicUsize, error: Option<anyhow::Error>) -> Result<Summary> {
-        let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+        let run = match (self.run.take(), error) {
+            (Some(run), error) => (run, error),
+            // Quit while a kernel's fault was shown: the run ends with it.
+            (None, Some(e)) => return Err(e),
+            (None, None) => bail!("no interop running"),
+        };
+        let (run, error) = run;
         let (size, producer) = (run.size(), run.producer());
         if self.stuck() {
             // Nothing will finish those frames: don't wait for them, nor the producer for its stream.

@@ -7,7 +7,7 @@ use std::sync::{Mutex, MutexGuard};
 use crate::base::scene::{Scene, SceneKind};
 
 /// Everything the pixels of one frame depend on.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct FrameSpec {
     /// Scene, size and cost.
     pub scene: Scene,
@@ -18,7 +18,7 @@ pub struct FrameSpec {
 }
 
 /// The pointer over the frame, in frame pixels, and the buttons held.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Pointer {
     /// Column and row of the frame pixel under the pointer; `None` when the
     /// pointer is not over the frame (and always headless).

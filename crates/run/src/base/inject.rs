@@ -26,9 +26,11 @@ pub enum Fault {
     Sigint,
     /// The process sends itself SIGTERM as the consumer submits the frame.
     Sigterm,
+    /// A producer in a child process is killed (SIGKILL) before it makes the frame.
+    ChildKill,
 }
 
-const NAMES: [(Fault, &str); 8] = [
+const NAMES: [(Fault, &str); 9] = [
     (Fault::KernelTrap, "cuda-fault"),
     (Fault::ProducerPanic, "producer-panic"),
     (Fault::ProducerStall, "producer-stall"),
@@ -37,6 +39,7 @@ const NAMES: [(Fault, &str); 8] = [
     (Fault::Mismatch, "mismatch"),
     (Fault::Sigint, "sigint"),
     (Fault::Sigterm, "sigterm"),
+    (Fault::ChildKill, "child-kill"),
 ];
 
 impl fmt::Display for Fault {
@@ -53,6 +56,12 @@ pub struct At {
     pub fault: Fault,
     /// The frame it hits.
     pub frame: u64,
+}
+
+impl fmt::Display for At {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}@{}", self.fault, self.frame)
+    }
 }
 
 impl FromStr for At {

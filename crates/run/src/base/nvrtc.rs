@@ -17,7 +17,7 @@ use crate::UsageError;
 pub const HEADER: &str = include_str!("../../../../shaders/vkcuda.h");
 
 /// What a compile made.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
 pub struct Program {
     /// The PTX (its entry points' signatures are read from it).
     pub ptx: String,

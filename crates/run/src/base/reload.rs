@@ -106,6 +106,8 @@ struct LinkInner {
     running: AtomicU64,
     /// Called when a version is published: the producer's wake-up, while one runs.
     waker: Mutex<Option<Waker>>,
+    /// Versions compiled and published so far.
+    published: AtomicU64,
 }
 
 /// Tells the producer that a new version waits.
@@ -148,6 +150,11 @@ impl ReloadLink {
         self.inner.running.store(n, Ordering::Relaxed);
     }
 
+    /// Versions compiled since the start (a save that compiles adds one).
+    pub fn published(&self) -> u64 {
+        self.inner.published.load(Ordering::Acquire)
+    }
+
     /// The version the producer runs (0 before it started).
     pub fn version(&self) -> u64 {
         self.inner.running.load(Ordering::Relaxed)
@@ -158,9 +165,17 @@ impl ReloadLink {
         *lock(&self.inner.waker) = waker;
     }
 
-    fn publish(&self, compiled: Compiled) {
+    /// A producer in a child process: starts with `program` (the session's last good one).
+    pub(crate) fn start_with(&self, program: Program) {
+        *lock(&self.inner.last_good) = Some(program);
+    }
+
+    /// Hands `compiled` to the producer (the compile thread; a child process's loop).
+    pub(crate) fn publish(&self, compiled: Compiled) {
         *lock(&self.inner.last_good) = Some(compiled.program.clone());
         *lock(&self.inner.pending) = Some(compiled);
+        // Counted once it can be taken: a restart then starts with it.
+        self.inner.published.fetch_add(1, Ordering::AcqRel);
         if let Some(wake) = lock(&self.inner.waker).as_ref() {
             wake();
         }

@@ -12,7 +12,7 @@ use ash::vk;
 use vkcuda::Format;
 
 /// The scenes vkcuda can draw.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub enum SceneKind {
     /// Scrolling colour ramps and a checker: a few integer operations per pixel.
     Gradient,
@@ -40,7 +40,7 @@ impl fmt::Display for SceneKind {
 }
 
 /// A scene at a size: everything the pixels depend on, except the frame.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
 pub struct Scene {
     /// Which scene.
     pub kind: SceneKind,

@@ -29,7 +29,7 @@ pub const DEFAULT_CHECK_ARCH: &str = "compute_75";
 pub const PARAMS: usize = 8;
 
 /// What a user kernel is, as the command line names it.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, serde::Serialize, serde::Deserialize)]
 pub struct KernelSpec {
     /// The source file.
     pub file: PathBuf,

@@ -97,6 +97,12 @@ impl Offscreen {
     /// Points the draw pass or the shader copy at a new session's shared
     /// frames: once per session, before its first frame is recorded.
     pub fn bind(&mut self, frames: Frames<'_>) -> Result<()> {
+        // Frame numbers restart with the session: what an ended one left (a stop after a
+        // failure retires its last frames without this consumer) is not this session's.
+        self.last_dump = None;
+        if let Some(r) = &mut self.readback {
+            r.forget_pending();
+        }
         if let Some(watch) = &mut self.watch {
             watch.bind(frames)?;
         }

@@ -356,6 +356,12 @@ impl Readback {
         Ok(true)
     }
 
+    /// Forgets the frames recorded and never consumed (their session ended;
+    /// the GPU is done with them): their buffers go back to the pool.
+    pub fn forget_pending(&mut self) {
+        self.pending.iter_mut().for_each(|p| *p = None);
+    }
+
     /// Frame `frame` in slot `slot` is consumed: lend its buffer to the
     /// recipient if it was read back.
     pub fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {

@@ -5,6 +5,7 @@
 //! ([`sink`]) and a dump folder's frames ([`dumpdir`]), and a consumer
 //! loop's span and clock ([`measure`]).
 
+pub mod child;
 pub mod dumpdir;
 pub mod feed;
 pub mod measure;

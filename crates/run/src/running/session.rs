@@ -265,7 +265,7 @@ impl Session {
     /// has submitted it.
     pub fn held_up_by(&self, all: bool, produced: bool, within: Duration) -> Result<Option<u64>> {
         let g = self.next;
-        if (produced || self.interop.staging.is_some()) && !self.produced_within(g, within) {
+        if (produced || self.interop.host_signals) && !self.produced_within(g, within) {
             return Ok(Some(g));
         }
         self.frames.unfinished((!all).then_some(g), within)
@@ -315,7 +315,7 @@ impl Session {
             // SAFETY: raise(3) only delivers a signal to this process; the handlers are signal-hook's.
             unsafe { libc::raise(signal) };
         }
-        if !extra.signal.is_empty() || self.interop.staging.is_some() {
+        if !extra.signal.is_empty() || self.interop.host_signals {
             self.wait_produced(g)?;
         }
         if let Some(w) = self.plan.consumer(g).wait.filter(|_| self.host_waits) {

@@ -5,7 +5,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{anyhow, Result};
+use anyhow::{anyhow, bail, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
@@ -19,6 +19,8 @@ use crate::base::usage::{Field, Message};
 use crate::base::userkernel::KernelSpec;
 use crate::frames::consumer::Frames;
 use crate::frames::gpu::{check_size, drawable_buffer, out_of_memory, unsupported_format, Gpu};
+use crate::running::child::parent::{ChildCommand, ChildProducer};
+use crate::running::child::wire::{CudaWire, Render};
 use crate::running::feed::device::FedCudaProducer;
 use crate::running::feed::host::FedProducer;
 use crate::running::feed::Feed;
@@ -50,6 +52,10 @@ pub struct RunSpec {
     pub consumer: ConsumerSpec,
     /// Test only: the faults to inject.
     pub inject: Inject,
+    /// The producer runs in a process of its own, this program
+    /// ([`crate::running::child`]): CUDA producers (a faulting kernel then
+    /// costs the child, not the session) and the CPU reference.
+    pub child: Option<ChildCommand>,
 }
 
 /// The frame plan's parts ([`FramePlan::new`] with the session's timeline base).
@@ -217,6 +223,10 @@ pub struct Interop {
     /// Buffers beyond the device's storage-buffer range only: one image per
     /// shared buffer (Vulkan's own, in `GENERAL`).
     pub views: Option<Arc<Vec<SharedImage>>>,
+    /// The producer signals "rendered" from the host (CPU and staging
+    /// producers; a child without timeline handles): the consumer submits a
+    /// frame only once it is signalled.
+    pub host_signals: bool,
 }
 
 impl Interop {
@@ -243,6 +253,8 @@ pub enum Producer {
     Fed(FedProducer),
     /// Frames the caller hands in (GPU memory).
     FedCuda(Box<FedCudaProducer>),
+    /// A producer in a child process, and its name.
+    Child(Box<ChildProducer>, &'static str),
 }
 
 impl Producer {
@@ -254,6 +266,7 @@ impl Producer {
             Producer::Staging(_) => "staging",
             Producer::Fed(_) => "fed",
             Producer::FedCuda(_) => "fed-cuda",
+            Producer::Child(_, name) => name,
         }
     }
 
@@ -270,6 +283,7 @@ impl Producer {
                 Producer::Staging(p) => p.run(&job),
                 Producer::Fed(p) => p.run(&job),
                 Producer::FedCuda(p) => p.run(&job),
+                Producer::Child(p, _) => p.run(&job),
             };
             if result.is_err() {
                 job.control.fail();
@@ -294,8 +308,11 @@ impl Drop for FailOnPanic {
 pub fn build(gpu: &Gpu, spec: &RunSpec, plan: FramePlan, desc: FrameDesc) -> Result<(Interop, Producer)> {
     let size = Size { width: desc.extent.width, height: desc.extent.height };
     check_size(gpu, size, Field::Size)?;
-    build_checked(gpu, &spec.producer, plan, desc)
-        .map_err(|e| unsupported_format(out_of_memory(e, &Message::new().field(Field::Size, size))))
+    let built = match &spec.child {
+        Some(command) => build_child(gpu, spec, command, plan, desc),
+        None => build_checked(gpu, &spec.producer, plan, desc),
+    };
+    built.map_err(|e| unsupported_format(out_of_memory(e, &Message::new().field(Field::Size, size))))
 }
 
 fn build_checked(
@@ -309,10 +326,7 @@ fn build_checked(
     let export_images = gpu.cuda.is_some() || check_export(device, &desc).is_ok();
     let shared = SharedFrames::with_images(device, plan, desc, export_images, gpu.cuda.is_some())?;
     let shared = Arc::new(shared);
-    let views = match desc.layout == Layout::Buffer && !drawable_buffer(device, &desc) {
-        true => Some(Arc::new(view_images(device, &desc, plan.images())?)),
-        false => None,
-    };
+    let views = buffer_views(device, &desc, plan)?;
     let staging_buffers = || -> Result<Arc<Vec<Buffer>>> {
         let usage = vk::BufferUsageFlags::TRANSFER_SRC;
         let (count, bytes) = (plan.images(), desc.bytes());
@@ -356,7 +370,66 @@ fn build_checked(
             (Some(staging), Producer::Staging(Box::new(p)))
         }
     };
-    Ok((Interop { shared, staging, views }, producer))
+    let host_signals = staging.is_some();
+    Ok((Interop { shared, staging, views, host_signals }, producer))
+}
+
+/// For buffers too large for the draw pass to read as storage buffers: the images it draws from.
+fn buffer_views(
+    device: &Arc<Device>,
+    desc: &FrameDesc,
+    plan: FramePlan,
+) -> Result<Option<Arc<Vec<SharedImage>>>> {
+    Ok(match desc.layout == Layout::Buffer && !drawable_buffer(device, desc) {
+        true => Some(Arc::new(view_images(device, desc, plan.images())?)),
+        false => None,
+    })
+}
+
+/// The interop of a producer in a child process: frames exported to it
+/// (timelines too, to a CUDA child; a reference child's are signalled here).
+fn build_child(
+    gpu: &Gpu,
+    spec: &RunSpec,
+    command: &ChildCommand,
+    plan: FramePlan,
+    desc: FrameDesc,
+) -> Result<(Interop, Producer)> {
+    let wire_cuda = |c: &CudaOptions| CudaWire {
+        ptx_cache: c.cache(),
+        sched: c.sched,
+        high_priority: c.high_priority_stream,
+    };
+    let (render, director, link, name) = match &spec.producer {
+        ProducerSpec::Scene { director, cuda } => {
+            (Render::Scene(wire_cuda(cuda)), director, None, "cuda-child")
+        }
+        ProducerSpec::Kernel { director, kernel, reload, cuda } => {
+            let program = reload.as_ref().and_then(ReloadLink::last_good);
+            let render = Render::Kernel { kernel: kernel.clone(), program, cuda: wire_cuda(cuda) };
+            (render, director, reload.clone(), "cuda-child")
+        }
+        ProducerSpec::Cpu(director) => (Render::Reference, director, None, "cpu-child"),
+        ProducerSpec::Staging { .. } | ProducerSpec::Fed(_) => {
+            bail!("only the CUDA producers and the CPU reference run in a child process")
+        }
+    };
+    let cuda = !matches!(render, Render::Reference);
+    if cuda && gpu.cuda.is_none() {
+        bail!("the CUDA producer needs a CUDA device");
+    }
+    let shared = Arc::new(SharedFrames::with_images(&gpu.device, plan, desc, true, cuda)?);
+    let views = buffer_views(&gpu.device, &desc, plan)?;
+    let inject = spec.inject.0.iter().map(ToString::to_string).collect();
+    let uuid = gpu.device.info().uuid;
+    let child = ChildProducer::start(
+        command,
+        (&shared, uuid),
+        (render, director.clone(), link),
+        (inject, spec.plan.frames),
+    )?;
+    let interop = Interop { shared, staging: None, views, host_signals: !cuda };
+    Ok((interop, Producer::Child(Box::new(child), name)))
 }
 
 /// `count` images of `desc` that only Vulkan uses, moved to `GENERAL`: what

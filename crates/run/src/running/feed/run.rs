@@ -62,6 +62,7 @@ pub fn fed_spec(feed: Feed) -> RunSpec {
         producer: ProducerSpec::Fed(feed),
         consumer: ConsumerSpec { in_flight: IN_FLIGHT, paced: false, host_waits: false },
         inject: Inject::default(),
+        child: None,
     }
 }
 

@@ -11,7 +11,7 @@ use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
 use super::{Control, FrameTiming, Job, Report};
 use crate::base::clock::{now_ns, CpuMeter};
-use crate::base::director::Director;
+use crate::base::director::{Director, FrameSpec};
 use crate::base::driver;
 use crate::base::inject::Fault;
 use crate::base::kernels::{Out, SceneKernels};
@@ -24,7 +24,7 @@ use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda::Format;
 
 /// A newly compiled version of the user's kernel, loaded, waiting for the next frame.
-struct Loaded {
+pub(crate) struct Loaded {
     compiled: Compiled,
     version: Version,
     took: Duration,
@@ -32,7 +32,12 @@ struct Loaded {
 
 /// Loads the newest compiled version of the user's kernel, if there is one,
 /// to be swapped in before the next frame (a newer one replaces one that never ran).
-fn load_new_version(user: &UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>, next: &mut Option<Loaded>) {
+pub(crate) fn load_new_version(
+    user: &UserKernel,
+    link: &ReloadLink,
+    ctx: &Arc<CudaContext>,
+    next: &mut Option<Loaded>,
+) {
     let Some(compiled) = link.take() else { return };
     let started = Instant::now();
     match user.load_version(ctx, compiled.program.clone()) {
@@ -43,7 +48,7 @@ fn load_new_version(user: &UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>
 
 /// Swaps the loaded version in, if there is one, from frame `g` on; the
 /// versions swapped out earlier are unloaded once their launches have ended.
-fn swap_loaded(
+pub(crate) fn swap_loaded(
     (user, stream): (&mut UserKernel, &CudaStream),
     link: &ReloadLink,
     next: &mut Option<Loaded>,
@@ -65,7 +70,7 @@ fn swap_loaded(
 }
 
 /// Kernel timings are resolved this many frames late, so reading an event never stalls.
-const EVENT_RING: usize = 16;
+pub(crate) const EVENT_RING: usize = 16;
 
 /// The CUDA producer's state: imports of the Vulkan objects, the stream, the kernels.
 ///
@@ -84,8 +89,8 @@ pub struct CudaProducer {
     format: Format,
     stream: Arc<CudaStream>,
     ctx: Arc<CudaContext>,
-    /// What each frame shows.
-    director: Arc<Director>,
+    /// What each frame shows (`None` in a child process: the parent says, frame by frame).
+    director: Option<Arc<Director>>,
     /// Wait on the host (`vkWaitSemaphores`, which sleeps) for "released"
     /// before enqueuing a frame that reuses an image. Without it the stream's
     /// wait is enqueued on a value not yet reached, and the driver then spins
@@ -100,6 +105,21 @@ impl CudaProducer {
     pub fn new(
         ctx: Arc<CudaContext>,
         (shared, director): (&Arc<SharedFrames>, Arc<Director>),
+        (ptx_cache, kernel): (&Path, Option<(&KernelSpec, Option<ReloadLink>)>),
+        high_priority: bool,
+    ) -> Result<Self> {
+        let import =
+            |ctx: Arc<CudaContext>, stream: Arc<CudaStream>| Ok(CudaFrames::import(ctx, shared, stream)?);
+        let mut this = Self::with_frames(ctx, import, (ptx_cache, kernel), high_priority)?;
+        this.director = Some(director);
+        Ok(this)
+    }
+
+    /// The producer of a child process ([`crate::running::child`]): `import`
+    /// imports the frames another process exported, on the stream made here.
+    pub(crate) fn with_frames(
+        ctx: Arc<CudaContext>,
+        import: impl FnOnce(Arc<CudaContext>, Arc<CudaStream>) -> Result<CudaFrames>,
         (ptx_cache, kernel): (&Path, Option<(&KernelSpec, Option<ReloadLink>)>),
         high_priority: bool,
     ) -> Result<Self> {
@@ -127,24 +147,41 @@ impl CudaProducer {
             }
         }
         .context("cuStreamCreate")?;
-        let frames = CudaFrames::import(ctx.clone(), shared, stream.clone())?;
-        Ok(Self {
-            frames,
-            kernels,
-            user,
-            format: shared.desc().format,
-            stream,
-            ctx,
-            director,
-            host_waits: None,
-        })
+        let frames = import(ctx.clone(), stream.clone())?;
+        let format = frames.desc().format;
+        Ok(Self { frames, kernels, user, format, stream, ctx, director: None, host_waits: None })
+    }
+
+    /// The architecture the user's kernel was compiled for (`sm_XY`), if one runs.
+    pub(crate) fn arch(&self) -> Option<&str> {
+        self.user.as_ref().map(|(u, _)| u.arch.as_str())
+    }
+
+    /// The context, bound to the calling thread.
+    pub(crate) fn bind(&self) -> Result<()> {
+        Ok(self.ctx.bind_to_thread()?)
+    }
+
+    /// The kernel timer and clock of a loop over frames (the context bound).
+    pub(crate) fn clocks(&self) -> Result<(KernelTimer, KernelClock)> {
+        let timer = KernelTimer::new(&self.ctx, &self.stream)?;
+        Ok((timer, KernelClock::new(self.user.as_ref().is_some_and(|(u, _)| u.live()))))
+    }
+
+    /// Between frames: loads a version published on its link and swaps it in from frame `g`.
+    pub(crate) fn take_new_version(&mut self, next: &mut Option<Loaded>, g: u64) -> Result<()> {
+        if let Some((user, Some(link))) = &mut self.user {
+            load_new_version(user, link, &self.ctx, next);
+            swap_loaded((user, &self.stream), link, next, g)?;
+        }
+        Ok(())
     }
 
     /// The producer thread's loop.
     pub fn run(mut self, job: &Job) -> Result<Report> {
-        self.ctx.bind_to_thread()?;
-        let timer = KernelTimer::new(&self.ctx, &self.stream)?;
-        let mut clock = KernelClock::new(self.user.as_ref().is_some_and(|(u, _)| u.live()));
+        self.bind()?;
+        let (timer, mut clock) = self.clocks()?;
+        let director = self.director.clone().context("a producer of this process needs a director")?;
         let (mut report, mut meter) = (Report::default(), CpuMeter::default());
         // A version published while this waits for its turn wakes it to load it.
         let link = self.user.as_ref().and_then(|(_, link)| link.clone());
@@ -163,13 +200,13 @@ impl CudaProducer {
                 }
                 self.host_wait(job, g)?;
                 // Between frames, as late as possible: a newly compiled version replaces the running one.
-                if let Some((user, Some(link))) = &mut self.user {
-                    load_new_version(user, link, &self.ctx, &mut next);
-                    swap_loaded((user, &self.stream), link, &mut next, g)?;
-                }
+                self.take_new_version(&mut next, g)?;
                 job.inject.producer_panic(g);
                 job.inject.producer_stall(g, || job.control.failed())?;
-                self.render(job, g, (&timer, &mut clock), &mut report)?;
+                let spec = director.begin(g);
+                if let Some(t) = self.render(job, (g, &spec), (&timer, &mut clock), &mut report)? {
+                    job.control.set_render_time(t.render);
+                }
                 report.frames += 1;
                 g += 1;
                 job.control.set_produced(g);
@@ -222,20 +259,19 @@ impl CudaProducer {
         Ok(())
     }
 
-    /// Frame `g`: the GPU-side wait until the consumer released its image
-    /// (frame g - N), the kernel (the scene's or the user's), timed, and the signal.
-    fn render(
+    /// Frame `g`, showing `spec`: the GPU-side wait until the consumer
+    /// released its image (frame g - N), the kernel (the scene's or the
+    /// user's), timed, and the signal. Returns the timing of the frame
+    /// [`EVENT_RING`] frames before, now resolved.
+    pub(crate) fn render(
         &self,
         job: &Job,
-        g: u64,
+        (g, spec): (u64, &FrameSpec),
         (timer, clock): (&KernelTimer, &mut KernelClock),
         report: &mut Report,
-    ) -> Result<()> {
+    ) -> Result<Option<FrameTiming>> {
         let target = self.frames.begin(g)?;
-        if let Some(t) = timer.start(g, &self.stream, report)? {
-            job.control.set_render_time(t.render);
-        }
-        let spec = self.director.begin(g);
+        let resolved = timer.start(g, &self.stream, report)?;
         let args = FrameArgs::new(&spec.scene, spec.tick);
         let out = Out::shared(target, self.format);
         match &self.user {
@@ -252,14 +288,14 @@ impl CudaProducer {
         }
         timer.end(g, &self.stream)?;
         self.frames.end(g)?;
-        Ok(())
+        Ok(resolved)
     }
 
     /// A kernel that does not end: unloading its module or releasing the
     /// context would wait for it forever, so this thread leaves them to the
     /// driver, which ends the kernel when the process exits; so is a version
     /// loaded and not yet run. The error says why the run stopped.
-    fn abandon(self, next: Option<Loaded>, job: &Job, result: &Result<()>) -> anyhow::Error {
+    pub(crate) fn abandon(self, next: Option<Loaded>, job: &Job, result: &Result<()>) -> anyhow::Error {
         std::mem::forget(self);
         std::mem::forget(next);
         let why = match (job.control.abandoned(), result) {
@@ -274,14 +310,14 @@ impl CudaProducer {
     }
 
     /// Whether a kernel or operation on the stream failed (a fault is sticky).
-    fn stream_failed(&self) -> bool {
+    pub(crate) fn stream_failed(&self) -> bool {
         matches!(self.frames.stream_state(), StreamState::Failed(_))
     }
 
     /// Waits (bounded) until the stream has finished; its error if it failed.
     /// A stream still busy is not waited for again when the consumer gave up
     /// on it, or when `waited` (this thread waited out the timeout already).
-    fn settle(&self, control: &Control, waited: bool) -> Result<()> {
+    pub(crate) fn settle(&self, control: &Control, waited: bool) -> Result<()> {
         if (waited || control.abandoned()) && self.frames.stream_state() == StreamState::Busy {
             return Ok(());
         }

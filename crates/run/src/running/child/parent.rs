@@ -1,0 +1,323 @@
+//! The session's side of a producer in a child process: it starts the
+//! child, offers it the frames, then stands in its place on the producer's
+//! thread: it paces frames, waits on the host for "released", says what each
+//! frame shows, and follows what the child reports. When the child dies, this
+//! thread's run ends with the child's error; the session then stands in for
+//! what the child owed ([`crate::running::session`]).
+
+use std::ffi::OsString;
+use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, ExitStatus};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use anyhow::{anyhow, bail, Result};
+
+use super::wire::{FromChild, Offer, PlanWire, Received, Render, ToChild, Wire, VERSION};
+use crate::base::director::Director;
+use crate::base::reload::{Compiled, ReloadLink};
+use crate::running::producer::{FrameTiming, Job, Report};
+use vkcuda::interop::SharedFrames;
+
+/// How long a new child may take to import the frames and load its kernels
+/// (CUDA's start and a kernel's JIT compile: seconds).
+pub const READY_WITHIN: Duration = Duration::from_secs(60);
+
+/// How long a stopped child may take to finish its frames and exit.
+const EXIT_WITHIN: Duration = Duration::from_secs(10);
+
+/// The program a child runs: `program args… FD`, where FD is the number of
+/// the socket it inherits; it calls [`super::serve`] with it. The CLI runs
+/// itself (`vkcuda child FD`, hidden).
+#[derive(Clone, Debug)]
+pub struct ChildCommand {
+    /// The executable.
+    pub program: PathBuf,
+    /// Its arguments before the descriptor's number.
+    pub args: Vec<OsString>,
+    /// The child's Vulkan instance loads the validation layer (a reference child).
+    pub validate: bool,
+}
+
+/// What the reader thread learns from the child.
+#[derive(Default)]
+struct Heard {
+    report: Mutex<Report>,
+    error: Mutex<Option<String>>,
+    /// The child said it finished every frame.
+    done: AtomicBool,
+    /// The child's socket closed (it exited or was killed).
+    closed: AtomicBool,
+    /// The newest kernel version sent, until the child swaps it in.
+    sent: Mutex<Option<Compiled>>,
+}
+
+/// A producer in a child process, ready to run on the producer's thread.
+pub struct ChildProducer {
+    child: Child,
+    wire: Wire,
+    shared: Arc<SharedFrames>,
+    director: Arc<Director>,
+    link: Option<ReloadLink>,
+    /// No timeline handles went to the child: this signals "rendered" for it.
+    relay: bool,
+    arch: Option<String>,
+}
+
+impl ChildProducer {
+    /// Starts `command`, offers it `shared`'s frames (exported) to render
+    /// `render` on the device with `uuid`, and waits until it is ready.
+    pub fn start(
+        command: &ChildCommand,
+        (shared, uuid): (&Arc<SharedFrames>, [u8; 16]),
+        (render, director, link): (Render, Arc<Director>, Option<ReloadLink>),
+        (inject, total): (Vec<String>, u64),
+    ) -> Result<Self> {
+        let exported = shared.export()?;
+        let relay = exported.timelines.is_empty();
+        let (wire, theirs) = Wire::pair()?;
+        let mut child = spawn(command, theirs)?;
+        let memory: Vec<(OwnedFd, u64)> = exported.memory.into_iter().map(|m| m.into_parts()).collect();
+        let offer = Offer {
+            version: VERSION,
+            uuid,
+            frames: PlanWire::new(&exported.plan, &exported.desc, total),
+            memory: memory.iter().map(|(_, size)| *size).collect(),
+            timelines: exported.timelines.len(),
+            color: exported.color,
+            render,
+            inject,
+            validate: command.validate,
+        };
+        let fds: Vec<_> = memory
+            .iter()
+            .map(|(fd, _)| fd.as_fd())
+            .chain(exported.timelines.iter().map(AsFd::as_fd))
+            .collect();
+        let ready = offer_and_wait(&wire, &offer, &fds);
+        let arch = match ready {
+            Ok(arch) => arch,
+            Err(e) => {
+                // A child that said why (or exited) is gone in a moment; one that went quiet is killed.
+                let status = end(&mut child, EXIT_WITHIN);
+                return Err(e.context(format!("starting the producer's process ({})", said(status))));
+            }
+        };
+        if let (Some(link), Some(arch)) = (&link, &arch) {
+            link.running(arch, link.version().max(1));
+        }
+        Ok(Self { child, wire, shared: shared.clone(), director, link, relay, arch })
+    }
+
+    /// The producer thread's loop: frames to the child until the limit, then
+    /// its end. Its error is the child's when the child failed or died.
+    pub fn run(mut self, job: &Job) -> Result<Report> {
+        let heard = Arc::new(Heard::default());
+        let reader = self.listen(job, &heard)?;
+        let sent = self.send_frames(job, &heard);
+        // The child finishes what it has and exits; one whose kernel never ends is killed.
+        let _ = self.wire.send(&ToChild::Stop);
+        let until = Instant::now() + EXIT_WITHIN;
+        while !heard.closed.load(Ordering::Acquire) && !job.control.abandoned() && Instant::now() < until {
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        let killed = !heard.closed.load(Ordering::Acquire);
+        // A closed socket: the child is exiting; else it is killed at once.
+        let status = end(&mut self.child, if killed { Duration::ZERO } else { EXIT_WITHIN });
+        let _ = reader.join();
+        let error = heard.error.lock().unwrap_or_else(|p| p.into_inner()).take();
+        let report = std::mem::take(&mut *heard.report.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(e) = error {
+            return Err(anyhow!("{e}"));
+        }
+        if killed {
+            bail!(
+                "the producer's process did not finish its frames (a kernel that does not end?): killed it ({})",
+                said(status)
+            );
+        }
+        if !heard.done.load(Ordering::Acquire) {
+            let g = job.control.produced();
+            bail!("the producer's process ended before it made frame {g} ({})", said(status));
+        }
+        sent.map(|()| report)
+    }
+
+    /// Frames `0..limit` to the child, each once its turn came and its frame
+    /// was released; stops early when the child's socket closed or a side failed.
+    fn send_frames(&self, job: &Job, heard: &Heard) -> Result<()> {
+        let (control, timelines) = (&job.control, self.shared.timelines());
+        let gone = || heard.closed.load(Ordering::Acquire);
+        let mut g = 0;
+        while g < control.limit() {
+            while !control.await_turn(g, &gone) {}
+            if g >= control.limit() || gone() || control.failed() {
+                break;
+            }
+            if let Some(w) = job.plan.producer(g).wait {
+                timelines[w.timeline].wait(w.value, &|| control.failed() || gone())?;
+            }
+            if let Some(compiled) = self.link.as_ref().and_then(ReloadLink::take) {
+                self.wire.send(&ToChild::Kernel(compiled.program.clone()))?;
+                *heard.sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(compiled);
+            }
+            self.wire.send(&ToChild::Frame { g, spec: self.director.begin(g) })?;
+            g += 1;
+        }
+        Ok(())
+    }
+
+    /// The reader thread: what the child says, as it says it.
+    fn listen(&self, job: &Job, heard: &Arc<Heard>) -> Result<std::thread::JoinHandle<()>> {
+        let reader = self.wire.try_clone()?;
+        let (heard, job) = (heard.clone(), job.clone());
+        let (shared, relay) = (self.relay.then(|| self.shared.clone()), self.relay);
+        let (link, arch) = (self.link.clone(), self.arch.clone());
+        let thread = std::thread::Builder::new().name("child listener".into()).spawn(move || {
+            loop {
+                let message = match reader.recv::<FromChild>() {
+                    Ok(Received::Message(m)) => m,
+                    Ok(Received::Quiet) => continue,
+                    Ok(Received::Closed) => break,
+                    Err(e) => {
+                        heard.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(format!("{e:#}"));
+                        break;
+                    }
+                };
+                let heard_it = hear(message, &job, &heard, (shared.as_deref(), relay), (&link, &arch));
+                if let Err(e) = heard_it {
+                    heard.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(format!("{e:#}"));
+                    break;
+                }
+            }
+            heard.closed.store(true, Ordering::Release);
+            if !heard.done.load(Ordering::Acquire) {
+                job.control.fail();
+            }
+        })?;
+        Ok(thread)
+    }
+}
+
+/// Acts on one message of the child.
+fn hear(
+    message: FromChild,
+    job: &Job,
+    heard: &Heard,
+    (shared, relay): (Option<&SharedFrames>, bool),
+    (link, arch): (&Option<ReloadLink>, &Option<String>),
+) -> Result<()> {
+    match message {
+        FromChild::Produced { g } => {
+            if let (Some(shared), true) = (shared, relay) {
+                let s = job.plan.producer(g).signal;
+                // SAFETY: this thread is the only producer-side signaller of the timeline, in
+                // frame order; the frame was sent only once its wait ("released") was met, so
+                // no signal at or below this value is pending (VUID-VkSemaphoreSignalInfo-value-03259).
+                unsafe { shared.timelines()[s.timeline].signal(s.value) }?;
+            }
+            job.control.set_produced(g + 1);
+        }
+        FromChild::Timing { g, render_ns, rendered_ns } => {
+            let t = FrameTiming { render: Duration::from_nanos(render_ns), rendered_ns };
+            job.control.set_render_time(t.render);
+            heard.report.lock().unwrap_or_else(|p| p.into_inner()).timings.push(g, t);
+        }
+        FromChild::Swapped { g } => {
+            let sent = heard.sent.lock().unwrap_or_else(|p| p.into_inner()).take();
+            if let (Some(link), Some(compiled)) = (link, sent) {
+                let version = link.version() + 1;
+                link.running(arch.as_deref().unwrap_or(""), version);
+                link.swapped(&compiled, version, g);
+            }
+        }
+        FromChild::Failed { error } => {
+            heard.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(error);
+        }
+        FromChild::Done => {
+            let mut report = heard.report.lock().unwrap_or_else(|p| p.into_inner());
+            report.frames = job.control.produced();
+            heard.done.store(true, Ordering::Release);
+        }
+        FromChild::Ready { .. } => bail!("the producer's process said it was ready twice"),
+    }
+    Ok(())
+}
+
+/// Sends the offer and its handles, then waits (bounded) for the child to be ready.
+fn offer_and_wait(wire: &Wire, offer: &Offer, fds: &[std::os::fd::BorrowedFd<'_>]) -> Result<Option<String>> {
+    wire.send(offer)?;
+    wire.send_fds(fds)?;
+    wire.read_timeout(Some(READY_WITHIN))?;
+    let ready = match wire.recv::<FromChild>()? {
+        Received::Message(FromChild::Ready { arch }) => Ok(arch),
+        Received::Message(FromChild::Failed { error }) => Err(anyhow!("{error}")),
+        Received::Message(other) => Err(anyhow!("the producer's process said {other:?} before it was ready")),
+        Received::Quiet => Err(anyhow!("the producer's process was not ready within {READY_WITHIN:?}")),
+        Received::Closed => Err(anyhow!("the producer's process exited before it was ready")),
+    };
+    wire.read_timeout(None)?;
+    ready
+}
+
+/// Starts the child with `theirs` as an inherited descriptor whose number is
+/// its last argument, in a process group of its own (a terminal's Ctrl+C is
+/// the session's to handle), killed if the session's process dies first.
+fn spawn(command: &ChildCommand, theirs: OwnedFd) -> Result<Child> {
+    let fd = theirs.as_raw_fd();
+    let mut cmd = Command::new(&command.program);
+    cmd.args(&command.args).arg(fd.to_string());
+    let prepare = move || {
+        // SAFETY: fcntl(2) on a descriptor this process owns; async-signal-safe (after fork).
+        let inherited = unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == 0;
+        // SAFETY: setpgid(2) on this process; async-signal-safe.
+        let own_group = unsafe { libc::setpgid(0, 0) } == 0;
+        // SAFETY: prctl(2) on this process; async-signal-safe.
+        let dies_with_parent = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } == 0;
+        match inherited && own_group && dies_with_parent {
+            true => Ok(()),
+            false => Err(std::io::Error::last_os_error()),
+        }
+    };
+    // SAFETY: `prepare` makes only async-signal-safe calls, as pre_exec requires between fork and exec.
+    unsafe { cmd.pre_exec(prepare) };
+    let child =
+        cmd.spawn().map_err(|e| anyhow!("starting {} for the producer: {e}", command.program.display()))?;
+    drop(theirs);
+    Ok(child)
+}
+
+/// Waits up to `grace` for the child to exit, then kills it and reaps it.
+fn end(child: &mut Child, grace: Duration) -> Option<ExitStatus> {
+    let until = Instant::now() + grace;
+    loop {
+        match child.try_wait() {
+            Ok(Some(status)) => return Some(status),
+            Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(1)),
+            Ok(None) => break,
+            Err(_) => return None,
+        }
+    }
+    let _ = child.kill();
+    child.wait().ok()
+}
+
+/// An exit status in words.
+fn said(status: Option<ExitStatus>) -> String {
+    use std::os::unix::process::ExitStatusExt;
+    match status {
+        Some(s) if s.signal().is_some() => format!("killed by signal {}", s.signal().unwrap_or(0)),
+        Some(s) => format!("exit code {}", s.code().unwrap_or(-1)),
+        None => "its exit status unknown".into(),
+    }
+}
+
+impl Drop for ChildProducer {
+    fn drop(&mut self) {
+        // A producer never run (a session that failed to start): no child is left behind.
+        end(&mut self.child, Duration::ZERO);
+    }
+}
