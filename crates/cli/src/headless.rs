@@ -372,6 +372,7 @@ impl Served {
         while caught.load(Ordering::Relaxed) == 0 {
             if restart.ready() {
                 self.controls.set_fault(None);
+                eprintln!("vkcuda: the fix runs");
                 return true;
             }
             std::thread::sleep(Duration::from_millis(20));

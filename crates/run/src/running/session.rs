@@ -107,7 +107,8 @@ impl Session {
         let name = producer.name();
         let job = Job { plan, control: control.clone(), inject: spec.inject.clone() };
         let handle = producer.spawn(job)?;
-        let cuda = gpu.cuda.clone().filter(|_| name != "cpu");
+        // A child's CUDA is its own: this process makes no context (the footprint would).
+        let cuda = gpu.cuda.clone().filter(|_| name != "cpu" && !name.ends_with("-child"));
         let host_waits = spec.consumer.host_waits;
         Ok(Self {
             plan,

@@ -179,8 +179,9 @@ fn serve_cuda(wire: &Wire, offer: &Offer, fds: Vec<OwnedFd>) -> Result<()> {
     let kernel = kernel.map(|(spec, _)| (spec, link.clone()));
     let mut producer = CudaProducer::with_frames(ctx, import, (&cuda.ptx_cache, kernel), cuda.high_priority)?;
     wire.send(&FromChild::Ready { arch: producer.arch().map(str::to_string) })?;
-    let job = Job { plan, control: Control::new(u64::MAX), inject: Inject::default() };
-    let outcome = render_frames(wire, &mut producer, (&job, &Injected::parse(&offer.inject)?), link.as_ref());
+    let injected = Injected::parse(&offer.inject)?;
+    let job = Job { plan, control: Control::new(u64::MAX), inject: injected.0.clone() };
+    let outcome = render_frames(wire, &mut producer, (&job, &injected), link.as_ref());
     if producer.stream_failed() || outcome.is_err() {
         // Its stream may still hold a kernel that never ends: the process exit ends it.
         std::mem::forget(producer);
