@@ -56,6 +56,27 @@ impl Timeline {
         Ok(Self { device, raw, name, exportable: export, host_high: AtomicU64::new(initial) })
     }
 
+    /// A timeline of `device` that shares the payload of `handle`, a
+    /// timeline another process (or device) exported ([`Timeline::export`]):
+    /// for host waits on it here ([`Timeline::wait`]). Needs semaphore
+    /// import on `device` (made with `export_semaphores`).
+    ///
+    /// # Safety
+    /// `handle` was exported from a timeline semaphore of a device with the
+    /// same `deviceUUID` and driver as `device` (VUID-VkImportSemaphoreFdInfoKHR-handleType-03263).
+    pub unsafe fn import(device: Arc<Device>, name: &'static str, handle: Handle) -> Result<Self> {
+        let loader = device.semaphore_export().ok_or_else(|| crate::Error::MissingExtension {
+            extension: platform::SEMAPHORE_EXTENSION.to_string_lossy().into_owned(),
+            context: format!("importing timeline '{name}'"),
+        })?;
+        let loader = loader.clone();
+        let this = Timeline::new(device, name, 0, false)?;
+        // SAFETY: `this` is a new timeline of the loader's device that nothing has used; the
+        // handle's origin is the caller's promise.
+        unsafe { platform::import_semaphore(&loader, this.raw, handle) }?;
+        Ok(this)
+    }
+
     /// The semaphore, for a `VkSemaphoreSubmitInfo` (it stays this
     /// `Timeline`'s: destroyed when it drops).
     pub fn raw(&self) -> vk::Semaphore {

@@ -26,6 +26,9 @@ source .xkit/env.sh >/dev/null
 unset VK_LAYER_PATH
 parts=${*:-timing correctness recovery}
 want() { [[ " $parts " == *" $1 "* ]]; }
+# A 50 ms pause without sleep(1) (fractions may not parse there): a read that times out.
+exec 9<> <(:)
+nap() { read -rt 0.05 -u 9 _ || true; }
 summary() { grep -E "frames, .* fps|median per frame|mismatches|compare:|validation:|error" | tr '\n' ' '; echo; }
 
 # A kernel whose pixels depend on x and y only: every frame of it is checkable.
@@ -63,14 +66,14 @@ want timing && echo "== 1. timing (no layer): in this process (prev, this) and i
 want timing && for rep in 1 2 3; do
     for what in "julia:--scene julia" "kernel:--kernel /tmp/good.cu"; do
         IFS=: read -r name source <<<"$what"
-        for consume in copy draw; do
+        for consume in "copy" "draw --target-size 1920x1080"; do
             for run in prev-same:vkcuda-prev: this-same:vkcuda:same this-child:vkcuda:child; do
                 IFS=: read -r label bin process <<<"$run"
                 flag=(); [ -n "$process" ] && flag=(--producer-process "$process")
-                printf '%s %s %s rep%s: ' "$label" "$name" "$consume" "$rep" | tee -a "$R/timing.txt"
+                printf '%s %s %s rep%s: ' "$label" "$name" "${consume%% *}" "$rep" | tee -a "$R/timing.txt"
                 # shellcheck disable=SC2086
-                timeout 120 "$D/$bin" --headless --producer cuda $source --size 1920x1080 --consume "$consume" \
-                    --target-size 1920x1080 --frames 3000 --dump-every 0 "${flag[@]}" 2>&1 | summary | tee -a "$R/timing.txt"
+                timeout 120 "$D/$bin" --headless --producer cuda $source --size 1920x1080 --consume $consume \
+                    --frames 3000 --dump-every 0 "${flag[@]}" 2>&1 | summary | tee -a "$R/timing.txt"
             done
         done
     done
@@ -115,7 +118,7 @@ rm -rf /tmp/served
     >/tmp/served.log 2>&1 & pid=$!
 count() { grep -c "$1" /tmp/served.log; }
 until_count() { # PATTERN N SECONDS
-    local t=0; while [ "$(count "$1")" -lt "$2" ]; do sleep 0.05; t=$((t + 1)); [ $t -ge $(($3 * 20)) ] && return 1; done
+    local t=0; while [ "$(count "$1")" -lt "$2" ]; do nap; t=$((t + 1)); [ $t -ge $(($3 * 20)) ] && return 1; done
 }
 until_count "watch it at" 1 60 || echo "no server" | tee -a "$R/recovery.txt"
 sample() {
@@ -177,15 +180,15 @@ PY
 
 echo "== the viewer (CPU-present window under Xvfb): 3 faults and fixes" | tee -a "$R/recovery.txt"
 Xvfb :77 -screen 0 1280x800x24 -nolisten tcp >/dev/null 2>&1 & xpid=$!
-for _ in $(seq 50); do [ -S /tmp/.X11-unix/X77 ] && break; sleep 0.1; done
+for _ in $(seq 50); do [ -S /tmp/.X11-unix/X77 ] && break; nap; nap; done
 good 0 >/tmp/live.cu
 DISPLAY=:77 "$D/vkcuda" --kernel /tmp/live.cu --size 320x180 >/tmp/viewer.log 2>&1 & vpid=$!
 vcount() { grep -c "$1" /tmp/viewer.log; }
 for i in 1 2 3; do
     sleep 2; bad address "v$i" >/tmp/live.cu.new && mv /tmp/live.cu.new /tmp/live.cu
-    t=0; while [ "$(vcount 'the window keeps the last frame')" -lt $i ] && [ $t -lt 600 ]; do sleep 0.05; t=$((t + 1)); done
+    t=0; while [ "$(vcount 'the window keeps the last frame')" -lt $i ] && [ $t -lt 600 ]; do nap; t=$((t + 1)); done
     good "v$i" >/tmp/live.cu.new && mv /tmp/live.cu.new /tmp/live.cu
-    t=0; while [ "$(vcount 'the fix runs')" -lt $i ] && [ $t -lt 600 ]; do sleep 0.05; t=$((t + 1)); done
+    t=0; while [ "$(vcount 'the fix runs')" -lt $i ] && [ $t -lt 600 ]; do nap; t=$((t + 1)); done
 done
 echo "viewer: faults said $(vcount 'the window keeps the last frame'), fixes run $(vcount 'the fix runs')" | tee -a "$R/recovery.txt"
 sleep 1; kill -INT $vpid; wait $vpid; echo "viewer: rc=$?" | tee -a "$R/recovery.txt"

@@ -25,7 +25,7 @@ use crate::running::feed::device::FedCudaProducer;
 use crate::running::feed::host::FedProducer;
 use crate::running::feed::Feed;
 use crate::running::producer::cpu::CpuProducer;
-use crate::running::producer::cuda::CudaProducer;
+use crate::running::producer::cuda::{CudaProducer, HostWaits};
 use crate::running::producer::staging::StagingProducer;
 use crate::running::producer::{Control, Job, Report};
 use vkcuda::cuda::{self};
@@ -357,7 +357,7 @@ fn build_checked(
             };
             let frames = (&shared, director.clone());
             let mut p = CudaProducer::new(ctx, frames, (&opts.cache(), kernel), opts.high_priority_stream)?;
-            p.host_waits = opts.host_waits.then(|| shared.clone());
+            p.host_waits = opts.host_waits.then(|| HostWaits::Shared(shared.clone()));
             (None, Producer::Cuda(Box::new(p)))
         }
         ProducerSpec::Staging { director, cuda: opts } => {
@@ -399,6 +399,7 @@ fn build_child(
         ptx_cache: c.cache(),
         sched: c.sched,
         high_priority: c.high_priority_stream,
+        host_waits: c.host_waits,
     };
     let (render, director, link, name) = match &spec.producer {
         ProducerSpec::Scene { director, cuda } => {

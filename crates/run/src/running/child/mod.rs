@@ -39,10 +39,14 @@ use anyhow::{anyhow, bail, ensure, Context, Result};
 use crate::base::failure::RunError;
 use crate::base::inject::{At, Fault, Inject};
 use crate::base::reload::{Compiled, Made, ReloadLink};
-use crate::running::producer::cuda::CudaProducer;
+use crate::running::producer::cuda::{CudaProducer, HostWaits};
 use crate::running::producer::{Control, Job, Report};
 use vkcuda::interop::{CudaFrames, ExportedFrames};
 use vkcuda::platform::ExportedMemory;
+use vkcuda::sync::FramePlan;
+use vkcuda::types::QueueKind;
+use vkcuda::vk::device::{list_gpus, Device, Queue};
+use vkcuda::vk::timeline::Timeline;
 use wire::{FromChild, Offer, Received, Render, ToChild, Wire, VERSION};
 
 /// The failure of a producer in a child process, when `e` is one: what it
@@ -157,7 +161,8 @@ fn serve_cuda(wire: &Wire, offer: &Offer, fds: Vec<OwnedFd>) -> Result<()> {
         .context("no CUDA device here has the session's Vulkan device UUID")?;
     let ctx = vkcuda::cuda::context(&device, cuda.sched)?;
     let mut handles = fds;
-    let timelines = handles.split_off(offer.memory.len());
+    let mut timelines = handles.split_off(offer.memory.len());
+    let waits = timelines.split_off(offer.timelines);
     let memory = handles
         .into_iter()
         .zip(&offer.memory)
@@ -178,6 +183,9 @@ fn serve_cuda(wire: &Wire, offer: &Offer, fds: Vec<OwnedFd>) -> Result<()> {
     };
     let kernel = kernel.map(|(spec, _)| (spec, link.clone()));
     let mut producer = CudaProducer::with_frames(ctx, import, (&cuda.ptx_cache, kernel), cuda.high_priority)?;
+    if !waits.is_empty() {
+        producer.host_waits = Some(HostWaits::Imported(host_waits(offer.uuid, plan, waits)?));
+    }
     wire.send(&FromChild::Ready { arch: producer.arch().map(str::to_string) })?;
     let injected = Injected::parse(&offer.inject)?;
     let job = Job { plan, control: Control::new(u64::MAX), inject: injected.0.clone() };
@@ -187,6 +195,25 @@ fn serve_cuda(wire: &Wire, offer: &Offer, fds: Vec<OwnedFd>) -> Result<()> {
         std::mem::forget(producer);
     }
     outcome
+}
+
+/// The session's timelines (`handles`, in the plan's order) imported into a
+/// Vulkan device of this process with `uuid`, for host waits only (its
+/// device runs no queue work; no validation layer).
+fn host_waits(uuid: [u8; 16], plan: FramePlan, handles: Vec<OwnedFd>) -> Result<Vec<Timeline>> {
+    let instance = crate::frames::gpu::vulkan_instance(false, &[])?;
+    let gpu = list_gpus(&instance)?
+        .into_iter()
+        .find(|g| g.uuid == uuid)
+        .context("no Vulkan device here has the session's device UUID")?;
+    let queue = Queue { kind: QueueKind::Compute, present: None };
+    let device = Device::new(instance, gpu, true, queue, Default::default())?;
+    let mut timelines = Vec::new();
+    for (handle, name) in handles.into_iter().zip(plan.timeline_names()) {
+        // SAFETY: the session exported it from its timeline on the device with this UUID.
+        timelines.push(unsafe { Timeline::import(device.clone(), name, handle) }?);
+    }
+    Ok(timelines)
 }
 
 /// Renders the frames the session sends until it says stop.
@@ -220,6 +247,7 @@ fn render_frames(
             wire.send(&FromChild::Swapped { g })?;
         }
         inject.before(g);
+        producer.host_wait(job, g)?;
         let resolved = producer
             .render(job, (g, &spec), (&timer, &mut clock), &mut report)
             .with_context(|| frame_of(g))?;

@@ -64,6 +64,8 @@ pub struct ChildProducer {
     link: Option<ReloadLink>,
     /// No timeline handles went to the child: this signals "rendered" for it.
     relay: bool,
+    /// The child waits on the host for "released": each frame goes a frame early.
+    ahead: bool,
     arch: Option<String>,
 }
 
@@ -78,6 +80,12 @@ impl ChildProducer {
     ) -> Result<Self> {
         let exported = shared.export()?;
         let relay = exported.timelines.is_empty();
+        let ahead =
+            !relay && matches!(&render, Render::Scene(c) | Render::Kernel { cuda: c, .. } if c.host_waits);
+        let waits = match ahead {
+            true => shared.timelines().iter().map(|t| t.export()).collect::<vkcuda::Result<Vec<_>>>()?,
+            false => Vec::new(),
+        };
         let (wire, theirs) = Wire::pair()?;
         let mut child = spawn(command, theirs)?;
         let memory: Vec<(OwnedFd, u64)> = exported.memory.into_iter().map(|m| m.into_parts()).collect();
@@ -87,6 +95,7 @@ impl ChildProducer {
             frames: PlanWire::new(&exported.plan, &exported.desc, total),
             memory: memory.iter().map(|(_, size)| *size).collect(),
             timelines: exported.timelines.len(),
+            wait_timelines: waits.len(),
             color: exported.color,
             render,
             inject,
@@ -95,7 +104,7 @@ impl ChildProducer {
         let fds: Vec<_> = memory
             .iter()
             .map(|(fd, _)| fd.as_fd())
-            .chain(exported.timelines.iter().map(AsFd::as_fd))
+            .chain(exported.timelines.iter().chain(&waits).map(AsFd::as_fd))
             .collect();
         let ready = offer_and_wait(&wire, &offer, &fds);
         let arch = match ready {
@@ -109,7 +118,7 @@ impl ChildProducer {
         if let (Some(link), Some(arch)) = (&link, &arch) {
             link.running(arch, link.version().max(1));
         }
-        Ok(Self { child, wire, shared: shared.clone(), director, link, relay, arch })
+        Ok(Self { child, wire, shared: shared.clone(), director, link, relay, ahead, arch })
     }
 
     /// The producer thread's loop: frames to the child until the limit, then
@@ -157,7 +166,9 @@ impl ChildProducer {
             if g >= control.limit() || gone() || control.failed() {
                 break;
             }
-            if let Some(w) = job.plan.producer(g).wait {
+            // A child that waits on the host itself gets the frame once the one before is released.
+            let released = if self.ahead { g.saturating_sub(1) } else { g };
+            if let Some(w) = job.plan.producer(released).wait {
                 timelines[w.timeline].wait(w.value, &|| control.failed() || gone())?;
             }
             if let Some(compiled) = self.link.as_ref().and_then(ReloadLink::take) {

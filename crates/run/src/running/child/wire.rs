@@ -44,6 +44,8 @@ pub struct Offer {
     pub memory: Vec<u64>,
     /// Timeline handles after the frames' (0: the session signals "rendered" for the child).
     pub timelines: usize,
+    /// Timeline handles after those, for the child's host waits (0: the session waits for it).
+    pub wait_timelines: usize,
     /// The images have `COLOR_ATTACHMENT` usage.
     pub color: bool,
     /// What the child renders.
@@ -57,7 +59,7 @@ pub struct Offer {
 impl Offer {
     /// Handles that follow the offer.
     pub fn handles(&self) -> usize {
-        self.memory.len() + self.timelines
+        self.memory.len() + self.timelines + self.wait_timelines
     }
 }
 
@@ -105,6 +107,11 @@ pub struct CudaWire {
     pub sched: CudaSched,
     /// The stream with the highest priority.
     pub high_priority: bool,
+    /// The child waits on the host until a frame is released before it
+    /// enqueues the frame (a stream's wait on a value not yet reached keeps
+    /// the thread's next CUDA call spinning); the session sends each frame a
+    /// frame early then.
+    pub host_waits: bool,
 }
 
 /// What a child renders.
@@ -129,7 +136,8 @@ pub enum Render {
 /// What the session tells its child after the offer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub enum ToChild {
-    /// Render frame `g` showing `spec`: its frame is free (the session waited for "released").
+    /// Render frame `g` showing `spec`: its frame is free (the session waited for
+    /// "released"), or, when the child waits on the host, the frame before it is.
     Frame {
         /// The frame.
         g: u64,

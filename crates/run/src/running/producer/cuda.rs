@@ -20,6 +20,7 @@ use crate::base::scene::FrameArgs;
 use crate::base::userkernel::{KernelClock, KernelSpec, UserKernel, Version};
 use vkcuda::cuda::StreamState;
 use vkcuda::interop::{CudaFrames, SharedFrames};
+use vkcuda::vk::timeline::Timeline;
 use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda::Format;
 
@@ -69,6 +70,24 @@ pub(crate) fn swap_loaded(
     Ok(())
 }
 
+/// The timelines a producer waits on from the host before it enqueues a frame.
+pub enum HostWaits {
+    /// The session's own (a producer in its process).
+    Shared(Arc<SharedFrames>),
+    /// Imported from the session's process, in the plan's order (a child's).
+    Imported(Vec<Timeline>),
+}
+
+impl HostWaits {
+    /// Timeline `t` of the plan.
+    fn timeline(&self, t: usize) -> &Timeline {
+        match self {
+            HostWaits::Shared(shared) => &shared.timelines()[t],
+            HostWaits::Imported(timelines) => &timelines[t],
+        }
+    }
+}
+
 /// Kernel timings are resolved this many frames late, so reading an event never stalls.
 pub(crate) const EVENT_RING: usize = 16;
 
@@ -96,7 +115,7 @@ pub struct CudaProducer {
     /// wait is enqueued on a value not yet reached, and the driver then spins
     /// this thread inside the next CUDA call until the value is reached: one
     /// core always busy (docs/results-h100.md). The stream still waits too.
-    pub host_waits: Option<Arc<SharedFrames>>,
+    pub host_waits: Option<HostWaits>,
 }
 
 impl CudaProducer {
@@ -243,12 +262,11 @@ impl CudaProducer {
 
     /// With host waits: waits on the host for the plan's wait of frame `g`
     /// (a stream waiting on a value not yet reached blocks this thread's next call).
-    fn host_wait(&self, job: &Job, g: u64) -> Result<()> {
-        let (Some(shared), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) else { return Ok(()) };
+    pub(crate) fn host_wait(&self, job: &Job, g: u64) -> Result<()> {
+        let (Some(waits), Some(w)) = (&self.host_waits, job.plan.producer(g).wait) else { return Ok(()) };
         let control = &job.control;
         // A faulted stream never lets the consumer release: give up at once.
-        let waited =
-            shared.timelines()[w.timeline].wait(w.value, &|| control.failed() || self.stream_failed());
+        let waited = waits.timeline(w.timeline).wait(w.value, &|| control.failed() || self.stream_failed());
         if let Err(e) = waited {
             // The stream's error is the cause, when there is one. A wait that timed out
             // already gave a busy stream its time.
