@@ -119,6 +119,7 @@ rm -rf /tmp/served
 count() { grep -c "$1" /tmp/served.log; }
 until_count() { # PATTERN N SECONDS
     local t=0; while [ "$(count "$1")" -lt "$2" ]; do nap; t=$((t + 1)); [ $t -ge $(($3 * 20)) ] && return 1; done
+    return 0 # (a while loop's status is its body's last command's)
 }
 until_count "watch it at" 1 60 || echo "no server" | tee -a "$R/recovery.txt"
 sample() {

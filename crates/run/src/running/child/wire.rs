@@ -230,14 +230,20 @@ impl Wire {
     pub fn recv<T: DeserializeOwned>(&self) -> Result<Received<T>> {
         let mut len = [0u8; 4];
         let mut s = &self.stream;
-        match s.read(&mut len[..1]) {
-            Ok(0) => return Ok(Received::Closed),
-            Ok(_) => {}
-            Err(e) if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) => {
-                return Ok(Received::Quiet)
+        loop {
+            match s.read(&mut len[..1]) {
+                Ok(0) => return Ok(Received::Closed),
+                Ok(_) => break,
+                Err(e)
+                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
+                {
+                    return Ok(Received::Quiet)
+                }
+                // A signal (Ctrl+C) came: the caller's loop looks at it after its next message.
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(Received::Closed),
+                Err(e) => return Err(e.into()),
             }
-            Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(Received::Closed),
-            Err(e) => return Err(e.into()),
         }
         // A message once begun is read whole, whatever the timeout.
         let timeout = self.stream.read_timeout()?;
@@ -261,12 +267,13 @@ impl Wire {
         let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_HANDLES))];
         let mut control = SendAncillaryBuffer::new(&mut space);
         ensure!(control.push(SendAncillaryMessage::ScmRights(fds)), "no room for the handles");
-        let sent = rustix::net::sendmsg(
-            self.stream.as_fd(),
-            &[IoSlice::new(b"H")],
-            &mut control,
-            SendFlags::empty(),
-        )?;
+        let sent = loop {
+            let byte = [IoSlice::new(b"H")];
+            match rustix::net::sendmsg(self.stream.as_fd(), &byte, &mut control, SendFlags::empty()) {
+                Err(rustix::io::Errno::INTR) => continue,
+                other => break other?,
+            }
+        };
         ensure!(sent == 1, "the handles' byte was not sent");
         Ok(())
     }
@@ -277,12 +284,18 @@ impl Wire {
         let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_HANDLES))];
         let mut control = RecvAncillaryBuffer::new(&mut space);
         let mut byte = [0u8; 1];
-        let got = rustix::net::recvmsg(
-            self.stream.as_fd(),
-            &mut [IoSliceMut::new(&mut byte)],
-            &mut control,
-            RecvFlags::CMSG_CLOEXEC,
-        )?;
+        let got = loop {
+            let flags = RecvFlags::CMSG_CLOEXEC;
+            match rustix::net::recvmsg(
+                self.stream.as_fd(),
+                &mut [IoSliceMut::new(&mut byte)],
+                &mut control,
+                flags,
+            ) {
+                Err(rustix::io::Errno::INTR) => continue,
+                other => break other?,
+            }
+        };
         ensure!(got.bytes == 1 && byte == *b"H", "the handles did not come");
         let mut fds = Vec::new();
         for message in control.drain() {
