@@ -24,6 +24,7 @@ use vkcuda_run::base::reload::KernelReload;
 use vkcuda_run::base::scene::Scene;
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::usage::{Field, Message};
+use vkcuda_run::base::xid;
 use vkcuda_run::drive::{
     png_workers, prepare_out_dir, spare_cores, sum_of, summarize, watch_signals, Summary, MAX_PNG_WORKERS,
 };
@@ -368,6 +369,7 @@ impl Served {
         eprintln!(
             "vkcuda: {why}\nvkcuda: the page shows the last frame; save a fix and the run goes on with it"
         );
+        xid::say_fault_hint_once();
         self.controls.set_fault(Some(why.to_string()));
         while caught.load(Ordering::Relaxed) == 0 {
             if restart.ready() {

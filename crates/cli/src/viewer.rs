@@ -40,6 +40,7 @@ use vkcuda_run::base::reload::{KernelReload, Swapped};
 use vkcuda_run::base::scene::{frame_pixel, Scene};
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::stats::{median, micros, Samples};
+use vkcuda_run::base::xid;
 use vkcuda_run::drive::{png_sink, prepare_out_dir, summarize, watch_signals, Summary};
 use vkcuda_run::frames::consumer::Completed;
 use vkcuda_run::frames::display;
@@ -406,6 +407,7 @@ impl Viewer {
         eprintln!(
             "vkcuda: {why}\nvkcuda: the window keeps the last frame; save a fix and the run goes on with it"
         );
+        xid::say_fault_hint_once();
         self.faulted = Some((why, restart));
         self.last_title = Instant::now() - Duration::from_secs(1);
         self.update_title();

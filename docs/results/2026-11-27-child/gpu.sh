@@ -14,7 +14,8 @@
 #      memory sampled; every frame it dumped compared with the good kernel's pattern;
 #      then the viewer (CPU-present window) through 3 faults and fixes, a kernel that
 #      never ends, and in later processes the compute draw and a CUDA child, verified.
-#   bash docs/results/2026-11-27-child/gpu.sh [timing] [correctness] [recovery]
+#   validated (not by default): the served recovery loop under each layer, 10 faults each.
+#   bash docs/results/2026-11-27-child/gpu.sh [timing] [correctness] [validated] [recovery]
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=$OUT/child; mkdir -p "$R"
@@ -106,6 +107,28 @@ want correctness && for layer in new old; do
             --dump-every 0 --validate --inject "$inject" >/tmp/inj.log 2>&1
         echo "rc=$? $(grep -E 'error' /tmp/inj.log | tr '\n' ' ' | cut -c1-400)" | tee -a "$R/correctness.txt"
     done
+done
+unset VKCUDA_OLD_LAYER; source .gl/env.sh >/dev/null; unset VK_LAYER_PATH
+
+# validated: the served recovery loop under each layer (10 faults each), then SIGINT: the summary's counts.
+want validated && for layer in new old; do
+    if [ $layer = old ]; then export VKCUDA_OLD_LAYER=1; source .gl/env.sh >/dev/null; unset VK_LAYER_PATH; fi
+    echo "== recovery under layer $layer (--validate): 10 faults and fixes" | tee -a "$R/validated.txt"
+    good 0 >/tmp/live.cu
+    "$D/vkcuda" --headless --serve 0 --kernel /tmp/live.cu --size 321x179 --validate >/tmp/v.log 2>&1 & pid=$!
+    vc() { grep -c "$1" /tmp/v.log; }
+    t=0; while [ "$(vc 'watch it at')" -lt 1 ] && [ $t -lt 1200 ]; do nap; t=$((t + 1)); done
+    kinds=(address misaligned trap)
+    for i in $(seq 1 10); do
+        bad "${kinds[$((i % 3))]}" "$i" >/tmp/live.cu.new && mv /tmp/live.cu.new /tmp/live.cu
+        t=0; while [ "$(vc 'the page shows the last frame')" -lt $i ] && [ $t -lt 600 ]; do nap; t=$((t + 1)); done
+        good "$i" >/tmp/live.cu.new && mv /tmp/live.cu.new /tmp/live.cu
+        t=0; while [ "$(vc 'the fix runs')" -lt $i ] && [ $t -lt 600 ]; do nap; t=$((t + 1)); done
+    done
+    sleep 1; kill -INT $pid; wait $pid; rc=$?
+    echo "faults said $(vc 'the page shows the last frame'), fixes run $(vc 'the fix runs'), rc=$rc" | tee -a "$R/validated.txt"
+    grep -m2 "failed at frame" /tmp/v.log | cut -c1-300 | tee -a "$R/validated.txt"
+    grep -E "validation|VUID" /tmp/v.log | sort | uniq -c | head -8 | tee -a "$R/validated.txt"
 done
 unset VKCUDA_OLD_LAYER; source .gl/env.sh >/dev/null; unset VK_LAYER_PATH
 

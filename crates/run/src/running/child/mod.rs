@@ -189,7 +189,9 @@ fn serve_cuda(wire: &Wire, offer: &Offer, fds: Vec<OwnedFd>) -> Result<()> {
     wire.send(&FromChild::Ready { arch: producer.arch().map(str::to_string) })?;
     let injected = Injected::parse(&offer.inject)?;
     let job = Job { plan, control: Control::new(u64::MAX), inject: injected.0.clone() };
-    let outcome = render_frames(wire, &mut producer, (&job, &injected), link.as_ref());
+    let mut newest = None;
+    let outcome = render_frames(wire, &mut producer, (&job, &injected), (link.as_ref(), &mut newest))
+        .map_err(|e| e.context(what_failed(&offer.render, link.as_ref(), newest)));
     if producer.stream_failed() || outcome.is_err() {
         // Its stream may still hold a kernel that never ends: the process exit ends it.
         std::mem::forget(producer);
@@ -221,7 +223,7 @@ fn render_frames(
     wire: &Wire,
     producer: &mut CudaProducer,
     (job, inject): (&Job, &Injected),
-    link: Option<&ReloadLink>,
+    (link, newest): (Option<&ReloadLink>, &mut Option<u64>),
 ) -> Result<()> {
     producer.bind()?;
     let (timer, mut clock) = producer.clocks()?;
@@ -248,9 +250,8 @@ fn render_frames(
         }
         inject.before(g);
         producer.host_wait(job, g)?;
-        let resolved = producer
-            .render(job, (g, &spec), (&timer, &mut clock), &mut report)
-            .with_context(|| frame_of(g))?;
+        *newest = Some(g);
+        let resolved = producer.render(job, (g, &spec), (&timer, &mut clock), &mut report)?;
         report.frames = g + 1;
         if let Some(t) = resolved {
             let g = g.saturating_sub(crate::running::producer::cuda::EVENT_RING as u64);
@@ -262,7 +263,7 @@ fn render_frames(
         }
         wire.send(&FromChild::Produced { g })?;
     }
-    producer.settle(&job.control, false).with_context(|| frame_of(report.frames.saturating_sub(1)))?;
+    producer.settle(&job.control, false)?;
     let resolved_from = report.frames.saturating_sub(crate::running::producer::cuda::EVENT_RING as u64);
     timer.finish(&mut report)?;
     for (g, t) in report.timings.iter().filter(|(g, _)| *g >= resolved_from) {
@@ -275,7 +276,20 @@ fn render_frames(
     wire.send(&FromChild::Done)
 }
 
-/// Where a stream's failure surfaced.
-fn frame_of(g: u64) -> String {
-    format!("frame {g} (or a frame before it still running)")
+/// What failed, for people: the kernel (the user's file, entry and version)
+/// and the newest frame it was given (a fault surfaces a little later than it happens).
+fn what_failed(render: &Render, link: Option<&ReloadLink>, newest: Option<u64>) -> String {
+    let kernel = match render {
+        Render::Kernel { kernel, .. } => format!(
+            "{}: kernel `{}` v{}",
+            kernel.file.display(),
+            kernel.entry,
+            link.map_or(1, ReloadLink::version).max(1)
+        ),
+        _ => "the built-in scene's kernel".to_string(),
+    };
+    match newest {
+        Some(g) => format!("{kernel} failed at frame {g} or a frame before it still running"),
+        None => format!("{kernel} failed before its first frame"),
+    }
 }
