@@ -191,7 +191,7 @@ fn serve_cuda(wire: &Wire, offer: &Offer, fds: Vec<OwnedFd>) -> Result<()> {
     let job = Job { plan, control: Control::new(u64::MAX), inject: injected.0.clone() };
     let mut newest = None;
     let outcome = render_frames(wire, &mut producer, (&job, &injected), (link.as_ref(), &mut newest))
-        .map_err(|e| e.context(what_failed(&offer.render, link.as_ref(), newest)));
+        .map_err(|e| e.context(what_failed(&offer.render, newest)));
     if producer.stream_failed() || outcome.is_err() {
         // Its stream may still hold a kernel that never ends: the process exit ends it.
         std::mem::forget(producer);
@@ -276,16 +276,11 @@ fn render_frames(
     wire.send(&FromChild::Done)
 }
 
-/// What failed, for people: the kernel (the user's file, entry and version)
-/// and the newest frame it was given (a fault surfaces a little later than it happens).
-fn what_failed(render: &Render, link: Option<&ReloadLink>, newest: Option<u64>) -> String {
+/// What failed, for people: the kernel (the user's file and entry) and the
+/// newest frame it was given (a fault surfaces a little later than it happens).
+fn what_failed(render: &Render, newest: Option<u64>) -> String {
     let kernel = match render {
-        Render::Kernel { kernel, .. } => format!(
-            "{}: kernel `{}` v{}",
-            kernel.file.display(),
-            kernel.entry,
-            link.map_or(1, ReloadLink::version).max(1)
-        ),
+        Render::Kernel { kernel, .. } => format!("{}: kernel `{}`", kernel.file.display(), kernel.entry),
         _ => "the built-in scene's kernel".to_string(),
     };
     match newest {
