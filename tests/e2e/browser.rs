@@ -716,9 +716,12 @@ fn screenshot() -> Outcome {
 }
 
 /// Raw frames at an odd canvas size equal the CPU reference drawn at that
-/// size, from `producer`'s frames (the CUDA producer: on an NVIDIA GPU).
-fn raw_frames_match_the_reference(producer: &str) -> Outcome {
-    let s = Served::start("0", &["--producer", producer, "--size", "320x180", "--validate"])?;
+/// size, from `producer`'s frames (the CUDA producer: on an NVIDIA GPU);
+/// `extra`: more arguments (the producer in a child process).
+fn raw_frames_match_the_reference(producer: &str, extra: &[&str]) -> Outcome {
+    let mut args = vec!["--producer", producer, "--size", "320x180", "--validate"];
+    args.extend(extra);
+    let s = Served::start("0", &args)?;
     let result = (|| {
         for canvas in [(333u32, 187u32), (160, 161), (641, 359)] {
             let mut c = Viewer::connect(s.port, None, canvas, "raw")?;
@@ -876,13 +879,22 @@ pub fn register(tests: &mut Tests) {
         no_chromium,
         an_older_frame_is_never_drawn_over_a_newer,
     ));
-    tests.push(plain("serve_raw_frames_match_the_reference_cpu", || raw_frames_match_the_reference("cpu")));
+    tests.push(plain("serve_raw_frames_match_the_reference_cpu", || {
+        raw_frames_match_the_reference("cpu", &[])
+    }));
+    // The CPU reference in a child process (its own Vulkan device writes the frames' memory).
+    tests.push(plain("serve_raw_frames_match_the_reference_cpu_child", || {
+        raw_frames_match_the_reference("cpu", &["--producer-process", "child", "--layout", "buffer"])
+    }));
     tests.push(plain("serve_formats_are_drawn_as_the_window_draws_them", || {
         formats_are_drawn_as_the_window_draws_them()
     }));
     tests.push(plain("serve_the_view_stops_with_the_run", the_view_stops_with_the_run));
     tests.push(gated("cuda_serve_raw_frames_match_the_reference", crate::common::no_nvidia, || {
-        raw_frames_match_the_reference("cuda")
+        raw_frames_match_the_reference("cuda", &[])
+    }));
+    tests.push(gated("cuda_serve_raw_frames_match_the_reference_child", crate::common::no_nvidia, || {
+        raw_frames_match_the_reference("cuda", &["--producer-process", "child"])
     }));
     tests.push(gated(
         "cuda_serve_the_pointer_reaches_your_kernel",
