@@ -14,8 +14,9 @@
 #      memory sampled; every frame it dumped compared with the good kernel's pattern;
 #      then the viewer (CPU-present window) through 3 faults and fixes, a kernel that
 #      never ends, and in later processes the compute draw and a CUDA child, verified.
-#   validated (not by default): the served recovery loop under each layer, 10 faults each.
-#   bash docs/results/2026-11-27-child/gpu.sh [timing] [correctness] [validated] [recovery]
+#   validated (not by default): the served recovery loop under each layer, 10 faults each;
+#   after (not by default): 10 faults, then the browser view's and the Python module's tests.
+#   bash docs/results/2026-11-27-child/gpu.sh [timing] [correctness] [validated] [after] [recovery]
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=$OUT/child; mkdir -p "$R"
@@ -131,6 +132,38 @@ want validated && for layer in new old; do
     grep -E "validation|VUID" /tmp/v.log | sort | uniq -c | head -8 | tee -a "$R/validated.txt"
 done
 unset VKCUDA_OLD_LAYER; source .gl/env.sh >/dev/null; unset VK_LAYER_PATH
+
+# after: 10 faults of a served run, then in later processes the browser view with clients (e2e
+# serve_*, the CUDA producer in process and in a child) and the Python module (test_serve.py,
+# test_headless.py: torch, CuPy, JAX frames), under both layers. Carry .gpu/child/e2e and
+# .gpu/child/wheels.
+want after && {
+    echo "== after: 10 faults of a served run" | tee -a "$R/after.txt"
+    good 0 >/tmp/live.cu
+    "$D/vkcuda" --headless --serve 0 --kernel /tmp/live.cu --size 320x180 >/tmp/a.log 2>&1 & pid=$!
+    ac() { grep -c "$1" /tmp/a.log; }
+    t=0; while [ "$(ac 'watch it at')" -lt 1 ] && [ $t -lt 1200 ]; do nap; t=$((t + 1)); done
+    for i in $(seq 1 10); do
+        bad address "$i" >/tmp/live.cu.new && mv /tmp/live.cu.new /tmp/live.cu
+        t=0; while [ "$(ac 'the page shows the last frame')" -lt $i ] && [ $t -lt 600 ]; do nap; t=$((t + 1)); done
+        good "$i" >/tmp/live.cu.new && mv /tmp/live.cu.new /tmp/live.cu
+        t=0; while [ "$(ac 'the fix runs')" -lt $i ] && [ $t -lt 600 ]; do nap; t=$((t + 1)); done
+    done
+    kill -INT $pid; wait $pid
+    echo "faults said $(ac 'the page shows the last frame'), fixes run $(ac 'the fix runs'), rc=$?" | tee -a "$R/after.txt"
+    dmesg 2>/dev/null | grep -ci "xid.*31" | sed 's/^/Xid 31 lines in the kernel log: /' | tee -a "$R/after.txt"
+    site=/tmp/vkcuda-site; rm -rf $site
+    python3 -m pip install -q --no-index --no-deps --target $site "$D"/wheels/vkcuda-*.whl 2>&1 | tail -2
+    export XLA_PYTHON_CLIENT_PREALLOCATE=false
+    for layer in new old; do
+        if [ $layer = old ]; then export VKCUDA_OLD_LAYER=1; source .gl/env.sh >/dev/null; unset VK_LAYER_PATH; fi
+        echo "== after, layer $layer: e2e serve, Python" | tee -a "$R/after.txt"
+        VKCUDA_BIN=$D/vkcuda timeout 300 "$D/e2e" serve 2>&1 | grep -E "^test |^e2e:|raw: " | tee -a "$R/after.txt"
+        PYTHONPATH=$site timeout 300 python3 -m pytest -p no:cacheprovider -q -rs python/tests/test_serve.py \
+            python/tests/test_headless.py 2>&1 | tail -6 | tee -a "$R/after.txt"
+    done
+    unset VKCUDA_OLD_LAYER; source .gl/env.sh >/dev/null; unset VK_LAYER_PATH
+}
 
 want recovery || exit 0
 echo "== 3. recovery: a served run's kernel saved with a fault and fixed, 100 times" | tee -a "$R/recovery.txt"
