@@ -149,8 +149,8 @@ want after && {
         good "$i" >/tmp/live.cu.new && mv /tmp/live.cu.new /tmp/live.cu
         t=0; while [ "$(ac 'the fix runs')" -lt $i ] && [ $t -lt 600 ]; do nap; t=$((t + 1)); done
     done
-    kill -INT $pid; wait $pid
-    echo "faults said $(ac 'the page shows the last frame'), fixes run $(ac 'the fix runs'), rc=$?" | tee -a "$R/after.txt"
+    kill -INT $pid; wait $pid; rc=$?
+    echo "faults said $(ac 'the page shows the last frame'), fixes run $(ac 'the fix runs'), rc=$rc" | tee -a "$R/after.txt"
     dmesg 2>/dev/null | grep -ci "xid.*31" | sed 's/^/Xid 31 lines in the kernel log: /' | tee -a "$R/after.txt"
     site=/tmp/vkcuda-site; rm -rf $site
     python3 -m pip install -q --no-index --no-deps --target $site "$D"/wheels/vkcuda-*.whl 2>&1 | tail -2
