@@ -155,6 +155,15 @@ pub fn awaited(e: &anyhow::Error) -> String {
         .unwrap_or_else(|| "a frame".into())
 }
 
+/// What a panic said (its payload as text), for the error that reports it.
+pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
+    payload
+        .downcast_ref::<String>()
+        .map(String::as_str)
+        .or_else(|| payload.downcast_ref::<&str>().copied())
+        .unwrap_or("no message")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

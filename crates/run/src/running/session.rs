@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 
-use crate::base::failure::{gave_up, timed_out, RunError};
+use crate::base::failure::{gave_up, panic_message, timed_out, RunError};
 use crate::base::inject::{Fault, Inject};
 use crate::base::size::Size;
 use crate::base::xid;
@@ -548,14 +548,9 @@ impl Consume for Showing<'_> {
 
 /// Joins the producer thread: its result, or an error if it panicked.
 fn join(producer: JoinHandle<Result<Report>>) -> Result<Report> {
-    producer.join().unwrap_or_else(|panic| {
-        let why = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("no message");
-        Err(anyhow!("the producer thread panicked: {why}"))
-    })
+    producer
+        .join()
+        .unwrap_or_else(|panic| Err(anyhow!("the producer thread panicked: {}", panic_message(&*panic))))
 }
 
 /// Calls `take(f)` for every frame `f` from `from` on, in order, as the

@@ -36,7 +36,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 
 use anyhow::{anyhow, bail, ensure, Context, Result};
 
-use crate::base::failure::RunError;
+use crate::base::failure::{panic_message, RunError};
 use crate::base::inject::{At, Fault, Inject};
 use crate::base::reload::{Compiled, Made, ReloadLink};
 use crate::running::producer::cuda::{CudaProducer, HostWaits};
@@ -112,14 +112,8 @@ pub fn serve(fd: OwnedFd) -> Result<()> {
             Render::Scene(_) | Render::Kernel { .. } => serve_cuda(&wire, &offer, fds),
         }
     }));
-    let outcome = served.unwrap_or_else(|panic| {
-        let why = panic
-            .downcast_ref::<String>()
-            .map(String::as_str)
-            .or_else(|| panic.downcast_ref::<&str>().copied())
-            .unwrap_or("no message");
-        Err(anyhow!("the producer's process panicked: {why}"))
-    });
+    let outcome = served
+        .unwrap_or_else(|panic| Err(anyhow!("the producer's process panicked: {}", panic_message(&*panic))));
     if let Err(e) = &outcome {
         let _ = wire.send(&FromChild::Failed { error: format!("{e:#}") });
     }
