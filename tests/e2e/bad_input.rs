@@ -231,6 +231,8 @@ pub fn register(tests: &mut Tests) {
         (vec!["--consume", "draw", "--queue", "transfer"], "--queue compute or graphics"),
         (vec!["--target-size", "64x64"], "--target-size is the size"),
         (vec!["--latency", "low"], "--latency paces the viewer's producer to its screen"),
+        (vec!["--producer-process", "child", "--producer", "staging"], "drop --producer staging"),
+        (vec!["--producer-process", "child", "--producer", "cpu"], "add --layout buffer"),
         (vec!["--consume", "draw", "--target-size", "100000x10"], "exceeds the device's limit"),
     ];
     for (args, needle) in bad {

@@ -512,6 +512,19 @@ impl Args {
                 "--consume draw draws with a compute shader: --queue compute or graphics",
             ));
         }
+        if self.producer_process == ProducerProcess::Child {
+            if self.producer == ProducerKind::Staging || self.handover != Handover::Vkcuda {
+                return Err(UsageError::new(
+                    "--producer-process child runs the CUDA producer or the CPU reference with vkcuda's \
+                     hand-over: drop --producer staging or --handover",
+                ));
+            }
+            if self.producer == ProducerKind::Cpu && self.layout != Layout::Buffer {
+                return Err(UsageError::new(
+                    "--producer cpu in a child process writes buffer frames: add --layout buffer",
+                ));
+            }
+        }
         if self.serve.is_some() && self.queue == Some(QueueKind::Transfer) {
             return Err(UsageError::new(
                 "--serve draws each frame for its browsers with a compute shader: --queue compute or graphics",
