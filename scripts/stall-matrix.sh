@@ -33,7 +33,7 @@ one() {
     local pid=$! late=0
     if [ "$end" = sigint ]; then
         # A state, not a time: the run has said that a frame is held up.
-        for _ in $(seq 600); do grep -q 'is held up for over' "$dir.log" && break; sleep 0.1; done
+        for _ in $(seq 600); do grep -qs 'is held up for over' "$dir.log" && break; sleep 0.1; done
         local sent=$(date +%s%N)
         kill -INT "$pid"
         want="interrupted by signal 2"
