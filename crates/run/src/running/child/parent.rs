@@ -185,7 +185,8 @@ impl ChildProducer {
     fn listen(&self, job: &Job, heard: &Arc<Heard>) -> Result<std::thread::JoinHandle<()>> {
         let reader = self.wire.try_clone()?;
         let (heard, job) = (heard.clone(), job.clone());
-        let (shared, relay) = (self.relay.then(|| self.shared.clone()), self.relay);
+        // Only without timeline handles does this signal for the child.
+        let relay = self.relay.then(|| self.shared.clone());
         let (link, arch) = (self.link.clone(), self.arch.clone());
         let thread = std::thread::Builder::new().name("child listener".into()).spawn(move || {
             loop {
@@ -198,7 +199,7 @@ impl ChildProducer {
                         break;
                     }
                 };
-                let heard_it = hear(message, &job, &heard, (shared.as_deref(), relay), (&link, &arch));
+                let heard_it = hear(message, &job, &heard, relay.as_deref(), (&link, &arch));
                 if let Err(e) = heard_it {
                     heard.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(format!("{e:#}"));
                     break;
@@ -213,17 +214,17 @@ impl ChildProducer {
     }
 }
 
-/// Acts on one message of the child.
+/// Acts on one message of the child; `relay`: the frames whose "rendered" this signals for it.
 fn hear(
     message: FromChild,
     job: &Job,
     heard: &Heard,
-    (shared, relay): (Option<&SharedFrames>, bool),
+    relay: Option<&SharedFrames>,
     (link, arch): (&Option<ReloadLink>, &Option<String>),
 ) -> Result<()> {
     match message {
         FromChild::Produced { g } => {
-            if let (Some(shared), true) = (shared, relay) {
+            if let Some(shared) = relay {
                 let s = job.plan.producer(g).signal;
                 // SAFETY: this thread is the only producer-side signaller of the timeline, in
                 // frame order; the frame was sent only once its wait ("released") was met, so

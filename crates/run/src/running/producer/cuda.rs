@@ -33,12 +33,7 @@ pub(crate) struct Loaded {
 
 /// Loads the newest compiled version of the user's kernel, if there is one,
 /// to be swapped in before the next frame (a newer one replaces one that never ran).
-pub(crate) fn load_new_version(
-    user: &UserKernel,
-    link: &ReloadLink,
-    ctx: &Arc<CudaContext>,
-    next: &mut Option<Loaded>,
-) {
+fn load_new_version(user: &UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>, next: &mut Option<Loaded>) {
     let Some(compiled) = link.take() else { return };
     let started = Instant::now();
     match user.load_version(ctx, compiled.program.clone()) {
@@ -49,7 +44,7 @@ pub(crate) fn load_new_version(
 
 /// Swaps the loaded version in, if there is one, from frame `g` on; the
 /// versions swapped out earlier are unloaded once their launches have ended.
-pub(crate) fn swap_loaded(
+fn swap_loaded(
     (user, stream): (&mut UserKernel, &CudaStream),
     link: &ReloadLink,
     next: &mut Option<Loaded>,
