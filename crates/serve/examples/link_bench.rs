@@ -55,6 +55,8 @@ struct Ask {
     size: (u32, u32),
     rate: f64,
     still: bool,
+    /// Where to write each frame's arrival and each status line (JSON lines), if asked.
+    trace: Option<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -96,6 +98,7 @@ fn ask() -> Result<Ask, String> {
         size: flag("--size").and_then(|s| pair(&s, 'x')).unwrap_or((1920, 1080)),
         rate: flag("--rate").and_then(|r| r.parse().ok()).unwrap_or(60.0),
         still: a.iter().any(|x| x == "--still"),
+        trace: flag("--trace"),
     })
 }
 
@@ -175,6 +178,8 @@ struct Seen {
     psnr: Vec<(f64, f64)>,
     exact_after: Option<f64>,
     status: String,
+    /// `--trace`: a JSON line per frame (ms since the start: arrival, decoded; its header) and per status.
+    trace: Vec<String>,
 }
 
 /// A frame's header, either version: (kind, key, frame, width, height, stamp µs).
@@ -205,9 +210,9 @@ impl Vp8Decoder {
         Ok(Self(unsafe { Box::from_raw(Box::into_raw(ctx).cast()) }))
     }
 
-    /// Decodes one frame; its RGB (BT.601, limited range, as the page's decoder
-    /// shows it) when `rgb`, else an empty vector (the decode alone, as the page's).
-    fn decode(&mut self, data: &[u8], rgb: bool) -> Result<Vec<u8>, String> {
+    /// Decodes one frame; a copy of its planes when `keep` (the PSNR is
+    /// worked out on another thread: converting and scaling is not the page's work).
+    fn decode(&mut self, data: &[u8], keep: bool) -> Result<Option<I420>, String> {
         let (ptr, len) = (data.as_ptr(), data.len() as u32);
         // SAFETY: an initialised decoder and the frame's bytes.
         let err = unsafe { vpx_sys::vpx_codec_decode(&mut *self.0, ptr, len, std::ptr::null_mut(), 0) };
@@ -219,21 +224,40 @@ impl Vp8Decoder {
         let img = unsafe { vpx_sys::vpx_codec_get_frame(&mut *self.0, &mut iter) };
         // SAFETY: null or libvpx's image, read before the next call.
         let img = unsafe { img.as_ref() }.ok_or("VP8: no picture")?;
-        if !rgb {
-            return Ok(Vec::new());
+        if !keep {
+            return Ok(None);
         }
         let (w, h) = (img.d_w as usize, img.d_h as usize);
         let (ys, cs) = (img.stride[0] as usize, img.stride[1] as usize);
         // SAFETY: the planes of a decoded w×h I420 image, of these strides.
-        let plane = |i: usize, len: usize| unsafe { std::slice::from_raw_parts(img.planes[i], len) };
+        let plane = |i: usize, len: usize| unsafe { std::slice::from_raw_parts(img.planes[i], len) }.to_vec();
         let (y, u, v) = (plane(0, ys * h), plane(1, cs * h.div_ceil(2)), plane(2, cs * h.div_ceil(2)));
+        Ok(Some(I420 { w, h, ys, cs, y, u, v }))
+    }
+}
+
+/// A decoded VP8 picture's planes.
+struct I420 {
+    w: usize,
+    h: usize,
+    ys: usize,
+    cs: usize,
+    y: Vec<u8>,
+    u: Vec<u8>,
+    v: Vec<u8>,
+}
+
+impl I420 {
+    /// Its RGB (BT.601, limited range, as the page's decoder shows it).
+    fn rgb(&self) -> Vec<u8> {
+        let (w, h, ys, cs) = (self.w, self.h, self.ys, self.cs);
         let mut rgb = Vec::with_capacity(w * h * 3);
         for row in 0..h {
             for x in 0..w {
-                let l = f64::from(y[row * ys + x]) - 16.0;
+                let l = f64::from(self.y[row * ys + x]) - 16.0;
                 let (cu, cv) = (
-                    f64::from(u[(row / 2) * cs + x / 2]) - 128.0,
-                    f64::from(v[(row / 2) * cs + x / 2]) - 128.0,
+                    f64::from(self.u[(row / 2) * cs + x / 2]) - 128.0,
+                    f64::from(self.v[(row / 2) * cs + x / 2]) - 128.0,
                 );
                 for c in [1.164 * l + 1.596 * cv, 1.164 * l - 0.392 * cu - 0.813 * cv, 1.164 * l + 2.017 * cu]
                 {
@@ -241,7 +265,22 @@ impl Vp8Decoder {
                 }
             }
         }
-        Ok(rgb)
+        rgb
+    }
+}
+
+/// What was shown of a frame, for its PSNR.
+enum Shown {
+    Rgb(Vec<u8>),
+    I420(I420),
+}
+
+impl Shown {
+    fn rgb(self) -> Vec<u8> {
+        match self {
+            Shown::Rgb(rgb) => rgb,
+            Shown::I420(p) => p.rgb(),
+        }
     }
 }
 
@@ -252,16 +291,16 @@ impl Drop for Vp8Decoder {
     }
 }
 
-/// RGB of a frame's image: JPEG (turbojpeg), PNG, raw RGBA, or VP8 (`vp8`;
-/// its RGB only when `rgb`: converting it is not the page's work).
-fn decode(kind: u8, image: &[u8], vp8: &mut Vp8Decoder, rgb: bool) -> Result<Vec<u8>, String> {
+/// A frame's image decoded: JPEG (turbojpeg), PNG, raw RGBA, or VP8 (`vp8`;
+/// its planes only when `keep`).
+fn decode(kind: u8, image: &[u8], vp8: &mut Vp8Decoder, keep: bool) -> Result<Option<Shown>, String> {
     let rgba_to_rgb = |p: &[u8]| p.chunks_exact(4).flat_map(|c| [c[0], c[1], c[2]]).collect::<Vec<u8>>();
-    match kind {
+    let rgb = match kind {
         0 => Ok(rgba_to_rgb(image)),
         1 => turbojpeg::decompress(image, turbojpeg::PixelFormat::RGB)
             .map(|i| i.pixels)
             .map_err(|e| e.to_string()),
-        2 => vp8.decode(image, rgb),
+        2 => return Ok(vp8.decode(image, keep)?.map(Shown::I420)),
         3 => {
             let mut r =
                 png::Decoder::new(std::io::Cursor::new(image)).read_info().map_err(|e| e.to_string())?;
@@ -270,7 +309,8 @@ fn decode(kind: u8, image: &[u8], vp8: &mut Vp8Decoder, rgb: bool) -> Result<Vec
             Ok(rgba_to_rgb(&buf[..info.buffer_size()]))
         }
         k => Err(format!("a frame of kind {k}")),
-    }
+    };
+    Ok(Some(Shown::Rgb(rgb?)))
 }
 
 /// `rgb` (`w`x`h`) scaled to `canvas` bilinearly, as the page's canvas scales a smaller image.
@@ -346,13 +386,11 @@ fn psnr(rgb: &[u8], frame: u64, size: (u32, u32), canvas: (u32, u32)) -> (f64, f
     (score(rgb), score(&q80))
 }
 
+/// A frame to score: what was shown, the size it was sent at, its number, and whose.
+type PsnrJob = (Shown, (u32, u32), u64, Arc<Mutex<Seen>>);
+
 /// One client, for `secs` after the warm-up; `key` pauses the run (a page's space key) once asked.
-fn watch(
-    url: &str,
-    ask: &Ask,
-    psnr_jobs: Sender<(Vec<u8>, u64, Arc<Mutex<Seen>>)>,
-    seen: Arc<Mutex<Seen>>,
-) -> Result<(), String> {
+fn watch(url: &str, ask: &Ask, psnr_jobs: Sender<PsnrJob>, seen: Arc<Mutex<Seen>>) -> Result<(), String> {
     let (mut ws, _) = tungstenite::connect(url).map_err(|e| format!("{url}: {e}"))?;
     let mut hello: Vec<String> = match ask.server.0.as_str() {
         "new" => vec![r#"{"t":"hello","video":["vp8"]}"#.into(), r#"{"t":"mode","mode":"auto"}"#.into()],
@@ -380,14 +418,20 @@ fn watch(
         let b = match ws.read().map_err(|e| format!("reading: {e}"))? {
             Message::Binary(b) => b,
             Message::Text(t) => {
-                lock(&seen).status = t.to_string();
+                let mut s = lock(&seen);
+                if ask.trace.is_some() {
+                    let at = start.elapsed().as_secs_f64() * 1e3;
+                    s.trace.push(format!(r#"{{"at":{at:.1},"status":{t}}}"#));
+                }
+                s.status = t.to_string();
                 continue;
             }
             _ => continue,
         };
-        let (kind, _, frame, w, h, stamp) = header(&b)?;
+        let (kind, key, frame, w, h, stamp) = header(&b)?;
+        let arrived = (start.elapsed().as_secs_f64() * 1e3, now_us().saturating_sub(stamp) as f64 / 1e3);
         let sample = age > WARM && paused_at.is_none() && last_psnr.elapsed() > Duration::from_millis(700);
-        let rgb = decode(kind, &b[32..], &mut vp8, sample)?;
+        let shown = decode(kind, &b[32..], &mut vp8, sample)?;
         let latency = now_us().saturating_sub(stamp) as f64 / 1000.0;
         if ask.server.0 == "new" {
             ws.send(Message::text(format!(r#"{{"t":"ack","frame":{frame}}}"#))).map_err(|e| e.to_string())?;
@@ -395,15 +439,24 @@ fn watch(
             ws.send(Message::text(r#"{"t":"ack"}"#)).map_err(|e| e.to_string())?;
         }
         let mut s = lock(&seen);
+        if ask.trace.is_some() {
+            let (at, quality) = (start.elapsed().as_secs_f64() * 1e3, b[6]);
+            s.trace.push(format!(
+                r#"{{"at":{:.1},"decoded":{at:.1},"frame":{frame},"kind":{kind},"key":{key},"size":[{w},{h}],"q":{quality},"bytes":{},"latency_arrived":{:.1},"latency":{latency:.1}}}"#,
+                arrived.0,
+                b.len(),
+                arrived.1
+            ));
+        }
         if let Some(p) = paused_at.filter(|_| kind == 3 && s.exact_after.is_none()) {
             s.exact_after = Some(p.elapsed().as_secs_f64());
         }
         if age > WARM && paused_at.is_none() {
             s.frames.push((Instant::now(), latency, b.len(), kind));
         }
-        if sample {
+        if let Some(shown) = shown.filter(|_| sample) {
             last_psnr = Instant::now();
-            let _ = psnr_jobs.send((scaled(&rgb, (w, h), ask.canvas), frame, seen.clone()));
+            let _ = psnr_jobs.send((shown, (w, h), frame, seen.clone()));
         }
     }
 }
@@ -468,11 +521,11 @@ fn run() -> Result<(), String> {
     let at = relay.as_ref().map_or(server.at, |r| r.addr);
     let url =
         format!("ws://{at}/ws{}", server.token.as_ref().map(|t| format!("?token={t}")).unwrap_or_default());
-    let (psnr_jobs, jobs) = channel::<(Vec<u8>, u64, Arc<Mutex<Seen>>)>();
+    let (psnr_jobs, jobs) = channel::<PsnrJob>();
     let (size, canvas) = (ask.size, ask.canvas);
     let scorer = std::thread::spawn(move || {
-        for (rgb, frame, seen) in jobs {
-            let p = psnr(&rgb, frame, size, canvas);
+        for (shown, sent, frame, seen) in jobs {
+            let p = psnr(&scaled(&shown.rgb(), sent, canvas), frame, size, canvas);
             lock(&seen).psnr.push(p);
         }
     });
@@ -528,6 +581,9 @@ fn report(
         .and_then(|t| serde_json::from_str::<serde_json::Value>(&t).ok())
         .and_then(|v| v["fps"].as_f64());
     let all: Vec<std::sync::MutexGuard<'_, Seen>> = seen.iter().map(|s| lock(s)).collect();
+    if let (Some(path), Some(first)) = (&ask.trace, all.first()) {
+        std::fs::write(path, first.trace.join("\n") + "\n").map_err(|e| format!("{path}: {e}"))?;
+    }
     let frames: Vec<&(Instant, f64, usize, u8)> = all.iter().flat_map(|s| s.frames.iter()).collect();
     let n = frames.len().max(1) as f64;
     let mut lat: Vec<f64> = frames.iter().map(|f| f.1).collect();

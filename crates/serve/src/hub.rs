@@ -104,6 +104,11 @@ struct Client {
     next: Option<Encoded>,
     held: bool,
     last_drawn: Option<Instant>,
+    /// When its next frame is due at its rate, and the interval that rate gives:
+    /// due times follow a schedule (a draw a little late does not make the next
+    /// one late too), so a client asking 60 a second gets 60.
+    due: Option<Instant>,
+    pace: Duration,
     limited_at: Option<Instant>,
     still: Still,
     /// Nothing was sent at this canvas yet; a frame was skipped for it (its rate, its link) since its last draw.
@@ -126,6 +131,8 @@ impl Client {
             next: None,
             held: false,
             last_drawn: None,
+            due: None,
+            pace: Duration::ZERO,
             limited_at: None,
             still: Still::new(None),
             fresh: true,
@@ -170,10 +177,11 @@ impl Client {
                 interval = interval.max(STILL_CHECK);
             }
         }
-        if self.last_drawn.is_some_and(|at| now.duration_since(at) < interval) {
+        if self.due.is_some_and(|due| now < due.min(self.last_drawn.unwrap_or(due) + interval)) {
             self.behind = true;
             return None;
         }
+        self.pace = interval;
         let expected = self.stats.bytes.checked_div(self.stats.sent).unwrap_or(0);
         if !self.link.may_send(expected) {
             self.link.block();
@@ -228,6 +236,17 @@ impl Client {
                 self.still = Still::new(seen);
                 !exact
             }
+        }
+    }
+
+    /// Frame `frame` is drawn as `want` at `now`: if that is what it decided, it is being prepared.
+    fn drawing(&mut self, frame: u64, want: Want, now: Instant) {
+        if let Some((want, plan)) = self.decided.take_if(|(w, _)| *w == want) {
+            self.preparing.push((frame, want, plan));
+            (self.last_drawn, self.behind) = (Some(now), false);
+            // On schedule, or half an interval on from now when far behind it.
+            let on = self.due.map_or(now, |due| due + self.pace);
+            self.due = Some(on.max(now + self.pace / 2));
         }
     }
 
@@ -524,10 +543,7 @@ impl Watchers for Hub {
     fn drawing(&self, frame: u64, want: Want) {
         let now = Instant::now();
         for c in self.state().clients.values_mut() {
-            if let Some((want, plan)) = c.decided.take_if(|(w, _)| *w == want) {
-                c.preparing.push((frame, want, plan));
-                (c.last_drawn, c.behind) = (Some(now), false);
-            }
+            c.drawing(frame, want, now);
         }
     }
 
@@ -659,6 +675,30 @@ mod tests {
         hub.set_rate(id, 0.0);
         hub.set_canvas(id, SIZE);
         id
+    }
+
+    #[test]
+    fn a_client_at_60_a_second_gets_60_when_draws_come_at_odd_times() {
+        // The run offers a draw every 7 ms (its frames' pace, not the page's); each
+        // frame is encoded, sent and acknowledged at once. Timed from the last draw,
+        // a 16.7 ms interval would give a draw every 21 ms: 47.6 a second.
+        let mut c = Client::new(Arc::new(Notify::new()), 1);
+        (c.canvas, c.ladder.mode) = (Some(SIZE), Mode::Raw);
+        c.ladder.set_display(60.0);
+        let start = Instant::now();
+        let mut drawn = 0u32;
+        for step in 0..1430u64 {
+            let now = start + Duration::from_millis(7 * step);
+            let Some(decided) = c.want(now) else { continue };
+            c.decided = Some(decided);
+            c.drawing(step, decided.0, now);
+            c.preparing.clear();
+            c.link.sent(step, 100, now, false);
+            c.link.acked(step, now + Duration::from_millis(1));
+            drawn += 1;
+        }
+        // 10 s.
+        assert!((595..=601).contains(&drawn), "{drawn} frames in 10 s at 60 a second");
     }
 
     #[test]

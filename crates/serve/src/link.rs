@@ -299,6 +299,64 @@ pub(crate) mod tests {
         worst
     }
 
+    /// A stream as the hub makes it: a frame is prepared (drawn and encoded) in
+    /// `prep` once the link may take it by then, one at a time, at most `fps` a
+    /// second, of 80 % of the measured capacity a frame (twice that for 600 ms
+    /// every 2.5 s: the ladder's probe); 100 KB before it is measured. Returns
+    /// the frames acknowledged a second over the last `secs / 2`.
+    fn pipeline(link: &mut Link, wire: &mut Wire, prep: Duration, fps: f64, secs: f64) -> f64 {
+        let start = wire.free;
+        let (mut now, tick) = (start, Duration::from_millis(1));
+        let (mut preparing, mut ready, mut due) = (None::<(Instant, u64)>, None::<u64>, start);
+        let (mut acked, half) = (0u32, start + Duration::from_secs_f64(secs / 2.0));
+        while now < start + Duration::from_secs_f64(secs) {
+            for (at, f) in wire.arrived(now) {
+                link.acked(f, at);
+                acked += u32::from(at >= half);
+            }
+            if let Some((_, bytes)) = preparing.filter(|(done, _)| *done <= now) {
+                (ready, preparing) = (Some(bytes), None);
+            }
+            if let Some(bytes) = ready.filter(|b| link.may_send(*b)) {
+                let frame = wire.next;
+                wire.next += 1;
+                link.sent(frame, bytes, now, false);
+                wire.send(frame, bytes, now);
+                ready = None;
+            } else if ready.is_some() {
+                link.block();
+            }
+            let probing = (now - start).as_secs_f64() % 2.5 >= 1.9;
+            let bytes =
+                link.capacity().map_or(100_000, |c| (c * 0.8 / fps * if probing { 2.0 } else { 1.0 }) as u64);
+            if preparing.is_none() && ready.is_none() && now >= due {
+                if link.may_send(bytes) {
+                    preparing = Some((now + prep, bytes));
+                    due = (due + Duration::from_secs_f64(1.0 / fps))
+                        .max(now - Duration::from_secs_f64(0.5 / fps));
+                } else {
+                    link.block();
+                }
+            }
+            now += tick;
+        }
+        f64::from(acked) / (secs / 2.0)
+    }
+
+    #[test]
+    fn a_stream_that_takes_time_to_prepare_still_finds_the_link() {
+        // 20 Mbit/s, 40 ms; frames take 25 ms to draw and encode, 30 a second.
+        let start = Instant::now();
+        let mut wire = Wire::new(2.5e6, Duration::from_millis(40), start);
+        wire.decode = Duration::from_millis(4);
+        let mut link = Link::new();
+        let fps = pipeline(&mut link, &mut wire, Duration::from_millis(25), 30.0, 10.0);
+        let c = link.capacity().unwrap();
+        assert!(c > 2.5e6 * 0.8, "capacity {} Mbit/s of a 20 Mbit/s link", c * 8e-6);
+        // Below 30: the probes' frames (twice the share) wait for the window.
+        assert!(fps > 25.0, "{fps} frames a second");
+    }
+
     #[test]
     fn a_saturated_link_is_measured_and_its_queue_stays_within_a_frame() {
         let start = Instant::now();
@@ -312,6 +370,27 @@ pub(crate) mod tests {
         assert!(worst < Duration::from_millis(190), "a frame spent {worst:?} in flight");
         let rtt = link.min_rtt().unwrap();
         assert!(rtt >= Duration::from_millis(80) && rtt < Duration::from_millis(130), "{rtt:?}");
+    }
+
+    #[test]
+    fn a_queue_the_first_frames_left_is_drained_and_not_kept() {
+        // 5 Mbit/s, 80 ms. The first two frames (JPEG at the canvas before the link is
+        // measured) take 0.55 s each to cross: the shortest round trip reads 0.6 s and
+        // a window of that lets a standing queue of later frames stay.
+        let start = Instant::now();
+        let mut wire = Wire::new(0.625e6, Duration::from_millis(80), start);
+        let mut link = Link::new();
+        for f in 0..2 {
+            link.sent(f, 343_000, start, false);
+            wire.send(f, 343_000, start);
+            wire.next += 1;
+        }
+        // Then video at the link's rate, as a share of a capacity read too high would ask.
+        stream(&mut link, &mut wire, 20_800, Duration::from_micros(33_333), 4.0);
+        let worst = stream(&mut link, &mut wire, 20_800, Duration::from_micros(33_333), 2.0);
+        assert!(worst < Duration::from_millis(250), "frames spent {worst:?} in flight 4 s on");
+        let rtt = link.min_rtt().unwrap();
+        assert!(rtt < Duration::from_millis(150), "shortest round trip {rtt:?}");
     }
 
     #[test]

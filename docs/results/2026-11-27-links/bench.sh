@@ -11,7 +11,8 @@
 #     as fast as it decodes; 8 clients; the producer alone; a still picture; odd sizes.
 #   bash docs/results/2026-11-27-links/bench.sh codecs 1920x1080 1280x720 extras
 #   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
-#   (carry .gl and .gpu/bench; SECS=5; one part or several per call)
+#   (carry .gl and .gpu/bench; SECS=5; TRACE=1: each one-client row's frames and status
+#   lines as trace-BUILD-LINK-CANVAS.jsonl; one part or several per call)
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 R=$OUT/bench; mkdir -p "$R"
@@ -31,7 +32,9 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     new) s=new:$B/vkcuda ;; old) s=old:$B/vkcuda-old ;; viser) s=viser:$V ;;
     prev) s=new:$B/vkcuda-prev ;; # the commit measured before this one, same protocol
     esac
-    timeout $((SECS + 60)) "$B/link_bench" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" 2>>"$R/errors.txt" |
+    local trace=()
+    [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-${2//\//_}-$3.jsonl")
+    timeout $((SECS + 60)) "$B/link_bench" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" "${trace[@]}" 2>>"$R/errors.txt" |
         sed "s/^{/{\"build\":\"$build\",/" | tee -a "$R/rows.jsonl"
 }
 for part in "$@"; do
