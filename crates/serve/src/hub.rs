@@ -185,10 +185,19 @@ impl Client {
         let expected = self.stats.bytes.checked_div(self.stats.sent).unwrap_or(0);
         if !self.link.may_send(expected) {
             self.link.block();
-            (self.limited_at, self.behind) = (Some(now), true);
+            self.behind = true;
+            self.limited(now);
             return None;
         }
         Some((Want { extent: plan.extent, pixels: pixels_for(plan.codec) }, plan))
+    }
+
+    /// The link held a frame back at `now`: it was the limit lately (not when it
+    /// only drains to measure its round trip: the ladder's probes go on).
+    fn limited(&mut self, now: Instant) {
+        if !self.link.draining() {
+            self.limited_at = Some(now);
+        }
     }
 
     /// Its waiting frame, if the link has room for it now (counted as sent).
@@ -196,7 +205,7 @@ impl Client {
         let bytes = self.next.as_ref()?.bytes.len() as u64;
         if !self.link.may_send(bytes) {
             self.held = true;
-            self.limited_at = Some(now);
+            self.limited(now);
             return None;
         }
         let next = self.next.take()?;

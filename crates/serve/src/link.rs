@@ -11,7 +11,9 @@
 //! building. The window, the bytes allowed in flight, is capacity × shortest
 //! round trip (the bandwidth-delay product, and a quarter more to find the
 //! link's limit) plus the next frame: enough to keep the link busy, never a
-//! queue of frames behind it.
+//! queue of frames behind it. Now and then the link drains, and one frame
+//! alone on it measures the round trip anew (BBR's ProbeRTT): a queue that
+//! stood from the first frames would otherwise be in the shortest round trip.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
@@ -20,6 +22,14 @@ use std::time::{Duration, Instant};
 const RTT_WINDOW: Duration = Duration::from_secs(10);
 /// Frames in flight before the link is measured.
 const START_FRAMES: usize = 2;
+/// How long after the link is first measured, and then how often, its round
+/// trip is measured with one frame alone on it (BBR's ProbeRTT): a queue that
+/// stood from the start (the first frames are sent before the link is known)
+/// is in every round trip after it, and so in the shortest, and the window
+/// made of it keeps that queue standing. A frame that went alone anyway
+/// (a stream below the link) measures it as well and puts the next drain off.
+const RTT_PROBE_FIRST: Duration = Duration::from_secs(2);
+const RTT_PROBE_EVERY: Duration = Duration::from_secs(8);
 /// A round trip this much above the shortest (and at least [`QUEUE_FLOOR`]) is a queue.
 const QUEUE_FACTOR: f64 = 2.0;
 /// The least queueing delay that counts as a queue (frame sizes and decodes vary).
@@ -41,6 +51,8 @@ struct InFlight {
     delivered_at: Instant,
     /// Whether the link was the limit when it was sent (it, or the draw for it, waited for the window).
     limited: bool,
+    /// Whether nothing else was in flight when it was sent.
+    alone: bool,
 }
 
 /// What one acknowledgement measured.
@@ -70,6 +82,11 @@ pub struct Link {
     /// The newest round trip, and whether it said a queue builds.
     last_rtt: Option<Duration>,
     was_queued: bool,
+    /// When the round trip is next measured alone; `draining`: nothing more is
+    /// sent until what is in flight is acknowledged and one frame went alone.
+    rtt_probe_at: Option<Instant>,
+    draining: bool,
+    drained: bool,
 }
 
 impl Default for Link {
@@ -91,6 +108,9 @@ impl Link {
             blocked: false,
             last_rtt: None,
             was_queued: false,
+            rtt_probe_at: None,
+            draining: false,
+            drained: false,
         }
     }
 
@@ -136,6 +156,7 @@ impl Link {
     pub fn may_send(&self, bytes: u64) -> bool {
         match self.window(bytes) {
             _ if self.flight.is_empty() => true,
+            _ if self.draining => false,
             Some(window) => self.in_flight() + bytes <= window,
             None => self.flight.len() < START_FRAMES,
         }
@@ -146,6 +167,11 @@ impl Link {
         self.blocked = true;
     }
 
+    /// Whether it is draining to measure its round trip with one frame alone.
+    pub fn draining(&self) -> bool {
+        self.draining
+    }
+
     /// Frame `frame` of `bytes` was handed to the socket at `now`; `waited`:
     /// it was ready before the window let it go.
     pub fn sent(&mut self, frame: u64, bytes: u64, now: Instant, waited: bool) {
@@ -154,6 +180,7 @@ impl Link {
             _ => now,
         };
         let limited = waited || std::mem::take(&mut self.blocked);
+        let alone = self.flight.is_empty();
         self.flight.push_back(InFlight {
             frame,
             bytes,
@@ -161,6 +188,7 @@ impl Link {
             delivered: self.delivered,
             delivered_at,
             limited,
+            alone,
         });
     }
 
@@ -177,6 +205,7 @@ impl Link {
         let rate = (self.delivered - f.delivered) as f64 / elapsed.as_secs_f64();
         let sample = Sample { rtt, rate, limited: f.limited };
         self.measure(now, sample);
+        self.probe_rtt(now, f.alone);
         Some(sample)
     }
 
@@ -201,6 +230,19 @@ impl Link {
             _ => self.capacity = Some(s.rate),
         }
         self.first_measured.get_or_insert(now);
+    }
+
+    /// After an acknowledgement at `now` (of a frame sent `alone`): once due,
+    /// the link drains; a frame that went alone after the first drain measured
+    /// the round trip (the first frames went alone too, but before the link was
+    /// known, as large as they come), and the next drain is due later.
+    fn probe_rtt(&mut self, now: Instant, alone: bool) {
+        let due = *self.rtt_probe_at.get_or_insert(now + RTT_PROBE_FIRST);
+        if alone && (self.draining || self.drained) {
+            (self.draining, self.drained, self.rtt_probe_at) = (false, true, Some(now + RTT_PROBE_EVERY));
+            return;
+        }
+        self.draining |= now >= due;
     }
 
     /// Whether round trip `rtt` says a queue is building.
@@ -375,8 +417,9 @@ pub(crate) mod tests {
     #[test]
     fn a_queue_the_first_frames_left_is_drained_and_not_kept() {
         // 5 Mbit/s, 80 ms. The first two frames (JPEG at the canvas before the link is
-        // measured) take 0.55 s each to cross: the shortest round trip reads 0.6 s and
-        // a window of that lets a standing queue of later frames stay.
+        // measured) take 0.55 s each to cross, and the frames after them queue behind:
+        // every round trip holds that queue, the shortest too (169 ms against 115 without
+        // the drain), and a window made of it keeps the queue standing.
         let start = Instant::now();
         let mut wire = Wire::new(0.625e6, Duration::from_millis(80), start);
         let mut link = Link::new();
@@ -385,10 +428,27 @@ pub(crate) mod tests {
             wire.send(f, 343_000, start);
             wire.next += 1;
         }
-        // Then video at the link's rate, as a share of a capacity read too high would ask.
-        stream(&mut link, &mut wire, 20_800, Duration::from_micros(33_333), 4.0);
-        let worst = stream(&mut link, &mut wire, 20_800, Duration::from_micros(33_333), 2.0);
-        assert!(worst < Duration::from_millis(250), "frames spent {worst:?} in flight 4 s on");
+        // Then video at the link's rate from the start, as the encoder makes it (a
+        // frame every 33 ms when the window lets it go), for 8 s.
+        let (mut worst, mut now) = (Duration::ZERO, start);
+        while now < start + Duration::from_secs(8) {
+            for (at, f) in wire.arrived(now) {
+                link.acked(f, at);
+                if at > start + Duration::from_secs(6) {
+                    worst = worst.max(at - wire.sent[&f]);
+                }
+            }
+            if link.may_send(20_800) {
+                let frame = wire.next;
+                wire.next += 1;
+                link.sent(frame, 20_800, now, false);
+                wire.send(frame, 20_800, now);
+            } else {
+                link.block();
+            }
+            now += Duration::from_micros(33_333);
+        }
+        assert!(worst < Duration::from_millis(250), "frames spent {worst:?} in flight 6 s on");
         let rtt = link.min_rtt().unwrap();
         assert!(rtt < Duration::from_millis(150), "shortest round trip {rtt:?}");
     }

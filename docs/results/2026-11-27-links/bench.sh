@@ -10,6 +10,7 @@
 #     adding the round trip. One client asking 60 frames/s (a 60 Hz page); loopback also
 #     as fast as it decodes; 8 clients; the producer alone; a still picture; odd sizes.
 #   bash docs/results/2026-11-27-links/bench.sh codecs 1920x1080 1280x720 extras
+#   (rtt: the round-trip drain against vkcuda-prev on the slow links, repeated)
 #   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
 #   (carry .gl and .gpu/bench; SECS=5; TRACE=1: each one-client row's frames and status
 #   lines as trace-BUILD-LINK-CANVAS.jsonl; one part or several per call)
@@ -47,6 +48,14 @@ for part in "$@"; do
         row new 100/20 1920x1080 8
         row new 20/40 1920x1080 1 --still
         row new 20/40 1277x719 1 --size 1919x1079 ;;
+    rtt)
+        # The drain now and then (ProbeRTT) against the commit before it (vkcuda-prev),
+        # rows interleaved; the slow link three times a canvas (a queue the first frames
+        # leave is a matter of luck).
+        for i in 1 2 3; do for c in 1920x1080 1280x720; do row prev 5/80 $c 1; row new 5/80 $c 1; done; done
+        for i in 1 2; do for l in 20/40 100/20; do row prev $l 1920x1080 1; row new $l 1920x1080 1; done; done
+        row prev drop:50/5/40 1920x1080 1; row new drop:50/5/40 1920x1080 1
+        row prev loopback 1920x1080 1; row new loopback 1920x1080 1 ;;
     new:*x*)
         # This change's rows alone (the baselines' binaries did not change).
         for link in loopback 100/20 20/40 5/80 drop:50/5/40; do
