@@ -10,7 +10,8 @@
 #     adding the round trip. One client asking 60 frames/s (a 60 Hz page); loopback also
 #     as fast as it decodes; 8 clients; the producer alone; a still picture; odd sizes.
 #   bash docs/results/2026-11-27-links/bench.sh codecs 1920x1080 1280x720 extras
-#   (rtt: the round-trip drain against vkcuda-prev on the slow links, repeated)
+#   (rtt: the round-trip drain against vkcuda-prev on the slow links, repeated;
+#   ab,LINK,CANVAS,N: vkcuda-prev and vkcuda over one link, interleaved, N times)
 #   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
 #   (carry .gl and .gpu/bench; SECS=5; TRACE=1: each one-client row's frames and status
 #   lines as trace-BUILD-LINK-CANVAS.jsonl; one part or several per call)
@@ -56,6 +57,10 @@ for part in "$@"; do
         for i in 1 2; do for l in 20/40 100/20; do row prev $l 1920x1080 1; row new $l 1920x1080 1; done; done
         row prev drop:50/5/40 1920x1080 1; row new drop:50/5/40 1920x1080 1
         row prev loopback 1920x1080 1; row new loopback 1920x1080 1 ;;
+    ab,*)
+        # ab,LINK,CANVAS,N: vkcuda-prev and vkcuda, rows interleaved, N times.
+        IFS=, read -r _ link canvas n <<<"$part"
+        for i in $(seq "$n"); do row prev "$link" "$canvas" 1; row new "$link" "$canvas" 1; done ;;
     new:*x*)
         # This change's rows alone (the baselines' binaries did not change).
         for link in loopback 100/20 20/40 5/80 drop:50/5/40; do
