@@ -177,6 +177,7 @@ impl Client {
                 interval = interval.max(STILL_CHECK);
             }
         }
+        // Not before its due time (nor, when its rate just rose, an interval after its last draw).
         if self.due.is_some_and(|due| now < due.min(self.last_drawn.unwrap_or(due) + interval)) {
             self.behind = true;
             return None;

@@ -342,7 +342,7 @@ pub(crate) mod tests {
     }
 
     /// A stream as the hub makes it: a frame is prepared (drawn and encoded) in
-    /// `prep` once the link may take it by then, one at a time, at most `fps` a
+    /// `prep` once the link has room for it, one at a time, at most `fps` a
     /// second, of 80 % of the measured capacity a frame (twice that for 600 ms
     /// every 2.5 s: the ladder's probe); 100 KB before it is measured. Returns
     /// the frames acknowledged a second over the last `secs / 2`.
