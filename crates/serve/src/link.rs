@@ -317,6 +317,14 @@ pub(crate) mod tests {
         }
     }
 
+    /// Sends the wire's next frame, of `bytes`, at `now`, and tells the link.
+    fn send(link: &mut Link, wire: &mut Wire, bytes: u64, now: Instant) {
+        let frame = wire.next;
+        wire.next += 1;
+        link.sent(frame, bytes, now, false);
+        wire.send(frame, bytes, now);
+    }
+
     /// Sends frames of `bytes` every `every` for `secs` over `wire`, when the
     /// link lets them go; the capacity measured, the window, and the worst
     /// time a frame spent from its send to its acknowledgement.
@@ -329,10 +337,7 @@ pub(crate) mod tests {
                 worst = worst.max(at - wire.sent[&f]);
             }
             if link.may_send(bytes) {
-                let frame = wire.next;
-                wire.next += 1;
-                link.sent(frame, bytes, now, false);
-                wire.send(frame, bytes, now);
+                send(link, wire, bytes, now);
             } else {
                 link.block();
             }
@@ -360,10 +365,7 @@ pub(crate) mod tests {
                 (ready, preparing) = (Some(bytes), None);
             }
             if let Some(bytes) = ready.filter(|b| link.may_send(*b)) {
-                let frame = wire.next;
-                wire.next += 1;
-                link.sent(frame, bytes, now, false);
-                wire.send(frame, bytes, now);
+                send(link, wire, bytes, now);
                 ready = None;
             } else if ready.is_some() {
                 link.block();
@@ -423,10 +425,8 @@ pub(crate) mod tests {
         let start = Instant::now();
         let mut wire = Wire::new(0.625e6, Duration::from_millis(80), start);
         let mut link = Link::new();
-        for f in 0..2 {
-            link.sent(f, 343_000, start, false);
-            wire.send(f, 343_000, start);
-            wire.next += 1;
+        for _ in 0..2 {
+            send(&mut link, &mut wire, 343_000, start);
         }
         // Then video at the link's rate from the start, as the encoder makes it (a
         // frame every 33 ms when the window lets it go), for 8 s.
@@ -439,10 +439,7 @@ pub(crate) mod tests {
                 }
             }
             if link.may_send(20_800) {
-                let frame = wire.next;
-                wire.next += 1;
-                link.sent(frame, 20_800, now, false);
-                wire.send(frame, 20_800, now);
+                send(&mut link, &mut wire, 20_800, now);
             } else {
                 link.block();
             }
