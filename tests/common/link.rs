@@ -145,6 +145,9 @@ impl Relay {
                         let Ok(server) = TcpStream::connect_timeout(&to, Duration::from_secs(5)) else {
                             continue;
                         };
+                        // A link forwards what comes when it comes: Nagle here would hold a
+                        // small message (an acknowledgement) until the last one was acknowledged.
+                        let _ = (client.set_nodelay(true), server.set_nodelay(true));
                         for (from, into) in [
                             (client.try_clone(), server.try_clone()),
                             (server.try_clone(), client.try_clone()),

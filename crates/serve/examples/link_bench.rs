@@ -403,6 +403,8 @@ fn watch(url: &str, ask: &Ask, psnr_jobs: Sender<PsnrJob>, seen: Arc<Mutex<Seen>
     }
     if let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_mut() {
         let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+        // As a browser's socket: an acknowledgement goes at once.
+        let _ = s.set_nodelay(true);
     }
     let (start, mut vp8) = (Instant::now(), Vp8Decoder::new()?);
     let (mut last_psnr, mut paused_at) = (Instant::now(), None::<Instant>);

@@ -36,7 +36,7 @@ use axum::middleware::{self, Next};
 use axum::response::{IntoResponse, Response};
 use axum::routing::get;
 use axum::Router;
-use futures_util::stream::SplitSink;
+use futures_util::stream::{SplitSink, SplitStream};
 use futures_util::{SinkExt, StreamExt};
 use hyper_util::rt::{TokioIo, TokioTimer};
 use hyper_util::service::TowerToHyperService;
@@ -44,7 +44,7 @@ use tokio::sync::{mpsc, watch, Notify, Semaphore};
 
 use crate::address::{Bound, Token};
 use crate::hub::Hub;
-use crate::protocol::{self, Controls, Then};
+use crate::protocol::{self, Controls, Then, ToPage};
 
 /// The longest message a page may send.
 pub const MAX_MESSAGE: usize = 4096;
@@ -58,6 +58,8 @@ pub const REQUEST_DEADLINE: Duration = Duration::from_secs(15);
 const STATUS_EVERY: Duration = Duration::from_millis(500);
 /// A client whose socket takes a frame no faster than this is closed.
 const SEND_TIMEOUT: Duration = Duration::from_secs(20);
+/// Replies (pongs) read and not yet written, at most (past it, reading waits).
+const REPLIES: usize = 8;
 /// How long a stop waits for the clients to be told.
 const STOP_GRACE: Duration = Duration::from_secs(3);
 
@@ -160,6 +162,11 @@ async fn serve(listener: std::net::TcpListener, app: App, mut gone: mpsc::Receiv
             () = stopped(&mut closing) => break,
         };
         let Ok((socket, from)) = accepted else { continue };
+        // A frame's last segment would otherwise wait for the previous frame's to be
+        // acknowledged (Nagle), a round trip on a slow link.
+        if let Err(e) = socket.set_nodelay(true) {
+            log::debug!("vkcuda: {from}: TCP_NODELAY: {e}");
+        }
         // Past the bound, a new connection is closed at once (the socket drops).
         let Ok(permit) = pending.clone().try_acquire_owned() else {
             log::debug!("vkcuda: {from} refused: {MAX_PENDING} connections are not yet upgraded");
@@ -286,40 +293,96 @@ async fn stream(State(app): State<App>, headers: HeaderMap, upgrade: WebSocketUp
 }
 
 type Sink = SplitSink<WebSocket, Message>;
+type Source = SplitStream<WebSocket>;
+
+/// How a client's socket ended.
+enum Ended {
+    /// The page closed it (no close frame is owed).
+    ByPage,
+    /// The page said goodbye, or the server stops.
+    Leave,
+    /// Why it was closed.
+    Failed(String),
+}
 
 /// One client's socket until it closes or the server stops: its messages
 /// in, its frames and the run's state out. `Err`: why it was closed.
+///
+/// The page's messages are read while a frame is being written: an
+/// acknowledgement is the link's only clock, and one read only after a write
+/// that waited for the link would be timed late (and bunched with the next).
 async fn client(socket: WebSocket, app: App, id: u64, wake: Arc<Notify>) -> Result<(), String> {
-    let (mut tx, mut rx) = socket.split();
-    let mut status = tokio::time::interval(STATUS_EVERY);
+    let (mut tx, rx) = socket.split();
+    let (replies, replied) = mpsc::channel(REPLIES);
     let mut closing = app.closing.clone();
-    let result = loop {
-        tokio::select! {
-            m = rx.next() => match m {
-                Some(Ok(Message::Text(text))) => match handle(&app, id, &text, &mut tx).await {
-                    Ok(true) => {}
-                    Ok(false) => break Ok(()),
-                    Err(why) => break Err(why),
-                },
-                Some(Ok(Message::Binary(_))) => break Err("a binary message (the page sends none)".into()),
-                Some(Ok(Message::Ping(_) | Message::Pong(_))) => {}
-                Some(Ok(Message::Close(_))) | None => return Ok(()),
-                Some(Err(e)) => break Err(format!("{e}")),
-            },
-            _ = wake.notified() => send_frames(&app.hub, id, &mut tx).await?,
-            _ = status.tick() => {
-                let status = protocol::status(&app.hub, &*app.controls, id).text();
-                send(&mut tx, Message::Text(status.into())).await?;
-            }
-            _ = closing.changed() => break Ok(()),
-        }
+    let ended = tokio::select! {
+        ended = read_page(rx, &app, id, &wake, replies) => ended,
+        ended = write_page(&mut tx, &app, id, &wake, replied) => ended,
+        _ = closing.changed() => Ended::Leave,
     };
-    let (code, reason) = match &result {
-        Ok(()) => (1001, "the run ended".to_string()),
-        Err(why) => (1008, why.chars().take(100).collect()),
+    let (code, reason) = match &ended {
+        Ended::ByPage => return Ok(()),
+        Ended::Leave => (1001, "the run ended".to_string()),
+        Ended::Failed(why) => (1008, why.chars().take(100).collect()),
     };
     let _ = send(&mut tx, Message::Close(Some(CloseFrame { code, reason: reason.into() }))).await;
-    result
+    match ended {
+        Ended::Failed(why) => Err(why),
+        _ => Ok(()),
+    }
+}
+
+/// The page's messages, each applied as it arrives; replies go to the writer.
+async fn read_page(
+    mut rx: Source,
+    app: &App,
+    id: u64,
+    wake: &Notify,
+    replies: mpsc::Sender<ToPage>,
+) -> Ended {
+    loop {
+        let text = match rx.next().await {
+            Some(Ok(Message::Text(text))) => text,
+            Some(Ok(Message::Binary(_))) => {
+                return Ended::Failed("a binary message (the page sends none)".into())
+            }
+            Some(Ok(Message::Ping(_) | Message::Pong(_))) => continue,
+            Some(Ok(Message::Close(_))) | None => return Ended::ByPage,
+            Some(Err(e)) => return Ended::Failed(format!("{e}")),
+        };
+        match protocol::apply(&app.hub, &*app.controls, id, &text) {
+            Ok(Then::Nothing) => {}
+            Ok(Then::SendFrames) => wake.notify_one(),
+            // The writer keeps the receiver while this runs (the select drops both).
+            Ok(Then::Reply(reply)) => drop(replies.send(reply).await),
+            Ok(Then::Leave) => return Ended::Leave,
+            Err(why) => return Ended::Failed(why),
+        }
+    }
+}
+
+/// Frames as the client's link has room, the readers' replies, and the run's state.
+async fn write_page(
+    tx: &mut Sink,
+    app: &App,
+    id: u64,
+    wake: &Notify,
+    mut replied: mpsc::Receiver<ToPage>,
+) -> Ended {
+    let mut status = tokio::time::interval(STATUS_EVERY);
+    loop {
+        let sent = tokio::select! {
+            _ = wake.notified() => send_frames(&app.hub, id, tx).await,
+            Some(reply) = replied.recv() => send(tx, Message::Text(reply.text().into())).await,
+            _ = status.tick() => {
+                let status = protocol::status(&app.hub, &*app.controls, id).text();
+                send(tx, Message::Text(status.into())).await
+            }
+        };
+        if let Err(why) = sent {
+            return Ended::Failed(why);
+        }
+    }
 }
 
 /// Sends the client's waiting frames, as many as its link has room for.
@@ -334,16 +397,6 @@ async fn send(tx: &mut Sink, m: Message) -> Result<(), String> {
     match tokio::time::timeout(SEND_TIMEOUT, tx.send(m)).await {
         Ok(sent) => sent.map_err(|e| format!("{e}")),
         Err(_) => Err(format!("took no data for {} s", SEND_TIMEOUT.as_secs())),
-    }
-}
-
-/// One message from the page: `Ok(false)`: it said goodbye; `Err`: it was malformed or unexpected.
-async fn handle(app: &App, id: u64, text: &str, tx: &mut Sink) -> Result<bool, String> {
-    match protocol::apply(&app.hub, &*app.controls, id, text)? {
-        Then::Nothing => Ok(true),
-        Then::SendFrames => send_frames(&app.hub, id, tx).await.map(|()| true),
-        Then::Reply(reply) => send(tx, Message::Text(reply.text().into())).await.map(|()| true),
-        Then::Leave => Ok(false),
     }
 }
 

@@ -11,7 +11,8 @@
 #     as fast as it decodes; 8 clients; the producer alone; a still picture; odd sizes.
 #   bash docs/results/2026-11-27-links/bench.sh codecs 1920x1080 1280x720 extras
 #   (rtt: the round-trip drain against vkcuda-prev on the slow links, repeated;
-#   ab,LINK,CANVAS,N: vkcuda-prev and vkcuda over one link, interleaved, N times)
+#   ab,LINK,CANVAS,N[,RATE]: vkcuda-prev and vkcuda over one link, interleaved, N times;
+#   emu,LINK,CANVAS,N: vkcuda-prev through link_bench-prev, the emulator before TCP_NODELAY)
 #   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
 #   (carry .gl and .gpu/bench; SECS=5; TRACE=1: each one-client row's frames and status
 #   lines as trace-BUILD-LINK-CANVAS.jsonl; one part or several per call)
@@ -29,14 +30,16 @@ unset VK_LAYER_PATH
 command -v ip >/dev/null || export PATH=$PWD/$B/net:$PATH
 ip -V && tc -V
 row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
-    local s=$1 build=$1
+    local s=$1 build=$1 lb=$B/link_bench
     case $s in
     new) s=new:$B/vkcuda ;; old) s=old:$B/vkcuda-old ;; viser) s=viser:$V ;;
     prev) s=new:$B/vkcuda-prev ;; # the commit measured before this one, same protocol
+    # vkcuda-prev through the link emulator before its relay and client set TCP_NODELAY
+    prev-nagle) s=new:$B/vkcuda-prev lb=$B/link_bench-prev ;;
     esac
     local trace=()
     [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-${2//\//_}-$3.jsonl")
-    timeout $((SECS + 60)) "$B/link_bench" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" "${trace[@]}" 2>>"$R/errors.txt" |
+    timeout $((SECS + 60)) "$lb" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" "${trace[@]}" 2>>"$R/errors.txt" |
         sed "s/^{/{\"build\":\"$build\",/" | tee -a "$R/rows.jsonl"
 }
 for part in "$@"; do
@@ -58,9 +61,17 @@ for part in "$@"; do
         row prev drop:50/5/40 1920x1080 1; row new drop:50/5/40 1920x1080 1
         row prev loopback 1920x1080 1; row new loopback 1920x1080 1 ;;
     ab,*)
-        # ab,LINK,CANVAS,N: vkcuda-prev and vkcuda, rows interleaved, N times.
+        # ab,LINK,CANVAS,N[,RATE]: vkcuda-prev and vkcuda, rows interleaved, N times
+        # (RATE: the client's frames a second, 0 as fast as it decodes).
+        IFS=, read -r _ link canvas n rate <<<"$part"
+        for i in $(seq "$n"); do
+            row prev "$link" "$canvas" 1 --rate "${rate:-60}"
+            row new "$link" "$canvas" 1 --rate "${rate:-60}"
+        done ;;
+    emu,*)
+        # emu,LINK,CANVAS,N: vkcuda-prev through the emulator with Nagle and without.
         IFS=, read -r _ link canvas n <<<"$part"
-        for i in $(seq "$n"); do row prev "$link" "$canvas" 1; row new "$link" "$canvas" 1; done ;;
+        for i in $(seq "$n"); do row prev-nagle "$link" "$canvas" 1; row prev "$link" "$canvas" 1; done ;;
     new:*x*)
         # This change's rows alone (the baselines' binaries did not change).
         for link in loopback 100/20 20/40 5/80 drop:50/5/40; do
