@@ -13,6 +13,7 @@
 //! seen, and the producer's frames a second (vkcuda's own summary).
 //!
 //!   link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still]
+//!              [--trace FILE] [--server-log FILE]
 //!
 //! SERVER: `new:PATH` (this vkcuda), `old:PATH` (a vkcuda before the link
 //! work: JPEG q80, its old protocol), `viser:PATH` (viser_path.py: a JPEG
@@ -24,7 +25,7 @@
 #[path = "../../../tests/common/link.rs"]
 mod link;
 
-use std::io::Read;
+use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
 use std::sync::mpsc::{channel, Sender};
@@ -57,6 +58,8 @@ struct Ask {
     still: bool,
     /// Where to write each frame's arrival and each status line (JSON lines), if asked.
     trace: Option<String>,
+    /// Where to write the server's standard error, if asked.
+    server_log: Option<String>,
 }
 
 #[derive(Clone, Copy)]
@@ -72,7 +75,7 @@ fn pair(s: &str, sep: char) -> Option<(u32, u32)> {
 }
 
 fn ask() -> Result<Ask, String> {
-    let usage = "link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still]";
+    let usage = "link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still] [--trace FILE] [--server-log FILE]";
     let a: Vec<String> = std::env::args().collect();
     let arg = |i: usize| a.get(i).cloned().ok_or(usage);
     let server = arg(1)?.split_once(':').map(|(k, p)| (k.to_string(), p.to_string())).ok_or(usage)?;
@@ -99,6 +102,7 @@ fn ask() -> Result<Ask, String> {
         rate: flag("--rate").and_then(|r| r.parse().ok()).unwrap_or(60.0),
         still: a.iter().any(|x| x == "--still"),
         trace: flag("--trace"),
+        server_log: flag("--server-log"),
     })
 }
 
@@ -142,14 +146,24 @@ fn start(ask: &Ask, link: Option<&link::Link>) -> Result<Server, String> {
         .spawn()
         .map_err(|e| e.to_string())?;
     let mut err = child.stderr.take().ok_or("no stderr")?;
+    let mut log = match &ask.server_log {
+        Some(path) => Some(std::fs::File::create(path).map_err(|e| format!("{path}: {e}"))?),
+        None => None,
+    };
     let (tx, rx) = channel();
     std::thread::spawn(move || {
-        let mut seen = String::new();
+        let (mut seen, mut told) = (String::new(), false);
         let mut buf = [0u8; 4096];
         while let Ok(n @ 1..) = err.read(&mut buf) {
+            if let Some(log) = &mut log {
+                let _ = log.write_all(&buf[..n]);
+            }
+            if told {
+                continue;
+            }
             seen.push_str(&String::from_utf8_lossy(&buf[..n]));
             if let Some(url) = seen.split("watch it at ").nth(1).filter(|r| r.contains('\n')) {
-                let _ = tx.send(url.lines().next().unwrap_or("").trim().to_string());
+                told = tx.send(url.lines().next().unwrap_or("").trim().to_string()).is_ok();
             }
         }
     });

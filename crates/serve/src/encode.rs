@@ -39,6 +39,8 @@ pub struct Stream {
     pub threads: u32,
     /// The next VP8 frame's time, ms.
     vp8_at: i64,
+    /// The run's number of the last frame VP8 encoded.
+    vp8_frame: Option<u64>,
 }
 
 impl Stream {
@@ -49,8 +51,17 @@ impl Stream {
 
     /// Encodes `frame` (drawn as the codec takes it: I420 for JPEG and VP8, RGBA8 for
     /// PNG and raw) as `codec` in a stream of `fps` frames a second, stamped `stamp`
-    /// (µs since the Unix epoch).
-    pub fn encode(&mut self, frame: &ReadFrame, codec: Codec, fps: f64, stamp: u64) -> Result<Encoded> {
+    /// (µs since the Unix epoch). `None`: VP8 encoded a newer frame already (two
+    /// frames drawn for a client may reach their encoder threads out of order: the
+    /// older one, encoded after, would leave the next frames predicted from a frame
+    /// the page never gets).
+    pub fn encode(
+        &mut self,
+        frame: &ReadFrame,
+        codec: Codec,
+        fps: f64,
+        stamp: u64,
+    ) -> Result<Option<Encoded>> {
         let extent = frame.shot.extent;
         let (w, h) = (extent.width, extent.height);
         let pixels = (*frame.pixels).as_ref();
@@ -77,7 +88,9 @@ impl Stream {
             (Codec::Jpeg { quality }, Pixels::I420 { full_range: true }) => {
                 (Kind::Jpeg, true, quality, None, self.jpeg(pixels, (w, h), quality)?)
             }
+            (Codec::Vp8 { .. }, _) if self.vp8_frame.is_some_and(|f| frame.frame <= f) => return Ok(None),
             (Codec::Vp8 { bitrate }, Pixels::I420 { full_range: false }) => {
+                self.vp8_frame = Some(frame.frame);
                 // Frames are timed at the stream's rate, not as they come: rate control then
                 // gives each a rate's share of the bitrate. (Timed as they came, frames a slow
                 // encode spaced out would each get more bits, and take longer still.)
@@ -94,7 +107,7 @@ impl Stream {
         let mut out = Vec::with_capacity(HEADER + payload.len());
         out.extend_from_slice(&header(kind, key, quality).write());
         out.extend_from_slice(&payload);
-        Ok(Encoded { frame: frame.frame, bytes: Bytes::from(out), codec, quantizer, key })
+        Ok(Some(Encoded { frame: frame.frame, bytes: Bytes::from(out), codec, quantizer, key }))
     }
 
     /// Readies the VP8 encoder for `extent` frames at `bitrate` (a new one for a new
@@ -166,4 +179,43 @@ pub fn digest(bytes: &[u8]) -> u64 {
         h = (h ^ u64::from(b)).wrapping_mul(0xc4ce_b9fe_1a85_ec53);
     }
     h
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Instant;
+    use vkcuda::Format;
+    use vkcuda_run::present::readback::Shot;
+
+    fn i420(frame: u64, fill: u8) -> ReadFrame {
+        let extent = ash::vk::Extent2D { width: 64, height: 48 };
+        let shot =
+            Shot { extent, format: Format::Rgba8, pixels: Pixels::I420 { full_range: false }, first: 0 };
+        let pixels = vec![fill; shot.bytes()];
+        ReadFrame { frame, shot, pixels: Box::new(pixels), recorded: Instant::now() }
+    }
+
+    #[test]
+    fn vp8_frames_go_in_order_and_an_older_one_is_not_encoded() {
+        let mut stream = Stream::new(1);
+        let vp8 = Codec::Vp8 { bitrate: 1_000_000 };
+        let first = stream.encode(&i420(5, 60), vp8, 30.0, 0).unwrap().unwrap();
+        assert!(first.key && first.frame == 5);
+        // Frame 4 reached its encoder thread after 5: encoded now, it would be the
+        // reference of the next frame, and the page never gets it.
+        assert!(stream.encode(&i420(4, 70), vp8, 30.0, 0).unwrap().is_none());
+        assert!(stream.encode(&i420(5, 70), vp8, 30.0, 0).unwrap().is_none());
+        let next = stream.encode(&i420(6, 80), vp8, 30.0, 0).unwrap().unwrap();
+        assert!(!next.key && next.frame == 6);
+        // JPEG frames have no references: any order.
+        let jpeg = Codec::Jpeg { quality: 80 };
+        let mut stream = Stream::new(1);
+        let frame = |f| ReadFrame {
+            shot: Shot { pixels: Pixels::I420 { full_range: true }, ..i420(f, 1).shot },
+            ..i420(f, 90)
+        };
+        assert!(stream.encode(&frame(9), jpeg, 30.0, 0).unwrap().is_some());
+        assert!(stream.encode(&frame(8), jpeg, 30.0, 0).unwrap().is_some());
+    }
 }

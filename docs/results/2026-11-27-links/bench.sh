@@ -12,7 +12,9 @@
 #   bash docs/results/2026-11-27-links/bench.sh codecs 1920x1080 1280x720 extras
 #   (rtt: the round-trip drain against vkcuda-prev on the slow links, repeated;
 #   ab,LINK,CANVAS,N[,RATE]: vkcuda-prev and vkcuda over one link, interleaved, N times;
-#   emu,LINK,CANVAS,N: vkcuda-prev through link_bench-prev, the emulator before TCP_NODELAY)
+#   emu,LINK,CANVAS,N: vkcuda-prev through link_bench-prev, the emulator before TCP_NODELAY;
+#   vs,LINK,CANVAS,N,RATE,BUILD...: builds named by their files in .gpu/bench, interleaved;
+#   SLOG=1: each row's server log as server-BUILD-LINK-CANVAS-ROUND.txt)
 #   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
 #   (carry .gl and .gpu/bench; SECS=5; TRACE=1: each one-client row's frames and status
 #   lines as trace-BUILD-LINK-CANVAS.jsonl; one part or several per call)
@@ -36,9 +38,11 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     prev) s=new:$B/vkcuda-prev ;; # the commit measured before this one, same protocol
     # vkcuda-prev through the link emulator before its relay and client set TCP_NODELAY
     prev-nagle) s=new:$B/vkcuda-prev lb=$B/link_bench-prev ;;
+    vkcuda-*) s=new:$B/$s ;; # another build of this view, by its file's name
     esac
     local trace=()
     [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-${2//\//_}-$3.jsonl")
+    [ -n "${SLOG:-}" ] && trace+=(--server-log "$R/server-$build-${2//\//_}-$3-${ROUND:-1}.txt")
     timeout $((SECS + 60)) "$lb" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" "${trace[@]}" 2>>"$R/errors.txt" |
         sed "s/^{/{\"build\":\"$build\",/" | tee -a "$R/rows.jsonl"
 }
@@ -67,6 +71,12 @@ for part in "$@"; do
         for i in $(seq "$n"); do
             row prev "$link" "$canvas" 1 --rate "${rate:-60}"
             row new "$link" "$canvas" 1 --rate "${rate:-60}"
+        done ;;
+    vs,*)
+        # vs,LINK,CANVAS,N,RATE,BUILD...: builds of this view (files in .gpu/bench), interleaved.
+        IFS=, read -r _ link canvas n rate builds <<<"$part"
+        for ROUND in $(seq "$n"); do
+            for b in ${builds//,/ }; do row "$b" "$link" "$canvas" 1 --rate "$rate"; done
         done ;;
     emu,*)
         # emu,LINK,CANVAS,N: vkcuda-prev through the emulator with Nagle and without.
