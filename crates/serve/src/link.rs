@@ -487,8 +487,7 @@ pub(crate) mod tests {
     fn a_stream_that_takes_time_to_prepare_still_finds_the_link() {
         // 20 Mbit/s, 40 ms; frames take 25 ms to draw and encode, 30 a second.
         let start = Instant::now();
-        let mut wire = Wire::new(2.5e6, Duration::from_millis(40), start);
-        wire.decode = Duration::from_millis(4);
+        let mut wire = decoding(2.5e6, 40, start);
         let mut link = Link::new();
         let d = pipeline(&mut link, &mut wire, Duration::from_millis(25), 30.0, &[1.0], 10.0);
         let c = link.capacity().unwrap();
@@ -497,20 +496,29 @@ pub(crate) mod tests {
         assert!(d.fps > 25.0, "{d:?}");
     }
 
+    /// VP8's frame sizes over their budget as the H200 gave them over 20 Mbit/s, 40 ms at
+    /// 1080p (bench-13's server log: 2 to 180 KB around a 57 KB mean, a large frame
+    /// after a few small ones).
+    const SWING: [f64; 14] = [0.05, 0.15, 0.5, 1.6, 3.0, 0.1, 0.4, 1.2, 0.05, 0.2, 1.0, 2.2, 0.5, 1.5];
+
+    /// A wire of `rate` bytes a second and `rtt` ms whose page decodes in 4 ms, from `start`.
+    fn decoding(rate: f64, rtt: u64, start: Instant) -> Wire {
+        let mut wire = Wire::new(rate, Duration::from_millis(rtt), start);
+        wire.decode = Duration::from_millis(4);
+        wire
+    }
+
     #[test]
     fn frames_that_swing_around_their_budget_are_paced_not_held_a_round_trip() {
         // 20 Mbit/s, 40 ms, 30 frames a second prepared in 15 ms, their sizes swinging
-        // as VP8's did on the H200 over this link (bench-13's server log: 2 to 180 KB
-        // around a 57 KB mean, a large frame after a few small ones). The window of one
+        // as VP8's did on the H200 over this link ([`SWING`]). The window of one
         // bandwidth-delay product held the next draw until each large frame was
         // acknowledged, and the schedule gave up the draws it missed: 22.9 frames a
         // second here (the H200 gave 19-23).
-        let swing = [0.05, 0.15, 0.5, 1.6, 3.0, 0.1, 0.4, 1.2, 0.05, 0.2, 1.0, 2.2, 0.5, 1.5];
         let start = Instant::now();
-        let mut wire = Wire::new(2.5e6, Duration::from_millis(40), start);
-        wire.decode = Duration::from_millis(4);
+        let mut wire = decoding(2.5e6, 40, start);
         let mut link = Link::new();
-        let d = pipeline(&mut link, &mut wire, Duration::from_millis(15), 30.0, &swing, 20.0);
+        let d = pipeline(&mut link, &mut wire, Duration::from_millis(15), 30.0, &SWING, 20.0);
         assert!(d.fps >= 28.0, "{d:?}");
         // A frame's crossing (up to 3 × 67 KB: 80 ms) and the round trip; a frame
         // waits behind another at most its own crossing.
@@ -556,15 +564,13 @@ pub(crate) mod tests {
         // 50 Mbit/s falling to 5 with 40 ms, video at 45 frames a second swinging as
         // above: the frames sized for 50 Mbit/s queue once it falls (with pacing and a
         // window that counts the largest frame in flight, the link must still see it).
-        let swing = [0.05, 0.15, 0.5, 1.6, 3.0, 0.1, 0.4, 1.2, 0.05, 0.2, 1.0, 2.2, 0.5, 1.5];
         let start = Instant::now();
-        let mut wire = Wire::new(6.25e6, Duration::from_millis(40), start);
-        wire.decode = Duration::from_millis(4);
+        let mut wire = decoding(6.25e6, 40, start);
         let mut link = Link::new();
-        pipeline(&mut link, &mut wire, Duration::from_millis(15), 45.0, &swing, 4.0);
+        pipeline(&mut link, &mut wire, Duration::from_millis(15), 45.0, &SWING, 4.0);
         wire.rate = 0.625e6;
-        pipeline(&mut link, &mut wire, Duration::from_millis(15), 45.0, &swing, 1.5);
-        let d = pipeline(&mut link, &mut wire, Duration::from_millis(15), 45.0, &swing, 1.0);
+        pipeline(&mut link, &mut wire, Duration::from_millis(15), 45.0, &SWING, 1.5);
+        let d = pipeline(&mut link, &mut wire, Duration::from_millis(15), 45.0, &SWING, 1.0);
         assert!(d.worst < Duration::from_millis(200), "{d:?} 1.5 to 2 s after the fall");
         assert!(link.capacity().is_some_and(|c| c < 0.7e6), "{:?}", link.capacity());
     }
