@@ -166,7 +166,7 @@ impl Link {
     }
 
     /// The bytes the link may hold for a next frame of `next` bytes: capacity ×
-    /// shortest round trip (× [`WINDOW_GAIN`]), plus that frame and the largest
+    /// shortest round trip (× `WINDOW_GAIN`), plus that frame and the largest
     /// in flight (a frame larger than the link holds in a round trip would
     /// otherwise hold the next until it is acknowledged); before both are
     /// measured, `None` (then `START_FRAMES` frames may be in flight).
