@@ -261,7 +261,7 @@ impl Client {
             (self.last_drawn, self.behind) = (Some(now), false);
             // On schedule; when far behind it, half an interval back from now: a draw the
             // link held (behind a large frame) is made up by the next, once.
-            let on = self.due.map_or(now, |due| due) + self.pace;
+            let on = self.due.unwrap_or(now) + self.pace;
             self.due = Some(on.max(now - self.pace / 2));
         }
     }
