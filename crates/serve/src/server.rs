@@ -303,6 +303,8 @@ enum Ended {
     Leave,
     /// Why it was closed.
     Failed(String),
+    /// Why writing to it failed (no close frame is sent: it would wait as long again).
+    Broken(String),
 }
 
 /// One client's socket until it closes or the server stops: its messages
@@ -320,16 +322,14 @@ async fn client(socket: WebSocket, app: App, id: u64, wake: Arc<Notify>) -> Resu
         ended = write_page(&mut tx, &app, id, &wake, replied) => ended,
         _ = closing.changed() => Ended::Leave,
     };
-    let (code, reason) = match &ended {
+    let (code, reason, result) = match ended {
         Ended::ByPage => return Ok(()),
-        Ended::Leave => (1001, "the run ended".to_string()),
-        Ended::Failed(why) => (1008, why.chars().take(100).collect()),
+        Ended::Broken(why) => return Err(why),
+        Ended::Leave => (1001, "the run ended".to_string(), Ok(())),
+        Ended::Failed(why) => (1008, why.chars().take(100).collect(), Err(why)),
     };
     let _ = send(&mut tx, Message::Close(Some(CloseFrame { code, reason: reason.into() }))).await;
-    match ended {
-        Ended::Failed(why) => Err(why),
-        _ => Ok(()),
-    }
+    result
 }
 
 /// The page's messages, each applied as it arrives; replies go to the writer.
@@ -361,7 +361,7 @@ async fn read_page(
     }
 }
 
-/// Frames as the client's link has room, the readers' replies, and the run's state.
+/// Frames as the client's link has room, the reader's replies, and the run's state.
 async fn write_page(
     tx: &mut Sink,
     app: &App,
@@ -380,7 +380,7 @@ async fn write_page(
             }
         };
         if let Err(why) = sent {
-            return Ended::Failed(why);
+            return Ended::Broken(why);
         }
     }
 }
