@@ -24,6 +24,8 @@ use std::time::{Duration, Instant};
 
 use ash::vk;
 
+use crate::vp8::MAX_QUANTIZER;
+
 /// The JPEG quality where the link allows it, and of a page that asks for JPEG without one.
 pub const DEFAULT_QUALITY: u8 = 80;
 /// The share of the link's capacity a stream may use.
@@ -35,7 +37,8 @@ const PROBE_GAIN: f64 = 2.0;
 /// How often, and for how long, the link is probed (when it has not been the limit lately).
 const PROBE_EVERY: Duration = Duration::from_millis(2500);
 const PROBE_FOR: Duration = Duration::from_millis(600);
-/// How often the rate and size are reconsidered.
+/// How often the rate and size are reconsidered; twice as often while VP8 is
+/// at its coarsest quantizer (the link fell: frames still over their budget).
 const STEP_EVERY: Duration = Duration::from_millis(500);
 /// The frame rate a stream gives up quality for before it gives up size.
 const MIN_FPS: f64 = 30.0;
@@ -241,9 +244,14 @@ impl Ladder {
 
     /// Every [`STEP_EVERY`]: lower the rate, then the size, while frames are
     /// too coarse (VP8's quantizer; JPEG's quality at its floor); raise the
-    /// size, then the rate, while there is room.
+    /// size, then the rate, while there is room. While every VP8 frame is at
+    /// the coarsest quantizer (a fall of the link leaves frames several times
+    /// their budget: they queue), twice as often, and the rate falls to its
+    /// floor and the size a step at once.
     fn step(&mut self, now: Instant, quantizer: Option<f64>) {
-        if self.last_step.is_some_and(|at| now.duration_since(at) < STEP_EVERY) {
+        let pinned = quantizer.is_some_and(|q| q >= f64::from(MAX_QUANTIZER));
+        let every = if pinned { STEP_EVERY / 2 } else { STEP_EVERY };
+        if self.last_step.is_some_and(|at| now.duration_since(at) < every) {
             return;
         }
         let video = matches!(self.mode, Mode::Video) || self.use_video;
@@ -256,7 +264,10 @@ impl Ladder {
         self.last_step = Some(now);
         self.quantizers.clear();
         let floor = self.display.min(MIN_FPS);
-        if coarse && self.fps > floor {
+        if pinned {
+            self.fps = floor;
+            self.scale = (self.scale + 1).min(SCALES.len() - 1);
+        } else if coarse && self.fps > floor {
             self.fps = (self.fps * 0.75).max(floor);
         } else if coarse && self.scale + 1 < SCALES.len() {
             self.scale += 1;
@@ -386,7 +397,7 @@ mod tests {
         let mut now = Instant::now();
         let mut seen = Vec::new();
         for _ in 0..12 {
-            l.encoded(Codec::Vp8 { bitrate: 1 }, HD, 1, Some(60), None);
+            l.encoded(Codec::Vp8 { bitrate: 1 }, HD, 1, Some(52), None);
             now += STEP_EVERY;
             let p = l.plan(HD, link(5.0), now);
             seen.push((p.fps.round() as u32, p.extent.width));
@@ -400,6 +411,23 @@ mod tests {
         }
         let p = l.plan(HD, link(5.0), now);
         assert_eq!((p.extent, p.fps.round()), (HD, 60.0));
+    }
+
+    #[test]
+    fn video_at_its_coarsest_gives_up_rate_and_size_at_once_and_twice_as_often() {
+        // The link fell under VP8 at 60 frames a second: every frame at the coarsest
+        // quantizer. A step every 250 ms: the rate to 30 and a size down in the first.
+        let mut l = Ladder::new();
+        (l.video, l.mode) = (true, Mode::Video);
+        let mut now = Instant::now();
+        let mut seen = Vec::new();
+        for _ in 0..3 {
+            l.encoded(Codec::Vp8 { bitrate: 1 }, HD, 1, Some(MAX_QUANTIZER as u8), None);
+            now += STEP_EVERY / 2;
+            let p = l.plan(HD, link(5.0), now);
+            seen.push((p.fps.round() as u32, p.extent.width));
+        }
+        assert_eq!(seen, [(30, 1440), (30, 960), (30, 720)]);
     }
 
     #[test]

@@ -18,10 +18,12 @@
 //! budget swing around it (a video frame after a large change is several
 //! times its budget, more than the link holds in a round trip); a window
 //! without the largest frame held the next draw until each large one was
-//! acknowledged, a round trip after the link had carried it. While the
-//! newest frame showed a queue (the link fell, and frames sized for it
-//! wait), neither: nothing waits behind another and the window counts no
-//! largest frame, so the queue drains. Now and then the link drains, and
+//! acknowledged, a round trip after the link had carried it. While a queue
+//! stands (every frame acknowledged over the last two shortest round trips
+//! queued: the link fell, and frames sized for it wait), neither: nothing
+//! waits behind another and the window counts no largest frame, so the
+//! queue drains. A large frame queues the few after it as it passes: that
+//! queue does not stand (CoDel's test: the least delay over an interval). Now and then the link drains, and
 //! one frame alone on it measures the round trip anew (BBR's ProbeRTT): a
 //! queue that stood from the first frames would otherwise be in the
 //! shortest round trip.
@@ -49,9 +51,12 @@ const QUEUE_FLOOR: Duration = Duration::from_millis(60);
 /// window measured at k frames in flight stays at k (the rate it measures is
 /// the rate it allows); with it the link fills, and no more (BBR's cwnd gain, smaller).
 const WINDOW_GAIN: f64 = 1.25;
-/// The least queueing (a frame's round trip over the shortest, less its own
-/// crossing) that stops the next frame from waiting behind others.
+/// The least standing queue (each frame's round trip over the shortest, less
+/// its own crossing, over [`STANDING`]) that stops the next frame from waiting
+/// behind others: this, or a quarter of the shortest round trip.
 const QUEUE_SLACK: Duration = Duration::from_millis(5);
+/// How long a queue stands before it counts: this, or two shortest round trips.
+const STANDING: Duration = Duration::from_millis(100);
 
 /// A frame sent and not yet acknowledged.
 #[derive(Clone, Copy, Debug)]
@@ -103,9 +108,10 @@ pub struct Link {
     drained: bool,
     /// When the link has carried what was sent, at its capacity.
     free_at: Option<Instant>,
-    /// The newest frame's time queued on the link: its round trip over the
-    /// shortest, less its own crossing.
-    queue: Duration,
+    /// Each acknowledged frame's time queued on the link (its round trip over
+    /// the shortest, less its own crossing) over the last [`STANDING`] or two
+    /// shortest round trips (the newest always), oldest first, with when.
+    queues: VecDeque<(Instant, Duration)>,
 }
 
 impl Default for Link {
@@ -131,7 +137,7 @@ impl Link {
             draining: false,
             drained: false,
             free_at: None,
-            queue: Duration::ZERO,
+            queues: VecDeque::new(),
         }
     }
 
@@ -207,10 +213,12 @@ impl Link {
         self.may_send(bytes) && (self.flight.is_empty() || self.free_at.is_none_or(|free| free <= ready))
     }
 
-    /// Whether the newest frame queued on the link (more than [`QUEUE_SLACK`] or an
-    /// eighth of the shortest round trip).
+    /// Whether a queue stands: every frame acknowledged over the last
+    /// [`STANDING`] or two shortest round trips queued more than
+    /// [`QUEUE_SLACK`] or a quarter of the shortest round trip.
     fn queueing(&self) -> bool {
-        self.queue > self.min_rtt().map_or(Duration::ZERO, |r| r / 8).max(QUEUE_SLACK)
+        let least = self.queues.iter().map(|(_, q)| *q).min().unwrap_or_default();
+        least > self.min_rtt().map_or(Duration::ZERO, |r| r / 4).max(QUEUE_SLACK)
     }
 
     /// How long `bytes` take to cross the link at its capacity, once measured.
@@ -266,7 +274,13 @@ impl Link {
         let sample = Sample { rtt, rate, limited: f.limited };
         self.measure(now, sample);
         let (base, crossing) = (self.min_rtt().unwrap_or(rtt), self.crossing(f.bytes).unwrap_or_default());
-        self.queue = rtt.saturating_sub(base + crossing);
+        self.queues.push_back((now, rtt.saturating_sub(base + crossing)));
+        let span = (base * 2).max(STANDING);
+        while self.queues.len() > 1
+            && self.queues.front().is_some_and(|(at, _)| now.duration_since(*at) > span)
+        {
+            self.queues.pop_front();
+        }
         self.probe_rtt(now, f.alone);
         Some(sample)
     }
@@ -557,6 +571,32 @@ pub(crate) mod tests {
         assert!(!queued.may_draw(small, ms(420.0), Duration::ZERO));
         queued.acked(3, ms(455.0));
         assert!(queued.may_draw(small, ms(455.0), Duration::ZERO));
+    }
+
+    #[test]
+    fn a_queue_that_does_not_stand_holds_nothing_back() {
+        // A large frame queues the frame after it as it passes: that queue does not
+        // stand (the frame acknowledged 90 ms before queued nothing), and the next
+        // frame may wait behind a large one as on a quiet link. Once every frame of the
+        // last 100 ms queued, nothing joins a frame in flight.
+        let t = Instant::now();
+        let ms = |n: f64| t + Duration::from_secs_f64(n / 1e3);
+        let mut link = Link::new();
+        link.sent(0, 10_000, ms(0.0), false);
+        link.sent(1, 40_000, ms(0.0), false);
+        link.acked(0, ms(50.0));
+        link.acked(1, ms(90.0));
+        link.sent(2, 1_000, ms(100.0), false);
+        link.acked(2, ms(150.0));
+        link.sent(3, 1_000, ms(160.0), false);
+        link.acked(3, ms(240.0));
+        let c = link.capacity().unwrap();
+        let (large, small) = ((c * 0.1) as u64, (c * 0.01) as u64);
+        link.sent(4, large, ms(300.0), false);
+        assert!(link.may_draw(small, ms(391.0), Duration::ZERO));
+        link.acked(4, ms(480.0));
+        link.sent(5, large, ms(490.0), false);
+        assert!(!link.may_draw(small, ms(581.0), Duration::ZERO));
     }
 
     #[test]

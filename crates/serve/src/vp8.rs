@@ -26,6 +26,8 @@ use vkcuda_run::present::readback::I420;
 const CPU_USED: i32 = 10;
 /// Timestamps are in milliseconds.
 const TIMEBASE: i32 = 1000;
+/// The coarsest quantizer a frame gets (of 63): coarser frames are blocks of colour.
+pub const MAX_QUANTIZER: u32 = 56;
 
 /// A VP8 frame out of the encoder.
 #[derive(Debug)]
@@ -88,7 +90,7 @@ impl Vp8 {
         cfg.rc_target_bitrate = (bitrate / 1000).max(50);
         cfg.rc_dropframe_thresh = 0;
         cfg.rc_min_quantizer = 2;
-        cfg.rc_max_quantizer = 56;
+        cfg.rc_max_quantizer = MAX_QUANTIZER;
         (cfg.rc_undershoot_pct, cfg.rc_overshoot_pct) = (50, 50);
         (cfg.rc_buf_sz, cfg.rc_buf_initial_sz, cfg.rc_buf_optimal_sz) = (600, 400, 500);
         // Key frames only when asked.

@@ -14,6 +14,8 @@
 #   ab,LINK,CANVAS,N[,RATE]: vkcuda-prev and vkcuda over one link, interleaved, N times;
 #   emu,LINK,CANVAS,N: vkcuda-prev through link_bench-prev, the emulator before TCP_NODELAY;
 #   vs,LINK,CANVAS,N,RATE,BUILD...: builds named by their files in .gpu/bench, interleaved;
+#   table,CANVAS,BUILD...: old, viser and the builds over every link; links,LINK,CANVAS,BUILD...:
+#   the same over one link; extra,BUILD: the producer alone and 8 clients;
 #   SLOG=1: each row's server log as server-BUILD-LINK-CANVAS-ROUND.txt)
 #   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
 #   (carry .gl and .gpu/bench; SECS=5; TRACE=1: each one-client row's frames and status
@@ -78,6 +80,24 @@ for part in "$@"; do
         for ROUND in $(seq "$n"); do
             for b in ${builds//,/ }; do row "$b" "$link" "$canvas" 1 --rate "$rate"; done
         done ;;
+    table,*)
+        # table,CANVAS,BUILD...: old, viser and builds of this view over every link, and
+        # loopback as fast as it decodes (old and the builds), one row each.
+        IFS=, read -r _ canvas builds <<<"$part"
+        for link in loopback 100/20 20/40 5/80 drop:50/5/40; do
+            for server in old viser ${builds//,/ }; do row "$server" "$link" "$canvas" 1; done
+        done
+        for server in old ${builds//,/ }; do row "$server" loopback "$canvas" 1 --rate 0; done ;;
+    links,*)
+        # links,LINK,CANVAS,BUILD...: old, viser and builds over one link, one row each.
+        IFS=, read -r _ link canvas builds <<<"$part"
+        for server in old viser ${builds//,/ }; do row "$server" "$link" "$canvas" 1; done ;;
+    extra,*)
+        # extra,BUILD: the producer alone, 8 clients over loopback and over 100 Mbit/s.
+        b=${part#extra,}
+        row "$b" loopback 1920x1080 0
+        row "$b" loopback 1920x1080 8
+        row "$b" 100/20 1920x1080 8 ;;
     emu,*)
         # emu,LINK,CANVAS,N: vkcuda-prev through the emulator with Nagle and without.
         IFS=, read -r _ link canvas n <<<"$part"
