@@ -622,6 +622,91 @@ pub fn kernel_hot_reload_test(mode: &[&str]) -> Outcome {
     Ok(())
 }
 
+/// A kernel that faults while the viewer runs it (its producer in a child
+/// process): the window keeps the last good frame with the fault written over
+/// its top (the CPU path, which NVIDIA under Xvfb takes), the title says it,
+/// and the next save that compiles runs with no notice left; Esc then ends
+/// the run cleanly, validated.
+pub fn kernel_fault_notice_test() -> Outcome {
+    let x = Xvfb::start()?;
+    let dir = tmp("fault-notice");
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let file = dir.join("k.cu");
+    let write = |text: &str| std::fs::write(&file, text).map_err(|e| e.to_string());
+    write(&solid_kernel([0, 200, 0]))?;
+    let k = file.to_str().ok_or("path")?;
+    let child = x.viewer(&["--producer", "cuda", "--kernel", k, "--size", "96x64", "--validate"])?;
+    let result = (|| -> Outcome {
+        let id = x.window_id()?;
+        let grab = |name: &str| -> Result<Capture, String> {
+            let file = dir.join(name);
+            x.cmd("xwd", &["-id", &id, "-silent", "-out", file.to_str().ok_or("path")?])?;
+            parse_xwd(&std::fs::read(&file).map_err(|e| e.to_string())?)
+        };
+        let mid = |c: &Capture| c.rgb[(c.height / 2 * c.width + c.width / 2) as usize];
+        // White text in the top 160 rows.
+        let text =
+            |c: &Capture| c.rgb.iter().take((160 * c.width) as usize).filter(|p| **p == [255; 3]).count();
+        let near = |a: [u8; 3], b: [u8; 3]| a.iter().zip(b).all(|(x, y)| x.abs_diff(y) <= 4);
+        x.title_when(&id, 30, "version 1", |t| t.contains("k.cu v1"))?;
+        wait_for(15, "version 1 on screen", || Ok(near(mid(&grab("v1.xwd")?), [0, 200, 0])))?;
+        write(
+            &std::fs::read_to_string(crate_root().join("tests/kernels/trap.cu"))
+                .map_err(|e| e.to_string())?,
+        )?;
+        x.title_when(&id, 30, "the fault", |t| t.contains("save a fix to go on"))?;
+        let faulted = grab("fault.xwd")?;
+        if let Some(keep) = std::env::var_os("VKCUDA_E2E_KEEP") {
+            // The picture itself, for the docs (xwd's format).
+            let _ =
+                std::fs::copy(dir.join("fault.xwd"), std::path::Path::new(&keep).join("fault-notice.xwd"));
+        }
+        if text(&faulted) < 100 || !near(mid(&faulted), [0, 200, 0]) {
+            return Err(format!(
+                "after the fault: {} white pixels in the top rows (the notice), the middle {:?} (the last frame, green)",
+                text(&faulted),
+                mid(&faulted)
+            ));
+        }
+        write(&solid_kernel([0, 0, 200]))?;
+        x.title_when(&id, 30, "the fix", |t| t.contains("k.cu v3") && !t.contains("save a fix"))?;
+        wait_for(15, "the fix on screen without the notice", || {
+            let c = grab("fixed.xwd")?;
+            Ok(near(mid(&c), [0, 0, 200]) && text(&c) == 0)
+        })?;
+        // Esc until the window is gone (a key sent before it has focus is lost).
+        for _ in 0..5 {
+            let _ = x.cmd("xdotool", &["windowfocus", "--sync", &id]);
+            let _ = x.cmd("xdotool", &["key", "Escape"]);
+            if wait_for(2, "", || Ok(x.cmd("xdotool", &["getwindowname", &id]).is_err())).is_ok() {
+                break;
+            }
+        }
+        Ok(())
+    })();
+    let o = wait_bounded(child, 20)?;
+    let (stdout, stderr) = text(&o);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    let said = stderr.contains("the window keeps the last frame") && stderr.contains("the fix runs");
+    if o.status.code() != Some(0) || !stdout.contains("validation: 0 errors, 0 warnings") || !said {
+        return Err(format!("exit {:?}, expected 0, validated\n{stdout}{stderr}", o.status.code()));
+    }
+    let _ = std::fs::remove_dir_all(&dir);
+    Ok(())
+}
+
+/// Polls `done` every 100 ms for up to `secs` seconds.
+fn wait_for(secs: u64, what: &str, done: impl Fn() -> Result<bool, String>) -> Outcome {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !done()? {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{what}: not after {secs} s"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Ok(())
+}
+
 /// A swapped-out version is unloaded once its frames end: at each swap at
 /// most the version just swapped out and one before it are still loaded
 /// (each swap's line says how many), not every version since the start.
@@ -901,13 +986,18 @@ fn register_stalls(tests: &mut Tests) {
     tests.push(gated("cuda_window_faulting_kernel", || no_nvidia().or_else(no_x_tools), window_fault_test));
 }
 
-/// A kernel that faults on its first frame: the viewer quits with one line
-/// naming CUDA's error, exit 1, no validation message.
+/// A kernel that faults on its first frame with the producer in the
+/// viewer's process (`--producer-process same`: nothing to go on with): the
+/// viewer quits with one line naming CUDA's error, exit 1, no validation
+/// message. (In a child process the window shows the fault and waits for a
+/// fix: [`kernel_fault_notice_test`].)
 fn window_fault_test() -> Outcome {
     let x = Xvfb::start()?;
     let child = x.viewer(&[
         "--producer",
         "cuda",
+        "--producer-process",
+        "same",
         "--kernel",
         "tests/kernels/trap.cu",
         "--validate",
@@ -939,6 +1029,11 @@ pub fn register(tests: &mut Tests) {
         move || kernel_hot_reload_test(&["--producer", "cuda"]),
     ));
     register_stalls(tests);
+    tests.push(gated(
+        "cuda_window_fault_is_written_over_the_last_frame",
+        || no_nvidia().or_else(no_x_tools),
+        kernel_fault_notice_test,
+    ));
     tests.push(gated(
         "cuda_window_kernel_sees_the_pointer",
         || no_nvidia().or_else(no_x_tools),

@@ -394,6 +394,8 @@ impl Viewer {
         }
         let restart = Restart::after_failure(reload.link());
         let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+        // The frames it still ends were never made: the window keeps the last one made.
+        self.screen.presenter.freeze();
         let failed = vkcuda::Error::Cancelled { what: format!("frame {}", run.next()) };
         let error = match run.end(&mut self.screen.presenter, Err::<(), _>(failed.into())) {
             Ok(((), stopped)) => {
@@ -411,7 +413,18 @@ impl Viewer {
         self.faulted = Some((why, restart));
         self.last_title = Instant::now() - Duration::from_secs(1);
         self.update_title();
+        self.show_fault()?;
         Ok(true)
+    }
+
+    /// Writes the fault over the window's last frame (the CPU path; a
+    /// swapchain's window says it in its title alone).
+    fn show_fault(&mut self) -> Result<()> {
+        let Some((why, _)) = &self.faulted else { return Ok(()) };
+        let mut lines: Vec<String> = why.lines().map(str::to_owned).collect();
+        lines.push("Save a fix and the run goes on with it; Esc quits.".into());
+        self.screen.presenter.show_notice(&lines)?;
+        Ok(())
     }
 
     /// While the kernel's fault is shown: quits if asked, starts a new
@@ -422,6 +435,10 @@ impl Viewer {
             bail!("{why}");
         }
         if !restart.ready() {
+            // The window changed: the fault again over the last frame, at its new size.
+            if self.screen.stale() && self.screen.fit_idle()? {
+                self.show_fault()?;
+            }
             std::thread::sleep(POLL);
             return Ok(true);
         }

@@ -155,6 +155,15 @@ impl ReloadLink {
         self.inner.published.load(Ordering::Acquire)
     }
 
+    /// The next producer starts with the last PTX that compiled, which no
+    /// producer ran yet (a fix saved after a fault): it is taken (not swapped
+    /// in again) and counted as the next version.
+    pub fn take_for_restart(&self) {
+        if lock(&self.inner.pending).take().is_some() {
+            self.inner.running.fetch_add(1, Ordering::Relaxed);
+        }
+    }
+
     /// The version the producer runs (0 before it started).
     pub fn version(&self) -> u64 {
         self.inner.running.load(Ordering::Relaxed)
@@ -388,6 +397,22 @@ mod tests {
             assert!(Instant::now() < deadline, "{what}: not after 20 s");
             std::thread::sleep(Duration::from_millis(20));
         }
+    }
+
+    #[test]
+    fn a_fix_after_a_fault_is_taken_for_the_restart_as_the_next_version() {
+        let link = ReloadLink::default();
+        let now = Instant::now();
+        let made = Made { changed: now, compile: Duration::ZERO, ready: now };
+        let compiled = |ptx: &str| Compiled { program: Program { ptx: ptx.into(), cubin: None }, made };
+        link.running("sm_90", 2);
+        link.take_for_restart();
+        assert_eq!(link.version(), 2, "nothing new: the same version");
+        link.publish(compiled("fix"));
+        link.take_for_restart();
+        assert_eq!(link.version(), 3);
+        assert!(link.take().is_none(), "taken: not swapped in again");
+        assert_eq!(link.last_good().map(|p| p.ptx).as_deref(), Some("fix"), "the restart's program");
     }
 
     /// The watcher and the compile thread, without a GPU (NVRTC for a virtual

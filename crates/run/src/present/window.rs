@@ -111,11 +111,25 @@ impl Presenter {
         }
     }
 
-    /// Points the draw at a session's frames (after the interop is (re)built).
+    /// Points the draw at a session's frames (after the interop is (re)built);
+    /// on the CPU path frames go in the window again ([`Presenter::freeze`]).
     pub fn bind_shared(&mut self, frames: Frames<'_>) -> Result<()> {
         match &mut self.output {
             Output::Vulkan(_, draw) => draw.bind_shared(frames),
-            Output::Cpu(_, draw) => draw.bind_shared(frames),
+            Output::Cpu(cpu, draw) => {
+                cpu.thaw();
+                draw.bind_shared(frames)
+            }
+        }
+    }
+
+    /// The producer failed: frames consumed from now on (the run signals what
+    /// it owed; their pixels are stale) stay out of the window, which keeps
+    /// the last good frame, on the CPU path. A swapchain's frames still go
+    /// through (after an illegal address their draw does not finish anyway).
+    pub fn freeze(&mut self) {
+        if let Output::Cpu(cpu, _) = &mut self.output {
+            cpu.freeze();
         }
     }
 
@@ -145,6 +159,17 @@ impl Presenter {
         match &mut self.output {
             Output::Vulkan(s, _) => s.present(),
             Output::Cpu(..) => Ok(SwapchainState::Ok),
+        }
+    }
+
+    /// Writes `lines` over the frame the window shows, where it can: on the
+    /// CPU path (`true`). A swapchain keeps its last image on screen and the
+    /// caller says it elsewhere (`false`): drawing into it takes a graphics
+    /// pipeline, which stops finishing on NVIDIA after a CUDA fault.
+    pub fn show_notice(&mut self, lines: &[String]) -> Result<bool> {
+        match &mut self.output {
+            Output::Vulkan(..) => Ok(false),
+            Output::Cpu(cpu, _) => cpu.notice(lines).map(|()| true),
         }
     }
 

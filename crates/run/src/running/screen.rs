@@ -74,6 +74,18 @@ impl Screen {
         Ok((done, fitted))
     }
 
+    /// Refits the presenter to the window while no session runs (nothing in
+    /// flight: the last one ended); `false` while the window is minimized.
+    pub fn fit_idle(&mut self) -> Result<bool> {
+        let px = self.window.inner_size();
+        if px.width == 0 || px.height == 0 {
+            return Ok(false);
+        }
+        self.presenter.recreate(vk::Extent2D { width: px.width, height: px.height })?;
+        self.stale = false;
+        Ok(true)
+    }
+
     /// Presents `run`'s next frame, which its producer must have submitted;
     /// a target that no longer fits the window leaves the screen stale.
     pub fn present(&mut self, run: &mut Session) -> Result<Presented> {

@@ -76,11 +76,11 @@ impl Restart {
     }
 
     /// Whether a new version compiled; then the next session starts with it
-    /// (and the version is not swapped in a second time).
+    /// as the next version (not swapped in a second time).
     pub fn ready(&self) -> bool {
         let ready = self.link.published() > self.seen;
         if ready {
-            let _ = self.link.take();
+            self.link.take_for_restart();
         }
         ready
     }
