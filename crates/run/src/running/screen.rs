@@ -78,12 +78,9 @@ impl Screen {
     /// flight: the last one ended); `false` while the window is minimized.
     pub fn fit_idle(&mut self) -> Result<bool> {
         let px = self.window.inner_size();
-        if px.width == 0 || px.height == 0 {
-            return Ok(false);
-        }
-        self.presenter.recreate(vk::Extent2D { width: px.width, height: px.height })?;
-        self.stale = false;
-        Ok(true)
+        let fitted = fit_to(&mut self.presenter, (px.width, px.height))?;
+        self.stale &= !fitted;
+        Ok(fitted)
     }
 
     /// Presents `run`'s next frame, which its producer must have submitted;
@@ -139,9 +136,15 @@ fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Presente
 fn refit(run: &mut Session, presenter: &mut Presenter, px: (u32, u32)) -> Result<(Vec<Completed>, bool)> {
     let done = run.drain(presenter)?;
     run.wait_idle()?;
+    Ok((done, fit_to(presenter, px)?))
+}
+
+/// Recreates `presenter` for a window of `px` pixels (nothing in flight);
+/// `false` when it has none (minimized).
+fn fit_to(presenter: &mut Presenter, px: (u32, u32)) -> Result<bool> {
     if px.0 == 0 || px.1 == 0 {
-        return Ok((done, false));
+        return Ok(false);
     }
     presenter.recreate(vk::Extent2D { width: px.0, height: px.1 })?;
-    Ok((done, true))
+    Ok(true)
 }
