@@ -34,11 +34,16 @@ struct Point {
 }
 
 fn frames(kind: SceneKind, n: usize) -> Vec<Vec<u8>> {
+    frames_every(kind, n, 1)
+}
+
+/// `n` frames `step` ticks apart (the view sends every `step`-th frame of a fast producer).
+fn frames_every(kind: SceneKind, n: usize, step: usize) -> Vec<Vec<u8>> {
     let scene = Scene { kind, width: W as u32, height: H as u32, cost: 64 };
     (0..n)
         .map(|t| {
             let mut out = vec![0u8; W * H * 4];
-            render_cpu_as(&scene, &FrameArgs::new(&scene, t as u32), Format::Rgba8, &mut out, 16);
+            render_cpu_as(&scene, &FrameArgs::new(&scene, (t * step) as u32), Format::Rgba8, &mut out, 16);
             out
         })
         .collect()
@@ -69,8 +74,14 @@ fn i420(rgba: &[u8], full: bool) -> Vec<u8> {
             });
             let c = s.map(|v| (v + 2) / 4);
             let (u, v) = match full {
-                true => ((-43 * c[0] - 85 * c[1] + 128 * c[2] + 128) >> 8, (128 * c[0] - 107 * c[1] - 21 * c[2] + 128) >> 8),
-                false => ((-38 * c[0] - 74 * c[1] + 112 * c[2] + 128) >> 8, (112 * c[0] - 94 * c[1] - 18 * c[2] + 128) >> 8),
+                true => (
+                    (-43 * c[0] - 85 * c[1] + 128 * c[2] + 128) >> 8,
+                    (128 * c[0] - 107 * c[1] - 21 * c[2] + 128) >> 8,
+                ),
+                false => (
+                    (-38 * c[0] - 74 * c[1] + 112 * c[2] + 128) >> 8,
+                    (112 * c[0] - 94 * c[1] - 18 * c[2] + 128) >> 8,
+                ),
             };
             out[W * H + y * cw + x] = (u + 128).clamp(0, 255) as u8;
             out[W * H + cw * ch + y * cw + x] = (v + 128).clamp(0, 255) as u8;
@@ -85,8 +96,10 @@ fn psnr_i420(rgba: &[u8], y: (&[u8], usize), u: (&[u8], usize), v: &[u8]) -> f64
     for j in 0..H {
         for i in 0..W {
             let yy = f64::from(y.0[j * y.1 + i]) - 16.0;
-            let (uu, vv) = (f64::from(u.0[(j / 2) * u.1 + i / 2]) - 128.0, f64::from(v[(j / 2) * u.1 + i / 2]) - 128.0);
-            let rgb = [1.164 * yy + 1.596 * vv, 1.164 * yy - 0.392 * uu - 0.813 * vv, 1.164 * yy + 2.017 * uu];
+            let (uu, vv) =
+                (f64::from(u.0[(j / 2) * u.1 + i / 2]) - 128.0, f64::from(v[(j / 2) * u.1 + i / 2]) - 128.0);
+            let rgb =
+                [1.164 * yy + 1.596 * vv, 1.164 * yy - 0.392 * uu - 0.813 * vv, 1.164 * yy + 2.017 * uu];
             for (c, want) in rgb.iter().zip(&rgba[(j * W + i) * 4..(j * W + i) * 4 + 3]) {
                 let d = c.round().clamp(0.0, 255.0) - f64::from(*want);
                 se += d * d;
@@ -113,7 +126,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Encodes every frame with `encode` (input, frame number → packet, decoded PSNR) into a point.
-fn point(setting: f64, frames: &[Vec<u8>], mut encode: impl FnMut(&[u8], usize) -> (Packet, f64, f64)) -> Point {
+fn point(
+    setting: f64,
+    frames: &[Vec<u8>],
+    mut encode: impl FnMut(&[u8], usize) -> (Packet, f64, f64),
+) -> Point {
     let (mut bytes, mut psnr, mut ms, mut stream) = (0.0, 0.0, Vec::new(), Vec::new());
     for (n, f) in frames.iter().enumerate() {
         let (packet, p, took) = encode(f, n);
@@ -128,17 +145,32 @@ fn point(setting: f64, frames: &[Vec<u8>], mut encode: impl FnMut(&[u8], usize) 
 
 fn jpeg(frames: &[Vec<u8>], quality: i32) -> Point {
     point(f64::from(quality), frames, |f, _| {
-        let image = turbojpeg::Image { pixels: f, width: W, pitch: W * 4, height: H, format: turbojpeg::PixelFormat::RGBA };
+        let image = turbojpeg::Image {
+            pixels: f,
+            width: W,
+            pitch: W * 4,
+            height: H,
+            format: turbojpeg::PixelFormat::RGBA,
+        };
         let t = Instant::now();
         let data = turbojpeg::compress(image, quality, turbojpeg::Subsamp::Sub2x2).expect("JPEG").to_vec();
         let ms = t.elapsed().as_secs_f64() * 1e3;
-        let back: turbojpeg::Image<Vec<u8>> = turbojpeg::decompress(&data, turbojpeg::PixelFormat::RGBA).expect("decoded");
+        let back: turbojpeg::Image<Vec<u8>> =
+            turbojpeg::decompress(&data, turbojpeg::PixelFormat::RGBA).expect("decoded");
         let p = psnr_rgb(f, &back.pixels);
         ((data, true), p, ms)
     })
 }
 
 fn vpx(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32) -> Point {
+    vpx_at(frames, kbps, vp9, threads, if vp9 { 9 } else { 10 }, 60)
+}
+
+/// `vpx` at a libvpx speed and a frame rate (the rate control's frames a second).
+/// `speed`: 0–16 real time, libvpx choosing the speed from the time each frame
+/// took (`cpu_used` its floor); 100 + N real time at the fixed speed N (libvpx
+/// reads a negative `cpu_used` so); -N good-quality mode at speed N.
+fn vpx_at(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32, speed: i32, fps: i32) -> Point {
     use vpx_sys::*;
     // SAFETY (all of this function): libvpx's documented use, one context per stream, buffers outliving each call.
     unsafe {
@@ -147,7 +179,7 @@ fn vpx(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32) -> Point {
         vpx_codec_enc_config_default(iface, cfg.as_mut_ptr(), 0);
         let mut cfg = cfg.assume_init();
         (cfg.g_w, cfg.g_h, cfg.g_threads, cfg.g_lag_in_frames) = (W as u32, H as u32, threads, 0);
-        cfg.g_timebase = vpx_rational { num: 1, den: 60 };
+        cfg.g_timebase = vpx_rational { num: 1, den: fps };
         (cfg.rc_end_usage, cfg.rc_target_bitrate, cfg.rc_dropframe_thresh) = (vpx_rc_mode::VPX_CBR, kbps, 0);
         (cfg.rc_min_quantizer, cfg.rc_max_quantizer, cfg.kf_mode) = (2, 56, vpx_kf_mode::VPX_KF_DISABLED);
         (cfg.rc_buf_sz, cfg.rc_buf_initial_sz, cfg.rc_buf_optimal_sz) = (600, 400, 500);
@@ -155,11 +187,19 @@ fn vpx(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32) -> Point {
         vpx_codec_enc_init_ver(ctx.as_mut_ptr(), iface, &cfg, 0, VPX_ENCODER_ABI_VERSION as i32);
         let mut ctx = ctx.assume_init();
         if vp9 {
-            vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_CPUUSED as i32, 9);
+            vpx_codec_control_(
+                &mut ctx,
+                vp8e_enc_control_id::VP8E_SET_CPUUSED as i32,
+                if speed >= 100 { 100 - speed } else { speed.abs() },
+            );
             vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP9E_SET_ROW_MT as i32, 1u32);
             vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP9E_SET_TILE_COLUMNS as i32, 2i32);
         } else {
-            vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_CPUUSED as i32, 10);
+            vpx_codec_control_(
+                &mut ctx,
+                vp8e_enc_control_id::VP8E_SET_CPUUSED as i32,
+                if speed >= 100 { 100 - speed } else { speed.abs() },
+            );
             vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_TOKEN_PARTITIONS as i32, 3i32);
         }
         let dface = if vp9 { vpx_codec_vp9_dx() } else { vpx_codec_vp8_dx() };
@@ -169,10 +209,18 @@ fn vpx(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32) -> Point {
         let p = point(f64::from(kbps), frames, |f, n| {
             let mut planes = i420(f, false);
             let mut img = MaybeUninit::<vpx_image_t>::zeroed();
-            vpx_img_wrap(img.as_mut_ptr(), vpx_img_fmt::VPX_IMG_FMT_I420, W as u32, H as u32, 1, planes.as_mut_ptr());
+            vpx_img_wrap(
+                img.as_mut_ptr(),
+                vpx_img_fmt::VPX_IMG_FMT_I420,
+                W as u32,
+                H as u32,
+                1,
+                planes.as_mut_ptr(),
+            );
             let flags = if n == 0 { VPX_EFLAG_FORCE_KF as i64 } else { 0 };
             let t = Instant::now();
-            vpx_codec_encode(&mut ctx, img.as_ptr(), n as i64, 1, flags, VPX_DL_REALTIME as _);
+            let deadline = if speed < 0 { VPX_DL_GOOD_QUALITY } else { VPX_DL_REALTIME };
+            vpx_codec_encode(&mut ctx, img.as_ptr(), n as i64, 1, flags, deadline as _);
             let (mut it, mut data, mut key) = (std::ptr::null(), Vec::new(), false);
             loop {
                 let pkt = vpx_codec_get_cx_data(&mut ctx, &mut it);
@@ -232,7 +280,8 @@ fn av1(frames: &[Vec<u8>], quantizer: usize, threads: usize) -> Point {
     enc.time_base = Rational::new(1, 60);
     (enc.min_key_frame_interval, enc.max_key_frame_interval) = (100_000, 100_000);
     (enc.speed_settings.rdo_lookahead_frames, enc.tiles) = (1, threads);
-    let mut ctx: Context<u8> = Config::new().with_encoder_config(enc).with_threads(threads).new_context().expect("rav1e");
+    let mut ctx: Context<u8> =
+        Config::new().with_encoder_config(enc).with_threads(threads).new_context().expect("rav1e");
     // rav1e holds a frame or two back even in low latency: every frame in, then the packets out.
     let (t, mut packets) = (Instant::now(), Vec::new());
     let take = |ctx: &mut Context<u8>, packets: &mut Vec<Packet<u8>>| loop {
@@ -273,7 +322,8 @@ fn av1(frames: &[Vec<u8>], quantizer: usize, threads: usize) -> Point {
 fn at_psnr(points: &[Point], target: f64) -> Option<(f64, &Point)> {
     let mut sorted: Vec<&Point> = points.iter().collect();
     sorted.sort_by(|a, b| a.psnr.total_cmp(&b.psnr));
-    let nearest = *sorted.iter().min_by(|a, b| (a.psnr - target).abs().total_cmp(&(b.psnr - target).abs()))?;
+    let nearest =
+        *sorted.iter().min_by(|a, b| (a.psnr - target).abs().total_cmp(&(b.psnr - target).abs()))?;
     for pair in sorted.windows(2) {
         let (lo, hi) = (pair[0], pair[1]);
         if lo.psnr <= target && target <= hi.psnr && hi.psnr > lo.psnr {
@@ -293,14 +343,58 @@ fn write_stream(out: &str, name: &str, stream: &[Packet]) {
     }
 }
 
+/// The encoder's speed against its bytes, on julia frames `step` ticks apart at
+/// `fps` (the link bench's case: a producer far faster than the stream):
+/// PSNR at each bitrate beside JPEG q80's, and the median encode ms.
+///   codecs tune FRAMES THREADS STEP FPS [vp8-2|vp8104|vp910|...: one speed]
+fn tune(args: &[String]) {
+    let arg = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (n, threads, step, fps) = (arg(2, 30), arg(3, 4), arg(4, 85), arg(5, 30));
+    let frames = frames_every(SceneKind::Julia, n, step);
+    let q80 = jpeg(&frames, 80);
+    println!("julia 1920x1080, {n} frames {step} ticks apart, {threads} threads, {fps} frames/s");
+    println!("jpeg q80: {:.0} bytes, {:.2} dB, {:.1} ms", q80.bytes, q80.psnr, q80.ms);
+    let kbps = [12_000u32, 16_000, 20_000, 24_000, 32_000];
+    let only = args.get(6).map(String::as_str);
+    let runs: Vec<(&str, bool, Vec<i32>)> = vec![
+        ("vp8", false, vec![10, 8, 6, 4, -4, -3, -2, -1, 116, 112, 108, 106, 104, 103, 102, 101]),
+        ("vp9", true, vec![9, 8, 7, 6, 5, -5, -4, -3]),
+    ];
+    for (codec, vp9, speeds) in runs {
+        for speed in speeds {
+            if only.is_some_and(|o| o != format!("{codec}{speed}")) {
+                continue;
+            }
+            let points: Vec<Point> =
+                kbps.iter().map(|&k| vpx_at(&frames, k, vp9, threads as u32, speed, fps as i32)).collect();
+            let (bytes, _) = at_psnr(&points, q80.psnr).expect("points");
+            let row: Vec<String> = points
+                .iter()
+                .map(|p| format!("{:.0}k:{:.2}dB/{:.0}B/{:.1}ms", p.setting, p.psnr, p.bytes, p.ms))
+                .collect();
+            println!(
+                "{codec} speed {speed}: at q80's PSNR {bytes:.0} B ({:.2}x q80) | {}",
+                bytes / q80.bytes,
+                row.join(" ")
+            );
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().collect();
+    if args.get(1).map(String::as_str) == Some("tune") {
+        return tune(&args);
+    }
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(60);
     let threads: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(4);
     let out = args.get(3).cloned().unwrap_or_else(|| "codec-streams".into());
     let only = args.get(4).cloned();
     std::fs::create_dir_all(&out).expect("the output folder");
-    println!("1920x1080, {n} frames a scene (AV1: {}), {threads} encoder threads, 60 frames/s rate control", n.min(20));
+    println!(
+        "1920x1080, {n} frames a scene (AV1: {}), {threads} encoder threads, 60 frames/s rate control",
+        n.min(20)
+    );
     println!("| scene | codec | bytes/frame at JPEG q80's PSNR | vs JPEG | encode ms/frame | PSNR of the sweep (dB) |");
     println!("|---|---|---|---|---|---|");
     for (scene, kind) in [("julia", SceneKind::Julia), ("gradient", SceneKind::Gradient)] {
@@ -317,13 +411,20 @@ fn main() {
             ("vp8", kbps.iter().map(|&k| vpx(&frames, k, false, threads as u32)).collect()),
             ("vp9", kbps.iter().map(|&k| vpx(&frames, k, true, threads as u32)).collect()),
             ("h264", kbps.iter().map(|&k| h264(&frames, k * 1000, threads as u16)).collect()),
-            ("av1", [40, 80, 120, 160, 200, 240].iter().map(|&q| av1(&frames[..n.min(20)], q, threads)).collect()),
+            (
+                "av1",
+                [40, 80, 120, 160, 200, 240].iter().map(|&q| av1(&frames[..n.min(20)], q, threads)).collect(),
+            ),
         ];
-        println!("| {scene} | jpeg q80 (libjpeg-turbo) | {:.0} | 1.00 | {:.2} | {target:.2} |", q80.bytes, q80.ms);
+        println!(
+            "| {scene} | jpeg q80 (libjpeg-turbo) | {:.0} | 1.00 | {:.2} | {target:.2} |",
+            q80.bytes, q80.ms
+        );
         for (codec, points) in &sweeps {
             let (bytes, nearest) = at_psnr(points, target).expect("points");
             let unit = if *codec == "av1" { "q" } else { "k" };
-            let range: Vec<String> = points.iter().map(|p| format!("{:.0}{unit}:{:.1}", p.setting, p.psnr)).collect();
+            let range: Vec<String> =
+                points.iter().map(|p| format!("{:.0}{unit}:{:.1}", p.setting, p.psnr)).collect();
             println!(
                 "| {scene} | {codec} | {bytes:.0} | {:.2} | {:.2} | {} |",
                 bytes / q80.bytes,
