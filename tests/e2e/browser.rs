@@ -739,6 +739,67 @@ fn raw_frames_match_the_reference(producer: &str, extra: &[&str]) -> Outcome {
     s.stop(result)
 }
 
+/// The Vulkan device lost mid-run (injected at frame `lost`, as a driver may
+/// report after a GPU fault) is made again, under `producer` in a child
+/// process (its frames the CPU reference's): a client connected before it
+/// keeps its connection and gets frames after it, numbered after those
+/// before, each equal to the reference. (The new session's frames show the
+/// animation where it was: a few ticks past their numbers, the frames the
+/// lost session had begun; the same few for every frame.)
+fn a_lost_device_is_made_again_and_the_view_goes_on(producer: &str, at: u64) -> Outcome {
+    let lost = format!("device-lost@{at}");
+    // The CPU reference child writes buffers (it has no image import).
+    let layout: &[&str] = if producer == "cpu" { &["--layout", "buffer"] } else { &[] };
+    let args =
+        [&["--producer", producer, "--producer-process", "child", "--size", "320x180"], layout].concat();
+    let s = Served::start("0", &[&args[..], &["--validate", "--inject", &lost]].concat())?;
+    let remade = "making the Vulkan device again; the run goes on";
+    let canvas = (333u32, 187u32);
+    let result = (|| {
+        let mut c = Viewer::connect(s.port, None, canvas, "raw")?;
+        let first = c.frame()?;
+        if first.frame() >= at || s.printed().contains(remade) {
+            return Err(format!("the client's first frame ({}) came after the loss at {at}", first.frame()));
+        }
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(120);
+        let (mut last, mut ahead, mut after) = (first.frame(), None, 0);
+        while after < 3 {
+            if std::time::Instant::now() > deadline {
+                return Err(format!("no 3 frames past {at} in 120 s (the last: {last}):\n{}", s.printed()));
+            }
+            let f = c.frame()?;
+            if f.frame() <= last {
+                return Err(format!("frame {} came after frame {last}", f.frame()));
+            }
+            last = f.frame();
+            if !s.printed().contains(remade) {
+                continue;
+            }
+            let matches =
+                |t: u64| compare(gradient((320, 180)), t, &f.payload, canvas).map(|d| d.within_tolerance());
+            let found = match ahead {
+                Some(a) => matches(f.frame() + a)?.then_some(a),
+                None => (0..16).find(|&a| matches(f.frame() + a).unwrap_or(false)),
+            };
+            if f.size() != canvas || found.is_none() {
+                return Err(format!(
+                    "a {:?} frame {} after the loss equals no reference ({ahead:?} ticks ahead)",
+                    f.size(),
+                    f.frame()
+                ));
+            }
+            (ahead, after) = (found, after + 1);
+        }
+        println!(
+            "  lost device: made again at frame {at}; one connection, frames {} to {last}, those after it equal the reference {} ticks ahead",
+            first.frame(),
+            ahead.unwrap_or(0)
+        );
+        Ok(())
+    })();
+    s.stop(result)
+}
+
 /// The page's pointer reaches a `--kernel`'s `vk_frame`: a kernel that draws
 /// a dot under the pointer shows it where the client points.
 fn the_pointer_reaches_your_kernel() -> Outcome {
@@ -771,6 +832,81 @@ extern "C" __global__ void render(vk_frame f) {
             }
         }
         Err("600 frames and no dot under the pointer".into())
+    })();
+    let _ = std::fs::remove_file(&file);
+    s.stop(result)
+}
+
+/// A page connected before its `--kernel` faulted gets the fixed kernel's
+/// frames as soon as the fix runs, numbered after every frame before (each
+/// session of the run counts its frames from 0; a page draws only newer ones,
+/// so frames numbered from 0 again were held back for as long as the session
+/// before had run: here 15 s, where the fix's first frame must come in 6).
+fn a_page_gets_the_fixed_kernel_at_once() -> Outcome {
+    let file = crate::common::tmp("live.cu");
+    let save = |rgb: (u8, u8, u8), fault: bool| {
+        let store = if fault { "if (x == 1 && y == 1) *(volatile int *)16 = 1;" } else { "" };
+        let kernel = format!(
+            "#include \"vkcuda.h\"\nextern \"C\" __global__ void render(vk_frame f) {{\n    VK_PIXEL(f, x, y);\n    \
+             {store}\n    vk_put8(f.target, x, y, make_uchar4({}, {}, {}, 255));\n}}\n",
+            rgb.0, rgb.1, rgb.2
+        );
+        let new = file.with_extension("cu.new");
+        std::fs::write(&new, kernel).and_then(|()| std::fs::rename(&new, &file)).map_err(|e| e.to_string())
+    };
+    save((200, 10, 10), false)?;
+    let s =
+        Served::start("0", &["--kernel", file.to_str().unwrap_or(""), "--size", "320x180", "--validate"])?;
+    let printed = |what: &str, secs: u64| {
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+        while !s.printed().contains(what) {
+            if std::time::Instant::now() > deadline {
+                return Err(format!("no '{what}' in {secs} s:\n{}", s.printed()));
+            }
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
+        Ok(())
+    };
+    let result = (|| {
+        let mut c = Viewer::connect(s.port, None, (320, 180), "raw")?;
+        let until = |c: &mut Viewer, rgb: [u8; 3]| -> Result<u64, String> {
+            let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+            loop {
+                let f = c.frame()?;
+                if f.payload[..3] == rgb && f.payload[f.payload.len() - 4..][..3] == rgb {
+                    return Ok(f.frame());
+                }
+                if std::time::Instant::now() > deadline {
+                    return Err(format!(
+                        "no {rgb:?} frame in 20 s (frame {}: {:?})",
+                        f.frame(),
+                        &f.payload[..3]
+                    ));
+                }
+            }
+        };
+        until(&mut c, [200, 10, 10])?;
+        // The first session runs 15 s, its frames taken as they come (a served
+        // run makes frames while a page wants them).
+        let started = std::time::Instant::now();
+        let mut before = 0;
+        while started.elapsed() < std::time::Duration::from_secs(15) {
+            before = until(&mut c, [200, 10, 10])?;
+        }
+        save((10, 200, 10), true)?;
+        printed("the page shows the last frame", 60)?;
+        save((10, 10, 200), false)?;
+        printed("the fix runs", 60)?;
+        let fixed = std::time::Instant::now();
+        let after = until(&mut c, [10, 10, 200])?;
+        let took = fixed.elapsed();
+        if after <= before || took > std::time::Duration::from_secs(6) {
+            return Err(format!(
+                "the fix's frame {after} (after red frame {before}) came {took:?} after the fix ran"
+            ));
+        }
+        println!("  fault and fix: red frames to {before} in 15 s, the fix's blue frame {after} {took:.2?} after the fix ran, one connection");
+        Ok(())
     })();
     let _ = std::fs::remove_file(&file);
     s.stop(result)
@@ -882,6 +1018,19 @@ pub fn register(tests: &mut Tests) {
     tests.push(plain("serve_raw_frames_match_the_reference_cpu", || {
         raw_frames_match_the_reference("cpu", &[])
     }));
+    tests.push(plain("serve_a_lost_device_is_made_again_and_the_view_goes_on", || {
+        a_lost_device_is_made_again_and_the_view_goes_on("cpu", 5000)
+    }));
+    tests.push(gated(
+        "cuda_serve_a_page_gets_the_fixed_kernel_at_once",
+        crate::common::no_nvidia,
+        a_page_gets_the_fixed_kernel_at_once,
+    ));
+    tests.push(gated(
+        "cuda_serve_a_lost_device_is_made_again_and_the_view_goes_on",
+        crate::common::no_nvidia,
+        || a_lost_device_is_made_again_and_the_view_goes_on("cuda", 40000),
+    ));
     // The CPU reference in a child process (its own Vulkan device writes the frames' memory).
     tests.push(plain("serve_raw_frames_match_the_reference_cpu_child", || {
         raw_frames_match_the_reference("cpu", &["--producer-process", "child", "--layout", "buffer"])

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -16,6 +16,7 @@ use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, FrameDesc, Layout};
 use vkcuda_run::base::director::Director;
+use vkcuda_run::base::failure::device_lost;
 use vkcuda_run::base::inject::Inject;
 use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
 use vkcuda_run::base::outfile;
@@ -28,6 +29,7 @@ use vkcuda_run::base::xid;
 use vkcuda_run::drive::{
     png_workers, prepare_out_dir, spare_cores, sum_of, summarize, watch_signals, Summary, MAX_PNG_WORKERS,
 };
+use vkcuda_run::for_people;
 use vkcuda_run::frames::gpu::{self, Gpu, MemoryNeed};
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Pixels, Readback, Shot};
@@ -228,11 +230,7 @@ fn combine(results: Vec<(usize, (u64, u64), Result<Summary>)>) -> Result<Summary
 
 /// A headless run on the device `args` names.
 fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run: Run<'_>) -> Result<Summary> {
-    let gpu = gpu::open_gpu(
-        &args.device_choice(),
-        instance.clone(),
-        Queue { kind: args.queue_kind(), present: None },
-    )?;
+    let mut gpu = open_gpu(args, instance)?;
     let device = gpu.device.clone();
     let size = args.size_or(Size { width: 1920, height: 1080 });
     // Bad input first, so nothing is written when it is refused.
@@ -269,14 +267,20 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     )?;
     eprintln!("vkcuda: {}; {}", device.info(), gpu.why.worded(&Flags));
     let mut served = match run.view {
-        Some(bound) => Some(Served::start(args, bound, (&gpu, slots), &director, &mut offscreen)?),
+        Some(bound) => Some(Served::start(
+            args,
+            bound,
+            (instance, &gpu, slots, (frame, extent)),
+            &director,
+            &mut offscreen,
+        )?),
         None => None,
     };
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
     let result = run_until_done(
         args,
-        (&gpu, &director, frame),
+        (&mut gpu, &director, frame),
         &mut offscreen,
         served.as_ref(),
         (span, caught, progress),
@@ -294,18 +298,26 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     if let Some(e) = &sink.error {
         anyhow::bail!("{e}");
     }
-    let validation = device.validation();
+    // The device the run ended on (made again if one was lost); its validation
+    // messages are counted on the instance, with those of the one before.
+    let validation = gpu.device.validation();
     let mut summary = summarize(consumed, report, sink, (producer, size), &validation, caught);
-    summary.device = device.info().to_string();
+    summary.device = gpu.device.info().to_string();
     Ok(summary)
+}
+
+/// The device `args` names, with a queue for the headless run.
+fn open_gpu(args: &Args, instance: &Arc<Instance>) -> Result<Gpu> {
+    gpu::open_gpu(&args.device_choice(), instance.clone(), Queue { kind: args.queue_kind(), present: None })
 }
 
 /// Runs the session (`span` of it); served with `--kernel`, a kernel whose
 /// fault ended its child ends that session only, and the run goes on with
-/// the next save that compiles.
+/// the next save that compiles; served with its producer in a child, a
+/// Vulkan device the driver lost is made again and the run goes on.
 fn run_until_done(
     args: &Args,
-    (gpu, director, frame): (&Gpu, &Arc<Director>, FrameDesc),
+    (gpu, director, frame): (&mut Gpu, &Arc<Director>, FrameDesc),
     offscreen: &mut Offscreen,
     served: Option<&Served>,
     (span, caught, progress): (Span, &Arc<AtomicUsize>, &ProgressBar),
@@ -325,6 +337,14 @@ fn run_until_done(
             )
         });
         let (Some(served), Err(e)) = (served, &result) else { return result };
+        if device_lost(e) && served.remakes(args) {
+            eprintln!(
+                "vkcuda: {}\nvkcuda: making the Vulkan device again; the run goes on",
+                for_people(&format!("{e:#}"))
+            );
+            served.remake(args, gpu, offscreen)?;
+            continue;
+        }
         match child_failure(e) {
             Some(why) if served.recovered(&why, caught) => {}
             _ => return result,
@@ -338,6 +358,12 @@ struct Served {
     view: View,
     reload: Option<Arc<KernelReload>>,
     controls: Arc<RunControls>,
+    /// What making the Vulkan side again takes: the instance, the frame and
+    /// target, the slots; and when it was made again last.
+    instance: Arc<Instance>,
+    shape: (FrameDesc, ash::vk::Extent2D),
+    slots: usize,
+    remade: std::cell::Cell<Option<Instant>>,
 }
 
 impl Served {
@@ -345,19 +371,42 @@ impl Served {
     fn start(
         args: &Args,
         bound: Bound,
-        (gpu, slots): (&Gpu, usize),
+        (instance, gpu, slots, shape): (&Arc<Instance>, &Gpu, usize, (FrameDesc, ash::vk::Extent2D)),
         director: &Arc<Director>,
         offscreen: &mut Offscreen,
     ) -> Result<Self> {
         let mut view = View::new(spare_cores().clamp(1, MAX_ENCODERS));
-        let watch = Watch::new(gpu.device.clone(), args.format, slots, view.hub.clone())?;
-        offscreen.set_watch(watch);
+        offscreen.set_watch(Watch::new(gpu.device.clone(), args.format, slots, view.hub.clone())?);
         let reload = args.kernel_spec().map(|k| KernelReload::start(&k)).transpose()?.map(Arc::new);
         let what = args.kernel.as_ref().map(|k| k.display().to_string());
         let controls = Arc::new(RunControls::new(director.clone(), reload.clone(), what));
         view.serve(bound, controls.clone())?;
         eprintln!("vkcuda: watch it at {}", view.url().unwrap_or_default());
-        Ok(Self { view, reload, controls })
+        let instance = instance.clone();
+        Ok(Self { view, reload, controls, instance, shape, slots, remade: Default::default() })
+    }
+
+    /// Whether a lost device may be made again: the producer runs in a child
+    /// (one in this process shares the lost device's memory), nothing is
+    /// written to files (their frames in flight are gone), and the last
+    /// device made again lasted [`REMAKE_AFTER`] (else the cause persists).
+    fn remakes(&self, args: &Args) -> bool {
+        let child = matches!(args.child_command(), Ok(Some(_)));
+        let lasted = self.remade.get().is_none_or(|at| at.elapsed() >= REMAKE_AFTER);
+        child && args.dump_every == 0 && lasted
+    }
+
+    /// Makes the Vulkan side of the run again (`gpu`, `offscreen` and the
+    /// clients' draws), dropping the lost one's objects before its device.
+    fn remake(&self, args: &Args, gpu: &mut Gpu, offscreen: &mut Offscreen) -> Result<()> {
+        let made = open_gpu(args, &self.instance).context("making the Vulkan device again")?;
+        let work = (args.consume, args.dump_every, args.consume_copies);
+        let mut fresh = Offscreen::new(made.device.clone(), self.shape, work, None)?;
+        fresh.set_watch(Watch::new(made.device.clone(), args.format, self.slots, self.view.hub.clone())?);
+        *offscreen = fresh;
+        *gpu = made;
+        self.remade.set(Some(Instant::now()));
+        Ok(())
     }
 
     /// After the kernel's child failed (`why`): says so on every page, over
@@ -390,6 +439,8 @@ impl Served {
 
 /// Encoder threads of a served run, at most.
 const MAX_ENCODERS: usize = 8;
+/// A device made again must last this long to be made again once more.
+const REMAKE_AFTER: Duration = Duration::from_secs(10);
 
 fn progress_bar(frames: u64) -> ProgressBar {
     let bar = ProgressBar::new(frames);

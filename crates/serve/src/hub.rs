@@ -307,6 +307,12 @@ struct State {
     /// When [`Hub::wait_stale`] last said a frame was wanted again: it says so
     /// again once a frame was drawn since, or [`RETELL`] after.
     stale_told: Option<Instant>,
+    /// What the run's session numbers its frames from: every session counts
+    /// from 0, and the clients see frames numbered after every one before
+    /// (a page draws a frame only when it is newer than the last it drew).
+    base: u64,
+    /// One past the highest frame number drawn for the clients.
+    seen: u64,
 }
 
 /// The clients, and the encoder workers their frames go through.
@@ -559,12 +565,16 @@ impl Watchers for Hub {
 
     fn drawing(&self, frame: u64, want: Want) {
         let now = Instant::now();
-        for c in self.state().clients.values_mut() {
+        let mut s = self.state();
+        let frame = frame + s.base;
+        s.seen = s.seen.max(frame + 1);
+        for c in s.clients.values_mut() {
             c.drawing(frame, want, now);
         }
     }
 
     fn take(&self, frame: ReadFrame) {
+        let frame = ReadFrame { frame: frame.frame + self.state().base, ..frame };
         let want = Want { extent: frame.shot.extent, pixels: frame.shot.pixels };
         let to: Vec<(u64, Plan, Arc<Mutex<Stream>>)> = self
             .state()
@@ -598,6 +608,12 @@ impl Watchers for Hub {
             c.decided = None;
             c.preparing.clear();
         }
+    }
+
+    fn new_session(&self) {
+        self.abandon();
+        let mut s = self.state();
+        s.base = s.seen;
     }
 }
 
@@ -747,6 +763,37 @@ mod tests {
         assert_eq!(waiting(&hub, id), Some(9));
         let stats = hub.stats(id);
         assert_eq!((stats.sent, stats.skipped, stats.codec.as_str()), (2, 4, "jpeg"), "frames 1-4 skipped");
+        hub.close();
+    }
+
+    #[test]
+    fn a_new_session_counting_from_0_again_is_numbered_after_the_frames_before() {
+        let hub = Hub::new(1);
+        let id = client(&hub, Mode::Raw);
+        for frame in 0..3 {
+            consume(&hub, frame, 1);
+            until("the frame encoded", || waiting(&hub, id) == Some(frame));
+            let e = hub.next_for(id).unwrap();
+            hub.ack(id, e.frame);
+        }
+        // The session ends while frame 3 is drawn; the next counts from 0.
+        let wants = hub.wanted(3);
+        hub.drawing(3, wants[0]);
+        hub.new_session();
+        hub.take(drawn(3, wants[0], 9));
+        assert_eq!(waiting(&hub, id), None, "the ended session's frame does not come");
+        for (frame, sent) in [(0, 4), (1, 5)] {
+            consume(&hub, frame, 2);
+            until("the new session's frame encoded", || waiting(&hub, id) == Some(sent));
+            let e = hub.next_for(id).unwrap();
+            let h = crate::protocol::Header::parse(&e.bytes).unwrap();
+            assert_eq!(
+                (e.frame, h.frame),
+                (sent, sent),
+                "sent as frame {sent}, after frame 3 of the session before"
+            );
+            hub.ack(id, e.frame);
+        }
         hub.close();
     }
 

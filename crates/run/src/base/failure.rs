@@ -62,6 +62,20 @@ impl RunError {
         }
     }
 
+    /// Whether the consumer's Vulkan device was lost (`VK_ERROR_DEVICE_LOST`):
+    /// nothing runs on it any more, but a device made again may.
+    pub fn device_lost(&self) -> bool {
+        let lost = |e: &anyhow::Error| {
+            e.chain()
+                .any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::DeviceLost { .. })))
+        };
+        match self {
+            RunError::Core(e) | RunError::TimedOut(e) => lost(e),
+            RunError::ProducerFailed { consumer: Some(c), .. } => lost(c),
+            _ => false,
+        }
+    }
+
     /// The error in `words`' terms: its usage error's fields named as that
     /// front end names them, and its causes after it ("outer: inner").
     pub fn worded(&self, words: &dyn Vocabulary) -> String {
@@ -104,6 +118,11 @@ impl std::error::Error for RunError {
             RunError::ProducerFailed { error, .. } => Some(error.as_ref()),
         }
     }
+}
+
+/// Whether `e` ended a run because its Vulkan device was lost ([`RunError::device_lost`]).
+pub fn device_lost(e: &anyhow::Error) -> bool {
+    e.downcast_ref::<RunError>().is_some_and(RunError::device_lost)
 }
 
 /// `e` and its causes as `{e:#}` shows them ("outer: inner"), each message
@@ -180,6 +199,20 @@ mod tests {
         let core = anyhow::Error::from(vkcuda::Error::Invalid { context: "x".into() }).context("submitting");
         assert!(matches!(RunError::of_consumer(core), RunError::Core(_)));
         assert!(matches!(RunError::of_consumer(anyhow!("disk full")), RunError::Consumer(_)));
+    }
+
+    #[test]
+    fn a_lost_device_is_told_from_other_failures_on_either_side() {
+        let lost = || anyhow::Error::from(vkcuda::Error::DeviceLost { context: "frame 9".into() });
+        let core = RunError::of_consumer(lost().context("submitting"));
+        assert!(core.device_lost() && device_lost(&anyhow::Error::from(core)));
+        let other =
+            RunError::of_consumer(anyhow::Error::from(vkcuda::Error::Invalid { context: "x".into() }));
+        assert!(!other.device_lost());
+        let producer = |consumer| RunError::ProducerFailed { producer: "cpu-child", error: lost(), consumer };
+        assert!(!producer(None).device_lost(), "the producer's own words are not the consumer's device");
+        assert!(producer(Some(lost())).device_lost());
+        assert!(!device_lost(&anyhow!("disk full")));
     }
 
     #[test]

@@ -28,9 +28,12 @@ pub enum Fault {
     Sigterm,
     /// A producer in a child process is killed (SIGKILL) before it makes the frame.
     ChildKill,
+    /// The consumer's device reports itself lost (`VK_ERROR_DEVICE_LOST`)
+    /// while it records the frame, as a driver may after a GPU fault.
+    DeviceLost,
 }
 
-const NAMES: [(Fault, &str); 9] = [
+const NAMES: [(Fault, &str); 10] = [
     (Fault::KernelTrap, "cuda-fault"),
     (Fault::ProducerPanic, "producer-panic"),
     (Fault::ProducerStall, "producer-stall"),
@@ -40,6 +43,7 @@ const NAMES: [(Fault, &str); 9] = [
     (Fault::Sigint, "sigint"),
     (Fault::Sigterm, "sigterm"),
     (Fault::ChildKill, "child-kill"),
+    (Fault::DeviceLost, "device-lost"),
 ];
 
 impl fmt::Display for Fault {
@@ -92,6 +96,18 @@ impl Inject {
     /// The first frame `fault` hits, if any.
     pub fn first(&self, fault: Fault) -> Option<u64> {
         self.0.iter().filter(|a| a.fault == fault).map(|a| a.frame).min()
+    }
+
+    /// The first frame `fault` hits, armed once a process: for a fault the run
+    /// survives, whose frame the next session makes again (it must not fail twice).
+    pub fn first_once(&self, fault: Fault) -> Option<u64> {
+        static ARMED: std::sync::Mutex<Vec<Fault>> = std::sync::Mutex::new(Vec::new());
+        let frame = self.first(fault)?;
+        let mut armed = ARMED.lock().unwrap_or_else(|p| p.into_inner());
+        (!armed.contains(&fault)).then(|| {
+            armed.push(fault);
+            frame
+        })
     }
 
     /// Panics if a producer panic is injected at frame `g`.

@@ -189,6 +189,8 @@ pub struct FrameLoop {
     anchor: Option<Anchor>,
     /// Test only: fail while recording this frame, once.
     pub fail_recording_at: Option<u64>,
+    /// Test only: report the device lost while recording this frame, once.
+    pub lose_device_at: Option<u64>,
 }
 
 impl FrameLoop {
@@ -210,8 +212,16 @@ impl FrameLoop {
             host_ns,
             ns_per_tick: f64::from(device.info().timestamp_period),
         });
-        let mut this =
-            Self { device, slots: Vec::new(), queries, staging, views, anchor, fail_recording_at: None };
+        let mut this = Self {
+            device,
+            slots: Vec::new(),
+            queries,
+            staging,
+            views,
+            anchor,
+            fail_recording_at: None,
+            lose_device_at: None,
+        };
         for _ in 0..frames_in_flight {
             let pool_info = vk::CommandPoolCreateInfo::default()
                 .queue_family_index(this.device.queue_family())
@@ -321,6 +331,10 @@ impl FrameLoop {
         unsafe { dev.cmd_write_timestamp2(cmd, vk::PipelineStageFlags2::ALL_COMMANDS, self.queries, q) };
         if self.fail_recording_at.take_if(|f| *f == g).is_some() {
             bail!("injected consumer failure while recording frame {g}");
+        }
+        if self.lose_device_at.take_if(|f| *f == g).is_some() {
+            let context = format!("recording frame {g} (injected)");
+            return Err(vkcuda::Error::DeviceLost { context }.into());
         }
         match (s.view, s.source) {
             (Some(view), Source::Buffer(buffer)) => {

@@ -61,6 +61,13 @@ pub trait Watchers: Send + Sync {
 
     /// Frames being drawn will not come: the run stopped.
     fn abandon(&self);
+
+    /// A session of the run starts (after one that ended: a kernel's child
+    /// that failed, a device made again). Its frames are numbered from 0
+    /// again; frames of the session before that were being drawn will not come.
+    fn new_session(&self) {
+        self.abandon();
+    }
 }
 
 /// One wanted size and layout's target and readback.
@@ -116,6 +123,8 @@ impl Watch {
 
     /// Points the draw at a session's shared frames (see [`ComputeDraw::bind_shared`]).
     pub fn bind(&mut self, frames: Frames<'_>) -> Result<()> {
+        self.watchers.new_session();
+        self.done = None;
         self.pass.bind_shared(frames)
     }
 

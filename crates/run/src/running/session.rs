@@ -100,6 +100,7 @@ impl Session {
         let (staging, views) = (interop.staging.clone(), interop.views.clone());
         let mut frames = FrameLoop::new(gpu.device.clone(), spec.consumer.in_flight, staging, views)?;
         frames.fail_recording_at = spec.inject.first(Fault::ConsumerError);
+        frames.lose_device_at = spec.inject.first_once(Fault::DeviceLost);
         let control = Control::new(total);
         if spec.consumer.paced {
             control.pace_to_screen();

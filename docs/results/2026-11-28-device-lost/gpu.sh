@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Issue 52 on the GPU machine (one call; carry .gl and .gpu/fault: the e2e test
+# binary and vkcuda of the commit, stripped, and vkcuda-before, the commit before):
+#   - a Vulkan device lost mid-run (injected: device-lost@N) made again, a page
+#     connected before it getting frames after it equal to the reference, the CPU
+#     reference and the CUDA producer in a child; layers 1.4.309 and 1.3.239;
+#   - last (a kernel's fault): a page connected before its --kernel faulted gets the
+#     fix's frames within 6 s of the fix running, after a 15 s first session; both
+#     layers, then the commit before (which held them back as long as that session ran).
+#   bash docs/results/2026-11-28-device-lost/gpu.sh [lost] [fix]
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+F=.gpu/fault R=$OUT/device-lost.txt
+export VKCUDA_CACHE_DIR=/tmp/ptx
+nvidia-smi --query-gpu=name,driver_version --format=csv,noheader | tee "$R"
+layer() { # new | old (in a subshell: the old layer's environment stays in it)
+    [ "$1" = old ] && export VKCUDA_OLD_LAYER=1
+    source .gl/env.sh >/dev/null; unset VK_LAYER_PATH
+}
+e2e() { VKCUDA_BIN=$F/${BIN:-vkcuda} timeout 200 $F/e2e "$1" 2>&1 | grep -E "^test |^e2e:|lost device|fault and fix|frame .* came|no '|equals no" | tee -a "$R"; }
+parts=${*:-lost fix}
+want() { [[ " $parts " == *" $1 "* ]]; }
+want lost && for l in new old; do (layer $l; echo "== layer $l: a lost device" | tee -a "$R"; e2e a_lost_device); done
+want fix || exit 0
+for l in new old; do (layer $l; echo "== layer $l: a fault and its fix" | tee -a "$R"; e2e cuda_serve_a_page_gets); done
+(layer new; echo "== the commit before, layer new: a fault and its fix" | tee -a "$R"; BIN=vkcuda-before e2e cuda_serve_a_page_gets)
