@@ -276,6 +276,9 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         )?),
         None => None,
     };
+    // From here the run's device is `gpu`'s: a lost one made again is dropped
+    // when replaced, not kept to the end by this handle.
+    drop(device);
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
     let result = run_until_done(
