@@ -195,6 +195,18 @@ pub fn pass(r: Outcome) -> Verdict {
 }
 
 /// Waits (up to `secs` seconds) until `dir` holds at least `n` finished PNGs.
+/// Polls `done` every 100 ms for up to `secs` seconds.
+pub fn wait_for(secs: u64, what: &str, done: impl Fn() -> Result<bool, String>) -> Outcome {
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
+    while !done()? {
+        if std::time::Instant::now() > deadline {
+            return Err(format!("{what}: not after {secs} s"));
+        }
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    Ok(())
+}
+
 pub fn wait_for_pngs(dir: &Path, n: usize, secs: u64) -> Outcome {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     loop {

@@ -857,15 +857,9 @@ fn a_page_gets_the_fixed_kernel_at_once() -> Outcome {
     save((200, 10, 10), false)?;
     let s =
         Served::start("0", &["--kernel", file.to_str().unwrap_or(""), "--size", "320x180", "--validate"])?;
-    let printed = |what: &str, secs: u64| {
-        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-        while !s.printed().contains(what) {
-            if std::time::Instant::now() > deadline {
-                return Err(format!("no '{what}' in {secs} s:\n{}", s.printed()));
-            }
-            std::thread::sleep(std::time::Duration::from_millis(20));
-        }
-        Ok(())
+    let printed = |what: &str| {
+        crate::common::wait_for(60, what, || Ok(s.printed().contains(what)))
+            .map_err(|e| format!("{e}:\n{}", s.printed()))
     };
     let result = (|| {
         let mut c = Viewer::connect(s.port, None, (320, 180), "raw")?;
@@ -894,9 +888,9 @@ fn a_page_gets_the_fixed_kernel_at_once() -> Outcome {
             before = until(&mut c, [200, 10, 10])?;
         }
         save((10, 200, 10), true)?;
-        printed("the page shows the last frame", 60)?;
+        printed("the page shows the last frame")?;
         save((10, 10, 200), false)?;
-        printed("the fix runs", 60)?;
+        printed("the fix runs")?;
         let fixed = std::time::Instant::now();
         let after = until(&mut c, [10, 10, 200])?;
         let took = fixed.elapsed();

@@ -695,18 +695,6 @@ pub fn kernel_fault_notice_test() -> Outcome {
     Ok(())
 }
 
-/// Polls `done` every 100 ms for up to `secs` seconds.
-fn wait_for(secs: u64, what: &str, done: impl Fn() -> Result<bool, String>) -> Outcome {
-    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
-    while !done()? {
-        if std::time::Instant::now() > deadline {
-            return Err(format!("{what}: not after {secs} s"));
-        }
-        std::thread::sleep(std::time::Duration::from_millis(100));
-    }
-    Ok(())
-}
-
 /// A swapped-out version is unloaded once its frames end: at each swap at
 /// most the version just swapped out and one before it are still loaded
 /// (each swap's line says how many), not every version since the start.
