@@ -443,6 +443,13 @@ impl Device {
         self.semaphore_export.as_ref()
     }
 
+    /// The instance vkcuda created and this device keeps alive (`None` for an
+    /// adopted device): a device made again after this one was lost is made
+    /// on it, so the window's surface and the validation counts carry over.
+    pub fn owner(&self) -> Option<&Arc<Instance>> {
+        self.owner.as_ref()
+    }
+
     /// The validation messages counted so far by the instance vkcuda created
     /// (all zero without validation, and for an adopted device).
     pub fn validation(&self) -> ValidationCounts {

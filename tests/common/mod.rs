@@ -196,6 +196,22 @@ pub fn pass(r: Outcome) -> Verdict {
 
 /// Waits (up to `secs` seconds) until `dir` holds at least `n` finished PNGs.
 /// Polls `done` every 100 ms for up to `secs` seconds.
+/// What `stream` (a child's stdout or stderr) says, as it says it: read on a
+/// thread of its own until it closes.
+pub fn collected(
+    mut stream: impl std::io::Read + Send + 'static,
+) -> std::sync::Arc<std::sync::Mutex<String>> {
+    let said = std::sync::Arc::new(std::sync::Mutex::new(String::new()));
+    let to = said.clone();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 4096];
+        while let Ok(n @ 1..) = stream.read(&mut buf) {
+            to.lock().unwrap_or_else(|p| p.into_inner()).push_str(&String::from_utf8_lossy(&buf[..n]));
+        }
+    });
+    said
+}
+
 pub fn wait_for(secs: u64, what: &str, done: impl Fn() -> Result<bool, String>) -> Outcome {
     let deadline = std::time::Instant::now() + std::time::Duration::from_secs(secs);
     while !done()? {

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 
 use crate::common::browser::{http_status, no_chromium, response_head, Browser, Viewer};
 use crate::common::scene::{drawn_reference, frame_pixel, render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
-use crate::common::{bin, ended_by_signal, gated, send_signal, Outcome, Tests};
+use crate::common::{bin, collected, ended_by_signal, gated, send_signal, Outcome, Tests};
 use vkcuda::Format;
 use vkcuda_serve::protocol::Kind;
 
@@ -41,16 +41,9 @@ impl Served {
             .stderr(Stdio::piped())
             .spawn()
             .map_err(|e| e.to_string())?;
-        let (stderr, stdout) = (Arc::new(Mutex::new(String::new())), Arc::new(Mutex::new(Vec::new())));
-        let (mut err, mut out) =
-            (child.stderr.take().ok_or("no stderr")?, child.stdout.take().ok_or("no stdout")?);
-        let e = stderr.clone();
-        std::thread::spawn(move || {
-            let mut buf = [0u8; 4096];
-            while let Ok(n @ 1..) = err.read(&mut buf) {
-                e.lock().unwrap_or_else(|p| p.into_inner()).push_str(&String::from_utf8_lossy(&buf[..n]));
-            }
-        });
+        let stderr = collected(child.stderr.take().ok_or("no stderr")?);
+        let stdout = Arc::new(Mutex::new(Vec::new()));
+        let mut out = child.stdout.take().ok_or("no stdout")?;
         let o = stdout.clone();
         std::thread::spawn(move || {
             let mut all = Vec::new();

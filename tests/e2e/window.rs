@@ -87,6 +87,17 @@ impl Xvfb {
         Err(format!("pressing {key} 5 times never took effect; the title says '{title}'"))
     }
 
+    /// Esc until the window is gone (a key sent before it has focus is lost).
+    fn quit(&self, id: &str) {
+        for _ in 0..5 {
+            let _ = self.cmd("xdotool", &["windowfocus", "--sync", id]);
+            let _ = self.cmd("xdotool", &["key", "Escape"]);
+            if wait_for(2, "", || Ok(self.cmd("xdotool", &["getwindowname", id]).is_err())).is_ok() {
+                break;
+            }
+        }
+    }
+
     fn cmd(&self, program: &str, args: &[&str]) -> Result<String, String> {
         let o = Command::new(program)
             .args(args)
@@ -674,14 +685,7 @@ pub fn kernel_fault_notice_test() -> Outcome {
             let c = grab("fixed.xwd")?;
             Ok(near(mid(&c), [0, 0, 200]) && text(&c) == 0)
         })?;
-        // Esc until the window is gone (a key sent before it has focus is lost).
-        for _ in 0..5 {
-            let _ = x.cmd("xdotool", &["windowfocus", "--sync", &id]);
-            let _ = x.cmd("xdotool", &["key", "Escape"]);
-            if wait_for(2, "", || Ok(x.cmd("xdotool", &["getwindowname", &id]).is_err())).is_ok() {
-                break;
-            }
-        }
+        x.quit(&id);
         Ok(())
     })();
     let o = wait_bounded(child, 20)?;
@@ -1010,7 +1014,70 @@ fn window_fault_test() -> Outcome {
     Ok(())
 }
 
+/// A Vulkan device the driver loses while the viewer runs (injected at frame
+/// 60), its producer in a child: the device, the window's swapchain (or the
+/// CPU path's buffers) and the child are made again on the same window, which
+/// goes on showing the frames, exact; validated, exit 0 after Esc.
+pub fn window_lost_device_test(mode: &[&str]) -> Outcome {
+    let x = Xvfb::start()?;
+    let lost = ["--producer-process", "child", "--inject", "device-lost@60", "--validate"];
+    let scene = ["--size", "317x179", "--scene", "gradient", "--cost", "48"];
+    let mut child = x.viewer(&[mode, &lost[..], &scene[..]].concat())?;
+    let said = collected(child.stderr.take().ok_or("no stderr")?);
+    let stderr = || said.lock().unwrap_or_else(|p| p.into_inner()).clone();
+    let dir = tmp(&format!("lost-device{}", mode.join("")));
+    std::fs::create_dir_all(&dir).map_err(|e| e.to_string())?;
+    let result = (|| -> Outcome {
+        let id = x.window_id()?;
+        wait_for(60, "the device made again", || Ok(stderr().contains("making the Vulkan device again")))?;
+        // A size of its own (the screen may clip the window's first): the new swapchain follows.
+        x.cmd("xdotool", &["windowsize", &id, "561", "401"])?;
+        x.press_until(&id, "F1", |t| t.contains(" tick "))?;
+        let title = x.press_until(&id, "space", |t| t.contains("(paused)"))?;
+        let (scene, tick) = (title_spec(&title)?, title_tick(&title)?);
+        let file = dir.join("after.xwd");
+        let seen = std::cell::Cell::new((0.0, 0.0));
+        wait_for(15, "the paused frame in the window", || {
+            x.cmd("xwd", &["-id", &id, "-silent", "-out", file.to_str().ok_or("path")?])?;
+            let cap = parse_xwd(&std::fs::read(&file).map_err(|e| e.to_string())?)?;
+            seen.set(compare_window(&cap, &scene, tick));
+            Ok((cap.width, cap.height) == (561, 401) && seen.get().0 >= 0.99)
+        })
+        .map_err(|e| {
+            let (fraction, max) = seen.get();
+            format!("{e}: {:.2}% of pixels within 4 levels (max diff {max:.0})", 100.0 * fraction)
+        })?;
+        let fraction = seen.get().0;
+        println!(
+            "  after the device was made again: {:.3}% of pixels within 4 levels of tick {tick}",
+            100.0 * fraction
+        );
+        x.quit(&id);
+        Ok(())
+    })();
+    let o = wait_bounded(child, 20)?;
+    let (stdout, stderr) = (text(&o).0, stderr());
+    let _ = std::fs::remove_dir_all(&dir);
+    result.map_err(|e| format!("{e}\n{stdout}{stderr}"))?;
+    let remade = stderr.matches("making the Vulkan device again").count();
+    if o.status.code() != Some(0) || !stdout.contains("validation: 0 errors, 0 warnings") || remade != 1 {
+        return Err(format!("exit {:?}, made again {remade} times\n{stdout}{stderr}", o.status.code()));
+    }
+    Ok(())
+}
+
 pub fn register(tests: &mut Tests) {
+    tests.push(gated("window_lost_device_is_made_again", no_x_tools, || {
+        window_lost_device_test(&["--producer", "cpu", "--layout", "buffer"])
+    }));
+    tests.push(gated("cpu_present_window_lost_device_is_made_again", no_x_tools, || {
+        window_lost_device_test(&["--producer", "cpu", "--layout", "buffer", "--present", "cpu"])
+    }));
+    tests.push(gated(
+        "cuda_window_lost_device_is_made_again",
+        || no_nvidia().or_else(no_x_tools),
+        || window_lost_device_test(&["--producer", "cuda"]),
+    ));
     tests.push(gated(
         "cuda_window_kernel_hot_reload",
         || no_nvidia().or_else(no_x_tools),

@@ -3,7 +3,7 @@
 
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{Context, Result};
 use indicatif::{ProgressBar, ProgressStyle};
@@ -16,7 +16,7 @@ use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, FrameDesc, Layout};
 use vkcuda_run::base::director::Director;
-use vkcuda_run::base::failure::device_lost;
+use vkcuda_run::base::failure::Remakes;
 use vkcuda_run::base::inject::Inject;
 use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
 use vkcuda_run::base::outfile;
@@ -340,7 +340,7 @@ fn run_until_done(
             )
         });
         let (Some(served), Err(e)) = (served, &result) else { return result };
-        if device_lost(e) && served.remakes(args) {
+        if served.remakes(args, e) {
             eprintln!(
                 "vkcuda: {}\nvkcuda: making the Vulkan device again; the run goes on",
                 for_people(&format!("{e:#}"))
@@ -366,7 +366,7 @@ struct Served {
     instance: Arc<Instance>,
     shape: (FrameDesc, ash::vk::Extent2D),
     slots: usize,
-    remade: std::cell::Cell<Option<Instant>>,
+    remakes: std::cell::Cell<Remakes>,
 }
 
 impl Served {
@@ -386,17 +386,14 @@ impl Served {
         view.serve(bound, controls.clone())?;
         eprintln!("vkcuda: watch it at {}", view.url().unwrap_or_default());
         let instance = instance.clone();
-        Ok(Self { view, reload, controls, instance, shape, slots, remade: Default::default() })
+        Ok(Self { view, reload, controls, instance, shape, slots, remakes: Default::default() })
     }
 
-    /// Whether a lost device may be made again: the producer runs in a child
-    /// (one in this process shares the lost device's memory), nothing is
-    /// written to files (their frames in flight are gone), and the last
-    /// device made again lasted [`REMAKE_AFTER`] (else the cause persists).
-    fn remakes(&self, args: &Args) -> bool {
+    /// Whether the device `e` says was lost is made again ([`Remakes`]):
+    /// also, nothing is written to files (their frames in flight are gone).
+    fn remakes(&self, args: &Args, e: &anyhow::Error) -> bool {
         let child = matches!(args.child_command(), Ok(Some(_)));
-        let lasted = self.remade.get().is_none_or(|at| at.elapsed() >= REMAKE_AFTER);
-        child && args.dump_every == 0 && lasted
+        self.remakes.get().due(e, child && args.dump_every == 0)
     }
 
     /// Makes the Vulkan side of the run again (`gpu`, `offscreen` and the
@@ -408,7 +405,9 @@ impl Served {
         fresh.set_watch(Watch::new(made.device.clone(), args.format, self.slots, self.view.hub.clone())?);
         *offscreen = fresh;
         *gpu = made;
-        self.remade.set(Some(Instant::now()));
+        let mut remakes = self.remakes.get();
+        remakes.made();
+        self.remakes.set(remakes);
         Ok(())
     }
 
@@ -442,8 +441,6 @@ impl Served {
 
 /// Encoder threads of a served run, at most.
 const MAX_ENCODERS: usize = 8;
-/// A device made again must last this long to be made again once more.
-const REMAKE_AFTER: Duration = Duration::from_secs(10);
 
 fn progress_bar(frames: u64) -> ProgressBar {
     let bar = ProgressBar::new(frames);

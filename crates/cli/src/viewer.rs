@@ -36,12 +36,14 @@ use crate::cli::{Args, SizeArg};
 use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda_run::base::clock::CpuMeter;
 use vkcuda_run::base::director::{Director, Pointer};
+use vkcuda_run::base::failure::Remakes;
 use vkcuda_run::base::reload::{KernelReload, Swapped};
 use vkcuda_run::base::scene::{frame_pixel, Scene};
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::stats::{median, micros, Samples};
 use vkcuda_run::base::xid;
 use vkcuda_run::drive::{png_sink, prepare_out_dir, summarize, watch_signals, Summary};
+use vkcuda_run::for_people;
 use vkcuda_run::frames::consumer::Completed;
 use vkcuda_run::frames::display;
 use vkcuda_run::frames::gpu::{self, Gpu};
@@ -213,6 +215,8 @@ struct Viewer {
     /// The kernel's child failed: what it said, and when a fix may run. No
     /// session runs meanwhile; the window keeps the last frame.
     faulted: Option<(String, Restart)>,
+    /// When the Vulkan device was last made again.
+    remakes: Remakes,
 }
 
 /// A frame that is not finished (or, before a present, not submitted by the
@@ -276,6 +280,7 @@ impl Viewer {
             buttons: 0,
             lead: None,
             faulted: None,
+            remakes: Remakes::default(),
         })
     }
 
@@ -290,6 +295,13 @@ impl Viewer {
                 true => Ok(true),
                 false => Err(e),
             },
+            Err(e)
+                if self
+                    .remakes
+                    .due(&e, self.run.as_ref().is_some_and(|r| r.producer().ends_with("-child"))) =>
+            {
+                self.remake(e).map(|()| true)
+            }
             other => other,
         }
     }
@@ -443,15 +455,45 @@ impl Viewer {
             return Ok(true);
         }
         self.faulted = None;
+        self.start_session(self.args.timeline_base)?;
+        eprintln!("vkcuda: the fix runs");
+        Ok(true)
+    }
+
+    /// The driver lost the Vulkan device (`lost`), the producer in a child:
+    /// the session ends, the device is made again on the same instance and
+    /// window (the window keeps its last frame meanwhile), and a new session
+    /// goes on with a new child.
+    fn remake(&mut self, lost: anyhow::Error) -> Result<()> {
+        eprintln!(
+            "vkcuda: {}\nvkcuda: making the Vulkan device again; the run goes on",
+            for_people(&format!("{lost:#}"))
+        );
+        let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
+        // Its frames in flight went with the device: the error it ends with is the loss, said above.
+        if let Ok(((), stopped)) = run.end(&mut self.screen.presenter, Err(lost)) {
+            self.absorb(stopped);
+        }
+        self.finish_snapshots();
+        self.held = None;
+        let device = self.gpu.device.clone();
+        self.gpu = self.screen.remake_device(&self.args.device_choice(), &device)?;
+        drop(device);
+        self.remakes.made();
+        self.start_session(self.args.timeline_base)
+    }
+
+    /// Starts a session at the window's size (or `--size`), its timelines from `base`.
+    fn start_session(&mut self, base: u64) -> Result<()> {
         let e = self.screen.presenter.extent();
         let size = self.args.size_or(Size { width: e.width, height: e.height });
         let spec = self.args.spec_reloading(&self.gpu, &self.director, self.reload.as_ref())?;
+        // Frame numbers restart with the new session.
         self.reload.iter().for_each(|r| r.link().forget_swap());
-        let run = Session::start(&self.gpu, &spec, self.args.frame_desc(size), self.args.timeline_base)?;
+        let run = Session::start(&self.gpu, &spec, self.args.frame_desc(size), base)?;
         self.screen.presenter.bind_shared(run.frames())?;
         self.run = Some(run);
-        eprintln!("vkcuda: the fix runs");
-        Ok(true)
+        Ok(())
     }
 
     /// Whether the viewer has waited [`STALL`] for a frame.
@@ -475,12 +517,7 @@ impl Viewer {
             let base = stopped.next_base;
             self.absorb(stopped);
             self.finish_snapshots();
-            let spec = self.args.spec_reloading(&self.gpu, &self.director, self.reload.as_ref())?;
-            // Frame numbers restart with the new session.
-            self.reload.iter().for_each(|r| r.link().forget_swap());
-            let run = Session::start(&self.gpu, &spec, self.args.frame_desc(wanted), base)?;
-            self.screen.presenter.bind_shared(run.frames())?;
-            self.run = Some(run);
+            self.start_session(base)?;
         }
         // The frame moved in the window (or changed size): where is the pointer now?
         self.pointer_changed();

@@ -65,10 +65,6 @@ impl RunError {
     /// Whether the consumer's Vulkan device was lost (`VK_ERROR_DEVICE_LOST`):
     /// nothing runs on it any more, but a device made again may.
     pub fn device_lost(&self) -> bool {
-        let lost = |e: &anyhow::Error| {
-            e.chain()
-                .any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::DeviceLost { .. })))
-        };
         match self {
             RunError::Core(e) | RunError::TimedOut(e) => lost(e),
             RunError::ProducerFailed { consumer: Some(c), .. } => lost(c),
@@ -120,9 +116,40 @@ impl std::error::Error for RunError {
     }
 }
 
-/// Whether `e` ended a run because its Vulkan device was lost ([`RunError::device_lost`]).
+/// Whether `e` ended a run because its Vulkan device was lost: a run's
+/// error as [`RunError::device_lost`] says, else the consumer's own error.
 pub fn device_lost(e: &anyhow::Error) -> bool {
-    e.downcast_ref::<RunError>().is_some_and(RunError::device_lost)
+    e.downcast_ref::<RunError>().map_or_else(|| lost(e), RunError::device_lost)
+}
+
+/// Whether `e` or a cause of it is `VK_ERROR_DEVICE_LOST`.
+fn lost(e: &anyhow::Error) -> bool {
+    e.chain().any(|c| matches!(c.downcast_ref::<vkcuda::Error>(), Some(vkcuda::Error::DeviceLost { .. })))
+}
+
+/// How long a Vulkan device made again must last to be made again once more.
+pub const REMAKE_AFTER: Duration = Duration::from_secs(10);
+
+/// When a front end makes a lost Vulkan device again: the loss ended the
+/// run ([`device_lost`]), its producer runs in a child (one in this process
+/// would share the lost device's memory), and the device made last lasted
+/// [`REMAKE_AFTER`] (else the cause persists and the run ends with it).
+#[derive(Clone, Copy, Debug, Default)]
+pub struct Remakes {
+    last: Option<std::time::Instant>,
+}
+
+impl Remakes {
+    /// Whether to make the device again after `e`, the producer being in a child or not.
+    pub fn due(&self, e: &anyhow::Error, in_child: bool) -> bool {
+        let lasted = self.last.is_none_or(|at| at.elapsed() >= REMAKE_AFTER);
+        in_child && lasted && device_lost(e)
+    }
+
+    /// A device was made again now.
+    pub fn made(&mut self) {
+        self.last = Some(std::time::Instant::now());
+    }
 }
 
 /// `e` and its causes as `{e:#}` shows them ("outer: inner"), each message
@@ -202,6 +229,23 @@ mod tests {
     }
 
     #[test]
+    fn a_lost_device_is_made_again_for_a_child_producer_and_not_twice_within_the_bound() {
+        let lost = || {
+            anyhow::Error::from(RunError::of_consumer(anyhow::Error::from(vkcuda::Error::DeviceLost {
+                context: "frame 9".into(),
+            })))
+        };
+        let mut remakes = Remakes::default();
+        assert!(!remakes.due(&lost(), false), "a producer in this process shares the lost memory");
+        assert!(!remakes.due(&anyhow!("disk full"), true));
+        assert!(remakes.due(&lost(), true));
+        remakes.made();
+        assert!(!remakes.due(&lost(), true), "lost again at once: the cause persists");
+        remakes.last = Some(std::time::Instant::now() - REMAKE_AFTER);
+        assert!(remakes.due(&lost(), true));
+    }
+
+    #[test]
     fn a_lost_device_is_told_from_other_failures_on_either_side() {
         let lost = || anyhow::Error::from(vkcuda::Error::DeviceLost { context: "frame 9".into() });
         let core = RunError::of_consumer(lost().context("submitting"));
@@ -213,6 +257,7 @@ mod tests {
         assert!(!producer(None).device_lost(), "the producer's own words are not the consumer's device");
         assert!(producer(Some(lost())).device_lost());
         assert!(!device_lost(&anyhow!("disk full")));
+        assert!(device_lost(&lost().context("presenting")), "a front end's own consumer error");
     }
 
     #[test]

@@ -140,6 +140,16 @@ impl CpuOutput {
         self.frozen = true;
     }
 
+    /// Moves to `device`, made again after this one's was lost (its queue
+    /// idle): the target and buffers go; [`CpuOutput::recreate`] makes them
+    /// on `device`. The window keeps what it shows.
+    pub fn move_to(&mut self, device: Arc<Device>) {
+        (self.target, self.shown) = (None, None);
+        self.buffers.clear();
+        self.pending.iter_mut().for_each(|p| *p = None);
+        self.device = device;
+    }
+
     /// A new session: its frames go in the window, no notice; the last
     /// one's frames that were recorded and never consumed hold no buffer.
     pub fn thaw(&mut self) {

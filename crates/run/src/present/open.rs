@@ -20,7 +20,7 @@ use crate::frames::display::no_window;
 use crate::frames::gpu::{self, DeviceChoice, Gpu};
 use crate::UsageError;
 use vkcuda::types::QueueKind;
-use vkcuda::vk::device::{list_gpus, Queue};
+use vkcuda::vk::device::{list_gpus, Device, Queue};
 use vkcuda::vk::instance::Instance;
 
 /// Makes the Vulkan instance, with these instance extensions (the window
@@ -84,6 +84,18 @@ pub fn open(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Presen
             Err(e) => open_cpu(window, spec, Message::new().text(format!("{e:#}"))),
         },
     }
+}
+
+/// A device of `choice` made again for the window `presenter` draws into,
+/// after `lost` was lost (every frame of its session ended): on `lost`'s
+/// instance, presenting to the same surface (none on the CPU path); the
+/// presenter moves to it, to be fitted to the window next.
+pub fn reopen(presenter: &mut Presenter, choice: &DeviceChoice, lost: &Device) -> Result<Gpu> {
+    let instance = lost.owner().context("a device vkcuda did not make is not made again here")?;
+    let queue = Queue { kind: QueueKind::Graphics, present: presenter.surface() };
+    let gpu = gpu::open_gpu(choice, instance.clone(), queue).context("making the Vulkan device again")?;
+    presenter.move_to(gpu.device.clone())?;
+    Ok(gpu)
 }
 
 /// The Vulkan-present path: an instance with the window system's surface

@@ -266,6 +266,37 @@ impl Swapchain {
         mode_name(self.mode)
     }
 
+    /// The surface it presents to.
+    pub fn surface(&self) -> (ash::khr::surface::Instance, vk::SurfaceKHR) {
+        (self.surface_fn.clone(), self.surface)
+    }
+
+    /// Moves to `device`, a device of the same GPU made again after this
+    /// one's was lost: the swapchain and its semaphores go (this device's
+    /// queue must be idle), the surface stays, and the acquire semaphores
+    /// are made on `device`; [`Swapchain::recreate`] makes the swapchain.
+    pub fn move_to(&mut self, device: Arc<Device>) -> Result<()> {
+        if device.info().physical != self.device.info().physical {
+            bail!("the device made again is not on the GPU the window's swapchain was made for");
+        }
+        let old = std::mem::take(&mut self.swapchain);
+        self.destroy_swapchain_objects(old);
+        (self.images, self.current) = (Vec::new(), None);
+        let slots = self.acquired.len();
+        for s in self.acquired.drain(..) {
+            // SAFETY: the old device's queue is idle; nothing waits on it.
+            unsafe { self.device.raw().destroy_semaphore(s, None) };
+        }
+        self.swapchain_fn = ash::khr::swapchain::Device::new(device.instance(), device.raw());
+        self.device = device;
+        for _ in 0..slots {
+            // SAFETY: default create info; destroyed in Drop (on the new device).
+            let s = unsafe { self.device.raw().create_semaphore(&vk::SemaphoreCreateInfo::default(), None) }?;
+            self.acquired.push(s);
+        }
+        Ok(())
+    }
+
     /// The present mode in use.
     pub fn mode(&self) -> &'static str {
         mode_name(self.mode)

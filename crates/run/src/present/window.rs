@@ -133,6 +133,37 @@ impl Presenter {
         }
     }
 
+    /// The window's surface (`None` on the CPU path): a device made again
+    /// must present to it.
+    pub fn surface(&self) -> Option<(ash::khr::surface::Instance, vk::SurfaceKHR)> {
+        match &self.output {
+            Output::Vulkan(s, _) => Some(s.surface()),
+            Output::Cpu(..) => None,
+        }
+    }
+
+    /// Moves the output to `device`, a device made again after the one
+    /// before was lost (every frame of that one's session ended): the draw,
+    /// the swapchain on the same surface or the CPU path's buffers; fit it
+    /// with [`Presenter::recreate`] next. A snapshot under way is dropped.
+    pub fn move_to(&mut self, device: Arc<Device>) -> Result<()> {
+        // A lost device counts as idle: nothing of it runs any more.
+        self.device.wait_idle()?;
+        (self.snapshot, self.snapshot_next) = (None, false);
+        match &mut self.output {
+            Output::Vulkan(s, draw) => {
+                s.move_to(device.clone())?;
+                *draw = DrawPass::new(device.clone(), s.format)?;
+            }
+            Output::Cpu(cpu, draw) => {
+                cpu.move_to(device.clone());
+                *draw = ComputeDraw::new(device.clone())?;
+            }
+        }
+        self.device = device;
+        Ok(())
+    }
+
     /// (Re)creates the swapchain or the CPU path's target for the window's size (queue idle).
     pub fn recreate(&mut self, window: vk::Extent2D) -> Result<()> {
         match &mut self.output {

@@ -16,11 +16,12 @@ use winit::window::{Window, WindowAttributes};
 use crate::base::usage::Message;
 use crate::frames::consumer::Completed;
 use crate::frames::consumer::ExtraSync;
-use crate::frames::gpu::Gpu;
-use crate::present::open::{open, PresentSpec};
+use crate::frames::gpu::{DeviceChoice, Gpu};
+use crate::present::open::{open, reopen, PresentSpec};
 use crate::present::swapchain::SwapchainState;
 use crate::present::window::{Acquired, Presenter};
 use crate::running::session::Session;
+use vkcuda::vk::device::Device;
 
 /// A window and what presents into it.
 pub struct Screen {
@@ -46,6 +47,17 @@ impl Screen {
         let px = window.inner_size();
         presenter.recreate(vk::Extent2D { width: px.width.max(1), height: px.height.max(1) })?;
         Ok((gpu, Self { presenter, window, stale: false }, line))
+    }
+
+    /// Makes the window's Vulkan device again after `lost` was lost (its
+    /// session ended): a device of `choice` on the same instance and
+    /// surface ([`reopen`]), the presenter moved to it and fitted to the
+    /// window (left stale while it is minimized).
+    pub fn remake_device(&mut self, choice: &DeviceChoice, lost: &Device) -> Result<Gpu> {
+        let gpu = reopen(&mut self.presenter, choice, lost)?;
+        self.stale = true;
+        self.fit_idle()?;
+        Ok(gpu)
     }
 
     /// The window changed size, or the present mode changed: refit ([`Screen::fit`]) before the next frame.
