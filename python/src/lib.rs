@@ -57,6 +57,22 @@ struct Viewer {
 }
 
 impl Viewer {
+    /// Tells the pages and widgets how the caller's last frame went: a
+    /// runtime error (a CUDA fault in the caller's kernels: its context is
+    /// spoilt for good; the run stopped) is said over their last frame until
+    /// a frame goes through again. A wrong argument is the caller's alone.
+    fn tell_pages<T>(&self, py: Python<'_>, result: PyResult<T>) -> PyResult<T> {
+        let fault = match &result {
+            Ok(_) => None,
+            Err(e) if e.is_instance_of::<PyRuntimeError>(py) => Some(e.value(py).to_string()),
+            Err(_) => return result,
+        };
+        if let Some(view) = lock(&self.view).as_ref() {
+            view.input.set_fault(fault);
+        }
+        result
+    }
+
     /// The state, taken without holding the GIL while another thread has it:
     /// that thread may be waiting, without the GIL, for the GIL back.
     fn lock(&self, py: Python<'_>) -> MutexGuard<'_, State> {
@@ -226,7 +242,7 @@ impl Viewer {
         block: Option<bool>,
         stream: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<()> {
-        guarded("show()", || {
+        let shown = guarded("show()", || {
             let named = stream.map(stream_handle).transpose()?;
             let mut state = self.lock(py);
             let every = block.unwrap_or(state.every);
@@ -243,7 +259,8 @@ impl Viewer {
                 }
                 None => show_host(py, &mut state, &host_array(x, channels_first)?, every),
             }
-        })
+        });
+        self.tell_pages(py, shown)
     }
 
     /// A frame of `height` x `width` RGBA `dtype` to write in place: the
@@ -262,7 +279,7 @@ impl Viewer {
         stream: Option<&Bound<'_, PyAny>>,
         block: Option<bool>,
     ) -> PyResult<export::FrameSlot> {
-        guarded("frame()", || {
+        let begun = guarded("frame()", || {
             let dtype = Dtype::from_name(dtype).map_err(PyTypeError::new_err)?;
             let layout =
                 Layout::new(dtype, &[height, width, 4], None, false).map_err(PyValueError::new_err)?;
@@ -281,13 +298,14 @@ impl Viewer {
                     Err(e) => return Err(stopped_or(state, runtime(e))),
                 }
             }
-        })
+        });
+        self.tell_pages(py, begun)
     }
 
     /// Shows a frame written in place ([`Viewer::begin_frame`]) once its writes are done on the GPU.
     #[pyo3(signature = (frame, block=None))]
     fn end_frame(&self, py: Python<'_>, frame: &export::FrameSlot, block: Option<bool>) -> PyResult<()> {
-        guarded("frame()", || {
+        let ended = guarded("frame()", || {
             if !frame.take() {
                 return Err(PyRuntimeError::new_err("vkcuda: this frame was already shown"));
             }
@@ -317,7 +335,8 @@ impl Viewer {
                     Err(stopped_or(&mut state, runtime(e)))
                 }
             }
-        })
+        });
+        self.tell_pages(py, ended)
     }
 
     /// Waits until every frame shown so far is consumed and written.

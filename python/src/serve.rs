@@ -32,10 +32,14 @@ struct Seen {
     keys: VecDeque<String>,
 }
 
-/// The page's input, for the caller.
+/// The page's input, for the caller; and what the pages are told of the
+/// caller's frames.
 #[derive(Default)]
 pub struct PageInput {
     seen: Mutex<Seen>,
+    /// Why the last frame the caller gave did not reach the view (a CUDA
+    /// fault in its kernels, the run stopped): said over the last frame.
+    fault: Mutex<Option<String>>,
 }
 
 impl PageInput {
@@ -48,6 +52,11 @@ impl PageInput {
         let s = self.seen();
         let (x, y) = frame_pixel(s.canvas, frame, s.pointer?)?;
         Some((x, y, s.buttons))
+    }
+
+    /// What the pages say over their last frame (`None`: nothing).
+    pub fn set_fault(&self, fault: Option<String>) {
+        *self.fault.lock().unwrap_or_else(|p| p.into_inner()) = fault;
     }
 
     /// The keys pressed since the last call, oldest first.
@@ -71,7 +80,8 @@ impl Controls for PageInput {
     }
 
     fn status(&self) -> serde_json::Value {
-        json!({ "what": "vkcuda.Viewer" })
+        let fault = self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        json!({ "what": "vkcuda.Viewer", "error": fault })
     }
 }
 

@@ -510,6 +510,7 @@ FAULT = """
     x = cupy.zeros((33, 17, 4), dtype=cupy.uint8)
     s = cupy.cuda.Stream(non_blocking=True)
     v = vkcuda.Viewer(out=out, every_frame=mode == "every", validate=True)
+    widget = v.watch()
     for i in range(3):
         with s:
             x.fill(i)
@@ -528,6 +529,8 @@ FAULT = """
         print("no error")
     except RuntimeError as e:
         print(f"raised after {time.monotonic() - t:.2f} s: {str(e).splitlines()[0]}")
+    said = widget.status()["run"]["error"]
+    print("the widget and page say:", said and said.splitlines()[0])
     t = time.monotonic()
     try:
         v.close()
@@ -544,8 +547,9 @@ FAULT = """
 def test_a_kernel_fault_on_the_callers_stream_is_an_error_not_a_hang(tmp_path, every, path):
     """A kernel faults on the caller's stream, and the caller goes on showing (or writing frames
     in place): Vulkan would wait for those frames forever. The show (or frame) raises CUDA's
-    error within seconds, close() returns at once, no validation message, no panic. In a
-    process of its own: a fault spoils the CUDA context for good."""
+    error within seconds, which the notebook widget and the page then say over their last frame;
+    close() returns at once, no validation message, no panic. In a process of its own: a fault
+    spoils the CUDA context for good."""
     cupy_gpu()
     mode = "every" if every else "newest"
     done = run_python(FAULT, timeout=90, args=[mode, path, str(tmp_path)])
@@ -555,6 +559,8 @@ def test_a_kernel_fault_on_the_callers_stream_is_an_error_not_a_hang(tmp_path, e
     raised = [ln for ln in lines if ln.startswith("raised after")]
     assert raised and "CUDA_ERROR_ILLEGAL_ADDRESS" in raised[0], (lines, done.stderr[-2000:])
     assert float(raised[0].split()[2]) < 5, raised
+    said = [ln for ln in lines if ln.startswith("the widget and page say:")]
+    assert said and "CUDA_ERROR_ILLEGAL_ADDRESS" in said[0], lines
     closed = [ln for ln in lines if ln.startswith("closed in")]
     assert closed and float(closed[0].split()[2]) < 3, (lines, done.stderr[-2000:])
     assert "validation 0 0" in lines, lines

@@ -8,6 +8,7 @@ tested in a real browser by the CLI's end-to-end tests (tests/e2e/browser.rs).
 """
 
 import json
+import shutil
 import socket
 import time
 
@@ -91,6 +92,56 @@ def test_a_served_viewer_sends_each_frame_at_the_canvas_size():
         s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         s.bind(("127.0.0.1", port))
         s.listen()
+
+
+
+def page_status(ws, deadline, wanted):
+    """Status messages the page gets, until one's run part satisfies `wanted` (frames acknowledged)."""
+    ws.settimeout(0.2)
+    while time.monotonic() < deadline:
+        try:
+            data = ws.recv()
+        except websocket.WebSocketTimeoutException:
+            continue
+        if isinstance(data, bytes):
+            ws.send(json.dumps({"t": "ack", "frame": vkcuda.frame_header(data)["frame"]}))
+        elif json.loads(data).get("t") == "status" and wanted(json.loads(data)["run"]):
+            return json.loads(data)["run"]
+    raise AssertionError("no such status in 30 s")
+
+
+def test_a_frame_that_fails_is_said_on_the_page_and_the_widget_until_one_goes_through(tmp_path):
+    """The caller's frames stop reaching the view with an error (a CUDA fault in the caller's
+    kernels on a GPU; here the run's PNG writer, whose folder went): the show raises it, and the
+    page and the notebook widget are told it (said over their last frame) until a frame goes
+    through again. A wrong argument is the caller's alone and tells them nothing."""
+    out = tmp_path / "frames"
+    image = np.zeros((16, 24, 4), np.uint8)
+    with vkcuda.Viewer(serve=0, out=str(out), every_frame=True, validate=True) as v:
+        page, widget = connect(v.url, (24, 16)), v.watch()
+        for i in range(3):
+            image[:] = i
+            v.show(image)
+        v.flush()
+        with pytest.raises(TypeError):
+            v.show(np.zeros((16, 24, 4), np.int64))
+        assert widget.status()["run"]["error"] is None
+        shutil.rmtree(out)
+        with pytest.raises(RuntimeError, match="PNG writer") as raised:
+            for _ in range(10000):
+                v.show(image)
+            v.flush()
+        said = str(raised.value)
+        assert widget.status()["run"]["error"] == said
+        deadline = time.monotonic() + 30
+        assert page_status(page, deadline, lambda run: run["error"])["error"] == said
+        out.mkdir()
+        v.show(image)
+        v.flush()
+        assert widget.status()["run"]["error"] is None
+        page_status(page, deadline, lambda run: run["error"] is None)
+        stats = v.stats()
+    assert (stats["validation_errors"], stats["validation_warnings"]) == (0, 0)
 
 
 def pattern(h, w, k):

@@ -30,6 +30,9 @@ class ViewerWidget(anywidget.AnyWidget):
     _css = """
     .vkcuda-widget canvas { width: 100%; aspect-ratio: 16 / 9; display: block; background: #000; outline: none; }
     .vkcuda-widget .vkcuda-status { font: 12px monospace; color: #888; padding: 2px 0; }
+    .vkcuda-widget { position: relative; }
+    .vkcuda-widget .vkcuda-fault { position: absolute; left: 8px; right: 8px; top: 8px; padding: 8px;
+      font: 12px monospace; background: #400c; color: #fcc; border: 1px solid #c44; white-space: pre-wrap; }
     """
     mode = traitlets.Unicode("auto").tag(sync=True)
     quality = traitlets.Int(_native.DEFAULT_QUALITY).tag(sync=True)

@@ -10,7 +10,11 @@ function render({ model, el }) {
   const line = document.createElement("div");
   line.className = "vkcuda-status";
   line.textContent = "waiting for a frame";
-  box.append(canvas, line);
+  // Why the frames stopped (the caller's CUDA error), over the last frame while it stands.
+  const fault = document.createElement("div");
+  fault.className = "vkcuda-fault";
+  fault.hidden = true;
+  box.append(canvas, fault, line);
   el.append(box);
   const size = model.get("size");
   if (size && size.length === 2) {
@@ -29,7 +33,10 @@ function render({ model, el }) {
   };
   model.on("msg:custom", onMessage);
   view.opened();
-  const timer = setInterval(() => { if (!view.state.closed && view.state.frames) line.textContent = view.describe(); }, 500);
+  const timer = setInterval(() => {
+    fault.textContent = view.fault() || ""; fault.hidden = !view.fault();
+    if (!view.state.closed && view.state.frames) line.textContent = view.describe();
+  }, 500);
   // On the window, capturing: it runs before the notebook's shortcuts (Notebook 7 matches
   // them capturing on the document), so the viewer's keys reach it and no others are taken.
   const onKey = (e) => {

@@ -199,5 +199,12 @@ function connect(canvas, send, { mode = "auto", quality = null } = {}) {
     if (decoder && decoder.state !== "closed") decoder.close();
   }
 
-  return { state, frame, message, opened, describe, setMode, key, close, ping: () => say({ t: "ping", c: performance.now() }) };
+  // Why the producer's frames stopped (a kernel's fault, the caller's CUDA error), while it
+  // stands: said over the last frame; null otherwise.
+  function fault() {
+    const run = state.status && state.status.run;
+    return (run && run.error) || null;
+  }
+
+  return { state, frame, message, opened, describe, fault, setMode, key, close, ping: () => say({ t: "ping", c: performance.now() }) };
 }
