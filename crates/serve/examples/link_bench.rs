@@ -19,7 +19,9 @@
 //! work: JPEG q80, its old protocol), `viser:PATH` (viser_path.py: a JPEG
 //! loop without acknowledgements). LINK: `loopback`, `MBIT/RTT_MS`, or
 //! `drop:MBIT/MBIT/RTT_MS` (the rate falls half-way; the line says how long
-//! p95 took to come back under 200 ms). `--still`: then pauses the run and
+//! p95 took to come back under 200 ms, and the latest it could see: a row of
+//! 5 s sees 1.5 s after the drop, too short for the 2 s; use SECS=10).
+//! `--still`: then pauses the run and
 //! times the exact frame. The scene is julia (`--cost 64`).
 
 #[path = "../../../tests/common/link.rs"]
@@ -609,6 +611,10 @@ fn report(
         (0..4u8).map(|k| format!("{}", frames.iter().filter(|f| f.3 == k).count())).collect();
     let first = all.first();
     let recovered = dropped.zip(first).and_then(|(d, s)| recovery(&s.frames, d));
+    // A recovery is a second of frames, so one later than this cannot be seen (null then).
+    let seen_up_to = dropped
+        .zip(first.and_then(|s| s.frames.last()))
+        .map(|(d, l)| l.0.duration_since(d).as_secs_f64() - 1.0);
     let line = serde_json::json!({
         "server": ask.server.0, "link": format!("{}", describe(ask.link)), "canvas": format!("{}x{}", ask.canvas.0, ask.canvas.1),
         "size": format!("{}x{}", ask.size.0, ask.size.1), "clients": ask.clients, "rate": ask.rate,
@@ -622,6 +628,7 @@ fn report(
         "server_cpu_ms_per_frame": server_cpu * 1000.0 / n,
         "frames_raw_jpeg_vp8_png": kinds.join("/"),
         "exact_after_pause_s": first.and_then(|s| s.exact_after), "p95_under_200ms_after_drop_s": recovered,
+        "recovery_seen_up_to_s": seen_up_to,
         "producer_fps": producer_fps,
         "last_status": first.map(|s| s.status.chars().take(400).collect::<String>()),
     });
