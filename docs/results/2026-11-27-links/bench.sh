@@ -42,9 +42,10 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     prev-nagle) s=new:$B/vkcuda-prev lb=$B/link_bench-prev ;;
     vkcuda-*) s=new:$B/$s ;; # another build of this view, by its file's name
     esac
-    local trace=()
-    [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-${2//\//_}-$3.jsonl")
-    [ -n "${SLOG:-}" ] && trace+=(--server-log "$R/server-$build-${2//\//_}-$3-${ROUND:-1}.txt")
+    local trace=() name=${2//\//_}
+    name=${name//:/_} # the device tool brings back no name with a colon
+    [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-$name-$3-${ROUND:-1}.jsonl")
+    [ -n "${SLOG:-}" ] && trace+=(--server-log "$R/server-$build-$name-$3-${ROUND:-1}.txt")
     timeout $((SECS + 60)) "$lb" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" "${trace[@]}" 2>>"$R/errors.txt" |
         sed "s/^{/{\"build\":\"$build\",/" | tee -a "$R/rows.jsonl"
 }
