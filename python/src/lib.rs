@@ -57,7 +57,7 @@ struct Viewer {
 }
 
 impl Viewer {
-    /// Tells the pages and widgets how the caller's last frame went: a
+    /// Tells the pages, widgets and window how the caller's last frame went: a
     /// runtime error (a CUDA fault in the caller's kernels: its context is
     /// spoilt for good; the run stopped) is said over their last frame until
     /// a frame goes through again. A wrong argument is the caller's alone.
@@ -67,6 +67,10 @@ impl Viewer {
             Err(e) if e.is_instance_of::<PyRuntimeError>(py) => Some(e.value(py).to_string()),
             Err(_) => return result,
         };
+        if let (Some(why), Some(id)) = (&fault, self.lock(py).window.as_ref().map(|w| w.id)) {
+            // Over the window's last frame, until the next frame is put in it.
+            let _ = window::send(window::Command::Say { id, why: why.clone() });
+        }
         if let Some(view) = lock(&self.view).as_ref() {
             view.input.set_fault(fault);
         }

@@ -59,6 +59,8 @@ pub enum Command {
     Close { id: u64, reply: Sender<Result<()>> },
     /// A frame was put: look at the windows.
     Wake,
+    /// Say why the caller's frames stopped over the window's last frame.
+    Say { id: u64, why: String },
 }
 
 /// An open window, as the Python side holds it.
@@ -130,6 +132,8 @@ struct Shown {
     gpu: Arc<Gpu>,
     closed: Arc<AtomicBool>,
     error: Arc<Mutex<Option<String>>>,
+    /// The title the caller gave (a fault is said after it until the next session).
+    title: String,
 }
 
 impl ApplicationHandler<Command> for App {
@@ -161,6 +165,11 @@ impl ApplicationHandler<Command> for App {
                 let _ = reply.send(Ok(()));
             }
             Command::Wake => {}
+            Command::Say { id, why } => {
+                if let Some(w) = self.windows.get_mut(&id) {
+                    w.say(&why);
+                }
+            }
         }
         self.look(event_loop);
     }
@@ -251,6 +260,7 @@ impl Shown {
             gpu: Arc::new(gpu),
             closed: Arc::new(AtomicBool::new(false)),
             error: Arc::new(Mutex::new(None)),
+            title: title.to_string(),
         })
     }
 
@@ -260,6 +270,7 @@ impl Shown {
         anyhow::ensure!(self.session.is_none(), "a session is running already");
         let session = Session::start(&self.gpu, &fed::fed_spec(feed.clone()), desc, base)?;
         self.screen.presenter.bind_shared(session.frames())?;
+        self.screen.window.set_title(&self.title);
         self.session = Some(session);
         self.feed = Some(feed);
         Ok(())
@@ -307,6 +318,20 @@ impl Shown {
         let session = self.session.take().ok_or_else(|| anyhow!("no session to finish"))?;
         let ((), stopped) = session.end(&mut self.screen.presenter, Ok(()))?;
         Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: 0 })
+    }
+
+    /// Says `why` the caller's frames stopped (its CUDA fault, which spoils
+    /// its context for good) over the window's last frame (the CPU path; a
+    /// swapchain's window in its title alone, as the viewer's) until the next
+    /// frame goes in (the title: until the next session).
+    fn say(&mut self, why: &str) {
+        let mut lines: Vec<String> = why.lines().map(str::to_owned).collect();
+        lines.push("The window keeps the last frame; the next frame shown replaces this.".into());
+        if let Err(e) = self.screen.presenter.show_notice(&lines) {
+            log::warn!("vkcuda: the window cannot say the error over its frame: {e:#}");
+        }
+        let first = why.lines().next().unwrap_or_default();
+        self.screen.window.set_title(&format!("{} | {first}", self.title));
     }
 
     /// Closes the window: the session stops (on an error, aborts), and the Python side is told.

@@ -469,3 +469,65 @@ def test_the_window_shows_the_array_on_wayland(weston, tmp_path):
              for cy, cx in corners if cy >= h - 1 and cx >= w - 1]
     assert worst, "the frame's last pixel is nowhere in the screenshot"
     assert min(worst) <= 2, f"the window differs from the array by up to {min(worst)} levels"
+
+
+# A child that shows a CuPy frame in a window, then faults a kernel on the
+# caller's stream (an illegal address: its CUDA context is spoilt for good) and
+# shows again until the viewer raises; it says "raised …", waits for a line, closes.
+CUDA_FAULT = """
+import cupy, vkcuda
+h, w = 360, 640
+x = cupy.zeros((h, w, 4), dtype=cupy.uint8)
+x[..., 1] = 200
+x[..., 3] = 255
+bad = cupy.RawKernel(r'extern "C" __global__ void bad(unsigned char* p) { p[1ull << 44] = 1; }', "bad")
+v = vkcuda.Viewer(headless=False, size=(w, h), validate=True, title="vkcuda-fault")
+v.show(x)
+v.flush()
+print("shown", flush=True)
+bad((1,), (1,), (x,))
+try:
+    for i in range(100000):
+        v.show(x)
+    v.flush()
+    print("no error", flush=True)
+except RuntimeError as e:
+    print("raised", str(e).splitlines()[0], flush=True)
+input()
+v.close()
+s = v.stats()
+print("closed", s["validation_errors"], s["validation_warnings"], flush=True)
+"""
+
+
+def test_a_cuda_fault_is_written_over_the_windows_last_frame(xvfb, tmp_path):
+    """The caller's kernel faults: the show raises CUDA's error, and the window keeps
+    its last frame (green) with the error written over its top (a box of a few lines,
+    the frame darkened beneath) and in its title."""
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    if cupy.cuda.runtime.getDeviceCount() == 0:
+        pytest.skip("skipped: no CUDA device")
+    p = child(xvfb, CUDA_FAULT)
+    expect(p, "shown")
+    raised = expect(p, "raised")
+    assert "CUDA_ERROR_ILLEGAL_ADDRESS" in raised, raised
+    env = dict(os.environ, DISPLAY=xvfb)
+    ids = subprocess.run(["timeout", "20", "xdotool", "search", "--sync", "--name", "^vkcuda-fault"],
+                         env=env, capture_output=True, text=True, check=True).stdout.split()
+    capture, deadline = tmp_path / "fault.xwd", time.monotonic() + 15
+    while True:
+        subprocess.run(["xwd", "-id", ids[0], "-silent", "-display", xvfb, "-out", str(capture)], check=True, timeout=30)
+        got = parse_xwd(capture.read_bytes())
+        title = subprocess.run(["xdotool", "getwindowname", ids[0]], env=env, capture_output=True, text=True).stdout
+        white = int((got[:60] == 255).all(axis=2).sum())
+        below = got[-10, got.shape[1] // 2].astype(int)
+        if white > 50 and "CUDA_ERROR_ILLEGAL_ADDRESS" in title and abs(below - [0, 200, 0]).max() <= 4:
+            break
+        assert time.monotonic() < deadline, (white, below, title)
+        time.sleep(0.1)
+    print(f"the window after the fault: {white} white pixels in its top rows, {below} below them; title {title!r}")
+    p.stdin.write("\n")
+    p.stdin.flush()
+    errors, warnings = map(int, expect(p, "closed").split()[1:3])
+    assert p.wait(timeout=60) == 0, p.stderr.read()[-2000:]
+    assert (errors, warnings) == (0, 0)

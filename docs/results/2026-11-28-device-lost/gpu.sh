@@ -8,7 +8,8 @@
 #     CUDA producer and the CPU reference in a child, the window's frame after the device
 #     was made again equal to the reference; both layers;
 #   - python: a kernel fault on the caller's stream (CuPy) raises CUDA's error, which the
-#     notebook widget's status then says (the wheel in .gpu/fault/wheel); both layers;
+#     notebook widget's status then says, and a window (Xvfb: carry .xkit) writes over its
+#     last frame (the wheel in .gpu/fault/wheel); both layers;
 #   - last (a kernel's fault): a page connected before its --kernel faulted gets the
 #     fix's frames within 6 s of the fix running, after a 15 s first session; both
 #     layers, then the commit before (which held them back as long as that session ran).
@@ -34,7 +35,10 @@ if want python; then
     for l in new old; do
         (layer $l; echo "== layer $l: Python, a kernel fault on the caller's stream" | tee -a "$R"
          PYTHONPATH=/tmp/site timeout 200 python3 -m pytest -p no:cacheprovider -q -rfs -s python/tests/test_gpu.py \
-            -k kernel_fault_on_the_callers 2>&1 | grep -E "^fault|passed|failed|Error" | tee -a "$R")
+            -k kernel_fault_on_the_callers 2>&1 | grep -E "^fault|passed|failed|Error" | tee -a "$R"
+         source .xkit/env.sh >/dev/null
+         PYTHONPATH=/tmp/site timeout 200 python3 -m pytest -p no:cacheprovider -q -rfs -s python/tests/test_window.py \
+            -k cuda_fault 2>&1 | grep -E "the window after|passed|failed|Error" | tee -a "$R")
     done
 fi
 want fix || exit 0
