@@ -26,6 +26,7 @@ mod window;
 mod words;
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
@@ -54,6 +55,8 @@ struct Viewer {
     state: Mutex<State>,
     /// Its watchers (`serve=`'s browser view, notebook widgets), once it has any.
     view: Mutex<Option<serve::View>>,
+    /// Whether the views were told of an error that no frame has cleared since.
+    told: AtomicBool,
 }
 
 impl Viewer {
@@ -61,15 +64,20 @@ impl Viewer {
     /// runtime error (a CUDA fault in the caller's kernels: its context is
     /// spoilt for good; the run stopped) is said over their last frame until
     /// a frame goes through again. A wrong argument is the caller's alone.
-    fn tell_pages<T>(&self, py: Python<'_>, result: PyResult<T>) -> PyResult<T> {
+    fn tell_views<T>(&self, py: Python<'_>, result: PyResult<T>) -> PyResult<T> {
         let fault = match &result {
+            // The frame path: nothing to take back, nothing locked.
+            Ok(_) if !self.told.load(Ordering::Relaxed) => return result,
             Ok(_) => None,
             Err(e) if e.is_instance_of::<PyRuntimeError>(py) => Some(e.value(py).to_string()),
             Err(_) => return result,
         };
-        if let (Some(why), Some(id)) = (&fault, self.lock(py).window.as_ref().map(|w| w.id)) {
-            // Over the window's last frame, until the next frame is put in it.
-            let _ = window::send(window::Command::Say { id, why: why.clone() });
+        self.told.store(fault.is_some(), Ordering::Relaxed);
+        if let Some(why) = &fault {
+            if let Some(id) = self.lock(py).window.as_ref().map(|w| w.id) {
+                // Over the window's last frame, until the next frame is put in it.
+                let _ = window::send(window::Command::Say { id, why: why.clone() });
+            }
         }
         if let Some(view) = lock(&self.view).as_ref() {
             view.input.set_fault(fault);
@@ -230,7 +238,7 @@ impl Viewer {
             if state.gpu.as_ref().is_some_and(|g| g.cuda.is_some()) {
                 context::cuda_in_use();
             }
-            Ok(Self { state: Mutex::new(state), view: Mutex::new(view) })
+            Ok(Self { state: Mutex::new(state), view: Mutex::new(view), told: AtomicBool::new(false) })
         })
     }
 
@@ -264,7 +272,7 @@ impl Viewer {
                 None => show_host(py, &mut state, &host_array(x, channels_first)?, every),
             }
         });
-        self.tell_pages(py, shown)
+        self.tell_views(py, shown)
     }
 
     /// A frame of `height` x `width` RGBA `dtype` to write in place: the
@@ -303,7 +311,7 @@ impl Viewer {
                 }
             }
         });
-        self.tell_pages(py, begun)
+        self.tell_views(py, begun)
     }
 
     /// Shows a frame written in place ([`Viewer::begin_frame`]) once its writes are done on the GPU.
@@ -340,7 +348,7 @@ impl Viewer {
                 }
             }
         });
-        self.tell_pages(py, ended)
+        self.tell_views(py, ended)
     }
 
     /// Waits until every frame shown so far is consumed and written.
