@@ -1,9 +1,9 @@
 // The draw pass as a compute shader (crates/run/src/present/compute_draw.rs):
 // the ready shared frame letterboxed into a target of another size, filtered
-// as present.wgsl's fragment shaders filter it, written into a storage
-// buffer as packed RGBA8 rows or as the I420 planes a video or JPEG encoder
+// as a sampler filters it, written into a storage buffer as packed RGBA8 (or
+// BGRA8: a swapchain's) rows or as the I420 planes a video or JPEG encoder
 // takes (1.5 bytes a pixel: the CPU converts nothing). A compute pass needs
-// no graphics pipeline, and no raster unit. Compiled to SPIR-V by build.rs (naga).
+// no graphics pipeline, and no raster unit: every draw of vkcuda is this one. Compiled to SPIR-V by build.rs (naga).
 //
 // Entries: `from_image` samples a shared image (array layout), `from_buffer`
 // reads a shared buffer (buffer layout) as it is. RGBA8 output: one pixel per
@@ -24,7 +24,8 @@ struct Draw {
     // The target's size.
     target_w: u32,
     target_h: u32,
-    // 0: RGBA8 rows; 1: I420, BT.601 limited range (video); 2: I420, BT.601 full range (JPEG).
+    // 0: RGBA8 rows; 1: I420, BT.601 limited range (video); 2: I420, BT.601 full range (JPEG);
+    // 3: BGRA8 rows (a B8G8R8A8 swapchain's bytes).
     output: u32,
     // Buffers: 0 RGBA8, 1 RGBA8 sRGB, 2 BGRA8, 3 RGBA16F, 4 RGBA32F, 5 R32F.
     // Images: 0 sampled, 1 loaded and filtered here (sRGB).
@@ -37,7 +38,7 @@ struct Draw {
 };
 var<immediate> draw: Draw;
 
-// The filtered colour, linear, as the target shows it (present.wgsl's `shown`).
+// The filtered colour, linear, as the target shows it.
 fn shown(filtered: vec3<f32>) -> vec4<f32> {
     return shown_as(filtered, draw.show);
 }
@@ -163,9 +164,23 @@ fn block_pixels() -> u32 {
     return 16u * min(draw.output, 1u);
 }
 
+// Whether the target is packed rows, one pixel per invocation (else I420 blocks).
+fn rows() -> bool {
+    return draw.output == 0u || draw.output == 3u;
+}
+
+// Pixel `p`'s colour as the target's packed word.
+fn put(p: vec2<u32>, c: vec4<f32>) {
+    if (draw.output == 3u) {
+        drawn[p.y * draw.y_stride + p.x] = pack4x8unorm(c.bgra);
+    } else {
+        drawn[p.y * draw.y_stride + p.x] = pack4x8unorm(c);
+    }
+}
+
 // Whether this invocation has work: a pixel of the target, or a block that starts in it.
 fn covers(id: vec2<u32>) -> bool {
-    if (draw.output == 0u) {
+    if (rows()) {
         return id.x < draw.target_w && id.y < draw.target_h;
     }
     return id.x * 8u < draw.target_w && id.y * 2u < draw.target_h;
@@ -176,12 +191,12 @@ fn from_image(@builtin(global_invocation_id) id: vec3<u32>) {
     if (!covers(id.xy)) {
         return;
     }
-    if (draw.output == 0u) {
+    if (rows()) {
         var c = vec4<f32>(0.0, 0.0, 0.0, 1.0);
         if (in_box(id.xy)) {
             c = shown(image_colour(id.xy));
         }
-        drawn[id.y * draw.y_stride + id.x] = pack4x8unorm(c);
+        put(id.xy, c);
         return;
     }
     var c: array<vec3<i32>, 16>;
@@ -199,12 +214,12 @@ fn from_buffer(@builtin(global_invocation_id) id: vec3<u32>) {
     if (!covers(id.xy)) {
         return;
     }
-    if (draw.output == 0u) {
+    if (rows()) {
         var c = vec4<f32>(0.0, 0.0, 0.0, 1.0);
         if (in_box(id.xy)) {
             c = shown(buffer_colour(id.xy));
         }
-        drawn[id.y * draw.y_stride + id.x] = pack4x8unorm(c);
+        put(id.xy, c);
         return;
     }
     var c: array<vec3<i32>, 16>;

@@ -376,6 +376,7 @@ impl Viewer {
             dict.set_item("device", gpu.device.info().to_string())?;
         }
         dict.set_item("window", state.window_state())?;
+        dict.set_item("present", state.window.as_ref().map(|w| w.present))?;
         Ok(dict)
     }
 

@@ -3,8 +3,9 @@
 //! into a pointer, a [`Layout`] and the stream their data is ready on.
 
 use std::ffi::c_void;
+use std::sync::OnceLock;
 
-use pyo3::exceptions::{PyTypeError, PyValueError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyCapsule, PyDict, PyTuple};
 
@@ -97,6 +98,7 @@ pub fn device_array(
         if x.hasattr("__dlpack_device__")? {
             let (kind, id): (i32, i32) = x.call_method0("__dlpack_device__")?.extract()?;
             if matches!(kind, DL_CUDA | DL_CUDA_MANAGED) {
+                cuda_driver()?;
                 let own = own(usize::try_from(id).unwrap_or(0))?;
                 return dlpack(x, Some(own), channels_first);
             }
@@ -108,9 +110,18 @@ pub fn device_array(
         }
     }
     if let Ok(interface) = x.getattr("__cuda_array_interface__") {
+        cuda_driver()?;
         return cuda_array_interface(&interface, stream, channels_first).map(Some);
     }
     Ok(None)
+}
+
+/// CUDA's driver library, loaded once: an array in CUDA memory on a machine
+/// where it cannot be loaded is an error that says so (cudarc would panic).
+fn cuda_driver() -> PyResult<()> {
+    static LOADED: OnceLock<Result<(), String>> = OnceLock::new();
+    let loaded = LOADED.get_or_init(|| vkcuda::cuda::load_driver().map_err(|e| e.to_string()));
+    loaded.clone().map_err(|e| PyRuntimeError::new_err(format!("vkcuda: an array in CUDA memory, and {e}")))
 }
 
 impl DeviceArray {

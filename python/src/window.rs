@@ -73,6 +73,8 @@ pub struct Opened {
     pub closed: Arc<AtomicBool>,
     /// The error that closed it.
     pub error: Arc<Mutex<Option<String>>>,
+    /// How frames reach it: "swapchain" (Vulkan presents) or "cpu" (put in by the CPU).
+    pub present: &'static str,
 }
 
 /// The window thread's proxy, made with the thread at the first window.
@@ -145,8 +147,9 @@ impl ApplicationHandler<Command> for App {
                 let id = self.next_id;
                 self.next_id += 1;
                 let opened = Shown::open(event_loop, (size, &title), validate, gpu).map(|w| {
-                    let opened =
-                        Opened { id, gpu: w.gpu.clone(), closed: w.closed.clone(), error: w.error.clone() };
+                    let present = if w.screen.presenter.through_cpu() { "cpu" } else { "swapchain" };
+                    let (gpu, closed, error) = (w.gpu.clone(), w.closed.clone(), w.error.clone());
+                    let opened = Opened { id, gpu, closed, error, present };
                     self.windows.insert(id, w);
                     opened
                 });
@@ -321,13 +324,11 @@ impl Shown {
     }
 
     /// Says `why` the caller's frames stopped (its CUDA fault, which spoils
-    /// its context for good) over the window's last frame (the CPU path; a
-    /// swapchain's window in its title alone, as the viewer's) until the next
-    /// frame goes in (the title: until the next session).
+    /// its context for good) over the window's last frame until the next
+    /// frame goes in, and in its title until the next session.
     fn say(&mut self, why: &str) {
-        let mut lines: Vec<String> = why.lines().map(str::to_owned).collect();
-        lines.push("The window keeps the last frame; the next frame shown replaces this.".into());
-        if let Err(e) = self.screen.presenter.show_notice(&lines) {
+        let cure = "The window keeps the last frame; the next frame shown replaces this.";
+        if let Err(e) = self.screen.presenter.show_notice(why, cure) {
             log::warn!("vkcuda: the window cannot say the error over its frame: {e:#}");
         }
         let first = why.lines().next().unwrap_or_default();

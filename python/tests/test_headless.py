@@ -7,6 +7,7 @@ Runs anywhere Vulkan does (lavapipe in CI). GPU tensors are not part of this
 file: they need an NVIDIA GPU.
 """
 
+import ctypes
 import gc
 import os
 import subprocess
@@ -358,6 +359,27 @@ def test_frame_in_place_needs_a_cuda_device():
         with pytest.raises(TypeError, match="int16"):
             with v.frame(4, 4, "int16"):
                 pass
+
+
+class FarCudaArray:
+    """An array in CUDA memory, as the CUDA array interface says it."""
+
+    __cuda_array_interface__ = {"shape": (4, 4, 4), "typestr": "|u1", "data": (1 << 40, False), "version": 3}
+
+
+def test_a_cuda_array_where_cuda_cannot_be_loaded_is_an_error_that_says_so():
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("skipped: CUDA's driver library is here (test_gpu.py shows CUDA arrays)")
+    except OSError:
+        pass
+    with vkcuda.Viewer(headless=True) as v:
+        with pytest.raises(RuntimeError, match="an array in CUDA memory, and .*libcuda.so") as raised:
+            v.show(FarCudaArray())
+        assert "internal error" not in str(raised.value), raised.value
+        v.show(np.zeros((4, 4, 4), np.uint8))  # a host array still goes through
+        v.flush()
+        assert v.stats()["consumed"] == 1
 
 
 def test_no_message_names_a_cli_flag():

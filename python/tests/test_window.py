@@ -6,6 +6,7 @@ Without Xvfb, xdotool and xwd each test says "skipped: <reason>". On the
 H100, NVIDIA's Vulkan cannot present to Xvfb: the window takes the CPU path.
 """
 
+import ctypes
 import os
 import shutil
 import struct
@@ -526,6 +527,90 @@ def test_a_cuda_fault_is_written_over_the_windows_last_frame(xvfb, tmp_path):
         assert time.monotonic() < deadline, (white, below, title)
         time.sleep(0.1)
     print(f"the window after the fault: {white} white pixels in its top rows, {below} below them; title {title!r}")
+    p.stdin.write("\n")
+    p.stdin.flush()
+    errors, warnings = map(int, expect(p, "closed").split()[1:3])
+    assert p.wait(timeout=60) == 0, p.stderr.read()[-2000:]
+    assert (errors, warnings) == (0, 0)
+
+
+# A child that shows a green frame in a window, then an array in CUDA memory on a
+# machine whose CUDA driver cannot be loaded, so that the show raises; it says
+# "raised …", waits for a line, shows a blue frame ("again"), waits and closes.
+FRAME_FAILS = """
+import numpy as np, vkcuda
+class FarCudaArray:
+    __cuda_array_interface__ = {"shape": (4, 4, 4), "typestr": "|u1", "data": (1 << 40, False), "version": 3}
+h, w = 360, 640
+x = np.zeros((h, w, 4), np.uint8)
+x[..., 1] = 200
+x[..., 3] = 255
+v = vkcuda.Viewer(headless=False, size=(w, h), validate=True, title="vkcuda-fails")
+v.show(x)
+v.flush()
+print("shown", v.stats()["present"], "llvmpipe" in v.stats()["device"], flush=True)
+try:
+    v.show(FarCudaArray())
+    print("no error", flush=True)
+except RuntimeError as e:
+    print("raised", str(e).splitlines()[0], flush=True)
+input()
+x[..., 1], x[..., 2] = 0, 200
+v.show(x)
+v.flush()
+print("again", flush=True)
+input()
+v.close()
+s = v.stats()
+print("closed", s["validation_errors"], s["validation_warnings"], flush=True)
+"""
+
+
+def grab_until(display, name, tmp_path, done, seconds=15):
+    """Captures window `name` until `done(pixels, title)` holds; returns its pixels and title."""
+    env = dict(os.environ, DISPLAY=display)
+    ids = subprocess.run(["timeout", "20", "xdotool", "search", "--sync", "--name", f"^{name}"],
+                         env=env, capture_output=True, text=True, check=True).stdout.split()
+    capture, deadline = tmp_path / "window.xwd", time.monotonic() + seconds
+    while True:
+        subprocess.run(["xwd", "-id", ids[0], "-silent", "-display", display, "-out", str(capture)],
+                       check=True, timeout=30)
+        got = parse_xwd(capture.read_bytes())
+        title = subprocess.run(["xdotool", "getwindowname", ids[0]], env=env, capture_output=True,
+                               text=True).stdout
+        if done(got, title):
+            return got, title
+        assert time.monotonic() < deadline, (got[-10, got.shape[1] // 2], title)
+        time.sleep(0.1)
+
+
+def test_a_frame_that_fails_is_written_over_the_windows_last_frame_until_the_next(xvfb, tmp_path):
+    """A show fails with a runtime error (a CUDA fault on a GPU; here an array in CUDA memory
+    where CUDA's driver cannot be loaded): the window keeps its last frame with the error
+    written over its top, on whichever path it presents (on lavapipe its swapchain: the frame
+    drawn by compute and copied in, no graphics pipeline), and in its title; the next frame
+    that goes in clears it."""
+    try:
+        ctypes.CDLL("libcuda.so.1")
+        pytest.skip("skipped: CUDA's driver is here (the CuPy test above faults a kernel instead)")
+    except OSError:
+        pass
+    p = child(xvfb, FRAME_FAILS)
+    present, lavapipe = expect(p, "shown").split()[1:3]
+    # Lavapipe presents to Xvfb: this is the swapchain's notice (NVIDIA's windows there are "cpu").
+    assert present == "swapchain" if lavapipe == "True" else present in ("swapchain", "cpu"), present
+    raised = expect(p, "raised")
+    assert "libcuda.so" in raised, raised
+    white = lambda got: int((got[:60] == 255).all(axis=2).sum())  # noqa: E731
+    below = lambda got: got[-10, got.shape[1] // 2].astype(int)  # noqa: E731
+    got, title = grab_until(xvfb, "vkcuda-fails", tmp_path, lambda got, title: white(got) > 50
+                            and "libcuda.so" in title and abs(below(got) - [0, 200, 0]).max() <= 4)
+    print(f"{present}: {white(got)} white pixels over the last frame, {below(got)} below; title {title!r}")
+    p.stdin.write("\n")
+    p.stdin.flush()
+    expect(p, "again")
+    grab_until(xvfb, "vkcuda-fails", tmp_path, lambda got, title: white(got) == 0
+               and abs(below(got) - [0, 0, 200]).max() <= 4)
     p.stdin.write("\n")
     p.stdin.flush()
     errors, warnings = map(int, expect(p, "closed").split()[1:3])

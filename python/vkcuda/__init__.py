@@ -284,7 +284,8 @@ class Viewer:
         self._native.flush()
 
     def stats(self) -> dict:
-        """Frames shown, replaced, consumed and written; validation messages; the device."""
+        """Frames shown, replaced, consumed and written; validation messages; the device; the
+        window's state ("open", "closed") and how frames reach it ("swapchain", "cpu")."""
         return dict(self._native.stats())
 
     def close(self) -> None:

@@ -176,6 +176,24 @@ impl Buffer {
         })
     }
 
+    /// The mapped bytes of a host-visible buffer, to write (as [`Buffer::mapped`]:
+    /// exactly the `size` bytes asked for). The caller makes sure the GPU
+    /// does not use them meanwhile.
+    pub fn mapped_mut(&mut self) -> Result<&mut [u8]> {
+        let size = self.size as usize;
+        let slice = self
+            .allocation
+            .as_mut()
+            .and_then(|a| a.mapped_slice_mut())
+            .ok_or_else(|| Error::unsupported("buffer is not host-visible"))?;
+        let len = slice.len();
+        slice.get_mut(..size).ok_or_else(|| {
+            Error::unsupported(format!(
+                "mapped allocation of {len} bytes is smaller than the buffer's {size}"
+            ))
+        })
+    }
+
     /// The memory's properties (e.g. whether host reads are cached).
     pub fn memory_properties(&self) -> vk::MemoryPropertyFlags {
         self.allocation.as_ref().map_or(vk::MemoryPropertyFlags::empty(), |a| a.memory_properties())

@@ -429,14 +429,11 @@ impl Viewer {
         Ok(true)
     }
 
-    /// Writes the fault over the window's last frame (the CPU path; a
-    /// swapchain's window says it in its title alone).
+    /// Writes the fault over the window's last frame.
     fn show_fault(&mut self) -> Result<()> {
         let Some((why, _)) = &self.faulted else { return Ok(()) };
-        let mut lines: Vec<String> = why.lines().map(str::to_owned).collect();
-        lines.push("Save a fix and the run goes on with it; Esc quits.".into());
-        self.screen.presenter.show_notice(&lines)?;
-        Ok(())
+        let cure = "Save a fix and the run goes on with it; Esc quits.";
+        self.screen.presenter.show_notice(why, cure)
     }
 
     /// While the kernel's fault is shown: quits if asked, starts a new

@@ -22,7 +22,7 @@ use vkcuda_run::running::feed::run::{spawn, Output};
 use vkcuda_run::running::feed::{Feed, Mailbox, Put};
 
 const FRAME: (u32, u32) = (37, 23);
-const FRAMES: u32 = 3;
+const FRAMES: u32 = 5;
 /// Magnified (odd both ways), minified, and the frame's own size.
 const TARGETS: [(u32, u32); 3] = [(61, 43), (19, 13), FRAME];
 
@@ -40,7 +40,8 @@ struct Keep {
 }
 
 fn wants() -> Vec<Want> {
-    let pixels = [Pixels::Rgba8, Pixels::I420 { full_range: true }, Pixels::I420 { full_range: false }];
+    let pixels =
+        [Pixels::Rgba8, Pixels::Bgra8, Pixels::I420 { full_range: true }, Pixels::I420 { full_range: false }];
     let extent = |(width, height): (u32, u32)| vk::Extent2D { width, height };
     TARGETS.iter().flat_map(|&t| pixels.map(|pixels| Want { extent: extent(t), pixels })).collect()
 }
@@ -150,16 +151,20 @@ fn watchers_get_the_reference_as_rgba8_and_as_i420_in_every_format() {
         mailbox.close();
         run.join().expect("the consumer thread").expect("the run ends cleanly");
         let got = std::mem::take(&mut *keep.got.lock().unwrap_or_else(|p| p.into_inner()));
-        // Nine wants, eight drawn a frame, starting one further on each frame: each one drawn.
+        // Twelve wants, eight drawn a frame, starting one further on each frame: each one drawn.
         assert_eq!(got.len(), FRAMES as usize * MAX_SIZES, "{format:?}: eight wants of every frame");
         assert!(wants().iter().all(|w| got.iter().any(|(_, g, _)| g == w)), "{format:?}: a want never drawn");
         for (n, want, bytes) in got {
             let target = (want.extent.width, want.extent.height);
             let reference = drawn_reference(&frame(format, n as u32), format, FRAME, target);
             match want.pixels {
-                Pixels::Rgba8 => {
+                Pixels::Rgba8 | Pixels::Bgra8 => {
+                    let mut bytes = bytes;
+                    if want.pixels == Pixels::Bgra8 {
+                        bytes.chunks_exact_mut(4).for_each(|px| px.swap(0, 2));
+                    }
                     let diff = Diff::drawn(&bytes, &reference);
-                    assert!(diff.within_tolerance(), "{format:?} frame {n} at {target:?}: {diff:?}");
+                    assert!(diff.within_tolerance(), "{format:?} frame {n} {want:?}: {diff:?}");
                 }
                 Pixels::I420 { full_range } => {
                     let (worst, padded) = i420_difference(&bytes, &reference, target, full_range);
@@ -176,7 +181,7 @@ fn watchers_get_the_reference_as_rgba8_and_as_i420_in_every_format() {
                 Pixels::Rendered => unreachable!("never wanted"),
             }
         }
-        println!("  {format:?}: {FRAMES} frames at {TARGETS:?} as RGBA8 and I420 (full, limited) equal the reference");
+        println!("  {format:?}: {FRAMES} frames at {TARGETS:?} as RGBA8, BGRA8 and I420 (full, limited) equal the reference");
     }
     let v = gpu.device.validation();
     assert_eq!((v.errors, v.warnings), (0, 0), "validation messages");

@@ -1,8 +1,9 @@
-//! The draw pass as a compute shader (shaders/draw.wgsl): the ready shared
-//! frame letterboxed into a target of another size, filtered as the
-//! fragment shaders of [`super::draw`] filter it, written into a storage
-//! buffer as packed RGBA8 rows or as I420 planes ([`Pixels`]) that a JPEG or
-//! video encoder takes as they are. No graphics pipeline, no raster unit:
+//! The draw pass as a compute shader (shaders/draw.wgsl), every draw of
+//! vkcuda (the window's, `--consume draw`, the watchers'): the ready shared
+//! frame letterboxed into a target of another size, filtered as a sampler
+//! filters it, written into a storage buffer as packed RGBA8 or BGRA8 rows
+//! (a swapchain's bytes) or as I420 planes ([`Pixels`]) that a JPEG or video
+//! encoder takes as they are. No graphics pipeline, no raster unit:
 //! it runs on any queue with compute, also on a GPU whose graphics pipelines
 //! stopped finishing after a CUDA fault (../shared/interop-notes.md).
 
@@ -167,6 +168,9 @@ impl ComputeDraw {
             y_stride: extent.width,
             ..Draw::default()
         };
+        if target.pixels == Pixels::Bgra8 {
+            d.output = 3;
+        }
         if let Pixels::I420 { full_range } = target.pixels {
             let planes = I420::of(extent);
             d.output = if full_range { 2 } else { 1 };
@@ -252,7 +256,7 @@ impl Drop for ComputeDraw {
 }
 
 /// A target of the compute draw: a device-local buffer of `extent` pixels in
-/// [`Pixels`] (RGBA8 rows or I420 planes), and the set that writes it.
+/// [`Pixels`] (RGBA8 or BGRA8 rows, or I420 planes), and the set that writes it.
 pub struct ComputeTarget {
     device: Arc<Device>,
     buffer: Buffer,
@@ -269,7 +273,9 @@ impl ComputeTarget {
     pub fn new(pass: &ComputeDraw, name: &str, extent: vk::Extent2D, pixels: Pixels) -> Result<Self> {
         let bytes = pixels.bytes(extent, Format::Rgba8) as u64;
         if matches!(pixels, Pixels::Rendered) || bytes == 0 {
-            bail!("a compute draw target is RGBA8 or I420 of at least 1x1, not {pixels:?} of {extent:?}");
+            bail!(
+                "a compute draw target is RGBA8, BGRA8 or I420 of at least 1x1, not {pixels:?} of {extent:?}"
+            );
         }
         let device = pass.device.clone();
         let usage = vk::BufferUsageFlags::STORAGE_BUFFER | vk::BufferUsageFlags::TRANSFER_SRC;

@@ -3,10 +3,9 @@
 //! window-sized buffer on the GPU (no graphics pipeline: it still finishes
 //! after a CUDA fault on the GPU); each frame is copied into a host-visible
 //! buffer, and once the frame is consumed, softbuffer puts it in the window.
-//! There is one buffer more than slots, and the one the window shows is not
-//! written until another is shown: after a fault, the last good frame is still
-//! there for the notice written over it. Everything before the draw is the
-//! same as for a swapchain.
+//! The buffers are taken in turn ([`Turns`]): after a fault, the last good
+//! frame is still in one for the notice written over it. Everything before
+//! the draw is the same as for a swapchain.
 
 use std::num::NonZeroU32;
 use std::sync::Arc;
@@ -18,7 +17,7 @@ use gpu_allocator::MemoryLocation;
 use winit::window::Window;
 
 use super::compute_draw::{ComputeDraw, ComputeTarget};
-use super::notice;
+use super::held::{to_0rgb, Still, Turns};
 use super::readback::{copy_to_host, Pixels};
 use crate::frames::consumer::Source;
 use vkcuda::vk::device::Device;
@@ -31,16 +30,14 @@ pub struct CpuOutput {
     // Field order is drop order: the Vulkan objects before the window.
     target: Option<ComputeTarget>,
     buffers: Vec<Buffer>,
-    /// Per slot: the frame recorded, and the buffer that will hold its pixels once consumed.
-    pending: Vec<Option<(u64, usize)>>,
+    /// Which buffer holds each slot's frame once consumed, and which one the window shows.
+    turns: Turns,
     surface: softbuffer::Surface<Arc<Window>, Arc<Window>>,
     _context: softbuffer::Context<Arc<Window>>,
     /// How long the last frame took from its mapped buffer into the window.
     pub put_time: Duration,
-    /// The buffer that holds the frame the window shows (no frame records into it).
-    shown: Option<usize>,
-    /// The frame under a notice (0RGB, its width and height), once one is shown.
-    still: Option<(Vec<u32>, usize, usize)>,
+    /// The frame under a notice, once one is shown.
+    still: Option<Still>,
     /// Consumed frames are not put in the window (their producer failed).
     frozen: bool,
 }
@@ -56,11 +53,10 @@ impl CpuOutput {
             device,
             target: None,
             buffers: Vec::new(),
-            pending: vec![None; slots],
+            turns: Turns::new(slots),
             surface,
             _context: context,
             put_time: Duration::ZERO,
-            shown: None,
             still: None,
             frozen: false,
         })
@@ -75,7 +71,7 @@ impl CpuOutput {
         self.target = None;
         self.target = Some(ComputeTarget::new(pass, "CPU-present target", extent, Pixels::Rgba8)?);
         let usage = vk::BufferUsageFlags::TRANSFER_DST;
-        let buffers = self.pending.len() + 1;
+        let buffers = self.turns.buffers();
         let bytes = FrameDesc::new(extent).bytes();
         self.buffers = Buffer::frames(
             &self.device,
@@ -85,8 +81,7 @@ impl CpuOutput {
             usage,
             MemoryLocation::GpuToCpu,
         )?;
-        self.pending.iter_mut().for_each(|p| *p = None);
-        self.shown = None;
+        self.turns.forget();
         self.surface.resize(w, h).map_err(|e| anyhow!("softbuffer resize: {e}"))?;
         Ok(())
     }
@@ -106,30 +101,26 @@ impl CpuOutput {
         shown: Source<'_>,
     ) -> Result<()> {
         let target = self.target.as_ref().context("no target")?;
-        // A buffer neither shown nor waiting for another slot's frame: of slots + 1
-        // buffers, at most slots − 1 wait (this slot's last frame was consumed) and one is shown.
-        let taken = |b: usize| self.shown == Some(b) || self.pending.iter().flatten().any(|&(_, p)| p == b);
-        let buffer = (0..self.buffers.len()).find(|&b| !taken(b)).context("no free readback buffer")?;
+        let buffer = self.turns.take(slot, frame)?;
         pass.record(cmd, shown, target)?;
         copy_to_host(self.device.raw(), cmd, target.readable(), &self.buffers[buffer], target.extent);
-        self.pending[slot] = Some((frame, buffer));
         Ok(())
     }
 
     /// Frame `frame` in slot `slot` is consumed: put its pixels in the window.
     pub fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
-        let Some((_, buffer)) = self.pending[slot].filter(|&(f, _)| f == frame) else { return Ok(()) };
-        self.pending[slot] = None;
+        let Some(buffer) = self.turns.done(slot, frame) else { return Ok(()) };
         if self.frozen {
             return Ok(());
         }
         let started = Instant::now();
         let pixels = self.buffers[buffer].mapped()?;
         let mut out = self.surface.buffer_mut().map_err(|e| anyhow!("softbuffer: {e}"))?;
-        to_0rgb(pixels, &mut out);
+        to_0rgb(pixels, &mut out, false);
         out.present().map_err(|e| anyhow!("softbuffer present: {e}"))?;
         self.put_time = started.elapsed();
-        (self.shown, self.still) = (Some(buffer), None);
+        self.turns.show(buffer);
+        self.still = None;
         Ok(())
     }
 
@@ -144,9 +135,9 @@ impl CpuOutput {
     /// idle): the target and buffers go; [`CpuOutput::recreate`] makes them
     /// on `device`. The window keeps what it shows.
     pub fn move_to(&mut self, device: Arc<Device>) {
-        (self.target, self.shown) = (None, None);
+        self.target = None;
         self.buffers.clear();
-        self.pending.iter_mut().for_each(|p| *p = None);
+        self.turns.forget();
         self.device = device;
     }
 
@@ -154,68 +145,25 @@ impl CpuOutput {
     /// one's frames that were recorded and never consumed hold no buffer.
     pub fn thaw(&mut self) {
         (self.frozen, self.still) = (false, None);
-        self.pending.iter_mut().for_each(|p| *p = None);
+        self.turns.forget_pending();
     }
 
-    /// Writes `lines` ([`notice::write`]) over the frame the window shows
-    /// (none yet: black) and puts it in the window; again after the window
-    /// changed size, over that frame scaled to it. Nothing of the GPU's: the
-    /// frame is in its host-visible buffer, which nothing records into while
-    /// it is shown.
+    /// Writes `lines` ([`super::notice::write`]) over the frame the window
+    /// shows (none yet: black) and puts it in the window; again after the
+    /// window changed size, over that frame scaled to it. Nothing of the
+    /// GPU's: the frame is in its host-visible buffer, which nothing records
+    /// into while it is shown.
     pub fn notice(&mut self, lines: &[String]) -> Result<()> {
         let e = self.extent();
-        let (w, h) = (e.width as usize, e.height as usize);
+        let size = (e.width as usize, e.height as usize);
         if self.still.is_none() {
-            let mut still = vec![0; w * h];
-            if let Some(buffer) = self.shown {
-                to_0rgb(self.buffers[buffer].mapped()?, &mut still);
-            }
-            self.still = Some((still, w, h));
+            let shown = self.turns.shown().map(|b| self.buffers[b].mapped()).transpose()?;
+            self.still = Some(Still::new(shown, size, false));
         }
         let mut out = self.surface.buffer_mut().map_err(|e| anyhow!("softbuffer: {e}"))?;
-        if let Some((still, sw, sh)) = &self.still {
-            scale_into(still, (*sw, *sh), &mut out, (w, h));
+        if let Some(still) = &self.still {
+            still.noticed(&mut out, size, lines);
         }
-        notice::write(&mut out, w, h, lines);
         out.present().map_err(|e| anyhow!("softbuffer present: {e}"))
-    }
-}
-
-/// RGBA bytes as softbuffer's pixels: 0RGB in a u32.
-fn to_0rgb(rgba: &[u8], out: &mut [u32]) {
-    for (dst, px) in out.iter_mut().zip(rgba.chunks_exact(4)) {
-        *dst = u32::from(px[0]) << 16 | u32::from(px[1]) << 8 | u32::from(px[2]);
-    }
-}
-
-/// `src` (`from`: width, height) into `dst` (`to`), nearest pixel.
-fn scale_into(src: &[u32], from: (usize, usize), dst: &mut [u32], to: (usize, usize)) {
-    if from.0 == 0 || from.1 == 0 || to.0 == 0 {
-        return;
-    }
-    for (y, row) in dst.chunks_exact_mut(to.0).take(to.1).enumerate() {
-        let sy = y * from.1 / to.1;
-        for (x, px) in row.iter_mut().enumerate() {
-            *px = src.get(sy * from.0 + x * from.0 / to.0).copied().unwrap_or(0);
-        }
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_still_scales_to_a_resized_window_by_the_nearest_pixel() {
-        // 2x1 (left red, right blue) into 4x2 and into 1x1.
-        let src = [0x00ff_0000, 0x0000_00ff];
-        let mut dst = [7; 8];
-        scale_into(&src, (2, 1), &mut dst, (4, 2));
-        assert_eq!(dst, [0xff0000, 0xff0000, 0xff, 0xff, 0xff0000, 0xff0000, 0xff, 0xff]);
-        let mut one = [7];
-        scale_into(&src, (2, 1), &mut one, (1, 1));
-        assert_eq!(one, [0xff0000]);
-        to_0rgb(&[1, 2, 3, 4], &mut one);
-        assert_eq!(one, [0x010203]);
     }
 }

@@ -1,6 +1,5 @@
-//! The shared frames as a draw reads them: descriptor set 0 of the window's
-//! draw pass ([`super::draw`]) and of the compute draw ([`super::compute_draw`]),
-//! one set per shared frame. An image is sampled (binding 0, the sampler at
+//! The shared frames as the draw reads them: descriptor set 0 of the compute
+//! draw ([`super::compute_draw`]), one set per shared frame. An image is sampled (binding 0, the sampler at
 //! 1); a buffer is read as it is, as 32-, 64- and 128-bit elements (bindings
 //! 2–4: one load per pixel for every format), so the buffer layout is drawn
 //! without a per-frame copy into an image.

@@ -94,6 +94,8 @@ pub enum Pixels {
     Rendered,
     /// Drawn (letterboxed and filtered at the target's size): packed RGBA8 rows.
     Rgba8,
+    /// Drawn as [`Pixels::Rgba8`] with red and blue swapped: a B8G8R8A8 swapchain's bytes.
+    Bgra8,
     /// Drawn as I420 planes, BT.601 ([`I420`] says where each plane is): full
     /// range (JPEG's YCbCr) or limited range (video's).
     I420 {
@@ -107,7 +109,7 @@ impl Pixels {
     pub fn bytes(self, extent: vk::Extent2D, format: Format) -> usize {
         match self {
             Pixels::Rendered => FrameDesc::new(extent).format(format).bytes() as usize,
-            Pixels::Rgba8 => FrameDesc::new(extent).format(Format::Rgba8).bytes() as usize,
+            Pixels::Rgba8 | Pixels::Bgra8 => FrameDesc::new(extent).format(Format::Rgba8).bytes() as usize,
             Pixels::I420 { .. } => I420::of(extent).bytes,
         }
     }

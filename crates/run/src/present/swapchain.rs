@@ -17,7 +17,6 @@ use ash::vk;
 
 use crate::base::kinds::PresentMode;
 use vkcuda::vk::device::Device;
-use vkcuda::vk::frame::COLOR;
 
 /// The swapchain and what hangs off it.
 pub struct Swapchain {
@@ -27,7 +26,6 @@ pub struct Swapchain {
     surface: vk::SurfaceKHR,
     swapchain: vk::SwapchainKHR,
     images: Vec<vk::Image>,
-    views: Vec<vk::ImageView>,
     rendered_to: Vec<vk::Semaphore>,
     acquired: Vec<vk::Semaphore>,
     extent: vk::Extent2D,
@@ -74,6 +72,17 @@ impl Swapchain {
         let formats = unsafe { surface_fn.get_physical_device_surface_formats(physical, surface) }?;
         // SAFETY: as above.
         let modes = unsafe { surface_fn.get_physical_device_surface_present_modes(physical, surface) }?;
+        // SAFETY: as above.
+        let caps = unsafe { surface_fn.get_physical_device_surface_capabilities(physical, surface) }?;
+        // The frame is drawn by compute and copied in (no graphics pipeline: on NVIDIA
+        // those stop finishing after a CUDA fault).
+        if !caps.supported_usage_flags.contains(vk::ImageUsageFlags::TRANSFER_DST) {
+            bail!(
+                "this window's swapchain images cannot be copied into (usage {:?}): \
+                 present through the CPU instead",
+                caps.supported_usage_flags
+            );
+        }
         // UNORM, so the shared image's bytes reach the screen unchanged (no sRGB encoding).
         let format = [vk::Format::B8G8R8A8_UNORM, vk::Format::R8G8B8A8_UNORM]
             .into_iter()
@@ -93,7 +102,6 @@ impl Swapchain {
             surface,
             swapchain: vk::SwapchainKHR::null(),
             images: Vec::new(),
-            views: Vec::new(),
             rendered_to: Vec::new(),
             acquired: Vec::new(),
             extent: vk::Extent2D::default(),
@@ -144,7 +152,7 @@ impl Swapchain {
             .image_color_space(vk::ColorSpaceKHR::SRGB_NONLINEAR)
             .image_extent(extent)
             .image_array_layers(1)
-            .image_usage(vk::ImageUsageFlags::COLOR_ATTACHMENT)
+            .image_usage(vk::ImageUsageFlags::TRANSFER_DST)
             .image_sharing_mode(vk::SharingMode::EXCLUSIVE)
             .pre_transform(caps.current_transform)
             .composite_alpha(alpha)
@@ -157,14 +165,7 @@ impl Swapchain {
         self.destroy_swapchain_objects(old);
         // SAFETY: a live swapchain.
         self.images = unsafe { self.swapchain_fn.get_swapchain_images(self.swapchain) }?;
-        for &image in &self.images {
-            let view_info = vk::ImageViewCreateInfo::default()
-                .image(image)
-                .view_type(vk::ImageViewType::TYPE_2D)
-                .format(self.format)
-                .subresource_range(COLOR);
-            // SAFETY: a live swapchain image; destroyed with the swapchain.
-            self.views.push(unsafe { self.device.raw().create_image_view(&view_info, None) }?);
+        for _ in &self.images {
             // SAFETY: default create info; destroyed with the swapchain.
             self.rendered_to.push(unsafe {
                 self.device.raw().create_semaphore(&vk::SemaphoreCreateInfo::default(), None)
@@ -176,16 +177,12 @@ impl Swapchain {
 
     fn destroy_swapchain_objects(&mut self, swapchain: vk::SwapchainKHR) {
         // The queue is idle (the caller drained it), so nothing uses these any more.
-        for v in self.views.drain(..) {
-            // SAFETY: as above.
-            unsafe { self.device.raw().destroy_image_view(v, None) };
-        }
         for s in self.rendered_to.drain(..) {
             // SAFETY: as above.
             unsafe { self.device.raw().destroy_semaphore(s, None) };
         }
         if swapchain != vk::SwapchainKHR::null() {
-            // SAFETY: as above; its image views are gone.
+            // SAFETY: as above.
             unsafe { self.swapchain_fn.destroy_swapchain(swapchain, None) };
         }
     }
@@ -231,16 +228,21 @@ impl Swapchain {
 
     /// Presents the current image once the frame's submission is done.
     pub fn present(&mut self) -> Result<SwapchainState> {
+        let index = self.current.ok_or_else(|| anyhow!("no swapchain image acquired"))?;
+        self.present_after(&[self.rendered_to[index as usize]])
+    }
+
+    /// Presents the current image once `waits` are signalled.
+    fn present_after(&mut self, waits: &[vk::Semaphore]) -> Result<SwapchainState> {
         let index = self.current.take().ok_or_else(|| anyhow!("no swapchain image acquired"))?;
-        let waits = [self.rendered_to[index as usize]];
         let swapchains = [self.swapchain];
         let indices = [index];
         let info = vk::PresentInfoKHR::default()
-            .wait_semaphores(&waits)
+            .wait_semaphores(waits)
             .swapchains(&swapchains)
             .image_indices(&indices);
         let presented = self.device.queue_op(|| {
-            // SAFETY: the image was acquired; its semaphore's signal was submitted just before.
+            // SAFETY: the image was acquired; its writes are done or signal `waits`, submitted before.
             unsafe { self.swapchain_fn.queue_present(self.device.queue(), &info) }
         });
         match presented {
@@ -250,10 +252,48 @@ impl Swapchain {
         }
     }
 
-    /// The acquired image and its view, for the frame being recorded.
-    pub fn target(&self) -> Result<(vk::Image, vk::ImageView)> {
+    /// The acquired image, for the frame being recorded.
+    pub fn target(&self) -> Result<vk::Image> {
         let index = self.current.ok_or_else(|| anyhow!("no swapchain image acquired"))? as usize;
-        Ok((self.images[index], self.views[index]))
+        Ok(self.images[index])
+    }
+
+    /// Acquires the next image outside the frame loop (a notice over the
+    /// last frame), waiting on the host until it is ready, for at most
+    /// [`vkcuda::vk::WAIT_TIMEOUT`]; `None` when the swapchain no longer fits
+    /// the window. Present it with [`Swapchain::present_now`].
+    pub fn acquire_now(&mut self) -> Result<Option<vk::Image>> {
+        let dev = self.device.raw();
+        // SAFETY: default create info; destroyed below.
+        let fence = unsafe { dev.create_fence(&vk::FenceCreateInfo::default(), None) }?;
+        let timeout = vkcuda::vk::WAIT_TIMEOUT.as_nanos() as u64;
+        // SAFETY: a live swapchain; the fence is unsignalled and waited on below.
+        let acquired = unsafe {
+            self.swapchain_fn.acquire_next_image(self.swapchain, timeout, vk::Semaphore::null(), fence)
+        };
+        let ready = match acquired {
+            // SAFETY: the acquire signals the fence.
+            Ok(_) => unsafe { dev.wait_for_fences(&[fence], true, timeout) },
+            Err(_) => Ok(()),
+        };
+        // SAFETY: the fence was signalled, or never submitted (the acquire failed), or the wait
+        // failed and the device is lost.
+        unsafe { dev.destroy_fence(fence, None) };
+        ready.context("waiting for a swapchain image to be free")?;
+        match acquired {
+            Ok((index, _)) => {
+                self.current = Some(index);
+                Ok(Some(self.images[index as usize]))
+            }
+            Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(None),
+            Err(e) => Err(e).context("vkAcquireNextImageKHR"),
+        }
+    }
+
+    /// Presents the image of [`Swapchain::acquire_now`], whose writes the
+    /// host has waited for.
+    pub fn present_now(&mut self) -> Result<SwapchainState> {
+        self.present_after(&[])
     }
 
     /// Switches to the next supported present mode; returns its name. The

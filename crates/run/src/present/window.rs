@@ -1,11 +1,11 @@
-//! The windowed consumer: the draw pass ([`super::draw`]) into an acquired
-//! swapchain image ([`super::swapchain`]), then the present; or, where the
-//! Vulkan device cannot present to the window, the compute draw
-//! ([`super::compute_draw`]) into a buffer that the CPU puts in the window
-//! ([`super::cpu`]). The swapchain path is the one graphics pipeline left:
-//! swapchain images are colour attachments (storage use of them is optional
-//! and rare for sRGB/BGRA formats), and a display is needed there anyway. The
-//! timelines are as in every mode (`app::consumer`).
+//! The windowed consumer: the compute draw ([`super::compute_draw`]) into a
+//! target copied into an acquired swapchain image
+//! ([`super::to_swapchain`]), then the present; or, where the Vulkan device
+//! cannot present to the window, into a buffer that the CPU puts in the
+//! window ([`super::cpu`]). No graphics pipeline on either path: on NVIDIA
+//! those stop finishing after a CUDA fault, and the window must still show
+//! the fault over its last frame. The timelines are as in every mode
+//! (`app::consumer`).
 
 use std::sync::Arc;
 
@@ -14,27 +14,26 @@ use ash::vk;
 
 use super::compute_draw::ComputeDraw;
 use super::cpu::CpuOutput;
-use super::draw::DrawPass;
 use super::readback::{Readable, Readback};
 use super::swapchain::{Swapchain, SwapchainState};
+use super::to_swapchain::SwapchainOutput;
 use crate::base::kinds::PresentMode;
 use crate::frames::consumer::{Consume, Frames, Source};
 use vkcuda::vk::device::Device;
-use vkcuda::vk::frame::{record_image_barrier, COLOR};
 
-/// Where the drawn frame goes, and what draws it.
+/// Where the drawn frame goes (the compute draw draws it).
 enum Output {
-    /// A swapchain of the window's Vulkan surface, drawn by a graphics pipeline.
-    Vulkan(Box<Swapchain>, DrawPass),
-    /// A buffer written by the compute draw, read back and put in the window by the CPU.
-    Cpu(Box<CpuOutput>, ComputeDraw),
+    /// A swapchain of the window's Vulkan surface, the drawing copied in.
+    Vulkan(Box<SwapchainOutput>),
+    /// A buffer read back and put in the window by the CPU.
+    Cpu(Box<CpuOutput>),
 }
 
 /// What a frame's submission waits for and signals for the window.
 pub enum Acquired {
     /// The swapchain no longer fits the window: recreate it, skip the frame.
     Stale,
-    /// Go on (with `state`); wait for `wait` at colour output, signal `signal`
+    /// Go on (with `state`); wait for `wait` at the copy in, signal `signal`
     /// for the present (both `None` on the CPU path).
     Ready {
         /// Whether to recreate after this frame.
@@ -50,6 +49,7 @@ pub enum Acquired {
 pub struct Presenter {
     device: Arc<Device>,
     output: Output,
+    draw: ComputeDraw,
     /// When set, the next frame is also read back and written as PNG.
     pub snapshot: Option<Readback>,
     snapshot_next: bool,
@@ -65,20 +65,16 @@ impl Presenter {
         mode: PresentMode,
     ) -> Result<Self> {
         let swapchain = Swapchain::new(device.clone(), surface_fn, surface, slots, mode)?;
-        let draw = DrawPass::new(device.clone(), swapchain.format)?;
-        Ok(Self {
-            device,
-            output: Output::Vulkan(Box::new(swapchain), draw),
-            snapshot: None,
-            snapshot_next: false,
-        })
+        let output = Output::Vulkan(Box::new(SwapchainOutput::new(device.clone(), swapchain, slots)));
+        let draw = ComputeDraw::new(device.clone())?;
+        Ok(Self { device, output, draw, snapshot: None, snapshot_next: false })
     }
 
     /// Presents through the CPU into `window`; the target follows with [`Presenter::recreate`].
     pub fn new_cpu(device: Arc<Device>, window: Arc<winit::window::Window>, slots: usize) -> Result<Self> {
-        let cpu = Box::new(CpuOutput::new(device.clone(), window, slots)?);
+        let output = Output::Cpu(Box::new(CpuOutput::new(device.clone(), window, slots)?));
         let draw = ComputeDraw::new(device.clone())?;
-        Ok(Self { device, output: Output::Cpu(cpu, draw), snapshot: None, snapshot_next: false })
+        Ok(Self { device, output, draw, snapshot: None, snapshot_next: false })
     }
 
     /// Whether frames reach the window through the CPU.
@@ -90,46 +86,37 @@ impl Presenter {
     pub fn put_time(&self) -> std::time::Duration {
         match &self.output {
             Output::Vulkan(..) => std::time::Duration::ZERO,
-            Output::Cpu(c, _) => c.put_time,
+            Output::Cpu(c) => c.put_time,
         }
     }
 
     /// Multiplies the exposure by `factor` (kept between 1/64 and 64).
     pub fn change_exposure(&mut self, factor: f32) {
-        let exposure = match &mut self.output {
-            Output::Vulkan(_, draw) => &mut draw.exposure,
-            Output::Cpu(_, draw) => &mut draw.exposure,
-        };
-        *exposure = (*exposure * factor).clamp(1.0 / 64.0, 64.0);
+        self.draw.exposure = (self.draw.exposure * factor).clamp(1.0 / 64.0, 64.0);
     }
 
     /// The exposure the frames are shown with.
     pub fn exposure(&self) -> f32 {
-        match &self.output {
-            Output::Vulkan(_, draw) => draw.exposure,
-            Output::Cpu(_, draw) => draw.exposure,
-        }
+        self.draw.exposure
     }
 
     /// Points the draw at a session's frames (after the interop is (re)built);
-    /// on the CPU path frames go in the window again ([`Presenter::freeze`]).
+    /// frames go in the window again ([`Presenter::freeze`]).
     pub fn bind_shared(&mut self, frames: Frames<'_>) -> Result<()> {
         match &mut self.output {
-            Output::Vulkan(_, draw) => draw.bind_shared(frames),
-            Output::Cpu(cpu, draw) => {
-                cpu.thaw();
-                draw.bind_shared(frames)
-            }
+            Output::Vulkan(s) => s.thaw(),
+            Output::Cpu(cpu) => cpu.thaw(),
         }
+        self.draw.bind_shared(frames)
     }
 
     /// The producer failed: frames consumed from now on (the run signals what
     /// it owed; their pixels are stale) stay out of the window, which keeps
-    /// the last good frame, on the CPU path. A swapchain's frames still go
-    /// through (after an illegal address their draw does not finish anyway).
+    /// the last good frame.
     pub fn freeze(&mut self) {
-        if let Output::Cpu(cpu, _) = &mut self.output {
-            cpu.freeze();
+        match &mut self.output {
+            Output::Vulkan(s) => s.freeze(),
+            Output::Cpu(cpu) => cpu.freeze(),
         }
     }
 
@@ -137,7 +124,7 @@ impl Presenter {
     /// must present to it.
     pub fn surface(&self) -> Option<(ash::khr::surface::Instance, vk::SurfaceKHR)> {
         match &self.output {
-            Output::Vulkan(s, _) => Some(s.surface()),
+            Output::Vulkan(s) => Some(s.swapchain.surface()),
             Output::Cpu(..) => None,
         }
     }
@@ -151,15 +138,10 @@ impl Presenter {
         self.device.wait_idle()?;
         (self.snapshot, self.snapshot_next) = (None, false);
         match &mut self.output {
-            Output::Vulkan(s, draw) => {
-                s.move_to(device.clone())?;
-                *draw = DrawPass::new(device.clone(), s.format)?;
-            }
-            Output::Cpu(cpu, draw) => {
-                cpu.move_to(device.clone());
-                *draw = ComputeDraw::new(device.clone())?;
-            }
+            Output::Vulkan(s) => s.move_to(device.clone())?,
+            Output::Cpu(cpu) => cpu.move_to(device.clone()),
         }
+        self.draw = ComputeDraw::new(device.clone())?;
         self.device = device;
         Ok(())
     }
@@ -167,16 +149,17 @@ impl Presenter {
     /// (Re)creates the swapchain or the CPU path's target for the window's size (queue idle).
     pub fn recreate(&mut self, window: vk::Extent2D) -> Result<()> {
         match &mut self.output {
-            Output::Vulkan(s, _) => s.recreate(window),
-            Output::Cpu(c, draw) => c.recreate(draw, window),
+            Output::Vulkan(s) => s.recreate(&self.draw, window),
+            Output::Cpu(c) => c.recreate(&self.draw, window),
         }
     }
 
     /// Acquires the next swapchain image with slot `slot`'s semaphore (nothing to acquire on the CPU path).
     pub fn acquire(&mut self, slot: usize) -> Result<Acquired> {
-        let Output::Vulkan(s, _) = &mut self.output else {
+        let Output::Vulkan(s) = &mut self.output else {
             return Ok(Acquired::Ready { state: SwapchainState::Ok, wait: None, signal: None });
         };
+        let s = &mut s.swapchain;
         let (state, acquired) = s.acquire(slot)?;
         if acquired == vk::Semaphore::null() {
             return Ok(Acquired::Stale);
@@ -188,19 +171,20 @@ impl Presenter {
     /// CPU path puts a frame in the window when it is consumed instead).
     pub fn present(&mut self) -> Result<SwapchainState> {
         match &mut self.output {
-            Output::Vulkan(s, _) => s.present(),
+            Output::Vulkan(s) => s.swapchain.present(),
             Output::Cpu(..) => Ok(SwapchainState::Ok),
         }
     }
 
-    /// Writes `lines` over the frame the window shows, where it can: on the
-    /// CPU path (`true`). A swapchain keeps its last image on screen and the
-    /// caller says it elsewhere (`false`): drawing into it takes a graphics
-    /// pipeline, which stops finishing on NVIDIA after a CUDA fault.
-    pub fn show_notice(&mut self, lines: &[String]) -> Result<bool> {
+    /// Writes `why` (its lines) and then `cure` over the frame the window
+    /// shows (its last good one after [`Presenter::freeze`]) and puts it in
+    /// the window, until the next frame goes in. Nothing of a graphics
+    /// pipeline: it must work after a CUDA fault on NVIDIA.
+    pub fn show_notice(&mut self, why: &str, cure: &str) -> Result<()> {
+        let lines: Vec<String> = why.lines().chain([cure]).map(str::to_owned).collect();
         match &mut self.output {
-            Output::Vulkan(..) => Ok(false),
-            Output::Cpu(cpu, _) => cpu.notice(lines).map(|()| true),
+            Output::Vulkan(s) => s.notice(&lines),
+            Output::Cpu(cpu) => cpu.notice(&lines),
         }
     }
 
@@ -212,7 +196,7 @@ impl Presenter {
     /// Switches to the next supported present mode; see [`Swapchain::cycle_mode`].
     pub fn cycle_mode(&mut self) -> &'static str {
         match &mut self.output {
-            Output::Vulkan(s, _) => s.cycle_mode(),
+            Output::Vulkan(s) => s.swapchain.cycle_mode(),
             Output::Cpu(..) => "cpu",
         }
     }
@@ -220,7 +204,7 @@ impl Presenter {
     /// The present mode in use ("cpu" on the CPU path).
     pub fn mode(&self) -> &'static str {
         match &self.output {
-            Output::Vulkan(s, _) => s.mode(),
+            Output::Vulkan(s) => s.swapchain.mode(),
             Output::Cpu(..) => "cpu",
         }
     }
@@ -228,8 +212,8 @@ impl Presenter {
     /// The drawn image's size: the swapchain's or the CPU path's target.
     pub fn extent(&self) -> vk::Extent2D {
         match &self.output {
-            Output::Vulkan(s, _) => s.extent(),
-            Output::Cpu(c, _) => c.extent(),
+            Output::Vulkan(s) => s.swapchain.extent(),
+            Output::Cpu(c) => c.extent(),
         }
     }
 }
@@ -237,26 +221,18 @@ impl Presenter {
 impl Consume for Presenter {
     fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
         // Read by the draw; copied when a snapshot is taken.
-        let (stage, access) = match &self.output {
-            Output::Vulkan(_, draw) => draw.frame_use(),
-            Output::Cpu(_, draw) => draw.frame_use(),
-        };
+        let (stage, access) = self.draw.frame_use();
         (stage | vk::PipelineStageFlags2::COPY, access | vk::AccessFlags2::TRANSFER_READ)
     }
 
     fn takes_buffers(&self) -> bool {
-        match &self.output {
-            Output::Vulkan(_, draw) => draw.reads_buffers(),
-            Output::Cpu(_, draw) => draw.reads_buffers(),
-        }
+        self.draw.reads_buffers()
     }
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()> {
         match &mut self.output {
-            Output::Vulkan(swapchain, draw) => {
-                record_to_swapchain(&self.device, cmd, draw, swapchain, source)?
-            }
-            Output::Cpu(cpu, draw) => cpu.record(cmd, (slot, frame), draw, source)?,
+            Output::Vulkan(s) => s.record(cmd, (slot, frame), &self.draw, source)?,
+            Output::Cpu(cpu) => cpu.record(cmd, (slot, frame), &self.draw, source)?,
         }
         if std::mem::take(&mut self.snapshot_next) {
             if let Some(r) = self.snapshot.as_mut() {
@@ -267,43 +243,12 @@ impl Consume for Presenter {
     }
 
     fn completed(&mut self, slot: usize, frame: u64) -> Result<()> {
-        if let Output::Cpu(cpu, _) = &mut self.output {
-            cpu.completed(slot, frame)?;
+        match &mut self.output {
+            Output::Vulkan(s) => s.completed(slot, frame),
+            Output::Cpu(cpu) => cpu.completed(slot, frame)?,
         }
         self.snapshot.as_mut().map_or(Ok(()), |r| r.completed(slot, frame))
     }
-}
-
-/// The draw pass into the acquired swapchain image, with its layout changes.
-fn record_to_swapchain(
-    device: &Device,
-    cmd: vk::CommandBuffer,
-    draw: &DrawPass,
-    swapchain: &Swapchain,
-    frame: Source<'_>,
-) -> Result<()> {
-    let (target, view) = swapchain.target()?;
-    let color_out = vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT;
-    // The acquire semaphore is waited on at COLOR_ATTACHMENT_OUTPUT: chain the layout change to it.
-    let to_color = vk::ImageMemoryBarrier2::default()
-        .src_stage_mask(color_out)
-        .dst_stage_mask(color_out)
-        .dst_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
-        .old_layout(vk::ImageLayout::UNDEFINED)
-        .new_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-        .image(target)
-        .subresource_range(COLOR);
-    let to_present = vk::ImageMemoryBarrier2::default()
-        .src_stage_mask(color_out)
-        .src_access_mask(vk::AccessFlags2::COLOR_ATTACHMENT_WRITE)
-        .old_layout(vk::ImageLayout::COLOR_ATTACHMENT_OPTIMAL)
-        .new_layout(vk::ImageLayout::PRESENT_SRC_KHR)
-        .image(target)
-        .subresource_range(COLOR);
-    record_image_barrier(device.raw(), cmd, to_color);
-    draw.record(cmd, frame, view, swapchain.extent())?;
-    record_image_barrier(device.raw(), cmd, to_present);
-    Ok(())
 }
 
 /// A shared frame as a readback copies it.

@@ -128,8 +128,7 @@ fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Presente
         return Ok(Presented { done, stale: true, frame: None });
     };
     let at = |s: vk::Semaphore, stage| vk::SemaphoreSubmitInfo::default().semaphore(s).stage_mask(stage);
-    let waits: Vec<_> =
-        wait.map(|s| at(s, vk::PipelineStageFlags2::COLOR_ATTACHMENT_OUTPUT)).into_iter().collect();
+    let waits: Vec<_> = wait.map(|s| at(s, vk::PipelineStageFlags2::COPY)).into_iter().collect();
     let signals: Vec<_> = signal.map(|s| at(s, vk::PipelineStageFlags2::ALL_COMMANDS)).into_iter().collect();
     done.extend(run.submit(presenter, ExtraSync { wait: &waits, signal: &signals })?);
     // Frames that have finished go on screen now, not when their slots come round again.
