@@ -48,16 +48,22 @@ struct Draw {
     u_offset: u32,
     v_offset: u32,
     c_stride: u32,
+    rows_each: u32,
+    row_stride: u32,
 }
 
 impl Draw {
     fn words(&self) -> Vec<u32> {
         let d = self;
         let rest = [d.box_w, d.box_h, d.target_w, d.target_h, d.output, d.source];
-        let planes = [d.y_stride, d.u_offset, d.v_offset, d.c_stride];
+        let planes = [d.y_stride, d.u_offset, d.v_offset, d.c_stride, d.rows_each, d.row_stride];
         [&d.show.words()[..], &rest, &planes].concat()
     }
 }
+
+/// Rows each invocation draws on a CPU device (lavapipe): there an invocation
+/// costs about 30 ns whatever it does, a step of the shader's loop little.
+const CPU_ROWS_EACH: u32 = 32;
 
 /// Set 1: the target.
 const TARGET_BINDINGS: [(u32, vk::DescriptorType); 1] = [(0, vk::DescriptorType::STORAGE_BUFFER)];
@@ -69,6 +75,8 @@ pub struct ComputeDraw {
     images: Pipe,
     buffers: Pipe,
     target_layout: vk::DescriptorSetLayout,
+    /// Rows each invocation draws (packed rows): 1 on a GPU, [`CPU_ROWS_EACH`] on a CPU device.
+    rows_each: u32,
     /// What the shown colours are multiplied by before they are clamped (float frames' exposure).
     pub exposure: f32,
 }
@@ -77,8 +85,13 @@ impl ComputeDraw {
     /// The pass (pipelines for images and for buffers).
     pub fn new(device: Arc<Device>) -> Result<Self> {
         let frames = FrameSets::new(device.clone(), vk::ShaderStageFlags::COMPUTE)?;
+        // SAFETY: a plain query of the device's own GPU.
+        let kind =
+            unsafe { device.instance().get_physical_device_properties(device.info().physical) }.device_type;
+        let rows_each = if kind == vk::PhysicalDeviceType::CPU { CPU_ROWS_EACH } else { 1 };
         let mut this = Self {
             device,
+            rows_each,
             frames,
             images: Pipe::default(),
             buffers: Pipe::default(),
@@ -166,6 +179,8 @@ impl ComputeDraw {
             target_h: extent.height,
             source: source_kind(frame, self.frames.format),
             y_stride: extent.width,
+            rows_each: self.rows_each,
+            row_stride: row_groups(extent.height, self.rows_each) * GROUP,
             ..Draw::default()
         };
         if target.pixels == Pixels::Bgra8 {
@@ -192,9 +207,10 @@ impl ComputeDraw {
         };
         let set = self.frames.set_of(frame)?;
         let draw = self.constants(frame, target);
+        let (width, height) = (target.extent.width, target.extent.height);
         let groups = match target.pixels {
-            Pixels::I420 { .. } => (target.extent.width.div_ceil(8), target.extent.height.div_ceil(2)),
-            _ => (target.extent.width, target.extent.height),
+            Pixels::I420 { .. } => (width.div_ceil(8).div_ceil(GROUP), height.div_ceil(2).div_ceil(GROUP)),
+            _ => (width.div_ceil(GROUP), row_groups(height, self.rows_each)),
         };
         let compute = vk::PipelineBindPoint::COMPUTE;
         let before = [buffer_barrier(target.buffer.raw(), COPY_R, WRITE)];
@@ -219,13 +235,18 @@ impl ComputeDraw {
             )
         };
         // SAFETY: as above.
-        unsafe { dev.cmd_dispatch(cmd, groups.0.div_ceil(GROUP), groups.1.div_ceil(GROUP), 1) };
+        unsafe { dev.cmd_dispatch(cmd, groups.0, groups.1, 1) };
         // SAFETY: as above: the writes come before the copy out.
         unsafe {
             dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().buffer_memory_barriers(&after))
         };
         Ok(())
     }
+}
+
+/// Workgroups down a target of `height` rows, each invocation drawing `rows_each` of them.
+fn row_groups(height: u32, rows_each: u32) -> u32 {
+    height.div_ceil(rows_each).div_ceil(GROUP)
 }
 
 /// The shader's `source` for a frame of `format` read from `frame`.
