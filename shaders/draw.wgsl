@@ -191,6 +191,8 @@ fn covers(id: vec2<u32>) -> bool {
     return id.x * 8u < draw.target_w && id.y * 2u < draw.target_h;
 }
 
+// The two entries differ only in where a pixel's colour comes from: WGSL cannot
+// pass that as an argument, and each entry's pipeline binds its own kind of frame.
 @compute @workgroup_size(8, 8)
 fn from_image(@builtin(global_invocation_id) id: vec3<u32>) {
     if (!covers(id.xy)) {

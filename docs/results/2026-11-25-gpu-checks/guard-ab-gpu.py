@@ -15,13 +15,15 @@ if len(sys.argv) > 1:
         v.flush()
     print(statistics.median(t) / 1000)
     sys.exit()
+# RUNS runs each (default 5); with ALTERNATE=1 the order of the two flips from run to run.
+runs, alternate = int(os.environ.get("RUNS", "5")), os.environ.get("ALTERNATE") == "1"
 res = {"before": [], "after": []}
-for r in range(5):
-    for w in ("before", "after"):
+for r in range(runs):
+    for w in (("after", "before") if alternate and r % 2 else ("before", "after")):
         out = subprocess.run([sys.executable, __file__, f"/tmp/ab/site-{w}"], capture_output=True, text=True,
                              env=dict(os.environ))
         if out.returncode != 0:
             print(w, "failed:", out.stderr[-2000:]); sys.exit(1)
         res[w].append(float(out.stdout.strip().splitlines()[-1]))
 for w, v in res.items():
-    print(w, "median CPU per show (µs), 5 runs:", [round(x, 2) for x in v], "median", round(statistics.median(v), 2))
+    print(w, f"median CPU per show (µs), {runs} runs:", [round(x, 2) for x in v], "median", round(statistics.median(v), 2))

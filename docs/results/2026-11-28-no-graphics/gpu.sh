@@ -11,7 +11,7 @@
 #           then Python's show() of a 64x64 torch tensor, both wheels in turn, 5 runs each
 #           (this commit checks once that CUDA's driver loads before a CUDA array is read);
 #   matrix  the draw matrix alone (CUDA producer, both layers);
-#   ab      Python's show() A/B again: 10 runs each, the order alternating (show-ab.py);
+#   ab      Python's show() A/B again: 10 runs each, the order alternating;
 #   correct both layers: the draw matrix with the CUDA producer, e2e cpu_present (the
 #           CPU path's window, its buffers now taken by the shared `Turns`), Python's GPU
 #           tests (cuda.core's __cuda_array_interface__, torch, CuPy) and the window's
@@ -56,8 +56,8 @@ want matrix && for l in $layers; do (layer $l
     VKCUDA_BIN=$G/vkcuda PRODUCER=cuda timeout 500 bash scripts/draw-matrix.sh 2>&1 | tail -3 | tee -a "$R")
 done
 
-want ab && (layer none; echo "== Python show() again, 10 runs, order alternating (show-ab.py)" | tee -a "$R"
-    timeout 500 python3 docs/results/2026-11-28-no-graphics/show-ab.py 2>&1 | tee -a "$R")
+want ab && (layer none; echo "== Python show() again, 10 runs, order alternating" | tee -a "$R"
+    RUNS=10 ALTERNATE=1 timeout 500 python3 docs/results/2026-11-25-gpu-checks/guard-ab-gpu.py 2>&1 | tee -a "$R")
 
 want correct && for l in $layers; do (layer $l
     echo "== layer $l: the draw matrix, CUDA producer" | tee -a "$R"
