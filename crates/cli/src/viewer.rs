@@ -425,15 +425,18 @@ impl Viewer {
         self.faulted = Some((why, restart));
         self.last_title = Instant::now() - Duration::from_secs(1);
         self.update_title();
-        self.show_fault()?;
+        self.show_fault();
         Ok(true)
     }
 
-    /// Writes the fault over the window's last frame.
-    fn show_fault(&mut self) -> Result<()> {
-        let Some((why, _)) = &self.faulted else { return Ok(()) };
+    /// Writes the fault over the window's last frame; where it cannot (the
+    /// title and stderr say it anyway), the session still waits for a fix.
+    fn show_fault(&mut self) {
+        let Some((why, _)) = &self.faulted else { return };
         let cure = "Save a fix and the run goes on with it; Esc quits.";
-        self.screen.presenter.show_notice(why, cure)
+        if let Err(e) = self.screen.presenter.show_notice(why, cure) {
+            eprintln!("vkcuda: the window cannot write the fault over its last frame: {e:#}");
+        }
     }
 
     /// While the kernel's fault is shown: quits if asked, starts a new
@@ -446,7 +449,7 @@ impl Viewer {
         if !restart.ready() {
             // The window changed: the fault again over the last frame, at its new size.
             if self.screen.stale() && self.screen.fit_idle()? {
-                self.show_fault()?;
+                self.show_fault();
             }
             std::thread::sleep(POLL);
             return Ok(true);
