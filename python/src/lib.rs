@@ -393,7 +393,15 @@ impl Viewer {
                 }
                 finished
             });
-            finished.map_err(runtime)
+            match finished {
+                // The caller's last call raised already: the run's own end of that fault (its
+                // producer saw it later than the call did) is not raised a second time.
+                Err(e) if self.told.load(Ordering::Relaxed) => {
+                    log::warn!("vkcuda: the run ended with: {}", words::said(&e));
+                    Ok(())
+                }
+                finished => finished.map_err(runtime),
+            }
         })
     }
 
