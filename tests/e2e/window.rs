@@ -1083,6 +1083,12 @@ pub fn register(tests: &mut Tests) {
         || no_nvidia().or_else(no_x_tools),
         move || kernel_hot_reload_test(&["--producer", "cuda"]),
     ));
+    // With --kernel the producer runs in a child process; the same in the viewer's own.
+    tests.push(gated(
+        "cuda_window_kernel_hot_reload_in_process",
+        || no_nvidia().or_else(no_x_tools),
+        move || kernel_hot_reload_test(&["--producer", "cuda", "--producer-process", "same"]),
+    ));
     register_stalls(tests);
     tests.push(gated(
         "cuda_window_fault_is_written_over_the_last_frame",

@@ -230,6 +230,9 @@ fn render_frames(
                 let made = Made { changed: now, compile: Duration::ZERO, ready: now };
                 link.context("a kernel version for a child that runs none")?
                     .publish(Compiled { program, made });
+                // Loaded now, while the session waits for the frame's turn (paced to a
+                // screen, it sends a version as soon as it compiled): not on the frame's path.
+                producer.load_new_version(&mut next);
                 continue;
             }
             Received::Message(ToChild::Stop) => break,

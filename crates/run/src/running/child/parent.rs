@@ -126,7 +126,15 @@ impl ChildProducer {
     pub fn run(mut self, job: &Job) -> Result<Report> {
         let heard = Arc::new(Heard::default());
         let reader = self.listen(job, &heard)?;
+        // A version compiled while this waits for a turn wakes it to send it (the child loads it then).
+        if let Some(link) = &self.link {
+            let control = job.control.clone();
+            link.on_publish(Some(Box::new(move || control.nudge())));
+        }
         let sent = self.send_frames(job, &heard);
+        if let Some(link) = &self.link {
+            link.on_publish(None);
+        }
         // The child finishes what it has and exits; one whose kernel never ends is killed.
         let _ = self.wire.send(&ToChild::Stop);
         let until = Instant::now() + EXIT_WITHIN;
@@ -162,7 +170,11 @@ impl ChildProducer {
         let gone = || heard.closed.load(Ordering::Acquire);
         let mut g = 0;
         while g < control.limit() {
-            while !control.await_turn(g, &gone) {}
+            // Paced to a screen: a version compiled meanwhile goes at once, so the child
+            // loads it while the turn comes, as a producer in this process does.
+            while !control.await_turn(g, &gone) {
+                self.send_new_kernel(heard)?;
+            }
             if g >= control.limit() || gone() || control.failed() {
                 break;
             }
@@ -171,12 +183,19 @@ impl ChildProducer {
             if let Some(w) = job.plan.producer(released).wait {
                 timelines[w.timeline].wait(w.value, &|| control.failed() || gone())?;
             }
-            if let Some(compiled) = self.link.as_ref().and_then(ReloadLink::take) {
-                self.wire.send(&ToChild::Kernel(compiled.program.clone()))?;
-                *heard.sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(compiled);
-            }
+            self.send_new_kernel(heard)?;
             self.wire.send(&ToChild::Frame { g, spec: self.director.begin(g) })?;
             g += 1;
+        }
+        Ok(())
+    }
+
+    /// The newest kernel version compiled, if one came since the last: to the
+    /// child, which swaps it in before the next frame it is sent.
+    fn send_new_kernel(&self, heard: &Heard) -> Result<()> {
+        if let Some(compiled) = self.link.as_ref().and_then(ReloadLink::take) {
+            self.wire.send(&ToChild::Kernel(compiled.program.clone()))?;
+            *heard.sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(compiled);
         }
         Ok(())
     }

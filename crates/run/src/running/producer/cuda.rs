@@ -182,10 +182,18 @@ impl CudaProducer {
         Ok((timer, KernelClock::new(self.user.as_ref().is_some_and(|(u, _)| u.live()))))
     }
 
+    /// Loads a version published on its link, if there is one, to be swapped in
+    /// before the next frame: while waiting for a turn, off the path to the screen.
+    pub(crate) fn load_new_version(&self, next: &mut Option<Loaded>) {
+        if let Some((user, Some(link))) = &self.user {
+            load_new_version(user, link, &self.ctx, next);
+        }
+    }
+
     /// Between frames: loads a version published on its link and swaps it in from frame `g`.
     pub(crate) fn take_new_version(&mut self, next: &mut Option<Loaded>, g: u64) -> Result<()> {
+        self.load_new_version(next);
         if let Some((user, Some(link))) = &mut self.user {
-            load_new_version(user, link, &self.ctx, next);
             swap_loaded((user, &self.stream), link, next, g)?;
         }
         Ok(())
@@ -245,9 +253,7 @@ impl CudaProducer {
     /// first frame is rendered while frame `g - 1` is put on screen, not after.
     fn await_turn(&self, job: &Job, g: u64, next: &mut Option<Loaded>) {
         loop {
-            if let Some((user, Some(link))) = &self.user {
-                load_new_version(user, link, &self.ctx, next);
-            }
+            self.load_new_version(next);
             // A faulted stream never lets the frame before show: go on to its error.
             if next.is_some() || job.control.await_turn(g, &|| self.stream_failed()) {
                 return;
