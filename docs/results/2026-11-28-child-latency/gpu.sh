@@ -82,19 +82,17 @@ if want viewer; then
     kill $X
 fi
 
-if want correct; then
+e2e_layers() { # FILTER WHAT: the e2e tests FILTER under layers 1.4.309 and 1.3.239
     for l in new old; do (
         [ $l = old ] && export VKCUDA_OLD_LAYER=1
         source .gl/env.sh >/dev/null; unset VK_LAYER_PATH
-        echo "== layer $l: e2e hot reload in the viewer" | tee -a "$R/correct.txt"
-        VKCUDA_BIN=$NEW timeout 300 "$D/e2e" cuda_window_kernel_hot_reload 2>&1 | grep -E "^test |^e2e:" | tee -a "$R/correct.txt")
+        echo "== layer $l: e2e $2" | tee -a "$R/correct.txt"
+        VKCUDA_BIN=$NEW timeout 300 "$D/e2e" "$1" 2>&1 | grep -E "^test |^e2e:" | tee -a "$R/correct.txt")
     done
+}
+if want correct; then
+    e2e_layers cuda_window_kernel_hot_reload "hot reload in the viewer"
     # That script runs .gpu/child/vkcuda: this build (its results in $OUT/child).
     timeout 300 bash docs/results/2026-11-27-child/gpu.sh validated 2>&1 | tail -12
-    for l in new old; do (
-        [ $l = old ] && export VKCUDA_OLD_LAYER=1
-        source .gl/env.sh >/dev/null; unset VK_LAYER_PATH
-        echo "== layer $l: e2e the viewer's fault over its last frame" | tee -a "$R/correct.txt"
-        VKCUDA_BIN=$NEW timeout 200 "$D/e2e" cuda_window_fault_is_written 2>&1 | grep -E "^test |^e2e:" | tee -a "$R/correct.txt")
-    done
+    e2e_layers cuda_window_fault_is_written "the viewer's fault over its last frame"
 fi
