@@ -19,7 +19,7 @@ use anyhow::{anyhow, bail, Result};
 use super::wire::{FromChild, Offer, PlanWire, Received, Render, ToChild, Wire, VERSION};
 use crate::base::director::Director;
 use crate::base::reload::{Compiled, ReloadLink};
-use crate::running::producer::{FrameTiming, Job, Report};
+use crate::running::producer::{FrameTiming, Job, Report, WakeOnPublish};
 use vkcuda::interop::SharedFrames;
 
 /// How long a new child may take to import the frames and load its kernels
@@ -126,15 +126,9 @@ impl ChildProducer {
     pub fn run(mut self, job: &Job) -> Result<Report> {
         let heard = Arc::new(Heard::default());
         let reader = self.listen(job, &heard)?;
-        // A version compiled while this waits for a turn wakes it to send it (the child loads it then).
-        if let Some(link) = &self.link {
-            let control = job.control.clone();
-            link.on_publish(Some(Box::new(move || control.nudge())));
-        }
+        let wake = WakeOnPublish::new(self.link.as_ref(), &job.control);
         let sent = self.send_frames(job, &heard);
-        if let Some(link) = &self.link {
-            link.on_publish(None);
-        }
+        drop(wake);
         // The child finishes what it has and exits; one whose kernel never ends is killed.
         let _ = self.wire.send(&ToChild::Stop);
         let until = Instant::now() + EXIT_WITHIN;

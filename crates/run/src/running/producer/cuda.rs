@@ -9,7 +9,7 @@ use std::time::{Duration, Instant};
 use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
-use super::{Control, FrameTiming, Job, Report};
+use super::{Control, FrameTiming, Job, Report, WakeOnPublish};
 use crate::base::clock::{now_ns, CpuMeter};
 use crate::base::director::{Director, FrameSpec};
 use crate::base::driver;
@@ -205,12 +205,8 @@ impl CudaProducer {
         let (timer, mut clock) = self.clocks()?;
         let director = self.director.clone().context("a producer of this process needs a director")?;
         let (mut report, mut meter) = (Report::default(), CpuMeter::default());
-        // A version published while this waits for its turn wakes it to load it.
         let link = self.user.as_ref().and_then(|(_, link)| link.clone());
-        if let Some(link) = &link {
-            let control = job.control.clone();
-            link.on_publish(Some(Box::new(move || control.nudge())));
-        }
+        let wake = WakeOnPublish::new(link.as_ref(), &job.control);
         let mut next = None;
         let result = (|| -> Result<()> {
             let mut g = 0;
@@ -235,9 +231,7 @@ impl CudaProducer {
             }
             self.settle(&job.control, false)
         })();
-        if let Some(link) = &link {
-            link.on_publish(None);
-        }
+        drop(wake);
         report.cpu_per_frame = meter.per_frame(report.frames);
         if self.frames.stream_state() == StreamState::Busy {
             return Err(self.abandon(next, job, &result));

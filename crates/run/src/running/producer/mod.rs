@@ -12,6 +12,7 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::Duration;
 
 use crate::base::inject::Inject;
+use crate::base::reload::ReloadLink;
 use crate::base::stats::Samples;
 use vkcuda::sync::FramePlan;
 
@@ -236,6 +237,29 @@ pub struct Report {
     pub timings: Samples<FrameTiming>,
     /// CPU time of the producer thread per frame after warm-up.
     pub cpu_per_frame: Option<Duration>,
+}
+
+/// While it lives, a kernel version published on the link wakes the producer
+/// waiting for its turn ([`Control::await_turn`] returns) to act on it: load it,
+/// or send it to its child, off the path to the screen.
+pub(crate) struct WakeOnPublish(Option<ReloadLink>);
+
+impl WakeOnPublish {
+    pub(crate) fn new(link: Option<&ReloadLink>, control: &Arc<Control>) -> Self {
+        if let Some(link) = link {
+            let control = control.clone();
+            link.on_publish(Some(Box::new(move || control.nudge())));
+        }
+        Self(link.cloned())
+    }
+}
+
+impl Drop for WakeOnPublish {
+    fn drop(&mut self) {
+        if let Some(link) = &self.0 {
+            link.on_publish(None);
+        }
+    }
 }
 
 #[cfg(test)]
