@@ -205,8 +205,7 @@ impl CudaProducer {
         let (timer, mut clock) = self.clocks()?;
         let director = self.director.clone().context("a producer of this process needs a director")?;
         let (mut report, mut meter) = (Report::default(), CpuMeter::default());
-        let link = self.user.as_ref().and_then(|(_, link)| link.clone());
-        let wake = WakeOnPublish::new(link.as_ref(), &job.control);
+        let wake = WakeOnPublish::new(self.user.as_ref().and_then(|(_, link)| link.as_ref()), &job.control);
         let mut next = None;
         let result = (|| -> Result<()> {
             let mut g = 0;
