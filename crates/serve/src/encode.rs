@@ -35,7 +35,8 @@ pub struct Stream {
     jpeg: Option<Compressor>,
     /// The next VP8 frame must be a key frame (the page asked, or none was sent yet).
     pub key_due: bool,
-    /// VP8 threads.
+    /// Threads for its VP8 encoder, read when one is made (the first VP8
+    /// frame, a new size).
     pub threads: u32,
     /// The next VP8 frame's time, ms.
     vp8_at: i64,

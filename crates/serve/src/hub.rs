@@ -125,7 +125,7 @@ struct Client {
 }
 
 impl Client {
-    fn new(wake: Arc<Notify>, threads: u32) -> Self {
+    fn new(wake: Arc<Notify>) -> Self {
         Self {
             canvas: None,
             ladder: Ladder::new(),
@@ -142,7 +142,7 @@ impl Client {
             still: Still::new(None),
             fresh: true,
             behind: false,
-            stream: Arc::new(Mutex::new(Stream::new(threads))),
+            stream: Arc::new(Mutex::new(Stream::new(1))),
             wake,
             stats: ClientStats::default(),
             last_sent: None,
@@ -294,10 +294,25 @@ fn pixels_for(codec: Codec) -> Pixels {
     }
 }
 
+/// The clients a frame goes to: each with its plan and its stream.
+type Recipients = Vec<(u64, Plan, Arc<Mutex<Stream>>)>;
+
 /// An encode job: a frame drawn as one [`Want`], and the clients it goes to with their plans.
 struct Job {
     frame: ReadFrame,
-    to: Vec<(u64, Plan, Arc<Mutex<Stream>>)>,
+    to: Recipients,
+    /// Threads for a VP8 encoder made for it ([`vp8_threads`]).
+    vp8_threads: u32,
+}
+
+/// Threads for each VP8 encoder when `video` clients decode video and `encoders`
+/// encoder threads run: half the encoders (at most 8) for one or two, and the
+/// encoders shared out between more. libvpx's threads wait for each other's rows
+/// by spinning: eight clients' encoders of four threads each kept a 16-core host
+/// busy (74–89 ms of CPU a frame) and slowed the producer beside them.
+fn vp8_threads(encoders: u32, video: usize) -> u32 {
+    let video = u32::try_from(video).unwrap_or(u32::MAX).max(1);
+    (encoders / video).clamp(1, (encoders / 2).clamp(1, 8))
 }
 
 #[derive(Default)]
@@ -323,8 +338,8 @@ pub struct Hub {
     exposure: AtomicU32,
     jobs: Mutex<Option<SyncSender<Job>>>,
     workers: Mutex<Vec<JoinHandle<()>>>,
-    /// VP8 threads per client.
-    video_threads: u32,
+    /// Its encoder threads.
+    encoders: u32,
 }
 
 impl Hub {
@@ -338,7 +353,7 @@ impl Hub {
             exposure: AtomicU32::new(1.0f32.to_bits()),
             jobs: Mutex::new(Some(send)),
             workers: Mutex::default(),
-            video_threads: (workers as u32 / 2).clamp(1, 8),
+            encoders: workers as u32,
         });
         let receive = Arc::new(Mutex::new(receive));
         let handles = (0..workers)
@@ -372,7 +387,7 @@ impl Hub {
         }
         s.joined += 1;
         let (id, wake) = (s.joined, Arc::new(Notify::new()));
-        s.clients.insert(id, Client::new(wake.clone(), self.video_threads));
+        s.clients.insert(id, Client::new(wake.clone()));
         Some((id, wake))
     }
 
@@ -576,22 +591,22 @@ impl Watchers for Hub {
     fn take(&self, frame: ReadFrame) {
         let frame = ReadFrame { frame: frame.frame + self.state().base, ..frame };
         let want = Want { extent: frame.shot.extent, pixels: frame.shot.pixels };
-        let to: Vec<(u64, Plan, Arc<Mutex<Stream>>)> = self
-            .state()
-            .clients
-            .iter()
-            .filter_map(|(id, c)| {
+        let (to, video): (Recipients, usize) = {
+            let s = self.state();
+            let to = s.clients.iter().filter_map(|(id, c)| {
                 let (_, _, plan, _) = c.preparing.iter().find(|p| p.0 == frame.frame && p.1 == want)?;
                 Some((*id, *plan, c.stream.clone()))
-            })
-            .collect();
+            });
+            (to.collect(), s.clients.values().filter(|c| c.ladder.video).count())
+        };
         if to.is_empty() {
             return;
         }
         let (ids, number): (Vec<u64>, u64) = (to.iter().map(|(id, ..)| *id).collect(), frame.frame);
+        let job = Job { frame, to, vp8_threads: vp8_threads(self.encoders, video) };
         let sent = match lock(&self.jobs).as_ref() {
-            Some(jobs) => jobs.try_send(Job { frame, to }),
-            None => Err(TrySendError::Disconnected(Job { frame, to })),
+            Some(jobs) => jobs.try_send(job),
+            None => Err(TrySendError::Disconnected(job)),
         };
         if sent.is_err() {
             // Every encoder is busy: this frame is skipped; the next one is drawn for them.
@@ -622,7 +637,7 @@ impl Watchers for Hub {
 fn encode_jobs(hub: &Weak<Hub>, jobs: &Mutex<Receiver<Job>>) {
     loop {
         let job = lock(jobs).recv();
-        let Ok(Job { frame, to }) = job else { return };
+        let Ok(Job { frame, to, vp8_threads }) = job else { return };
         let Some(hub) = hub.upgrade() else { return };
         let stamp = unix_micros(frame.recorded);
         let want = Want { extent: frame.shot.extent, pixels: frame.shot.pixels };
@@ -637,7 +652,11 @@ fn encode_jobs(hub: &Weak<Hub>, jobs: &Mutex<Receiver<Job>>) {
                 done.iter().find(|e| e.codec == plan.codec && !matches!(plan.codec, Codec::Vp8 { .. }));
             let encoded = match shared {
                 Some(e) => Ok(Some(e.clone())),
-                None => lock(&stream).encode(&frame, plan.codec, plan.fps, stamp),
+                None => {
+                    let mut stream = lock(&stream);
+                    stream.threads = vp8_threads;
+                    stream.encode(&frame, plan.codec, plan.fps, stamp)
+                }
             };
             match encoded {
                 Ok(Some(e)) => {
@@ -716,7 +735,7 @@ mod tests {
         // The run offers a draw every 7 ms (its frames' pace, not the page's); each
         // frame is encoded, sent and acknowledged at once. Timed from the last draw,
         // a 16.7 ms interval would give a draw every 21 ms: 47.6 a second.
-        let mut c = Client::new(Arc::new(Notify::new()), 1);
+        let mut c = Client::new(Arc::new(Notify::new()));
         (c.canvas, c.ladder.mode) = (Some(SIZE), Mode::Raw);
         c.ladder.set_display(60.0);
         let start = Instant::now();
@@ -957,6 +976,25 @@ mod tests {
         hub.leave(id);
         assert!(pump.join().unwrap().is_none(), "the client left: the pump is told at once");
         hub.close();
+    }
+
+    #[test]
+    fn video_clients_share_the_encoder_threads() {
+        // 8 encoder threads: one video client's VP8 gets 4, each of 8 clients' gets 1.
+        for (clients, threads) in [(1, 4), (8, 1)] {
+            let hub = Hub::new(8);
+            let ids: Vec<u64> = (0..clients).map(|_| client(&hub, Mode::Video)).collect();
+            ids.iter().for_each(|&id| hub.set_video(id, true));
+            consume(&hub, 0, 7);
+            for &id in &ids {
+                until("frame 0 encoded", || waiting(&hub, id) == Some(0));
+                let stream = hub.with(id, |c| c.stream.clone()).unwrap();
+                assert_eq!(lock(&stream).threads, threads, "{clients} video clients");
+            }
+            hub.close();
+        }
+        assert_eq!([0, 2, 3, 4, 16].map(|video| vp8_threads(8, video)), [4, 4, 2, 2, 1]);
+        assert_eq!([(1, 1), (2, 1), (16, 1), (16, 3)].map(|(e, v)| vp8_threads(e, v)), [1, 1, 8, 5]);
     }
 
     #[test]
