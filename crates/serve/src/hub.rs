@@ -308,8 +308,8 @@ struct Job {
 /// Threads for each VP8 encoder when `video` clients decode video and `encoders`
 /// encoder threads run: half the encoders (at most 8) for one or two, and the
 /// encoders shared out between more. libvpx's threads wait for each other's rows
-/// by spinning: eight clients' encoders of four threads each kept a 16-core host
-/// busy (74–89 ms of CPU a frame) and slowed the producer beside them.
+/// by spinning: more of them than cores starve the producer beside them
+/// (docs/streaming.md, bench-24).
 fn vp8_threads(encoders: u32, video: usize) -> u32 {
     let video = u32::try_from(video).unwrap_or(u32::MAX).max(1);
     (encoders / video).clamp(1, (encoders / 2).clamp(1, 8))
