@@ -35,8 +35,9 @@ pub struct Stream {
     jpeg: Option<Compressor>,
     /// The next VP8 frame must be a key frame (the page asked, or none was sent yet).
     pub key_due: bool,
-    /// Threads for its VP8 encoder, read when one is made (the first VP8
-    /// frame, a new size).
+    /// Threads for its VP8 encoder (1 unless set: the hub sets its client's
+    /// share before each encode), read when one is made (the first VP8 frame, a
+    /// new size).
     pub threads: u32,
     /// The next VP8 frame's time, ms.
     vp8_at: i64,
@@ -45,9 +46,9 @@ pub struct Stream {
 }
 
 impl Stream {
-    /// A stream whose VP8 encoder uses `threads` threads.
-    pub fn new(threads: u32) -> Self {
-        Self { threads, key_due: true, ..Self::default() }
+    /// A stream whose first frame is a key frame.
+    pub fn new() -> Self {
+        Self { threads: 1, key_due: true, ..Self::default() }
     }
 
     /// Encodes `frame` (drawn as the codec takes it: I420 for JPEG and VP8, RGBA8 for
@@ -199,7 +200,7 @@ mod tests {
 
     #[test]
     fn vp8_frames_go_in_order_and_an_older_one_is_not_encoded() {
-        let mut stream = Stream::new(1);
+        let mut stream = Stream::new();
         let vp8 = Codec::Vp8 { bitrate: 1_000_000 };
         let first = stream.encode(&i420(5, 60), vp8, 30.0, 0).unwrap().unwrap();
         assert!(first.key && first.frame == 5);
@@ -211,7 +212,7 @@ mod tests {
         assert!(!next.key && next.frame == 6);
         // JPEG frames have no references: any order.
         let jpeg = Codec::Jpeg { quality: 80 };
-        let mut stream = Stream::new(1);
+        let mut stream = Stream::new();
         let frame = |f| ReadFrame {
             shot: Shot { pixels: Pixels::I420 { full_range: true }, ..i420(f, 1).shot },
             ..i420(f, 90)

@@ -142,7 +142,7 @@ impl Client {
             still: Still::new(None),
             fresh: true,
             behind: false,
-            stream: Arc::new(Mutex::new(Stream::new(1))),
+            stream: Arc::new(Mutex::new(Stream::new())),
             wake,
             stats: ClientStats::default(),
             last_sent: None,
