@@ -22,6 +22,8 @@ use vpx_sys::{
 
 use vkcuda_run::present::readback::I420;
 
+mod guard;
+
 /// libvpx's speed for real-time VP8 (0–16: higher is faster and coarser).
 const CPU_USED: i32 = 10;
 /// Timestamps are in milliseconds.
@@ -47,6 +49,7 @@ pub struct Vp8 {
     /// The frames' size.
     pub extent: vk::Extent2D,
     last_pts: i64,
+    guard: guard::Guard,
 }
 
 // SAFETY: a libvpx encoder context may move between threads; it is used by one at a time (&mut self).
@@ -102,7 +105,7 @@ impl Vp8 {
         check(None, err, "starting the encoder")?;
         // SAFETY: initialised by vpx_codec_enc_init_ver above (it succeeded).
         let ctx = unsafe { Box::from_raw(Box::into_raw(ctx).cast::<vpx_codec_ctx_t>()) };
-        let mut this = Self { ctx, cfg, extent, last_pts: -1 };
+        let mut this = Self { ctx, cfg, extent, last_pts: -1, guard: guard::Guard::default() };
         this.control(vp8e_enc_control_id::VP8E_SET_CPUUSED, CPU_USED)?;
         // Token partitions let the threads share a frame's entropy coding.
         this.control(vp8e_enc_control_id::VP8E_SET_TOKEN_PARTITIONS, 3)?;
@@ -128,9 +131,37 @@ impl Vp8 {
         check(Some(&mut self.ctx), err, "a new bitrate")
     }
 
+    /// The quantizer (0–63) of the frame encoded last.
+    fn last_quantizer(&mut self) -> Result<u8> {
+        let mut q: i32 = 0;
+        // SAFETY: an initialised context; this control writes an int.
+        let err = unsafe {
+            vpx_codec_control_(
+                &mut *self.ctx,
+                vp8e_enc_control_id::VP8E_GET_LAST_QUANTIZER_64 as i32,
+                &mut q as *mut i32,
+            )
+        };
+        check(Some(&mut self.ctx), err, "reading the quantizer")?;
+        Ok(q.clamp(0, 63) as u8)
+    }
+
+    /// The finest quantizer frames may have from the next one on (libvpx's rate control chooses above it).
+    fn set_finest(&mut self, quantizer: u32) -> Result<()> {
+        if quantizer == self.cfg.rc_min_quantizer {
+            return Ok(());
+        }
+        self.cfg.rc_min_quantizer = quantizer;
+        // SAFETY: an initialised context and a configuration it was made with, but for the floor.
+        let err = unsafe { vpx_codec_enc_config_set(&mut *self.ctx, &self.cfg) };
+        check(Some(&mut self.ctx), err, "a quantizer floor")
+    }
+
     /// Encodes one I420 frame laid out as [`I420::of`] its extent says, taken at
-    /// `millis` (its time: rate control spaces frames by it); `key`: a key frame.
-    pub fn encode(&mut self, planes: &[u8], millis: i64, key: bool) -> Result<Frame> {
+    /// `millis` (its time: rate control spaces frames by it); `key`: a key frame;
+    /// `cap`: the bytes an inter frame should not exceed (its quantizer is held
+    /// coarse enough where the frame's detail says it would: the `guard` module).
+    pub fn encode(&mut self, planes: &[u8], millis: i64, key: bool, cap: f64) -> Result<Frame> {
         let layout = I420::of(self.extent);
         if planes.len() < layout.bytes {
             bail!(
@@ -141,8 +172,10 @@ impl Vp8 {
                 layout.bytes
             );
         }
-        let mut image = MaybeUninit::<vpx_image_t>::zeroed();
         let (w, h) = (self.extent.width, self.extent.height);
+        let floor = self.guard.floor(&planes[..layout.u], layout.y_stride, (w as usize, h as usize), cap);
+        self.set_finest(if key { 2 } else { floor })?;
+        let mut image = MaybeUninit::<vpx_image_t>::zeroed();
         // SAFETY: `planes` holds the frame (checked above) and outlives the encode below, which
         // copies it (no lag); libvpx only reads it, though its descriptor wants a mutable pointer.
         let wrapped = unsafe {
@@ -193,20 +226,11 @@ impl Vp8 {
             out.data.extend_from_slice(bytes);
             out.key |= frame.flags & vpx_sys::VPX_FRAME_IS_KEY != 0;
         }
-        let mut q: i32 = 0;
-        // SAFETY: an initialised context; this control writes an int.
-        let err = unsafe {
-            vpx_codec_control_(
-                &mut *self.ctx,
-                vp8e_enc_control_id::VP8E_GET_LAST_QUANTIZER_64 as i32,
-                &mut q as *mut i32,
-            )
-        };
-        check(Some(&mut self.ctx), err, "reading the quantizer")?;
-        out.quantizer = q.clamp(0, 63) as u8;
+        out.quantizer = self.last_quantizer()?;
         if out.data.is_empty() {
             bail!("VP8: the encoder gave no frame");
         }
+        self.guard.encoded(out.data.len(), out.quantizer, out.key);
         Ok(out)
     }
 }
@@ -238,14 +262,63 @@ mod tests {
     fn frames_of_odd_sizes_encode_and_key_frames_come_when_asked() {
         for extent in [vk::Extent2D { width: 333, height: 187 }, vk::Extent2D { width: 64, height: 48 }] {
             let mut vp8 = Vp8::new(extent, 1_000_000, 2).unwrap();
-            let first = vp8.encode(&frame(extent, 0), 0, true).unwrap();
+            let first = vp8.encode(&frame(extent, 0), 0, true, f64::INFINITY).unwrap();
             assert!(first.key && first.data.len() > 10);
-            let next = vp8.encode(&frame(extent, 1), 16, false).unwrap();
+            let next = vp8.encode(&frame(extent, 1), 16, false, f64::INFINITY).unwrap();
             assert!(!next.key);
-            assert!(vp8.encode(&frame(extent, 2), 16, true).unwrap().key, "same millis: still encoded");
+            assert!(vp8.encode(&frame(extent, 2), 16, true, 1.0).unwrap().key, "same millis: still encoded");
             vp8.set_bitrate(200_000).unwrap();
-            assert!(vp8.encode(&frame(extent, 3), 40, false).unwrap().quantizer <= 63);
-            assert!(vp8.encode(&[0u8; 10], 50, false).is_err(), "too few bytes");
+            assert!(vp8.encode(&frame(extent, 3), 40, false, 1.0).unwrap().quantizer <= 63);
+            assert!(vp8.encode(&[0u8; 10], 50, false, 1.0).is_err(), "too few bytes");
         }
+    }
+
+    /// Frame `t` of a picture whose detail jumps (a fractal's parameter moving on).
+    fn jumpy(extent: vk::Extent2D, t: u32, busy_from: u32) -> Vec<u8> {
+        let l = I420::of(extent);
+        let mut p = vec![128u8; l.bytes];
+        let span = (l.y_stride + l.rows) as u32 + 100;
+        for y in 0..l.rows {
+            for x in 0..l.y_stride {
+                p[y * l.y_stride + x] = (16 + (x as u32 + y as u32 + t) * 200 / span) as u8;
+            }
+        }
+        // Fine noise over the ramp: faint, then from `busy_from` on, strong.
+        let amplitude = if t >= busy_from { 32 } else { 4 };
+        let mut seed = 0x9e37_79b9u32.wrapping_mul(t + 1);
+        for v in &mut p[..l.u] {
+            seed ^= seed << 13;
+            seed ^= seed >> 17;
+            seed ^= seed << 5;
+            *v = v.saturating_add((seed % amplitude) as u8).min(235);
+        }
+        p
+    }
+
+    #[test]
+    fn a_frame_whose_detail_jumps_stays_near_its_budget() {
+        let extent = vk::Extent2D { width: 320, height: 240 };
+        let (bitrate, fps) = (1_000_000u32, 30.0);
+        let cap = 1.5 * f64::from(bitrate) / 8.0 / fps;
+        // The first busy frame and the two after it, with the guard (`cap`) and without.
+        let busy = |cap: f64| -> Vec<usize> {
+            let mut vp8 = Vp8::new(extent, bitrate, 1).unwrap();
+            (0..24u32)
+                .map(|t| {
+                    vp8.encode(&jumpy(extent, t, 20), i64::from(t) * 33, t == 0, cap).unwrap().data.len()
+                })
+                .skip(20)
+                .take(3)
+                .collect()
+        };
+        let (guarded, free) = (busy(cap), busy(f64::INFINITY));
+        assert!(
+            guarded[0] * 2 < free[0] && guarded[0] as f64 <= 3.0 * cap,
+            "the first busy frame: {} bytes with the guard, {} without, the cap {cap:.0}",
+            guarded[0],
+            free[0]
+        );
+        let (g, f): (usize, usize) = (guarded.iter().sum(), free.iter().sum());
+        assert!(g < f, "the busy frames with the guard ({guarded:?}) against without ({free:?})");
     }
 }
