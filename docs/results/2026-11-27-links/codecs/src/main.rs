@@ -451,7 +451,7 @@ fn inter_bits(q: usize) -> f64 {
     f64::from(INTER_BITS[Q_TRANS[q.min(63)]])
 }
 
-/// Mean |horizontal + vertical neighbour difference| of luma on every 4th row, every 2nd pixel.
+/// Mean |second difference| (across and down) of luma on every 4th row, every 2nd pixel.
 fn activity(y: &[u8]) -> f64 {
     let (mut s, mut n) = (0u64, 0u64);
     for r in (1..H - 1).step_by(4) {
@@ -479,8 +479,11 @@ fn sad(a: &[u8], b: &[u8]) -> f64 {
 }
 
 /// The link bench's frames again (ticks from a trace), through the view's VP8
-/// settings at the trace's bitrates: how far frames overshoot their budget.
-///   codecs pace TRACE FROM_MS TO_MS THREADS VARIANT(base|scm2|guard)
+/// settings at the trace's bitrates: how far frames overshoot their budget,
+/// as libvpx alone (`base`) and with crates/serve's quantizer floor at CAP times
+/// the frame's budget (`actCAP`: its detail measure, second differences, or the
+/// change from the last frame where less). VERBOSE=1: a line a frame.
+///   codecs pace TRACE FROM_MS TO_MS THREADS base|actCAP
 fn pace(args: &[String]) {
     use vpx_sys::*;
     let trace = std::fs::read_to_string(&args[2]).expect("trace");
@@ -522,10 +525,6 @@ fn pace(args: &[String]) {
         vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_CPUUSED as i32, 10i32);
         vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_TOKEN_PARTITIONS as i32, 3i32);
         vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_STATIC_THRESHOLD as i32, 0i32);
-        if variant == "scm2" {
-            vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_SCREEN_CONTENT_MODE as i32, 2u32);
-        }
-        let (mut last_q, mut last_bytes) = (30i32, 0.0f64);
         let mut decoder: Option<vpx_codec_ctx_t> = None;
         let (mut pts, mut prev_y, mut c_model): (i64, Option<Vec<u8>>, Option<f64>) = (0, None, None);
         let (mut over2, mut over3, mut excess, mut total, mut budget_sum, mut psnr_sum, mut n, mut drops) =
@@ -539,26 +538,11 @@ fn pace(args: &[String]) {
             let mut planes = i420(&rgba, false);
             let s = prev_y.as_ref().map_or(0.0, |p| sad(&planes[..W * H], p));
             let mut min_q = 2;
-            if let Some(d) = variant.strip_prefix("damp").and_then(|d| d.parse::<i32>().ok()) {
-                min_q = (last_q - d).clamp(2, 56) as u32;
-            }
-            if let Some(k) = variant.strip_prefix("slope").and_then(|d| d.parse::<f64>().ok()) {
-                if last_bytes > 0.0 {
-                    let fall = ((1.5 * budget / last_bytes).ln() / k).max(0.0);
-                    min_q = ((last_q as f64 - fall).ceil() as i32).clamp(2, 56) as u32;
-                }
-            }
             let act = activity(&planes[..W * H]);
             let x = if prev_y.is_some() { act.min(s) } else { act };
             if let Some(cap) = variant.strip_prefix("act").and_then(|d| d.parse::<f64>().ok()) {
                 if let Some(c) = c_model {
                     min_q = (2..=56).find(|&q| c * x.powf(0.67) * inter_bits(q) <= cap * budget).unwrap_or(56) as u32;
-                }
-            }
-            if variant == "guard" {
-                if let Some(c) = c_model {
-                    let cap = 2.0 * budget;
-                    min_q = (2..=56).find(|&q| c * s * inter_bits(q) <= cap).unwrap_or(56) as u32;
                 }
             }
             if kbps != cfg.rc_target_bitrate || min_q != cfg.rc_min_quantizer {
@@ -591,12 +575,8 @@ fn pace(args: &[String]) {
             }
             vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_GET_LAST_QUANTIZER_64 as i32, &mut q as *mut i32);
             let bytes = data.len() as f64;
-            (last_q, last_bytes) = (q, bytes);
             if variant.starts_with("act") && i > 0 && x > 0.0 {
                 let c = bytes / (x.powf(0.67) * inter_bits(q as usize));
-                c_model = Some(c_model.map_or(c, |m| (m.ln() * 0.5 + c.ln() * 0.5).exp()));
-            } else if i > 0 && s > 0.0 {
-                let c = bytes / (s * inter_bits(q as usize));
                 c_model = Some(c_model.map_or(c, |m| (m.ln() * 0.5 + c.ln() * 0.5).exp()));
             }
             if i > 0 {
