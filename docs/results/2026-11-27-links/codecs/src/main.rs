@@ -162,6 +162,49 @@ fn jpeg(frames: &[Vec<u8>], quality: i32) -> Point {
     })
 }
 
+/// The packets of the frame just encoded: its bytes, and whether it is a key frame.
+///
+/// # Safety
+/// `ctx` is an initialised libvpx encoder context.
+unsafe fn packets(ctx: &mut vpx_sys::vpx_codec_ctx_t) -> (Vec<u8>, bool) {
+    use vpx_sys::*;
+    let (mut it, mut data, mut key) = (std::ptr::null(), Vec::new(), false);
+    loop {
+        // SAFETY: the caller's context; the packet lives until the next call on it.
+        let pkt = unsafe { vpx_codec_get_cx_data(ctx, &mut it) };
+        if pkt.is_null() {
+            return (data, key);
+        }
+        // SAFETY: a packet libvpx owns; a frame packet's `frame` member is the one written.
+        unsafe {
+            if (*pkt).kind == vpx_codec_cx_pkt_kind::VPX_CODEC_CX_FRAME_PKT {
+                let fr = (*pkt).data.frame;
+                data.extend_from_slice(std::slice::from_raw_parts(fr.buf as *const u8, fr.sz as usize));
+                key |= fr.flags & VPX_FRAME_IS_KEY != 0;
+            }
+        }
+    }
+}
+
+/// Decodes `data` with `dctx` and scores the picture against `rgba`.
+///
+/// # Safety
+/// `dctx` is an initialised libvpx decoder context of the stream `data` belongs to.
+unsafe fn decoded_psnr(dctx: &mut vpx_sys::vpx_codec_ctx_t, data: &[u8], rgba: &[u8]) -> f64 {
+    use vpx_sys::*;
+    // SAFETY (all of this function): the caller's context; the picture lives until the next decode.
+    unsafe {
+        vpx_codec_decode(dctx, data.as_ptr(), data.len() as u32, std::ptr::null_mut(), 0);
+        let mut dit = std::ptr::null();
+        let d = &*vpx_codec_get_frame(dctx, &mut dit);
+        let (ys, cs) = (d.stride[0] as usize, d.stride[1] as usize);
+        let y = std::slice::from_raw_parts(d.planes[0], ys * H);
+        let u = std::slice::from_raw_parts(d.planes[1], cs * H / 2);
+        let v = std::slice::from_raw_parts(d.planes[2], cs * H / 2);
+        psnr_i420(rgba, (y, ys), (u, cs), v)
+    }
+}
+
 fn vpx(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32) -> Point {
     vpx_at(frames, kbps, vp9, threads, if vp9 { 9 } else { 10 }, 60)
 }
@@ -221,27 +264,10 @@ fn vpx_at(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32, speed: i32, fp
             let t = Instant::now();
             let deadline = if speed < 0 { VPX_DL_GOOD_QUALITY } else { VPX_DL_REALTIME };
             vpx_codec_encode(&mut ctx, img.as_ptr(), n as i64, 1, flags, deadline as _);
-            let (mut it, mut data, mut key) = (std::ptr::null(), Vec::new(), false);
-            loop {
-                let pkt = vpx_codec_get_cx_data(&mut ctx, &mut it);
-                if pkt.is_null() {
-                    break;
-                }
-                if (*pkt).kind == vpx_codec_cx_pkt_kind::VPX_CODEC_CX_FRAME_PKT {
-                    let fr = (*pkt).data.frame;
-                    data.extend_from_slice(std::slice::from_raw_parts(fr.buf as *const u8, fr.sz as usize));
-                    key |= fr.flags & VPX_FRAME_IS_KEY != 0;
-                }
-            }
+            let (data, key) = packets(&mut ctx);
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            vpx_codec_decode(&mut dctx, data.as_ptr(), data.len() as u32, std::ptr::null_mut(), 0);
-            let mut dit = std::ptr::null();
-            let d = &*vpx_codec_get_frame(&mut dctx, &mut dit);
-            let (ys, cs) = (d.stride[0] as usize, d.stride[1] as usize);
-            let y = std::slice::from_raw_parts(d.planes[0], ys * H);
-            let u = std::slice::from_raw_parts(d.planes[1], cs * H / 2);
-            let v = std::slice::from_raw_parts(d.planes[2], cs * H / 2);
-            ((data, key), psnr_i420(f, (y, ys), (u, cs), v), ms)
+            let psnr = decoded_psnr(&mut dctx, &data, f);
+            ((data, key), psnr, ms)
         });
         vpx_codec_destroy(&mut ctx);
         vpx_codec_destroy(&mut dctx);
@@ -527,8 +553,8 @@ fn pace(args: &[String]) {
         vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_STATIC_THRESHOLD as i32, 0i32);
         let mut decoder: Option<vpx_codec_ctx_t> = None;
         let (mut pts, mut prev_y, mut c_model): (i64, Option<Vec<u8>>, Option<f64>) = (0, None, None);
-        let (mut over2, mut over3, mut excess, mut total, mut budget_sum, mut psnr_sum, mut n, mut drops) =
-            (0, 0, 0.0, 0.0, 0.0, 0.0, 0, 0);
+        let (mut over2, mut over3, mut excess, mut total, mut budget_sum, mut psnr_sum, mut n) =
+            (0, 0, 0.0, 0.0, 0.0, 0.0, 0);
         for (i, &(at, tick)) in ticks.iter().enumerate() {
             let bitrate = rates.iter().rev().find(|r| r.0 <= at).map_or(20e6, |r| r.1);
             let kbps = (bitrate / 1000.0) as u32;
@@ -551,28 +577,11 @@ fn pace(args: &[String]) {
             }
             let mut img = MaybeUninit::<vpx_image_t>::zeroed();
             vpx_img_wrap(img.as_mut_ptr(), vpx_img_fmt::VPX_IMG_FMT_I420, W as u32, H as u32, 1, planes.as_mut_ptr());
-            let mut data = Vec::new();
+            pts += (1000.0 / fps) as i64;
+            let flags = if i == 0 { VPX_EFLAG_FORCE_KF as i64 } else { 0 };
+            vpx_codec_encode(&mut ctx, img.as_ptr(), pts, 1, flags, VPX_DL_REALTIME as _);
+            let (data, _) = packets(&mut ctx);
             let mut q: i32 = 0;
-            for attempt in 0..2 {
-                pts += (1000.0 / fps) as i64;
-                let flags = if i == 0 { VPX_EFLAG_FORCE_KF as i64 } else { 0 };
-                vpx_codec_encode(&mut ctx, img.as_ptr(), pts, 1, flags, VPX_DL_REALTIME as _);
-                let mut it = std::ptr::null();
-                loop {
-                    let pkt = vpx_codec_get_cx_data(&mut ctx, &mut it);
-                    if pkt.is_null() {
-                        break;
-                    }
-                    if (*pkt).kind == vpx_codec_cx_pkt_kind::VPX_CODEC_CX_FRAME_PKT {
-                        let fr = (*pkt).data.frame;
-                        data.extend_from_slice(std::slice::from_raw_parts(fr.buf as *const u8, fr.sz as usize));
-                    }
-                }
-                if !data.is_empty() || attempt == 1 {
-                    break;
-                }
-                drops += 1;
-            }
             vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_GET_LAST_QUANTIZER_64 as i32, &mut q as *mut i32);
             let bytes = data.len() as f64;
             if variant.starts_with("act") && i > 0 && x > 0.0 {
@@ -587,25 +596,15 @@ fn pace(args: &[String]) {
                 excess += (bytes - 2.0 * budget).max(0.0);
                 n += 1;
             }
+            let mut dctx = decoder.take().unwrap_or_else(|| {
+                let mut d = MaybeUninit::<vpx_codec_ctx_t>::zeroed();
+                vpx_codec_dec_init_ver(d.as_mut_ptr(), vpx_codec_vp8_dx(), std::ptr::null(), 0, VPX_DECODER_ABI_VERSION as i32);
+                d.assume_init()
+            });
+            let psnr = decoded_psnr(&mut dctx, &data, &rgba);
+            decoder = Some(dctx);
             if i > 0 {
-                let mut dctx = decoder.take().unwrap();
-                vpx_codec_decode(&mut dctx, data.as_ptr(), data.len() as u32, std::ptr::null_mut(), 0);
-                let mut dit = std::ptr::null();
-                let d = &*vpx_codec_get_frame(&mut dctx, &mut dit);
-                let (ys, cs) = (d.stride[0] as usize, d.stride[1] as usize);
-                let y = std::slice::from_raw_parts(d.planes[0], ys * H);
-                let u = std::slice::from_raw_parts(d.planes[1], cs * H / 2);
-                let v = std::slice::from_raw_parts(d.planes[2], cs * H / 2);
-                psnr_sum += psnr_i420(&rgba, (y, ys), (u, cs), v);
-                decoder = Some(dctx);
-            } else {
-                let mut dctx = MaybeUninit::<vpx_codec_ctx_t>::zeroed();
-                vpx_codec_dec_init_ver(dctx.as_mut_ptr(), vpx_codec_vp8_dx(), std::ptr::null(), 0, VPX_DECODER_ABI_VERSION as i32);
-                let mut dctx = dctx.assume_init();
-                vpx_codec_decode(&mut dctx, data.as_ptr(), data.len() as u32, std::ptr::null_mut(), 0);
-                let mut dit = std::ptr::null();
-                let _ = vpx_codec_get_frame(&mut dctx, &mut dit);
-                decoder = Some(dctx);
+                psnr_sum += psnr;
             }
             if std::env::var("VERBOSE").is_ok() {
                 println!("{at:8.1} t{tick:6} sad {s:6.2} act {:6.2} bq {:8.3} q{q:2} min{min_q:2} {bytes:7.0} B budget {budget:6.0} ({:.1}x)", activity(&planes[..W * H]), bytes / inter_bits(q as usize), bytes / budget);
@@ -613,7 +612,7 @@ fn pace(args: &[String]) {
             prev_y = Some(planes[..W * H].to_vec());
         }
         println!(
-            "{variant}: {n} frames, bytes/budget {:.2}, >2x {over2}, >3x {over3}, excess over 2x {:.0} KB, drops {drops}, PSNR {:.2}",
+            "{variant}: {n} frames, bytes/budget {:.2}, >2x {over2}, >3x {over3}, excess over 2x {:.0} KB, PSNR {:.2}",
             total / budget_sum,
             excess / 1e3, psnr_sum / n as f64
         );
