@@ -38,7 +38,7 @@ const INTER_BITS: [u32; 128] = [
 ];
 
 /// How a frame's bytes grow with its detail: bytes ∝ detail^this (a fit over
-/// the bench's julia frames, whose detail spans 150×; within ±10 % there).
+/// the bench's julia frames, whose detail spans 150×; within ±20 % there).
 const DETAIL_POWER: f64 = 0.67;
 /// Luma is sampled every this many rows and every second pixel (under 1 ms a 1080p frame).
 const ROW_STEP: usize = 4;
@@ -82,7 +82,7 @@ impl Guard {
     /// frame's samples where that is less.
     fn sample(&mut self, luma: &[u8], stride: usize, width: usize, rows: usize) -> f64 {
         self.samples.clear();
-        let (mut detail, mut change, mut n) = (0u64, 0u64, 0u64);
+        let (mut detail, mut change) = (0u64, 0u64);
         for r in (1..rows.saturating_sub(1)).step_by(ROW_STEP) {
             let line = |r: usize| &luma[r * stride..r * stride + width];
             let (above, row, below) = (line(r - 1), line(r), line(r + 1));
@@ -97,11 +97,10 @@ impl Guard {
                     change += u64::from(row[x].abs_diff(was));
                 }
                 self.samples.push(row[x]);
-                n += 1;
             }
         }
-        let n = n.max(1) as f64;
-        // Another size (or the first frame): nothing to compare with.
+        let n = self.samples.len().max(1) as f64;
+        // The first frame (an encoder is made for one size): nothing to compare with.
         match self.previous.len() == self.samples.len() {
             true => (detail as f64 / n).min(change as f64 / n),
             false => detail as f64 / n,
