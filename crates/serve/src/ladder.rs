@@ -11,9 +11,9 @@
 //!   the link's capacity at the display rate, then a lower rate and size.
 //! - Below that, where the page decodes video (WebCodecs), VP8 at 80 % of
 //!   the link's capacity; its quantizer, read back from the encoder, trades
-//!   frame rate (down to 30 a second) and then size against quality. (JPEG
-//!   frames are quicker to make: at 1080p VP8 holds 30 frames a second, JPEG
-//!   the display's rate.)
+//!   frame rate (down to 32 a second, for 30 delivered) for quality first,
+//!   then size. (JPEG frames are quicker to make: at 1080p VP8 holds 30
+//!   frames a second, JPEG the display's rate.)
 //!
 //! Frames of `budget / rate` bytes take 0.8 / rate seconds to cross the
 //! link whatever its speed: the window ([`crate::link`]) keeps any queue to
@@ -40,11 +40,18 @@ const PROBE_FOR: Duration = Duration::from_millis(600);
 /// How often the rate and size are reconsidered; twice as often while VP8 is
 /// at its coarsest quantizer (the link fell: frames still over their budget).
 const STEP_EVERY: Duration = Duration::from_millis(500);
-/// The frame rate a stream gives up quality for before it gives up size.
-const MIN_FPS: f64 = 30.0;
+/// The frame rate a stream gives up quality for before it gives up size. A
+/// cap: frames come a little under it (a late encode, a frame held by the
+/// window), so 32 for 30 delivered.
+const MIN_FPS: f64 = 32.0;
 /// The sizes an image may be sent at, as a share of the canvas.
 const SCALES: [f64; 5] = [1.0, 0.75, 0.5, 0.375, 0.25];
-/// VP8 quantizers (0–63) above which a frame is too coarse, and below which there is room.
+/// VP8 quantizers (0–63): above `SOFT` the rate falls to its floor, each
+/// frame getting more of the bytes (at 1080p over 20 Mbit/s julia frames
+/// stay below JPEG q80's PSNR at any rate: quality first, down to
+/// [`MIN_FPS`]); above `COARSE` the size falls too; below `FINE` the size,
+/// then the rate, rise again.
+const SOFT: f64 = 40.0;
 const COARSE: f64 = 50.0;
 const FINE: f64 = 34.0;
 /// JPEG qualities an adaptive stream moves within.
@@ -242,12 +249,12 @@ impl Ladder {
         Plan { codec: Codec::Vp8 { bitrate }, extent: self.extent(canvas), fps: self.fps }
     }
 
-    /// Every [`STEP_EVERY`]: lower the rate, then the size, while frames are
-    /// too coarse (VP8's quantizer; JPEG's quality at its floor); raise the
-    /// size, then the rate, while there is room. While every VP8 frame is at
-    /// the coarsest quantizer (a fall of the link leaves frames several times
-    /// their budget: they queue), twice as often, and the rate falls to its
-    /// floor and the size a step at once.
+    /// Every [`STEP_EVERY`]: lower the rate while frames are soft, then the
+    /// size while they are too coarse (VP8's quantizer; JPEG's quality at its
+    /// floor); raise the size, then the rate, while there is room. While
+    /// every VP8 frame is at the coarsest quantizer (a fall of the link
+    /// leaves frames several times their budget: they queue), twice as
+    /// often, and the rate falls to its floor and the size a step at once.
     fn step(&mut self, now: Instant, quantizer: Option<f64>) {
         let pinned = quantizer.is_some_and(|q| q >= f64::from(MAX_QUANTIZER));
         let every = if pinned { STEP_EVERY / 2 } else { STEP_EVERY };
@@ -255,11 +262,14 @@ impl Ladder {
             return;
         }
         let video = matches!(self.mode, Mode::Video) || self.use_video;
-        let (coarse, fine) = match quantizer {
-            Some(q) => (q > COARSE, q < FINE),
+        let (soft, coarse, fine) = match quantizer {
+            Some(q) => (q > SOFT, q > COARSE, q < FINE),
             // No video frame since the last step: nothing to go by.
             None if video => return,
-            None => (self.quality <= JPEG_RANGE.0, self.quality >= JPEG_RANGE.1 - 10),
+            None => {
+                let coarse = self.quality <= JPEG_RANGE.0;
+                (coarse, coarse, self.quality >= JPEG_RANGE.1 - 10)
+            }
         };
         self.last_step = Some(now);
         self.quantizers.clear();
@@ -267,7 +277,7 @@ impl Ladder {
         if pinned {
             self.fps = floor;
             self.scale = (self.scale + 1).min(SCALES.len() - 1);
-        } else if coarse && self.fps > floor {
+        } else if soft && self.fps > floor {
             self.fps = (self.fps * 0.75).max(floor);
         } else if coarse && self.scale + 1 < SCALES.len() {
             self.scale += 1;
@@ -391,7 +401,7 @@ mod tests {
     }
 
     #[test]
-    fn coarse_video_gives_up_rate_to_30_then_size_and_fine_video_takes_them_back() {
+    fn coarse_video_gives_up_rate_to_32_then_size_and_fine_video_takes_them_back() {
         let mut l = Ladder::new();
         (l.video, l.mode) = (true, Mode::Video);
         let mut now = Instant::now();
@@ -402,8 +412,8 @@ mod tests {
             let p = l.plan(HD, link(5.0), now);
             seen.push((p.fps.round() as u32, p.extent.width));
         }
-        assert_eq!(&seen[..4], &[(45, 1920), (34, 1920), (30, 1920), (30, 1440)], "{seen:?}");
-        assert_eq!(seen.last(), Some(&(30, 480)), "down to a quarter: {seen:?}");
+        assert_eq!(&seen[..4], &[(45, 1920), (34, 1920), (32, 1920), (32, 1440)], "{seen:?}");
+        assert_eq!(seen.last(), Some(&(32, 480)), "down to a quarter: {seen:?}");
         for _ in 0..12 {
             l.encoded(Codec::Vp8 { bitrate: 1 }, HD, 1, Some(20), None);
             now += STEP_EVERY;
@@ -411,6 +421,27 @@ mod tests {
         }
         let p = l.plan(HD, link(5.0), now);
         assert_eq!((p.extent, p.fps.round()), (HD, 60.0));
+    }
+
+    #[test]
+    fn soft_video_gives_up_rate_for_quality_but_not_size_and_holds_within_the_band() {
+        // Frames between FINE and COARSE: softer than JPEG q80 at 1080p, not so coarse
+        // that a smaller image would look better once scaled up.
+        let mut l = Ladder::new();
+        (l.video, l.mode) = (true, Mode::Video);
+        let mut now = Instant::now();
+        let mut step = |l: &mut Ladder, q: u8| {
+            l.encoded(Codec::Vp8 { bitrate: 1 }, HD, 1, Some(q), None);
+            now += STEP_EVERY;
+            let p = l.plan(HD, link(20.0), now);
+            (p.fps.round() as u32, p.extent.width)
+        };
+        let seen: Vec<_> = (0..6).map(|_| step(&mut l, 45)).collect();
+        assert_eq!(seen, [(45, 1920), (34, 1920), (32, 1920), (32, 1920), (32, 1920), (32, 1920)]);
+        // Within the band neither rises nor falls; below it the rate comes back.
+        let seen: Vec<_> = (0..3).map(|_| step(&mut l, 37)).collect();
+        assert_eq!(seen, [(32, 1920); 3]);
+        assert_eq!(step(&mut l, 30), (43, 1920));
     }
 
     #[test]
@@ -427,7 +458,7 @@ mod tests {
             let p = l.plan(HD, link(5.0), now);
             seen.push((p.fps.round() as u32, p.extent.width));
         }
-        assert_eq!(seen, [(30, 1440), (30, 960), (30, 720)]);
+        assert_eq!(seen, [(32, 1440), (32, 960), (32, 720)]);
     }
 
     #[test]

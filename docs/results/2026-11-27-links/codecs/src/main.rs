@@ -415,6 +415,9 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("pace") {
         return pace(&args);
     }
+    if args.get(1).map(String::as_str) == Some("rate") {
+        return rate(&args);
+    }
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(60);
     let threads: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(4);
     let out = args.get(3).cloned().unwrap_or_else(|| "codec-streams".into());
@@ -468,11 +471,21 @@ fn main() {
 /// VP8's external quantizer (0–63) to its index (0–127), and its model of an inter
 /// frame's bits a macroblock at each index (libvpx 1.12, onyx_if.c and ratectrl.c).
 const Q_TRANS: [usize; 64] = [
-    0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 13, 15, 17, 18, 19, 20, 21, 23, 24, 25, 26, 27, 28, 29, 30, 31, 33, 35,
-    37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 64, 67, 70, 73, 76, 79, 82, 85, 88, 91, 94, 97, 100,
-    103, 106, 109, 112, 115, 118, 121, 124, 127,
+    0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 13, 15, 17, 18, 19, 20, 21, 23, 24, 25, 26, 27, 28, 29, 30, 31, 33,
+    35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 64, 67, 70, 73, 76, 79, 82, 85, 88, 91, 94, 97,
+    100, 103, 106, 109, 112, 115, 118, 121, 124, 127,
 ];
-const INTER_BITS: [u32; 128] = [712500, 570000, 475000, 407142, 356250, 316666, 285000, 259090, 237500, 219230, 203571, 190000, 178125, 167647, 158333, 150000, 142500, 135714, 129545, 123913, 118750, 114000, 109615, 105555, 101785, 98275, 95000, 91935, 89062, 86363, 83823, 81428, 79166, 77027, 75000, 73076, 71250, 69512, 67857, 66279, 64772, 63333, 61956, 60638, 59375, 58163, 57000, 55882, 54807, 53773, 52777, 51818, 50892, 50000, 49137, 47500, 45967, 44531, 43181, 41911, 40714, 39583, 38513, 37500, 36538, 35625, 34756, 33928, 33139, 32386, 31666, 30978, 30319, 29687, 29081, 28500, 27941, 27403, 26886, 26388, 25909, 25446, 25000, 24568, 23949, 23360, 22800, 22265, 21755, 21268, 20802, 20357, 19930, 19520, 19127, 18750, 18387, 18037, 17701, 17378, 17065, 16764, 16473, 16101, 15745, 15405, 15079, 14766, 14467, 14179, 13902, 13636, 13380, 13133, 12895, 12666, 12445, 12179, 11924, 11632, 11445, 11220, 11003, 10795, 10594, 10401, 10215, 10035];
+const INTER_BITS: [u32; 128] = [
+    712500, 570000, 475000, 407142, 356250, 316666, 285000, 259090, 237500, 219230, 203571, 190000, 178125,
+    167647, 158333, 150000, 142500, 135714, 129545, 123913, 118750, 114000, 109615, 105555, 101785, 98275,
+    95000, 91935, 89062, 86363, 83823, 81428, 79166, 77027, 75000, 73076, 71250, 69512, 67857, 66279, 64772,
+    63333, 61956, 60638, 59375, 58163, 57000, 55882, 54807, 53773, 52777, 51818, 50892, 50000, 49137, 47500,
+    45967, 44531, 43181, 41911, 40714, 39583, 38513, 37500, 36538, 35625, 34756, 33928, 33139, 32386, 31666,
+    30978, 30319, 29687, 29081, 28500, 27941, 27403, 26886, 26388, 25909, 25446, 25000, 24568, 23949, 23360,
+    22800, 22265, 21755, 21268, 20802, 20357, 19930, 19520, 19127, 18750, 18387, 18037, 17701, 17378, 17065,
+    16764, 16473, 16101, 15745, 15405, 15079, 14766, 14467, 14179, 13902, 13636, 13380, 13133, 12895, 12666,
+    12445, 12179, 11924, 11632, 11445, 11220, 11003, 10795, 10594, 10401, 10215, 10035,
+];
 fn inter_bits(q: usize) -> f64 {
     f64::from(INTER_BITS[Q_TRANS[q.min(63)]])
 }
@@ -511,7 +524,6 @@ fn sad(a: &[u8], b: &[u8]) -> f64 {
 /// change from the last frame where less). VERBOSE=1: a line a frame.
 ///   codecs pace TRACE FROM_MS TO_MS THREADS base|actCAP
 fn pace(args: &[String]) {
-    use vpx_sys::*;
     let trace = std::fs::read_to_string(&args[2]).expect("trace");
     let (from, to): (f64, f64) = (args[3].parse().unwrap(), args[4].parse().unwrap());
     let threads: u32 = args[5].parse().unwrap();
@@ -531,8 +543,47 @@ fn pace(args: &[String]) {
             ticks.push((at, num(l, "frame").unwrap() as u32));
         }
     }
+    let rate_at = |at: f64| rates.iter().rev().find(|r| r.0 <= at).map_or(20e6, |r| r.1);
+    let r = replay(&ticks, rate_at, 30.0, threads, variant, false);
+    println!(
+        "{variant}: {} frames, bytes/budget {:.2}, >2x {}, >3x {}, excess over 2x {:.0} KB, PSNR {:.2}",
+        r.n,
+        r.bytes_over_budget,
+        r.over2,
+        r.over3,
+        r.excess / 1e3,
+        r.psnr
+    );
+}
+
+/// What a replay gave, over its frames after the first (a key frame).
+struct Replay {
+    n: usize,
+    bytes_over_budget: f64,
+    over2: usize,
+    over3: usize,
+    excess: f64,
+    psnr: f64,
+    /// JPEG q80's PSNR on the same frames (when asked).
+    q80: f64,
+    kb: f64,
+    quantizer: f64,
+}
+
+/// Julia frames at `ticks` (with the time each was sent, ms) through the view's
+/// VP8 settings at `fps` and the bitrate `rate_at` gives at that time: libvpx
+/// alone (`base`) or with crates/serve's quantizer floor at CAP times the
+/// frame's budget (`actCAP`).
+fn replay(
+    ticks: &[(f64, u32)],
+    rate_at: impl Fn(f64) -> f64,
+    fps: f64,
+    threads: u32,
+    variant: &str,
+    with_q80: bool,
+) -> Replay {
+    use vpx_sys::*;
     let scene = Scene { kind: SceneKind::Julia, width: W as u32, height: H as u32, cost: 64 };
-    let fps = 30.0;
     // SAFETY (all of this function): libvpx's documented use.
     unsafe {
         let iface = vpx_codec_vp8_cx();
@@ -541,7 +592,8 @@ fn pace(args: &[String]) {
         let mut cfg = cfg.assume_init();
         (cfg.g_w, cfg.g_h, cfg.g_threads, cfg.g_lag_in_frames) = (W as u32, H as u32, threads, 0);
         cfg.g_timebase = vpx_rational { num: 1, den: 1000 };
-        (cfg.rc_end_usage, cfg.rc_target_bitrate, cfg.rc_dropframe_thresh) = (vpx_rc_mode::VPX_CBR, 20_000, 0);
+        (cfg.rc_end_usage, cfg.rc_target_bitrate, cfg.rc_dropframe_thresh) =
+            (vpx_rc_mode::VPX_CBR, 20_000, 0);
         (cfg.rc_min_quantizer, cfg.rc_max_quantizer, cfg.kf_mode) = (2, 56, vpx_kf_mode::VPX_KF_DISABLED);
         (cfg.rc_undershoot_pct, cfg.rc_overshoot_pct) = (50, 50);
         (cfg.rc_buf_sz, cfg.rc_buf_initial_sz, cfg.rc_buf_optimal_sz) = (600, 400, 500);
@@ -555,8 +607,9 @@ fn pace(args: &[String]) {
         let (mut pts, mut prev_y, mut c_model): (i64, Option<Vec<u8>>, Option<f64>) = (0, None, None);
         let (mut over2, mut over3, mut excess, mut total, mut budget_sum, mut psnr_sum, mut n) =
             (0, 0, 0.0, 0.0, 0.0, 0.0, 0);
+        let (mut q80_sum, mut q_sum) = (0.0, 0.0);
         for (i, &(at, tick)) in ticks.iter().enumerate() {
-            let bitrate = rates.iter().rev().find(|r| r.0 <= at).map_or(20e6, |r| r.1);
+            let bitrate = rate_at(at);
             let kbps = (bitrate / 1000.0) as u32;
             let budget = bitrate / 8.0 / fps;
             let mut rgba = vec![0u8; W * H * 4];
@@ -568,7 +621,8 @@ fn pace(args: &[String]) {
             let x = if prev_y.is_some() { act.min(s) } else { act };
             if let Some(cap) = variant.strip_prefix("act").and_then(|d| d.parse::<f64>().ok()) {
                 if let Some(c) = c_model {
-                    min_q = (2..=56).find(|&q| c * x.powf(0.67) * inter_bits(q) <= cap * budget).unwrap_or(56) as u32;
+                    min_q = (2..=56).find(|&q| c * x.powf(0.67) * inter_bits(q) <= cap * budget).unwrap_or(56)
+                        as u32;
                 }
             }
             if kbps != cfg.rc_target_bitrate || min_q != cfg.rc_min_quantizer {
@@ -576,13 +630,24 @@ fn pace(args: &[String]) {
                 vpx_codec_enc_config_set(&mut ctx, &cfg);
             }
             let mut img = MaybeUninit::<vpx_image_t>::zeroed();
-            vpx_img_wrap(img.as_mut_ptr(), vpx_img_fmt::VPX_IMG_FMT_I420, W as u32, H as u32, 1, planes.as_mut_ptr());
+            vpx_img_wrap(
+                img.as_mut_ptr(),
+                vpx_img_fmt::VPX_IMG_FMT_I420,
+                W as u32,
+                H as u32,
+                1,
+                planes.as_mut_ptr(),
+            );
             pts += (1000.0 / fps) as i64;
             let flags = if i == 0 { VPX_EFLAG_FORCE_KF as i64 } else { 0 };
             vpx_codec_encode(&mut ctx, img.as_ptr(), pts, 1, flags, VPX_DL_REALTIME as _);
             let (data, _) = packets(&mut ctx);
             let mut q: i32 = 0;
-            vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_GET_LAST_QUANTIZER_64 as i32, &mut q as *mut i32);
+            vpx_codec_control_(
+                &mut ctx,
+                vp8e_enc_control_id::VP8E_GET_LAST_QUANTIZER_64 as i32,
+                &mut q as *mut i32,
+            );
             let bytes = data.len() as f64;
             if variant.starts_with("act") && i > 0 && x > 0.0 {
                 let c = bytes / (x.powf(0.67) * inter_bits(q as usize));
@@ -598,24 +663,62 @@ fn pace(args: &[String]) {
             }
             let mut dctx = decoder.take().unwrap_or_else(|| {
                 let mut d = MaybeUninit::<vpx_codec_ctx_t>::zeroed();
-                vpx_codec_dec_init_ver(d.as_mut_ptr(), vpx_codec_vp8_dx(), std::ptr::null(), 0, VPX_DECODER_ABI_VERSION as i32);
+                vpx_codec_dec_init_ver(
+                    d.as_mut_ptr(),
+                    vpx_codec_vp8_dx(),
+                    std::ptr::null(),
+                    0,
+                    VPX_DECODER_ABI_VERSION as i32,
+                );
                 d.assume_init()
             });
             let psnr = decoded_psnr(&mut dctx, &data, &rgba);
             decoder = Some(dctx);
             if i > 0 {
                 psnr_sum += psnr;
+                q_sum += f64::from(q);
+                if with_q80 {
+                    q80_sum += jpeg(std::slice::from_ref(&rgba), 80).psnr;
+                }
             }
             if std::env::var("VERBOSE").is_ok() {
                 println!("{at:8.1} t{tick:6} sad {s:6.2} act {:6.2} bq {:8.3} q{q:2} min{min_q:2} {bytes:7.0} B budget {budget:6.0} ({:.1}x)", activity(&planes[..W * H]), bytes / inter_bits(q as usize), bytes / budget);
             }
             prev_y = Some(planes[..W * H].to_vec());
         }
-        println!(
-            "{variant}: {n} frames, bytes/budget {:.2}, >2x {over2}, >3x {over3}, excess over 2x {:.0} KB, PSNR {:.2}",
-            total / budget_sum,
-            excess / 1e3, psnr_sum / n as f64
-        );
         vpx_codec_destroy(&mut ctx);
+        let m = n.max(1) as f64;
+        Replay {
+            n,
+            bytes_over_budget: total / budget_sum,
+            over2,
+            over3,
+            excess,
+            psnr: psnr_sum / m,
+            q80: q80_sum / m,
+            kb: total / m / 1e3,
+            quantizer: q_sum / m,
+        }
+    }
+}
+
+/// The bench's julia (its producer at ~3,450 ticks a second) sent at each frame
+/// rate over the same seconds at one bitrate: what a frame rate given up buys
+/// in PSNR, beside JPEG q80's on the same frames.
+///   codecs rate KBPS FROM_TICK SECONDS THREADS VARIANT FPS...
+fn rate(args: &[String]) {
+    let kbps: f64 = args[2].parse().expect("KBPS");
+    let (from, secs): (f64, f64) = (args[3].parse().expect("FROM_TICK"), args[4].parse().expect("SECONDS"));
+    let threads: u32 = args[5].parse().expect("THREADS");
+    let variant = args[6].as_str();
+    for fps in args[7..].iter().map(|a| a.parse::<f64>().expect("FPS")) {
+        let ticks: Vec<(f64, u32)> = (0..(secs * fps) as usize)
+            .map(|k| (k as f64 * 1e3 / fps, (from + k as f64 * 3450.0 / fps) as u32))
+            .collect();
+        let r = replay(&ticks, |_| kbps * 1e3, fps, threads, variant, true);
+        println!(
+            "{kbps} kbit/s {fps} frames/s {variant}: {} frames, {:.1} KB a frame ({:.2} of the budget), quantizer {:.1}, PSNR {:.2}, q80 {:.2}, difference {:+.2} dB",
+            r.n, r.kb, r.bytes_over_budget, r.quantizer, r.psnr, r.q80, r.psnr - r.q80
+        );
     }
 }
