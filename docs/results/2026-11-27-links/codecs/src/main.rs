@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use vkcuda::Format;
 use vkcuda_run::base::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
+use vkcuda_serve::vp8::Vp8;
 
 const W: usize = 1920;
 const H: usize = 1080;
@@ -468,60 +469,11 @@ fn main() {
     }
 }
 
-/// VP8's external quantizer (0–63) to its index (0–127), and its model of an inter
-/// frame's bits a macroblock at each index (libvpx 1.12, onyx_if.c and ratectrl.c).
-const Q_TRANS: [usize; 64] = [
-    0, 1, 2, 3, 4, 5, 7, 8, 9, 10, 12, 13, 15, 17, 18, 19, 20, 21, 23, 24, 25, 26, 27, 28, 29, 30, 31, 33,
-    35, 37, 39, 41, 43, 45, 47, 49, 51, 53, 55, 57, 59, 61, 64, 67, 70, 73, 76, 79, 82, 85, 88, 91, 94, 97,
-    100, 103, 106, 109, 112, 115, 118, 121, 124, 127,
-];
-const INTER_BITS: [u32; 128] = [
-    712500, 570000, 475000, 407142, 356250, 316666, 285000, 259090, 237500, 219230, 203571, 190000, 178125,
-    167647, 158333, 150000, 142500, 135714, 129545, 123913, 118750, 114000, 109615, 105555, 101785, 98275,
-    95000, 91935, 89062, 86363, 83823, 81428, 79166, 77027, 75000, 73076, 71250, 69512, 67857, 66279, 64772,
-    63333, 61956, 60638, 59375, 58163, 57000, 55882, 54807, 53773, 52777, 51818, 50892, 50000, 49137, 47500,
-    45967, 44531, 43181, 41911, 40714, 39583, 38513, 37500, 36538, 35625, 34756, 33928, 33139, 32386, 31666,
-    30978, 30319, 29687, 29081, 28500, 27941, 27403, 26886, 26388, 25909, 25446, 25000, 24568, 23949, 23360,
-    22800, 22265, 21755, 21268, 20802, 20357, 19930, 19520, 19127, 18750, 18387, 18037, 17701, 17378, 17065,
-    16764, 16473, 16101, 15745, 15405, 15079, 14766, 14467, 14179, 13902, 13636, 13380, 13133, 12895, 12666,
-    12445, 12179, 11924, 11632, 11445, 11220, 11003, 10795, 10594, 10401, 10215, 10035,
-];
-fn inter_bits(q: usize) -> f64 {
-    f64::from(INTER_BITS[Q_TRANS[q.min(63)]])
-}
-
-/// Mean |second difference| (across and down) of luma on every 4th row, every 2nd pixel.
-fn activity(y: &[u8]) -> f64 {
-    let (mut s, mut n) = (0u64, 0u64);
-    for r in (1..H - 1).step_by(4) {
-        for x in (1..W - 1).step_by(2) {
-            let p = 2 * i32::from(y[r * W + x]);
-            let h = i32::from(y[r * W + x - 1]) + i32::from(y[r * W + x + 1]);
-            let v = i32::from(y[(r - 1) * W + x]) + i32::from(y[(r + 1) * W + x]);
-            s += u64::from((p - h).unsigned_abs() + (p - v).unsigned_abs());
-            n += 1;
-        }
-    }
-    s as f64 / n as f64
-}
-
-/// Mean |luma difference| on a 4x4 grid (full-range-ish Y plane, W x H).
-fn sad(a: &[u8], b: &[u8]) -> f64 {
-    let (mut s, mut n) = (0u64, 0u64);
-    for y in (0..H).step_by(4) {
-        for x in (0..W).step_by(4) {
-            s += u64::from(a[y * W + x].abs_diff(b[y * W + x]));
-            n += 1;
-        }
-    }
-    s as f64 / n as f64
-}
-
 /// The link bench's frames again (ticks from a trace), through the view's VP8
-/// settings at the trace's bitrates: how far frames overshoot their budget,
-/// as libvpx alone (`base`) and with crates/serve's quantizer floor at CAP times
-/// the frame's budget (`actCAP`: its detail measure, second differences, or the
-/// change from the last frame where less). VERBOSE=1: a line a frame.
+/// encoder at the trace's bitrates: how far frames overshoot their budget,
+/// as libvpx alone (`base`) and with the encoder's quantizer floor at CAP times
+/// the frame's budget (`actCAP`: crates/serve/src/vp8/guard.rs). VERBOSE=1: a
+/// line a frame.
 ///   codecs pace TRACE FROM_MS TO_MS THREADS base|actCAP
 fn pace(args: &[String]) {
     let trace = std::fs::read_to_string(&args[2]).expect("trace");
@@ -571,9 +523,9 @@ struct Replay {
 }
 
 /// Julia frames at `ticks` (with the time each was sent, ms) through the view's
-/// VP8 settings at `fps` and the bitrate `rate_at` gives at that time: libvpx
-/// alone (`base`) or with crates/serve's quantizer floor at CAP times the
-/// frame's budget (`actCAP`).
+/// own VP8 encoder (crates/serve's `Vp8`) at `fps` and the bitrate `rate_at`
+/// gives at that time: libvpx alone (`base`: no cap) or with the encoder's
+/// quantizer floor at CAP times the frame's budget (`actCAP`).
 fn replay(
     ticks: &[(f64, u32)],
     rate_at: impl Fn(f64) -> f64,
@@ -584,121 +536,78 @@ fn replay(
 ) -> Replay {
     use vpx_sys::*;
     let scene = Scene { kind: SceneKind::Julia, width: W as u32, height: H as u32, cost: 64 };
-    // SAFETY (all of this function): libvpx's documented use.
-    unsafe {
-        let iface = vpx_codec_vp8_cx();
-        let mut cfg = MaybeUninit::<vpx_codec_enc_cfg_t>::zeroed();
-        vpx_codec_enc_config_default(iface, cfg.as_mut_ptr(), 0);
-        let mut cfg = cfg.assume_init();
-        (cfg.g_w, cfg.g_h, cfg.g_threads, cfg.g_lag_in_frames) = (W as u32, H as u32, threads, 0);
-        cfg.g_timebase = vpx_rational { num: 1, den: 1000 };
-        (cfg.rc_end_usage, cfg.rc_target_bitrate, cfg.rc_dropframe_thresh) =
-            (vpx_rc_mode::VPX_CBR, 20_000, 0);
-        (cfg.rc_min_quantizer, cfg.rc_max_quantizer, cfg.kf_mode) = (2, 56, vpx_kf_mode::VPX_KF_DISABLED);
-        (cfg.rc_undershoot_pct, cfg.rc_overshoot_pct) = (50, 50);
-        (cfg.rc_buf_sz, cfg.rc_buf_initial_sz, cfg.rc_buf_optimal_sz) = (600, 400, 500);
-        let mut ctx = MaybeUninit::<vpx_codec_ctx_t>::zeroed();
-        vpx_codec_enc_init_ver(ctx.as_mut_ptr(), iface, &cfg, 0, VPX_ENCODER_ABI_VERSION as i32);
-        let mut ctx = ctx.assume_init();
-        vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_CPUUSED as i32, 10i32);
-        vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_TOKEN_PARTITIONS as i32, 3i32);
-        vpx_codec_control_(&mut ctx, vp8e_enc_control_id::VP8E_SET_STATIC_THRESHOLD as i32, 0i32);
-        let mut decoder: Option<vpx_codec_ctx_t> = None;
-        let (mut pts, mut prev_y, mut c_model): (i64, Option<Vec<u8>>, Option<f64>) = (0, None, None);
-        let (mut over2, mut over3, mut excess, mut total, mut budget_sum, mut psnr_sum, mut n) =
-            (0, 0, 0.0, 0.0, 0.0, 0.0, 0);
-        let (mut q80_sum, mut q_sum) = (0.0, 0.0);
-        for (i, &(at, tick)) in ticks.iter().enumerate() {
-            let bitrate = rate_at(at);
-            let kbps = (bitrate / 1000.0) as u32;
-            let budget = bitrate / 8.0 / fps;
-            let mut rgba = vec![0u8; W * H * 4];
-            render_cpu_as(&scene, &FrameArgs::new(&scene, tick), Format::Rgba8, &mut rgba, 16);
-            let mut planes = i420(&rgba, false);
-            let s = prev_y.as_ref().map_or(0.0, |p| sad(&planes[..W * H], p));
-            let mut min_q = 2;
-            let act = activity(&planes[..W * H]);
-            let x = if prev_y.is_some() { act.min(s) } else { act };
-            if let Some(cap) = variant.strip_prefix("act").and_then(|d| d.parse::<f64>().ok()) {
-                if let Some(c) = c_model {
-                    min_q = (2..=56).find(|&q| c * x.powf(0.67) * inter_bits(q) <= cap * budget).unwrap_or(56)
-                        as u32;
-                }
-            }
-            if kbps != cfg.rc_target_bitrate || min_q != cfg.rc_min_quantizer {
-                (cfg.rc_target_bitrate, cfg.rc_min_quantizer) = (kbps, min_q);
-                vpx_codec_enc_config_set(&mut ctx, &cfg);
-            }
-            let mut img = MaybeUninit::<vpx_image_t>::zeroed();
-            vpx_img_wrap(
-                img.as_mut_ptr(),
-                vpx_img_fmt::VPX_IMG_FMT_I420,
-                W as u32,
-                H as u32,
-                1,
-                planes.as_mut_ptr(),
-            );
-            pts += (1000.0 / fps) as i64;
-            let flags = if i == 0 { VPX_EFLAG_FORCE_KF as i64 } else { 0 };
-            vpx_codec_encode(&mut ctx, img.as_ptr(), pts, 1, flags, VPX_DL_REALTIME as _);
-            let (data, _) = packets(&mut ctx);
-            let mut q: i32 = 0;
-            vpx_codec_control_(
-                &mut ctx,
-                vp8e_enc_control_id::VP8E_GET_LAST_QUANTIZER_64 as i32,
-                &mut q as *mut i32,
-            );
-            let bytes = data.len() as f64;
-            if variant.starts_with("act") && i > 0 && x > 0.0 {
-                let c = bytes / (x.powf(0.67) * inter_bits(q as usize));
-                c_model = Some(c_model.map_or(c, |m| (m.ln() * 0.5 + c.ln() * 0.5).exp()));
-            }
-            if i > 0 {
-                total += bytes;
-                budget_sum += budget;
-                over2 += usize::from(bytes > 2.0 * budget);
-                over3 += usize::from(bytes > 3.0 * budget);
-                excess += (bytes - 2.0 * budget).max(0.0);
-                n += 1;
-            }
+    let cap_share = match variant {
+        "base" => f64::INFINITY,
+        v => v.strip_prefix("act").and_then(|c| c.parse().ok()).expect("base or actCAP"),
+    };
+    let extent = ash::vk::Extent2D { width: W as u32, height: H as u32 };
+    let mut bitrate = ticks.first().map_or(20e6, |t| rate_at(t.0)) as u32;
+    let mut vp8 = Vp8::new(extent, bitrate, threads).expect("the view's VP8 encoder");
+    let mut decoder: Option<vpx_codec_ctx_t> = None;
+    let (mut over2, mut over3, mut excess, mut total, mut budget_sum, mut psnr_sum, mut n) =
+        (0, 0, 0.0, 0.0, 0.0, 0.0, 0);
+    let (mut q80_sum, mut q_sum) = (0.0, 0.0);
+    for (i, &(at, tick)) in ticks.iter().enumerate() {
+        let rate = rate_at(at);
+        if rate as u32 != bitrate {
+            bitrate = rate as u32;
+            vp8.set_bitrate(bitrate).expect("a bitrate");
+        }
+        let budget = rate / 8.0 / fps;
+        let mut rgba = vec![0u8; W * H * 4];
+        render_cpu_as(&scene, &FrameArgs::new(&scene, tick), Format::Rgba8, &mut rgba, 16);
+        let millis = (i as f64 * 1000.0 / fps) as i64;
+        let frame = vp8.encode(&i420(&rgba, false), millis, i == 0, cap_share * budget).expect("a frame");
+        let bytes = frame.data.len() as f64;
+        if i > 0 {
+            total += bytes;
+            budget_sum += budget;
+            over2 += usize::from(bytes > 2.0 * budget);
+            over3 += usize::from(bytes > 3.0 * budget);
+            excess += (bytes - 2.0 * budget).max(0.0);
+            n += 1;
+        }
+        // SAFETY: libvpx's documented use: a decoder made once, fed this stream in order.
+        let psnr = unsafe {
             let mut dctx = decoder.take().unwrap_or_else(|| {
                 let mut d = MaybeUninit::<vpx_codec_ctx_t>::zeroed();
+                let iface = vpx_codec_vp8_dx();
                 vpx_codec_dec_init_ver(
                     d.as_mut_ptr(),
-                    vpx_codec_vp8_dx(),
+                    iface,
                     std::ptr::null(),
                     0,
                     VPX_DECODER_ABI_VERSION as i32,
                 );
                 d.assume_init()
             });
-            let psnr = decoded_psnr(&mut dctx, &data, &rgba);
+            let psnr = decoded_psnr(&mut dctx, &frame.data, &rgba);
             decoder = Some(dctx);
-            if i > 0 {
-                psnr_sum += psnr;
-                q_sum += f64::from(q);
-                if with_q80 {
-                    q80_sum += jpeg(std::slice::from_ref(&rgba), 80).psnr;
-                }
+            psnr
+        };
+        if i > 0 {
+            psnr_sum += psnr;
+            q_sum += f64::from(frame.quantizer);
+            if with_q80 {
+                q80_sum += jpeg(std::slice::from_ref(&rgba), 80).psnr;
             }
-            if std::env::var("VERBOSE").is_ok() {
-                println!("{at:8.1} t{tick:6} sad {s:6.2} act {:6.2} bq {:8.3} q{q:2} min{min_q:2} {bytes:7.0} B budget {budget:6.0} ({:.1}x)", activity(&planes[..W * H]), bytes / inter_bits(q as usize), bytes / budget);
-            }
-            prev_y = Some(planes[..W * H].to_vec());
         }
-        vpx_codec_destroy(&mut ctx);
-        let m = n.max(1) as f64;
-        Replay {
-            n,
-            bytes_over_budget: total / budget_sum,
-            over2,
-            over3,
-            excess,
-            psnr: psnr_sum / m,
-            q80: q80_sum / m,
-            kb: total / m / 1e3,
-            quantizer: q_sum / m,
+        if std::env::var("VERBOSE").is_ok() {
+            let q = frame.quantizer;
+            println!("{at:8.1} t{tick:6} q{q:2} {bytes:7.0} B budget {budget:6.0} ({:.1}x)", bytes / budget);
         }
+    }
+    let m = n.max(1) as f64;
+    Replay {
+        n,
+        bytes_over_budget: total / budget_sum,
+        over2,
+        over3,
+        excess,
+        psnr: psnr_sum / m,
+        q80: q80_sum / m,
+        kb: total / m / 1e3,
+        quantizer: q_sum / m,
     }
 }
 
