@@ -447,7 +447,7 @@ mod tests {
     #[test]
     fn video_at_its_coarsest_gives_up_rate_and_size_at_once_and_twice_as_often() {
         // The link fell under VP8 at 60 frames a second: every frame at the coarsest
-        // quantizer. A step every 250 ms: the rate to 30 and a size down in the first.
+        // quantizer. A step every 250 ms: the rate to its floor (32) and a size down in the first.
         let mut l = Ladder::new();
         (l.video, l.mode) = (true, Mode::Video);
         let mut now = Instant::now();
