@@ -86,14 +86,12 @@ impl Guard {
         for r in (1..rows.saturating_sub(1)).step_by(ROW_STEP) {
             let line = |r: usize| &luma[r * stride..r * stride + width];
             let (above, row, below) = (line(r - 1), line(r), line(r + 1));
-            let previous = self.previous.get(self.samples.len()..).unwrap_or_default();
-            let start = self.samples.len();
             for x in (1..width.saturating_sub(1)).step_by(2) {
                 let p = i32::from(row[x]);
                 let across = 2 * p - i32::from(row[x - 1]) - i32::from(row[x + 1]);
                 let down = 2 * p - i32::from(above[x]) - i32::from(below[x]);
                 detail += u64::from(across.unsigned_abs() + down.unsigned_abs());
-                if let Some(&was) = previous.get(self.samples.len() - start) {
+                if let Some(&was) = self.previous.get(self.samples.len()) {
                     change += u64::from(row[x].abs_diff(was));
                 }
                 self.samples.push(row[x]);
