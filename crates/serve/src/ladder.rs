@@ -2,13 +2,15 @@
 //! the size the image is sent at (the page's canvas stays; the page scales a
 //! smaller image up), the quality or bitrate, and the frame rate.
 //!
-//! - Where the link carries JPEG at the default quality at the page's
-//!   display rate (loopback, a fast LAN), JPEG at the canvas size, as before:
-//!   the cheapest frame to make and to decode.
-//! - Where it carries JPEG at about half that weight (quality ~50 and up), or
+//! - Where the link is plenty for JPEG at the default quality whatever it
+//!   weighs (loopback, a fast LAN), JPEG at the canvas size, as before: the
+//!   cheapest frame to make and to decode.
+//! - Where it carries JPEG at about half that weight (quality ~40 and up), or
 //!   the page has no video decoder (plain HTTP to another machine is not a
 //!   secure context), JPEG with its quality set frame by frame to fit 80 % of
-//!   the link's capacity at the display rate, then a lower rate and size.
+//!   the link's capacity at the display rate (up to the default quality:
+//!   frames of a busy picture weigh 10 times a calm one's, and a link that
+//!   carries them on average queues the heavy ones), then a lower rate and size.
 //! - Below that, where the page decodes video (WebCodecs), VP8 at 80 % of
 //!   the link's capacity; its quantizer, read back from the encoder, trades
 //!   frame rate (down to 32 a second, for 30 delivered) for quality first,
@@ -59,9 +61,21 @@ const JPEG_RANGE: (u8, u8) = (20, DEFAULT_QUALITY);
 /// Links faster than this (bytes a second) are plenty for JPEG whatever it weighs (loopback).
 const PLENTY: f64 = 40e6;
 /// Video once the budget is under this share of what JPEG at the default
-/// quality needs (JPEG at about q50 weighs 0.6 of q80's); JPEG again above the second.
+/// quality needs (JPEG at about q40 weighs 0.6 of q80's); JPEG again above the second.
 const VIDEO_BELOW: f64 = 0.55;
 const JPEG_AGAIN: f64 = 0.75;
+/// A JPEG's bytes follow its quality as `s^-JPEG_EXPONENT`, `s` the scale of its
+/// quantization tables (libjpeg's: 5000/q below q50, 200 − 2q from it): fitted
+/// to julia's frames (`vkcuda-codecs weights`: over 80 frames at 1080p the sum
+/// of their bytes at q over their bytes at q80 within 2 % of it from q20 to q75,
+/// within 6 % at 720p, where one frame's ratio ranges 0.32–0.82 at q20; a
+/// smooth gradient weighs up to 1.3 times more than it says at q30–q65, so it
+/// turns to video a little early, where VP8 weighs a fifth of JPEG).
+const JPEG_EXPONENT: f64 = 0.5;
+/// The frames JPEG's weight is averaged over: julia's detail, and its JPEG
+/// frames' bytes, swing 10× within a fifth of a second; the first frames
+/// alone chose the codec by where in that swing the stream began.
+const WEIGHT_FRAMES: u32 = 30;
 
 /// What the page asked for.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Default)]
@@ -134,8 +148,11 @@ pub struct Ladder {
     scale: usize,
     fps: f64,
     quality: u8,
-    /// Bytes a JPEG at [`DEFAULT_QUALITY`] takes per canvas pixel, once one was sent.
+    /// Bytes a JPEG at [`DEFAULT_QUALITY`] takes per canvas pixel, as the JPEG
+    /// frames sent at the canvas size say (any quality, by [`jpeg_weight`]),
+    /// averaged over the last [`WEIGHT_FRAMES`] or so, and how many said it.
     jpeg_density: Option<f64>,
+    jpeg_frames: u32,
     /// VP8 quantizers since the last step.
     quantizers: Vec<u8>,
     last_step: Option<Instant>,
@@ -174,6 +191,7 @@ impl Ladder {
             fps: 60.0,
             quality: DEFAULT_QUALITY,
             jpeg_density: None,
+            jpeg_frames: 0,
             quantizers: Vec::new(),
             last_step: None,
             probe_started: None,
@@ -228,7 +246,7 @@ impl Ladder {
         if self.use_video {
             return self.video_plan(canvas, budget, now);
         }
-        if room >= 1.0 {
+        if room.is_infinite() {
             self.scale = 0;
             self.fps = self.display;
             self.quality = DEFAULT_QUALITY;
@@ -335,9 +353,14 @@ impl Ladder {
     ) {
         match codec {
             Codec::Vp8 { .. } => self.quantizers.extend(quantizer),
-            Codec::Jpeg { quality } if quality == DEFAULT_QUALITY && self.scale == 0 => {
-                let density = bytes as f64 / (f64::from(extent.width) * f64::from(extent.height)).max(1.0);
-                self.jpeg_density = Some(self.jpeg_density.map_or(density, |d| 0.7 * d + 0.3 * density));
+            Codec::Jpeg { quality }
+                if self.scale == 0 && (JPEG_RANGE.0..=JPEG_RANGE.1).contains(&quality) =>
+            {
+                let pixels = (f64::from(extent.width) * f64::from(extent.height)).max(1.0);
+                let density = bytes as f64 / pixels / jpeg_weight(quality);
+                self.jpeg_frames = (self.jpeg_frames + 1).min(WEIGHT_FRAMES);
+                let new = 1.0 / f64::from(self.jpeg_frames);
+                self.jpeg_density = Some(self.jpeg_density.map_or(density, |d| d + new * (density - d)));
             }
             _ => {}
         }
@@ -359,6 +382,15 @@ impl Ladder {
     pub fn per_frame(plan: &Plan, link: LinkState) -> Option<f64> {
         link.capacity.map(|c| c * SHARE / plan.fps.max(1.0))
     }
+}
+
+/// A JPEG's bytes at `quality` over its bytes at [`DEFAULT_QUALITY`] (qualities 1–100).
+fn jpeg_weight(quality: u8) -> f64 {
+    let scale = |q: u8| match q.clamp(1, 100) {
+        q if q < 50 => 5000.0 / f64::from(q),
+        q => (200.0 - 2.0 * f64::from(q)).max(1.0),
+    };
+    (scale(quality) / scale(DEFAULT_QUALITY)).powf(-JPEG_EXPONENT)
 }
 
 #[cfg(test)]
@@ -398,6 +430,76 @@ mod tests {
         assert!((per - 33_333.0).abs() < 1.0, "{per}");
         l.encoded(p.codec, p.extent, 150_000, None, Some(per));
         assert!(matches!(l.plan(HD, link(20.0), Instant::now()).codec, Codec::Jpeg { quality: q } if q < 80));
+    }
+
+    #[test]
+    fn the_codec_follows_the_scenes_jpeg_weight_not_its_first_frames() {
+        // The bench's julia at its start: two heavy frames at q80 (254 and 376 KB), then
+        // JPEG at qualities fitted to the budget whose weight at q80 averages 180 KB,
+        // swinging 3x. Weighed by the first frames (290 KB at q80), a 85 Mbit/s link
+        // chose VP8 and 98 Mbit/s never took it back to JPEG.
+        let mut l = Ladder::new();
+        l.video = true;
+        l.encoded(Codec::Jpeg { quality: 80 }, HD, 254_000, None, None);
+        l.encoded(Codec::Jpeg { quality: 80 }, HD, 376_000, None, None);
+        for i in 0..60 {
+            let (quality, swing) = ([30, 45][i % 2], [0.5, 1.5][i / 2 % 2]);
+            let bytes = 180e3 * jpeg_weight(quality) * swing;
+            l.encoded(Codec::Jpeg { quality }, HD, bytes as usize, None, None);
+        }
+        let per_pixel = l.jpeg_density.unwrap() * f64::from(HD.width * HD.height);
+        assert!((per_pixel - 180e3).abs() < 20e3, "{per_pixel}");
+        assert!(matches!(l.plan(HD, link(85.0), Instant::now()).codec, Codec::Jpeg { .. }));
+        assert!(matches!(l.plan(HD, link(40.0), Instant::now()).codec, Codec::Vp8 { .. }));
+        // Back on a faster link: JPEG again.
+        assert!(matches!(l.plan(HD, link(98.0), Instant::now()).codec, Codec::Jpeg { .. }));
+    }
+
+    #[test]
+    fn near_its_weight_jpeg_follows_the_budget_frame_by_frame() {
+        // A link that carries the scene's JPEG at q80 on average (180 KB at 60 frames a
+        // second, 86 Mbit/s, under 80 % of 130 Mbit/s): a heavy frame still lowers the quality.
+        let mut l = Ladder::new();
+        l.video = true;
+        for _ in 0..WEIGHT_FRAMES {
+            l.encoded(Codec::Jpeg { quality: 80 }, HD, 180_000, None, None);
+        }
+        let p = l.plan(HD, link(130.0), Instant::now());
+        assert_eq!((p.codec, p.extent, p.fps), (Codec::Jpeg { quality: 80 }, HD, 60.0));
+        let per = Ladder::per_frame(&p, link(130.0));
+        l.encoded(p.codec, p.extent, 400_000, None, per);
+        assert!(
+            matches!(l.plan(HD, link(130.0), Instant::now()).codec, Codec::Jpeg { quality } if quality < 80)
+        );
+        // Where the link is plenty, the default quality whatever a frame weighs.
+        l.encoded(p.codec, p.extent, 400_000, None, per);
+        let p = l.plan(HD, link(1000.0), Instant::now());
+        assert_eq!(p.codec, Codec::Jpeg { quality: 80 });
+    }
+
+    #[test]
+    fn the_jpeg_weight_model_follows_libjpeg_on_julia() {
+        // Julia frames whose detail swings, at 960x540: their weight at q80 as their
+        // bytes at lower qualities and the model tell it, against libjpeg-turbo's.
+        use vkcuda::Format;
+        use vkcuda_run::base::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
+        let (w, h) = (960, 540);
+        let scene = Scene { kind: SceneKind::Julia, width: w, height: h, cost: 64 };
+        let mut rgba = vec![0u8; (w * h * 4) as usize];
+        let qualities = [25, 50, 65];
+        let (mut q80, mut modelled) = (0.0, [0.0; 3]);
+        for tick in (0..12).map(|i| i * 97) {
+            render_cpu_as(&scene, &FrameArgs::new(&scene, tick), Format::Rgba8, &mut rgba, 4);
+            let size = |q| crate::encode::jpeg_of_rgba(&rgba, (w, h), q).unwrap().len() as f64;
+            q80 += size(80);
+            for (m, q) in modelled.iter_mut().zip(qualities) {
+                *m += size(q) / jpeg_weight(q);
+            }
+        }
+        for (m, q) in modelled.iter().zip(qualities) {
+            assert!((0.9..1.1).contains(&(m / q80)), "q{q}: {}", m / q80);
+        }
+        assert!((jpeg_weight(80) - 1.0).abs() < 1e-9 && jpeg_weight(100) > 1.0 && jpeg_weight(1) > 0.0);
     }
 
     #[test]

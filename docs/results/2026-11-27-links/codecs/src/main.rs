@@ -419,6 +419,9 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("rate") {
         return rate(&args);
     }
+    if args.get(1).map(String::as_str) == Some("weights") {
+        return weights(&args);
+    }
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(60);
     let threads: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(4);
     let out = args.get(3).cloned().unwrap_or_else(|| "codec-streams".into());
@@ -629,5 +632,58 @@ fn rate(args: &[String]) {
             "{kbps} kbit/s {fps} frames/s {variant}: {} frames, {:.1} KB a frame ({:.2} of the budget), quantizer {:.1}, PSNR {:.2}, q80 {:.2}, difference {:+.2} dB",
             r.n, r.kb, r.bytes_over_budget, r.quantizer, r.psnr, r.q80, r.psnr - r.q80
         );
+    }
+}
+
+/// JPEG's weight at each quality over its weight at q80 (julia `n` frames `step`
+/// ticks apart, its detail swinging, and the gradient): the ratio of the sums
+/// over the frames (what an average of frames weighed at several qualities
+/// sees), the mean of each frame's ratio, and its range; beside the ladder's
+/// model, `s^-0.5` (`s` the scale of libjpeg's tables: 5000/q below q50, 200 − 2q
+/// from it).
+///   codecs weights FRAMES STEP [WxH]
+fn weights(args: &[String]) {
+    let arg = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (n, step) = (arg(2, 40), arg(3, 53));
+    let (w, h) = args
+        .get(4)
+        .and_then(|s| s.split_once('x'))
+        .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
+        .unwrap_or((W, H));
+    let scale = |q: f64| if q < 50.0 { 5000.0 / q } else { 200.0 - 2.0 * q };
+    let qualities = [20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80];
+    for (name, kind, n) in [("julia", SceneKind::Julia, n), ("gradient", SceneKind::Gradient, 3)] {
+        let scene = Scene { kind, width: w as u32, height: h as u32, cost: 64 };
+        let mut sums = vec![0.0; qualities.len()];
+        let mut ratios = vec![Vec::new(); qualities.len()];
+        let mut q80s = Vec::new();
+        for t in 0..n {
+            let mut f = vec![0u8; w * h * 4];
+            render_cpu_as(&scene, &FrameArgs::new(&scene, (t * step) as u32), Format::Rgba8, &mut f, 16);
+            let image =
+                turbojpeg::Image { pixels: &f[..], width: w, pitch: w * 4, height: h, format: turbojpeg::PixelFormat::RGBA };
+            let size = |q| turbojpeg::compress(image, q, turbojpeg::Subsamp::Sub2x2).expect("JPEG").len() as f64;
+            let q80 = size(80);
+            q80s.push(q80);
+            for ((sum, r), &q) in sums.iter_mut().zip(ratios.iter_mut()).zip(&qualities) {
+                let bytes = size(q);
+                *sum += bytes;
+                r.push(bytes / q80);
+            }
+        }
+        let (lo, hi) = q80s.iter().fold((f64::MAX, 0f64), |(a, b), &v| (a.min(v), b.max(v)));
+        let total: f64 = q80s.iter().sum();
+        println!("{name} {w}x{h}: {n} frames, q80 {:.0}-{:.0} KB, mean {:.0}", lo / 1e3, hi / 1e3, total / n as f64 / 1e3);
+        for ((sum, r), &q) in sums.iter().zip(ratios.iter_mut()).zip(&qualities) {
+            r.sort_by(|a, b| a.total_cmp(b));
+            let mean = r.iter().sum::<f64>() / r.len() as f64;
+            let model = (scale(f64::from(q)) / scale(80.0)).powf(-0.5);
+            println!(
+                "  q{q}: sums {:.3} (model {model:.3}), frames' mean {mean:.3}, min {:.3}, max {:.3}",
+                sum / total,
+                r[0],
+                r[r.len() - 1]
+            );
+        }
     }
 }
