@@ -384,8 +384,9 @@ impl Ladder {
     }
 }
 
-/// A JPEG's bytes at `quality` over its bytes at [`DEFAULT_QUALITY`] (qualities 1–100).
-fn jpeg_weight(quality: u8) -> f64 {
+/// A JPEG's bytes at `quality` over its bytes at [`DEFAULT_QUALITY`] (qualities
+/// 1–100), as the ladder models them (the codec comparison's `weights` measures it).
+pub fn jpeg_weight(quality: u8) -> f64 {
     let scale = |q: u8| match q.clamp(1, 100) {
         q if q < 50 => 5000.0 / f64::from(q),
         q => (200.0 - 2.0 * f64::from(q)).max(1.0),

@@ -639,8 +639,7 @@ fn rate(args: &[String]) {
 /// ticks apart, its detail swinging, and the gradient): the ratio of the sums
 /// over the frames (what an average of frames weighed at several qualities
 /// sees), the mean of each frame's ratio, and its range; beside the ladder's
-/// model, `s^-0.5` (`s` the scale of libjpeg's tables: 5000/q below q50, 200 − 2q
-/// from it).
+/// model (`vkcuda_serve::ladder::jpeg_weight`).
 ///   codecs weights FRAMES STEP [WxH]
 fn weights(args: &[String]) {
     let arg = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
@@ -650,7 +649,6 @@ fn weights(args: &[String]) {
         .and_then(|s| s.split_once('x'))
         .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
         .unwrap_or((W, H));
-    let scale = |q: f64| if q < 50.0 { 5000.0 / q } else { 200.0 - 2.0 * q };
     let qualities = [20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80];
     for (name, kind, n) in [("julia", SceneKind::Julia, n), ("gradient", SceneKind::Gradient, 3)] {
         let scene = Scene { kind, width: w as u32, height: h as u32, cost: 64 };
@@ -660,9 +658,15 @@ fn weights(args: &[String]) {
         for t in 0..n {
             let mut f = vec![0u8; w * h * 4];
             render_cpu_as(&scene, &FrameArgs::new(&scene, (t * step) as u32), Format::Rgba8, &mut f, 16);
-            let image =
-                turbojpeg::Image { pixels: &f[..], width: w, pitch: w * 4, height: h, format: turbojpeg::PixelFormat::RGBA };
-            let size = |q| turbojpeg::compress(image, q, turbojpeg::Subsamp::Sub2x2).expect("JPEG").len() as f64;
+            let image = turbojpeg::Image {
+                pixels: &f[..],
+                width: w,
+                pitch: w * 4,
+                height: h,
+                format: turbojpeg::PixelFormat::RGBA,
+            };
+            let size =
+                |q| turbojpeg::compress(image, q, turbojpeg::Subsamp::Sub2x2).expect("JPEG").len() as f64;
             let q80 = size(80);
             q80s.push(q80);
             for ((sum, r), &q) in sums.iter_mut().zip(ratios.iter_mut()).zip(&qualities) {
@@ -673,11 +677,16 @@ fn weights(args: &[String]) {
         }
         let (lo, hi) = q80s.iter().fold((f64::MAX, 0f64), |(a, b), &v| (a.min(v), b.max(v)));
         let total: f64 = q80s.iter().sum();
-        println!("{name} {w}x{h}: {n} frames, q80 {:.0}-{:.0} KB, mean {:.0}", lo / 1e3, hi / 1e3, total / n as f64 / 1e3);
+        println!(
+            "{name} {w}x{h}: {n} frames, q80 {:.0}-{:.0} KB, mean {:.0}",
+            lo / 1e3,
+            hi / 1e3,
+            total / n as f64 / 1e3
+        );
         for ((sum, r), &q) in sums.iter().zip(ratios.iter_mut()).zip(&qualities) {
             r.sort_by(|a, b| a.total_cmp(b));
             let mean = r.iter().sum::<f64>() / r.len() as f64;
-            let model = (scale(f64::from(q)) / scale(80.0)).powf(-0.5);
+            let model = vkcuda_serve::ladder::jpeg_weight(q as u8);
             println!(
                 "  q{q}: sums {:.3} (model {model:.3}), frames' mean {mean:.3}, min {:.3}, max {:.3}",
                 sum / total,
