@@ -17,6 +17,7 @@ use std::time::Instant;
 
 use vkcuda::Format;
 use vkcuda_run::base::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
+use vkcuda_serve::encode::jpeg_of_rgba;
 use vkcuda_serve::vp8::Vp8;
 
 const W: usize = 1920;
@@ -649,7 +650,7 @@ fn weights(args: &[String]) {
         .and_then(|s| s.split_once('x'))
         .and_then(|(w, h)| Some((w.parse().ok()?, h.parse().ok()?)))
         .unwrap_or((W, H));
-    let qualities = [20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80];
+    let qualities: [u8; 13] = [20, 25, 30, 35, 40, 45, 50, 55, 60, 65, 70, 75, 80];
     for (name, kind, n) in [("julia", SceneKind::Julia, n), ("gradient", SceneKind::Gradient, 3)] {
         let scene = Scene { kind, width: w as u32, height: h as u32, cost: 64 };
         let mut sums = vec![0.0; qualities.len()];
@@ -658,15 +659,7 @@ fn weights(args: &[String]) {
         for t in 0..n {
             let mut f = vec![0u8; w * h * 4];
             render_cpu_as(&scene, &FrameArgs::new(&scene, (t * step) as u32), Format::Rgba8, &mut f, 16);
-            let image = turbojpeg::Image {
-                pixels: &f[..],
-                width: w,
-                pitch: w * 4,
-                height: h,
-                format: turbojpeg::PixelFormat::RGBA,
-            };
-            let size =
-                |q| turbojpeg::compress(image, q, turbojpeg::Subsamp::Sub2x2).expect("JPEG").len() as f64;
+            let size = |q| jpeg_of_rgba(&f, (w as u32, h as u32), q).expect("JPEG").len() as f64;
             let q80 = size(80);
             q80s.push(q80);
             for ((sum, r), &q) in sums.iter_mut().zip(ratios.iter_mut()).zip(&qualities) {
@@ -686,7 +679,7 @@ fn weights(args: &[String]) {
         for ((sum, r), &q) in sums.iter().zip(ratios.iter_mut()).zip(&qualities) {
             r.sort_by(|a, b| a.total_cmp(b));
             let mean = r.iter().sum::<f64>() / r.len() as f64;
-            let model = vkcuda_serve::ladder::jpeg_weight(q as u8);
+            let model = vkcuda_serve::ladder::jpeg_weight(q);
             println!(
                 "  q{q}: sums {:.3} (model {model:.3}), frames' mean {mean:.3}, min {:.3}, max {:.3}",
                 sum / total,
