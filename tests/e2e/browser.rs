@@ -708,6 +708,93 @@ fn screenshot() -> Outcome {
     s.stop(result)
 }
 
+/// Full-range I420 planes (BT.601, rows to an even count, luma rows to 8
+/// bytes: the readback's layout) of the julia scene's CPU reference.
+fn julia_i420((w, h): (u32, u32)) -> (Vec<u8>, usize) {
+    let scene = Scene { kind: SceneKind::Julia, width: w, height: h, cost: 64 };
+    let mut rgba = vec![0u8; (w * h * 4) as usize];
+    render_cpu_as(&scene, &FrameArgs::new(&scene, 40), Format::Rgba8, &mut rgba, 2);
+    let (w, h) = (w as usize, h as usize);
+    let (stride, rows) = (w.div_ceil(8) * 8, h.div_ceil(2) * 2);
+    let mut planes = vec![128u8; stride * rows * 3 / 2];
+    let px = |x: usize, y: usize| {
+        let p = &rgba[(y.min(h - 1) * w + x.min(w - 1)) * 4..];
+        [f64::from(p[0]), f64::from(p[1]), f64::from(p[2])]
+    };
+    for y in 0..rows {
+        for x in 0..w {
+            let [r, g, b] = px(x, y);
+            planes[y * stride + x] = (0.299 * r + 0.587 * g + 0.114 * b).round() as u8;
+            if x % 2 == 0 && y % 2 == 0 {
+                let c = stride * rows + (y / 2) * (stride / 2) + x / 2;
+                planes[c] = (128.0 - 0.168_736 * r - 0.331_264 * g + 0.5 * b).round().clamp(0.0, 255.0) as u8;
+                planes[c + stride * rows / 4] =
+                    (128.0 + 0.5 * r - 0.418_688 * g - 0.081_312 * b).round().clamp(0.0, 255.0) as u8;
+            }
+        }
+    }
+    (planes, stride)
+}
+
+/// A JPEG the server encodes in strips at once (restart markers between
+/// them) decodes in Chromium to the very pixels of one encode of the whole
+/// picture, at 1080p and at an odd size.
+fn jpeg_strips_decode_as_one_encode() -> Outcome {
+    let mut b = Browser::open("about:blank", (200, 200))?;
+    for (size, threads) in [((1920, 1080), 4), ((1277, 719), 3)] {
+        let (planes, stride) = julia_i420(size);
+        let rows = size.1.div_ceil(2) as usize * 2;
+        let (u, v) = (stride * rows, stride * rows + stride * rows / 4);
+        let p = vkcuda_serve::strips::Planes {
+            y: &planes[..u],
+            u: &planes[u..v],
+            v: &planes[v..],
+            y_stride: stride,
+            c_stride: stride / 2,
+            width: size.0 as usize,
+            height: size.1 as usize,
+        };
+        let mut compressors = Vec::new();
+        let mut jpeg = |threads| {
+            vkcuda_serve::strips::jpeg(&mut compressors, &p, 80, threads).map_err(|e| e.to_string())
+        };
+        let (whole, strips) = (jpeg(1)?, jpeg(threads)?);
+        let array = |bytes: &[u8]| bytes.iter().map(u8::to_string).collect::<Vec<_>>().join(",");
+        let compared = b.eval(&format!(
+            "(async () => {{
+              const pixels = async (bytes) => {{
+                const bitmap = await createImageBitmap(new Blob([new Uint8Array(bytes)], {{ type: 'image/jpeg' }}));
+                const c = new OffscreenCanvas(bitmap.width, bitmap.height), g = c.getContext('2d');
+                g.drawImage(bitmap, 0, 0);
+                return [bitmap.width, bitmap.height, g.getImageData(0, 0, bitmap.width, bitmap.height).data];
+              }};
+              const [w, h, a] = await pixels([{}]), [sw, sh, s] = await pixels([{}]);
+              let differ = 0;
+              for (let i = 0; i < a.length; i++) differ += a[i] !== s[i];
+              return {{ w, h, sw, sh, differ }};
+            }})()",
+            array(&whole),
+            array(&strips)
+        ))?;
+        let (w, h) = (compared["sw"].as_u64(), compared["sh"].as_u64());
+        let differ = compared["differ"].as_u64().ok_or_else(|| format!("no comparison: {compared}"))?;
+        println!(
+            "  JPEG in {} strips at {}x{}: {} bytes (one encode {}), decoded {:?}x{:?}, {differ} bytes differ",
+            vkcuda_serve::strips::cut(size.0 as usize, size.1 as usize, threads).0,
+            size.0,
+            size.1,
+            strips.len(),
+            whole.len(),
+            w.unwrap_or(0),
+            h.unwrap_or(0)
+        );
+        if (w, h) != (Some(u64::from(size.0)), Some(u64::from(size.1))) || differ != 0 {
+            return Err(format!("the strips' JPEG does not decode as one encode does: {compared}"));
+        }
+    }
+    Ok(())
+}
+
 /// Raw frames at an odd canvas size equal the CPU reference drawn at that
 /// size, from `producer`'s frames (the CUDA producer: on an NVIDIA GPU);
 /// `extra`: more arguments (the producer in a child process).
@@ -996,6 +1083,11 @@ pub fn register(tests: &mut Tests) {
         fuzzing_closes_only_the_fuzzing_clients()
     }));
     tests.push(gated("browser_screenshot", no_chromium, screenshot));
+    tests.push(gated(
+        "browser_jpeg_strips_decode_as_one_encode",
+        no_chromium,
+        jpeg_strips_decode_as_one_encode,
+    ));
     tests.push(plain("serve_half_sent_requests_are_bounded", half_sent_requests_are_bounded));
     tests.push(gated(
         "browser_an_older_frame_is_never_drawn_over_a_newer",

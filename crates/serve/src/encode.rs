@@ -6,10 +6,11 @@
 
 use anyhow::{bail, ensure, Result};
 use bytes::Bytes;
-use turbojpeg::{Compressor, PixelFormat, Subsamp, YuvPlanesImage};
+use turbojpeg::{Compressor, PixelFormat, Subsamp};
 
 use crate::header::{Header, Kind, HEADER};
 use crate::ladder::Codec;
+use crate::strips;
 use crate::vp8::Vp8;
 use vkcuda_run::present::readback::{Pixels, ReadFrame, I420};
 
@@ -36,12 +37,13 @@ pub struct Encoded {
 #[derive(Default)]
 pub struct Stream {
     vp8: Option<Vp8>,
-    jpeg: Option<Compressor>,
+    /// JPEG compressors, one per strip encoded at once ([`crate::strips`]).
+    jpeg: Vec<Compressor>,
     /// The next VP8 frame must be a key frame (the page asked, or none was sent yet).
     pub key_due: bool,
     /// Threads for its VP8 encoder (1 unless set: the hub sets its client's
     /// share before each encode), read when one is made (the first VP8 frame, a
-    /// new size).
+    /// new size); a JPEG is encoded in as many strips at once.
     pub threads: u32,
     /// The next VP8 frame's time, ms.
     vp8_at: i64,
@@ -133,26 +135,19 @@ impl Stream {
         Ok(std::mem::take(&mut self.key_due))
     }
 
-    /// JPEG (4:2:0) of full-range I420 planes.
+    /// JPEG (4:2:0) of full-range I420 planes, in strips on the client's threads.
     fn jpeg(&mut self, planes: &[u8], (w, h): (u32, u32), quality: u8) -> Result<Vec<u8>> {
-        let compressor = match &mut self.jpeg {
-            Some(c) => c,
-            empty => empty.insert(Compressor::new()?),
-        };
-        compressor.set_quality(i32::from(quality.clamp(1, 100)))?;
         let l = I420::of(ash::vk::Extent2D { width: w, height: h });
-        let image = YuvPlanesImage {
-            y_plane: &planes[..l.u],
-            u_plane: &planes[l.u..l.v],
-            v_plane: &planes[l.v..l.bytes],
+        let planes = strips::Planes {
+            y: &planes[..l.u],
+            u: &planes[l.u..l.v],
+            v: &planes[l.v..l.bytes],
+            y_stride: l.y_stride,
+            c_stride: l.c_stride,
             width: w as usize,
             height: h as usize,
-            y_stride: l.y_stride,
-            u_stride: l.c_stride,
-            v_stride: l.c_stride,
-            subsamp: Subsamp::Sub2x2,
         };
-        Ok(compressor.compress_yuv_planes_to_vec(&image)?)
+        strips::jpeg(&mut self.jpeg, &planes, quality, self.threads as usize)
     }
 }
 

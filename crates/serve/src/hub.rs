@@ -301,16 +301,17 @@ type Recipients = Vec<(u64, Plan, Arc<Mutex<Stream>>)>;
 struct Job {
     frame: ReadFrame,
     to: Recipients,
-    /// Threads for a VP8 encoder made for it ([`vp8_threads`]).
-    vp8_threads: u32,
+    /// Threads for one client's encode ([`client_threads`]): its VP8 encoder's
+    /// (when one is made), or its JPEG's strips encoded at once.
+    threads: u32,
 }
 
-/// Threads for each VP8 encoder when `video` clients decode video and `encoders`
-/// encoder threads run: half the encoders (at most 8) for one or two, and the
-/// encoders shared out between more. libvpx's threads wait for each other's rows
-/// by spinning: more of them than cores starve the producer beside them
-/// (docs/streaming.md, bench-24).
-fn vp8_threads(encoders: u32, video: usize) -> u32 {
+/// Threads for each client's encode when `video` clients decode video and
+/// `encoders` encoder threads run: half the encoders (at most 8) for one or
+/// two, and the encoders shared out between more. libvpx's threads wait for
+/// each other's rows by spinning: more of them than cores starve the producer
+/// beside them (docs/streaming.md, bench-24).
+fn client_threads(encoders: u32, video: usize) -> u32 {
     let video = u32::try_from(video).unwrap_or(u32::MAX).max(1);
     (encoders / video).clamp(1, (encoders / 2).clamp(1, 8))
 }
@@ -603,7 +604,7 @@ impl Watchers for Hub {
             return;
         }
         let (ids, number): (Vec<u64>, u64) = (to.iter().map(|(id, ..)| *id).collect(), frame.frame);
-        let job = Job { frame, to, vp8_threads: vp8_threads(self.encoders, video) };
+        let job = Job { frame, to, threads: client_threads(self.encoders, video) };
         let sent = match lock(&self.jobs).as_ref() {
             Some(jobs) => jobs.try_send(job),
             None => Err(TrySendError::Disconnected(job)),
@@ -637,7 +638,7 @@ impl Watchers for Hub {
 fn encode_jobs(hub: &Weak<Hub>, jobs: &Mutex<Receiver<Job>>) {
     loop {
         let job = lock(jobs).recv();
-        let Ok(Job { frame, to, vp8_threads }) = job else { return };
+        let Ok(Job { frame, to, threads }) = job else { return };
         let Some(hub) = hub.upgrade() else { return };
         let stamp = unix_micros(frame.recorded);
         let want = Want { extent: frame.shot.extent, pixels: frame.shot.pixels };
@@ -654,7 +655,7 @@ fn encode_jobs(hub: &Weak<Hub>, jobs: &Mutex<Receiver<Job>>) {
                 Some(e) => Ok(Some(e.clone())),
                 None => {
                     let mut stream = lock(&stream);
-                    stream.threads = vp8_threads;
+                    stream.threads = threads;
                     stream.encode(&frame, plan.codec, plan.fps, stamp)
                 }
             };
@@ -993,8 +994,8 @@ mod tests {
             }
             hub.close();
         }
-        assert_eq!([0, 2, 3, 4, 16].map(|video| vp8_threads(8, video)), [4, 4, 2, 2, 1]);
-        assert_eq!([(1, 1), (2, 1), (16, 1), (16, 3)].map(|(e, v)| vp8_threads(e, v)), [1, 1, 8, 5]);
+        assert_eq!([0, 2, 3, 4, 16].map(|video| client_threads(8, video)), [4, 4, 2, 2, 1]);
+        assert_eq!([(1, 1), (2, 1), (16, 1), (16, 3)].map(|(e, v)| client_threads(e, v)), [1, 1, 8, 5]);
     }
 
     #[test]

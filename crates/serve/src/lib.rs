@@ -24,6 +24,7 @@ pub mod ladder;
 pub mod link;
 pub mod protocol;
 pub mod server;
+pub mod strips;
 pub mod view;
 pub mod vp8;
 
