@@ -420,6 +420,12 @@ fn main() {
     if args.get(1).map(String::as_str) == Some("rate") {
         return rate(&args);
     }
+    if args.get(1).map(String::as_str) == Some("dump") {
+        return dump(&args);
+    }
+    if args.get(1).map(String::as_str) == Some("psnr") {
+        return psnr_file(&args);
+    }
     if args.get(1).map(String::as_str) == Some("weights") {
         return weights(&args);
     }
@@ -688,4 +694,46 @@ fn weights(args: &[String]) {
             );
         }
     }
+}
+
+/// `dump N STEP DIR`: `N` julia frames `STEP` ticks apart as DIR/julia.y4m (limited-range
+/// I420, as the view's VP8 input) and DIR/julia.rgba (the exact frames), for encoders
+/// outside this crate (ffmpeg's: ../av1.sh); prints JPEG q80's bytes and PSNR on them.
+fn dump(args: &[String]) {
+    let arg = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
+    let (n, step) = (arg(2, 45), arg(3, 85));
+    let dir = std::path::PathBuf::from(args.get(4).map_or("/tmp", String::as_str));
+    let frames = frames_every(SceneKind::Julia, n, step);
+    let mut y4m = std::fs::File::create(dir.join("julia.y4m")).expect("julia.y4m");
+    writeln!(y4m, "YUV4MPEG2 W{W} H{H} F30:1 Ip A1:1 C420jpeg XCOLORRANGE=LIMITED").expect("y4m");
+    let mut raw = std::fs::File::create(dir.join("julia.rgba")).expect("julia.rgba");
+    let (mut bytes, mut psnr) = (0.0, 0.0);
+    for f in &frames {
+        writeln!(y4m, "FRAME").expect("y4m");
+        y4m.write_all(&i420(f, false)).expect("y4m");
+        raw.write_all(f).expect("rgba");
+        let jpeg = jpeg_of_rgba(f, (W as u32, H as u32), 80).expect("JPEG");
+        let back = turbojpeg::decompress(&jpeg, turbojpeg::PixelFormat::RGBA).expect("decoded");
+        (bytes, psnr) = (bytes + jpeg.len() as f64, psnr + psnr_rgb(&back.pixels, f));
+    }
+    let n = frames.len() as f64;
+    println!("jpeg q80: {:.0} B/frame, {:.2} dB", bytes / n, psnr / n);
+}
+
+/// `psnr DIR DECODED SKIP`: the mean RGB PSNR of a decoded raw yuv420p file against
+/// DIR/julia.rgba, past its first `SKIP` frames (rate control settling).
+fn psnr_file(args: &[String]) {
+    let dir = std::path::PathBuf::from(&args[2]);
+    let decoded = std::fs::read(&args[3]).expect("the decoded frames");
+    let raw = std::fs::read(dir.join("julia.rgba")).expect("julia.rgba");
+    let size = W * H * 3 / 2;
+    let n = (decoded.len() / size).min(raw.len() / (W * H * 4));
+    let skip: usize = args.get(4).and_then(|a| a.parse().ok()).unwrap_or(0);
+    let mut sum = 0.0;
+    for i in skip..n {
+        let (y, uv) = decoded[i * size..(i + 1) * size].split_at(W * H);
+        let (u, v) = uv.split_at(W * H / 4);
+        sum += psnr_i420(&raw[i * W * H * 4..(i + 1) * W * H * 4], (y, W), (u, W / 2), v);
+    }
+    println!("{} frames: {:.2} dB", n - skip, sum / (n - skip) as f64);
 }
