@@ -44,8 +44,12 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     esac
     local trace=() name=${2//\//_}
     name=${name//:/_} # the device tool brings back no name with a colon
-    [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-$name-$3-${ROUND:-1}.jsonl")
-    [ -n "${SLOG:-}" ] && trace+=(--server-log "$R/server-$build-$name-$3-${ROUND:-1}.txt")
+    # A row asking another rate than 60 frames/s says so in its files' names (else the
+    # rows of one link, canvas and round, at two rates, write one file).
+    local tag=""
+    [[ " ${*:5} " =~ \ --rate\ ([0-9.]+)\  ]] && [ "${BASH_REMATCH[1]}" != 60 ] && tag=-rate${BASH_REMATCH[1]}
+    [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-$name-$3$tag-${ROUND:-1}.jsonl")
+    [ -n "${SLOG:-}" ] && trace+=(--server-log "$R/server-$build-$name-$3$tag-${ROUND:-1}.txt")
     timeout $((SECS + 60)) "$lb" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" "${trace[@]}" 2>>"$R/errors.txt" |
         sed "s/^{/{\"build\":\"$build\",/" | tee -a "$R/rows.jsonl"
 }
