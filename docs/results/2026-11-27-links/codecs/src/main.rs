@@ -411,23 +411,17 @@ fn tune(args: &[String]) {
 
 fn main() {
     let args: Vec<String> = std::env::args().collect();
-    if args.get(1).map(String::as_str) == Some("tune") {
-        return tune(&args);
-    }
-    if args.get(1).map(String::as_str) == Some("pace") {
-        return pace(&args);
-    }
-    if args.get(1).map(String::as_str) == Some("rate") {
-        return rate(&args);
-    }
-    if args.get(1).map(String::as_str) == Some("dump") {
-        return dump(&args);
-    }
-    if args.get(1).map(String::as_str) == Some("psnr") {
-        return psnr_file(&args);
-    }
-    if args.get(1).map(String::as_str) == Some("weights") {
-        return weights(&args);
+    let sub: Option<fn(&[String])> = match args.get(1).map(String::as_str) {
+        Some("tune") => Some(tune),
+        Some("pace") => Some(pace),
+        Some("rate") => Some(rate),
+        Some("dump") => Some(dump),
+        Some("psnr") => Some(psnr_file),
+        Some("weights") => Some(weights),
+        _ => None,
+    };
+    if let Some(sub) = sub {
+        return sub(&args);
     }
     let n: usize = args.get(1).and_then(|a| a.parse().ok()).unwrap_or(60);
     let threads: usize = args.get(2).and_then(|a| a.parse().ok()).unwrap_or(4);
