@@ -646,7 +646,10 @@ fn half_sent_requests_are_bounded() -> Outcome {
 
 /// Frames are decoded in the order they came: a large PNG that takes long to
 /// decode, then a small JPEG that is quick, handed to the page's client one
-/// after the other; the JPEG (the newer) is what the canvas shows.
+/// after the other; the JPEG (the newer) is what the canvas shows. Their
+/// acknowledgements say how many frames were ahead of each (the server holds
+/// the frames in flight to what a page that makes frames wait decodes): the
+/// JPEG arrived behind the PNG, one more than the PNG found.
 fn an_older_frame_is_never_drawn_over_a_newer() -> Outcome {
     let s = Served::start("0", &["--producer", "cpu", "--size", "160x90", "--validate"])?;
     let result = (|| {
@@ -668,20 +671,33 @@ fn an_older_frame_is_never_drawn_over_a_newer() -> Outcome {
               };
               const big = await frame(1e12, 2400, 2400, '#0000ff', 'image/png', true);
               const small = await frame(1e12 + 1, 16, 16, '#ff0000', 'image/jpeg', false);
+              const ahead = {}, send = WebSocket.prototype.send;
+              WebSocket.prototype.send = function (d) {
+                const m = JSON.parse(d);
+                if (m.t === 'ack' && m.frame >= 1e12) ahead[m.frame - 1e12] = m.ahead;
+                return send.call(this, d);
+              };
               const t = performance.now();
               vkcudaView.frame(big); vkcudaView.frame(small);
               while (vkcuda.drawn < 1e12 + 1 && performance.now() - t < 20000) await new Promise(r => setTimeout(r, 10));
               await new Promise(r => setTimeout(r, 200));
               const p = document.getElementById('view').getContext('2d').getImageData(200, 150, 1, 1).data;
-              return { drawn: vkcuda.drawn, ms: performance.now() - t, pixel: [p[0], p[1], p[2]] };
+              WebSocket.prototype.send = send;
+              return { drawn: vkcuda.drawn, ms: performance.now() - t, pixel: [p[0], p[1], p[2]], ahead: [ahead[0], ahead[1]] };
             })()",
         )?;
         let pixel: Vec<u64> =
             order["pixel"].as_array().map_or(Vec::new(), |a| a.iter().filter_map(|v| v.as_u64()).collect());
         println!(
-            "  order: a slow PNG then a quick JPEG: the canvas shows {pixel:?} after {:.0} ms",
-            order["ms"].as_f64().unwrap_or(0.0)
+            "  order: a slow PNG then a quick JPEG: the canvas shows {pixel:?} after {:.0} ms; frames ahead of each {}",
+            order["ms"].as_f64().unwrap_or(0.0),
+            order["ahead"]
         );
+        let ahead: Vec<Option<u64>> =
+            order["ahead"].as_array().map_or(Vec::new(), |a| a.iter().map(|v| v.as_u64()).collect());
+        if !matches!(ahead[..], [Some(png), Some(jpeg)] if jpeg == png + 1) {
+            return Err(format!("the acknowledgements do not count the frames ahead: {}", order["ahead"]));
+        }
         if order["drawn"].as_f64() != Some(1e12 + 1.0) || pixel.len() != 3 || pixel[0] < 200 || pixel[2] > 60
         {
             return Err(format!("the newer (red) frame is not the one shown: {order}"));

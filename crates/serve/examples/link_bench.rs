@@ -13,7 +13,7 @@
 //! seen, and the producer's frames a second (vkcuda's own summary).
 //!
 //!   link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still]
-//!              [--trace FILE] [--server-log FILE]
+//!              [--ahead] [--trace FILE] [--server-log FILE]
 //!
 //! SERVER: `new:PATH` (this vkcuda), `old:PATH` (a vkcuda before the link
 //! work: JPEG q80, its old protocol), `viser:PATH` (viser_path.py: a JPEG
@@ -21,12 +21,15 @@
 //! `drop:MBIT/MBIT/RTT_MS` (the rate falls half-way; the line says how long
 //! p95 took to come back under 200 ms, and the latest it could see: a row of
 //! 5 s sees 1.5 s after the drop, too short for the issue's 2 s; use SECS=10).
-//! `--still`: then pauses the run and
+//! `--ahead`: each acknowledgement says how many frames had arrived and were
+//! not yet acknowledged when its frame arrived, as the page does (a server
+//! before that rejects the field). `--still`: then pauses the run and
 //! times the exact frame. The scene is julia (`--cost 64`).
 
 #[path = "../../../tests/common/link.rs"]
 mod link;
 
+use std::collections::VecDeque;
 use std::io::{Read, Write};
 use std::net::SocketAddr;
 use std::process::{Child, Command, Stdio};
@@ -58,6 +61,8 @@ struct Ask {
     size: (u32, u32),
     rate: f64,
     still: bool,
+    /// Whether each acknowledgement says the frames ahead of its frame (as the page does; earlier servers reject it).
+    ahead: bool,
     /// Where to write each frame's arrival and each status line (JSON lines), if asked.
     trace: Option<String>,
     /// Where to write the server's standard error, if asked.
@@ -77,7 +82,7 @@ fn pair(s: &str, sep: char) -> Option<(u32, u32)> {
 }
 
 fn ask() -> Result<Ask, String> {
-    let usage = "link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still] [--trace FILE] [--server-log FILE]";
+    let usage = "link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still] [--ahead] [--trace FILE] [--server-log FILE]";
     let a: Vec<String> = std::env::args().collect();
     let arg = |i: usize| a.get(i).cloned().ok_or(usage);
     let server = arg(1)?.split_once(':').map(|(k, p)| (k.to_string(), p.to_string())).ok_or(usage)?;
@@ -103,6 +108,7 @@ fn ask() -> Result<Ask, String> {
         size: flag("--size").and_then(|s| pair(&s, 'x')).unwrap_or((1920, 1080)),
         rate: flag("--rate").and_then(|r| r.parse().ok()).unwrap_or(60.0),
         still: a.iter().any(|x| x == "--still"),
+        ahead: a.iter().any(|x| x == "--ahead"),
         trace: flag("--trace"),
         server_log: flag("--server-log"),
     })
@@ -405,8 +411,38 @@ fn psnr(rgb: &[u8], frame: u64, size: (u32, u32), canvas: (u32, u32)) -> (f64, f
 /// A frame to score: what was shown, the size it was sent at, its number, and whose.
 type PsnrJob = (Shown, (u32, u32), u64, Arc<Mutex<Seen>>);
 
-/// One client, for `secs` after the warm-up; `key` pauses the run (a page's space key) once asked.
-fn watch(url: &str, ask: &Ask, psnr_jobs: Sender<PsnrJob>, seen: Arc<Mutex<Seen>>) -> Result<(), String> {
+/// A message as it arrived: when (and ms after the server took it, for a
+/// frame), the frames arrived and not yet acknowledged then, and it.
+type Arrival = (Instant, f64, usize, Message);
+
+/// Reads `ws` as a browser's socket does, beside the decode: each message
+/// timestamped as it arrives, each frame with the frames ahead of it
+/// (`at_page`: arrived and not yet acknowledged, oldest first).
+fn read_all(mut ws: Socket, at_page: AtPage, arrivals: Sender<Arrival>) {
+    while let Ok(m) = ws.read() {
+        let (at, mut since, mut ahead) = (Instant::now(), 0.0, 0);
+        if let Message::Binary(b) = &m {
+            let Ok((_, _, frame, _, _, stamp)) = header(b) else { return };
+            since = now_us().saturating_sub(stamp) as f64 / 1e3;
+            let mut q = lock(&at_page);
+            (ahead, _) = (q.len(), q.push_back(frame));
+        }
+        if arrivals.send((at, since, ahead, m)).is_err() {
+            return;
+        }
+    }
+}
+
+type Socket = tungstenite::WebSocket<tungstenite::stream::MaybeTlsStream<std::net::TcpStream>>;
+/// The second handle on a client's socket, that acknowledgements go out on.
+type Writer = tungstenite::WebSocket<std::net::TcpStream>;
+
+/// The frames arrived and not yet acknowledged, oldest first.
+type AtPage = Arc<Mutex<VecDeque<u64>>>;
+
+/// Connects as a page does (its hello, mode, rate and canvas): the socket
+/// acknowledgements go out on, and what arrives, read by a thread of its own.
+fn open(url: &str, ask: &Ask) -> Result<(Writer, std::sync::mpsc::Receiver<Arrival>, AtPage), String> {
     let (mut ws, _) = tungstenite::connect(url).map_err(|e| format!("{url}: {e}"))?;
     let mut hello: Vec<String> = match ask.server.0.as_str() {
         "new" => vec![r#"{"t":"hello","video":["vp8"]}"#.into(), r#"{"t":"mode","mode":"auto"}"#.into()],
@@ -417,11 +453,42 @@ fn watch(url: &str, ask: &Ask, psnr_jobs: Sender<PsnrJob>, seen: Arc<Mutex<Seen>
     for m in hello {
         ws.send(Message::text(m)).map_err(|e| e.to_string())?;
     }
-    if let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_mut() {
-        let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
-        // As a browser's socket: an acknowledgement goes at once.
-        let _ = s.set_nodelay(true);
-    }
+    let tungstenite::stream::MaybeTlsStream::Plain(s) = ws.get_mut() else {
+        return Err("not plain TCP".into());
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_secs(10)));
+    // As a browser's socket: an acknowledgement goes at once.
+    let _ = s.set_nodelay(true);
+    // Acknowledgements go out through a second handle on the socket while a thread reads.
+    let ws_out = tungstenite::WebSocket::from_raw_socket(
+        s.try_clone().map_err(|e| e.to_string())?,
+        tungstenite::protocol::Role::Client,
+        None,
+    );
+    let (at_page, (arrivals, arrived)) = (AtPage::default(), channel());
+    let reading = at_page.clone();
+    std::thread::spawn(move || read_all(ws, reading, arrivals));
+    Ok((ws_out, arrived, at_page))
+}
+
+/// Acknowledges `frame` as the page does (the frames `ahead` of it, where asked; none to viser).
+fn acknowledge(ws: &mut Writer, ask: &Ask, at_page: &AtPage, frame: u64, ahead: usize) -> Result<(), String> {
+    let ack = match (ask.server.0.as_str(), ask.ahead) {
+        ("new", true) => format!(r#"{{"t":"ack","frame":{frame},"ahead":{ahead}}}"#),
+        ("new", false) => format!(r#"{{"t":"ack","frame":{frame}}}"#),
+        ("old", _) => r#"{"t":"ack"}"#.to_string(),
+        _ => return Ok(()),
+    };
+    let mut q = lock(at_page);
+    let acked = q.iter().position(|f| *f == frame).map_or(0, |at| at + 1);
+    q.drain(..acked);
+    drop(q);
+    ws.send(Message::text(ack)).map_err(|e| e.to_string())
+}
+
+/// One client, for `secs` after the warm-up; `key` pauses the run (a page's space key) once asked.
+fn watch(url: &str, ask: &Ask, psnr_jobs: Sender<PsnrJob>, seen: Arc<Mutex<Seen>>) -> Result<(), String> {
+    let (mut ws_out, arrived, at_page) = open(url, ask)?;
     let (start, mut vp8) = (Instant::now(), Vp8Decoder::new()?);
     let (mut last_psnr, mut paused_at) = (Instant::now(), None::<Instant>);
     loop {
@@ -430,10 +497,12 @@ fn watch(url: &str, ask: &Ask, psnr_jobs: Sender<PsnrJob>, seen: Arc<Mutex<Seen>
             return Ok(());
         }
         if ask.still && paused_at.is_none() && age > WARM + ask.secs {
-            ws.send(Message::text(r#"{"t":"key","key":" "}"#)).map_err(|e| e.to_string())?;
+            ws_out.send(Message::text(r#"{"t":"key","key":" "}"#)).map_err(|e| e.to_string())?;
             paused_at = Some(Instant::now());
         }
-        let b = match ws.read().map_err(|e| format!("reading: {e}"))? {
+        let (arrived_at, since, ahead, m) =
+            arrived.recv().map_err(|_| "reading: the connection ended".to_string())?;
+        let b = match m {
             Message::Binary(b) => b,
             Message::Text(t) => {
                 let mut s = lock(&seen);
@@ -447,15 +516,11 @@ fn watch(url: &str, ask: &Ask, psnr_jobs: Sender<PsnrJob>, seen: Arc<Mutex<Seen>
             _ => continue,
         };
         let (kind, key, frame, w, h, stamp) = header(&b)?;
-        let arrived = (start.elapsed().as_secs_f64() * 1e3, now_us().saturating_sub(stamp) as f64 / 1e3);
+        let arrived = (arrived_at.duration_since(start).as_secs_f64() * 1e3, since);
         let sample = age > WARM && paused_at.is_none() && last_psnr.elapsed() > Duration::from_millis(700);
         let shown = decode(kind, &b[32..], &mut vp8, sample)?;
         let latency = now_us().saturating_sub(stamp) as f64 / 1000.0;
-        if ask.server.0 == "new" {
-            ws.send(Message::text(format!(r#"{{"t":"ack","frame":{frame}}}"#))).map_err(|e| e.to_string())?;
-        } else if ask.server.0 == "old" {
-            ws.send(Message::text(r#"{"t":"ack"}"#)).map_err(|e| e.to_string())?;
-        }
+        acknowledge(&mut ws_out, ask, &at_page, frame, ahead)?;
         let mut s = lock(&seen);
         if ask.trace.is_some() {
             let (at, quality) = (start.elapsed().as_secs_f64() * 1e3, b[6]);

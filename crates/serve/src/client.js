@@ -77,6 +77,16 @@ function connect(canvas, send, { mode = "auto", quality = null } = {}) {
   };
   requestAnimationFrame(tick);
 
+  // Frames arrived and not yet acknowledged, oldest first (decoded in that
+  // order; numbers start again when the run does). Each acknowledgement says
+  // how many were ahead of its frame when it arrived: frames that wait here
+  // tell the server this page, not the link, is the narrowest part.
+  const atPage = [];
+  function ack(f) {
+    atPage.splice(0, atPage.indexOf(f) + 1);
+    say({ t: "ack", frame: f.frame, ahead: f.ahead });
+  }
+
   // Draws an image (a bitmap or a video frame) over the whole canvas, then acknowledges.
   function drawn(image, f) {
     if (f.frame > state.drawn) {
@@ -85,7 +95,7 @@ function connect(canvas, send, { mode = "auto", quality = null } = {}) {
       state.drawn = f.frame;
       shown(f);
     }
-    say({ t: "ack", frame: f.frame });
+    ack(f);
   }
 
   function shown(f) {
@@ -118,11 +128,11 @@ function connect(canvas, send, { mode = "auto", quality = null } = {}) {
         const pixels = new Uint8ClampedArray(f.image.buffer.slice(f.image.byteOffset, f.image.byteOffset + f.w * f.h * 4));
         ctx.putImageData(new ImageData(pixels, f.w, f.h), 0, 0); state.drawn = f.frame; shown(f);
       }
-      return say({ t: "ack", frame: f.frame });
+      return ack(f);
     }
     if (f.kind === "vp8") {
       const d = videoDecoder(f);
-      if (needKey && !f.key) { say({ t: "ack", frame: f.frame }); return say({ t: "keyframe" }); }
+      if (needKey && !f.key) { ack(f); return say({ t: "keyframe" }); }
       needKey = false;
       d.pending.set(f.frame, f);
       d.decode(new EncodedVideoChunk({ type: f.key ? "key" : "delta", timestamp: f.frame, data: f.image }));
@@ -138,7 +148,8 @@ function connect(canvas, send, { mode = "auto", quality = null } = {}) {
   function frame(bytes) {
     let f;
     try { f = vkcudaHeader(bytes); } catch (e) { return; }
-    chain = chain.then(() => decode(f)).catch(() => { state.decodeErrors++; say({ t: "ack", frame: f.frame }); });
+    f.ahead = atPage.length; atPage.push(f);
+    chain = chain.then(() => decode(f)).catch(() => { state.decodeErrors++; ack(f); });
   }
 
   function message(m) {

@@ -189,7 +189,7 @@ impl Client {
         }
         self.pace = interval;
         let expected = self.stats.bytes.checked_div(self.stats.sent).unwrap_or(0);
-        if !self.link.may_draw(expected, now, self.prepare) {
+        if !self.link.may_draw(expected, self.preparing.len(), now, self.prepare) {
             self.link.block();
             self.behind = true;
             self.limited(now);
@@ -448,9 +448,11 @@ impl Hub {
         self.with(id, |c| c.ladder.set_display(fps));
     }
 
-    /// The client drew frame `frame`: the link measures it, and another may go.
-    pub fn ack(&self, id: u64, frame: u64) {
-        self.with(id, |c| c.link.acked(frame, Instant::now()));
+    /// The client drew frame `frame`, which found `ahead` frames it had not yet
+    /// drawn when it arrived (`None`: a client that does not say): the link
+    /// measures it, and another may go.
+    pub fn ack(&self, id: u64, frame: u64, ahead: Option<u32>) {
+        self.with(id, |c| c.link.acked(frame, Instant::now(), ahead));
         self.arrived.notify_all();
     }
 
@@ -748,7 +750,7 @@ mod tests {
             c.drawing(step, decided.0, now);
             c.preparing.clear();
             c.link.sent(step, 100, now, false);
-            c.link.acked(step, now + Duration::from_millis(1));
+            c.link.acked(step, now + Duration::from_millis(1), None);
             drawn += 1;
         }
         // 10 s.
@@ -771,7 +773,7 @@ mod tests {
         until("frame 5 encoded", || waiting(&hub, id) == Some(5));
         assert!(hub.next_for(id).is_some());
         assert!(hub.wanted(6).is_empty(), "two in flight, the link unmeasured: nothing more drawn");
-        hub.ack(id, 5);
+        hub.ack(id, 5, None);
         assert_eq!(consume(&hub, 9, 3).len(), 1, "acknowledged: room again");
         until("frame 9 encoded", || waiting(&hub, id) == Some(9));
         // An older encode never replaces a newer one.
@@ -794,7 +796,7 @@ mod tests {
             consume(&hub, frame, 1);
             until("the frame encoded", || waiting(&hub, id) == Some(frame));
             let e = hub.next_for(id).unwrap();
-            hub.ack(id, e.frame);
+            hub.ack(id, e.frame, None);
         }
         // The session ends while frame 3 is drawn; the next counts from 0.
         let wants = hub.wanted(3);
@@ -812,7 +814,7 @@ mod tests {
                 (sent, sent),
                 "sent as frame {sent}, after frame 3 of the session before"
             );
-            hub.ack(id, e.frame);
+            hub.ack(id, e.frame, None);
         }
         hub.close();
     }
@@ -834,7 +836,7 @@ mod tests {
         for frame in 1..60 {
             for id in [a, b] {
                 if let Some(e) = hub.next_for(id) {
-                    hub.ack(id, e.frame);
+                    hub.ack(id, e.frame, None);
                 }
             }
             hub.next_for(c);
@@ -891,7 +893,7 @@ mod tests {
             let wants = consume(&hub, frame, fill);
             until("encoded", || hub.with(id, |c| c.preparing.is_empty()).unwrap_or(true));
             if let Some(e) = hub.next_for(id) {
-                hub.ack(id, e.frame);
+                hub.ack(id, e.frame, None);
                 return (wants, Some(crate::protocol::Header::parse(&e.bytes).unwrap().kind));
             }
             (wants, None)
@@ -924,7 +926,7 @@ mod tests {
         consume(&hub, 1, 1);
         until("sent", || waiting(&hub, id).is_some());
         hub.next_for(id);
-        hub.ack(id, 1);
+        hub.ack(id, 1, None);
         assert!(!hub.wait_stale(STILL_AFTER * 2), "a pinned mode owes nothing once it has a frame");
         hub.close();
     }
@@ -952,7 +954,7 @@ mod tests {
         hub.set_rate(id, 1.0);
         assert_eq!(consume(&hub, 0, 0).len(), 1);
         until("sent", || waiting(&hub, id).is_some());
-        hub.ack(id, hub.next_for(id).unwrap().frame);
+        hub.ack(id, hub.next_for(id).unwrap().frame, None);
         assert!(hub.wanted(1).is_empty(), "a second has not passed since the last draw");
         hub.set_rate(id, 0.0);
         assert_eq!(hub.wanted(2).len(), 1);

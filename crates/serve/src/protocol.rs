@@ -50,6 +50,10 @@ pub enum FromPage {
     Ack {
         /// The frame's number (the header's).
         frame: u64,
+        /// The frames it had received and not yet acknowledged when this one
+        /// arrived (0: its decoder was idle); absent from a page that does not count.
+        #[serde(default)]
+        ahead: Option<u32>,
     },
     /// What it wants: `auto`, `jpeg` (at `quality`), `video`, `png` (lossless) or `raw`.
     Mode {
@@ -152,8 +156,8 @@ pub fn apply(hub: &Hub, controls: &dyn Controls, id: u64, text: &str) -> Result<
             }
             hub.set_canvas(id, vk::Extent2D { width: w, height: h });
         }
-        FromPage::Ack { frame } => {
-            hub.ack(id, frame);
+        FromPage::Ack { frame, ahead } => {
+            hub.ack(id, frame, ahead);
             return Ok(Then::SendFrames);
         }
         FromPage::Mode { mode, quality } => hub.set_mode(id, mode_of(&mode, quality)?),
@@ -227,6 +231,11 @@ mod tests {
         let m: FromPage = serde_json::from_str(r#"{"t":"pointer","buttons":1}"#).unwrap();
         assert_eq!(m, FromPage::Pointer { x: None, y: None, buttons: 1 });
         assert!(serde_json::from_str::<FromPage>(r#"{"t":"ack","frame":1,"extra":2}"#).is_err());
+        let m: FromPage = serde_json::from_str(r#"{"t":"ack","frame":3,"ahead":1}"#).unwrap();
+        assert_eq!(m, FromPage::Ack { frame: 3, ahead: Some(1) });
+        let m: FromPage = serde_json::from_str(r#"{"t":"ack","frame":3}"#).unwrap();
+        assert_eq!(m, FromPage::Ack { frame: 3, ahead: None });
+        assert!(serde_json::from_str::<FromPage>(r#"{"t":"ack","frame":3,"ahead":-1}"#).is_err());
         assert_eq!(ToPage::Pong { c: 1.5 }.text(), r#"{"t":"pong","c":1.5}"#);
         assert_eq!(ToPage::Frame {}.text(), r#"{"t":"frame"}"#);
         assert_eq!(mode_of("jpeg", None), Ok(Mode::Jpeg { quality: DEFAULT_QUALITY }));

@@ -16,7 +16,8 @@
 #   vs,LINK,CANVAS,N,RATE,BUILD...: builds named by their files in .gpu/bench, interleaved;
 #   table,CANVAS,BUILD...: old, viser and the builds over every link; links,LINK,CANVAS,BUILD...:
 #   the same over one link; extra,BUILD: the producer alone and 8 clients;
-#   SLOG=1: each row's server log as server-BUILD-LINK-CANVAS-ROUND.txt)
+#   SLOG=1: each row's server log as server-BUILD-LINK-CANVAS-ROUND.txt;
+#   AHEAD="new vkcuda-x ...": the builds whose client says the frames ahead of each, default new)
 #   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
 #   (carry .gl and .gpu/bench; SECS=5; TRACE=1: each one-client row's frames and status
 #   lines as trace-BUILD-LINK-CANVAS.jsonl; one part or several per call)
@@ -40,7 +41,7 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     prev) s=new:$B/vkcuda-prev ;; # the commit measured before this one, same protocol
     # vkcuda-prev through the link emulator before its relay and client set TCP_NODELAY
     prev-nagle) s=new:$B/vkcuda-prev lb=$B/link_bench-prev ;;
-    vkcuda-*) s=new:$B/$s ;; # another build of this view, by its file's name
+    vkcuda-*) s=new:$B/${s%%~*} ;; # another build of this view, by its file's name (~TAG: a row name)
     esac
     local trace=() name=${2//\//_}
     name=${name//:/_} # the device tool brings back no name with a colon
@@ -50,6 +51,9 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     [[ " ${*:5} " =~ \ --rate\ ([0-9.]+)\  ]] && [ "${BASH_REMATCH[1]}" != 60 ] && tag=-rate${BASH_REMATCH[1]}
     [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-$name-$3$tag-${ROUND:-1}.jsonl")
     [ -n "${SLOG:-}" ] && trace+=(--server-log "$R/server-$build-$name-$3$tag-${ROUND:-1}.txt")
+    # Builds whose page says the frames ahead of each (AHEAD: their names; the view from
+    # the page's count on): their client says so too (earlier builds reject it).
+    [[ " ${AHEAD:-new} " == *" $build "* ]] && trace+=(--ahead)
     timeout $((SECS + 60)) "$lb" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" "${trace[@]}" 2>>"$R/errors.txt" |
         sed "s/^{/{\"build\":\"$build\",/" | tee -a "$R/rows.jsonl"
 }
