@@ -539,6 +539,19 @@ pub(crate) mod tests {
         worst: Duration,
     }
 
+    impl Delivered {
+        /// Of the times frames spent, acknowledged over `secs`.
+        fn of(mut times: Vec<Duration>, secs: f64) -> Self {
+            times.sort();
+            // None acknowledged: as bad as it gets.
+            let (median, worst) = match times.len() {
+                0 => (Duration::MAX, Duration::MAX),
+                n => (times[n / 2], times[n - 1]),
+            };
+            Self { fps: times.len() as f64 / secs, median, worst }
+        }
+    }
+
     /// A stream as the hub makes it: a frame is prepared (drawn and encoded) in
     /// `prep` once the link would carry it, one at a time, at most `fps` a
     /// second, of 80 % of the measured capacity a frame (twice that for 600 ms
@@ -595,13 +608,7 @@ pub(crate) mod tests {
             }
             now += tick;
         }
-        times.sort();
-        // None acknowledged: as bad as it gets.
-        let (median, worst) = match times.len() {
-            0 => (Duration::MAX, Duration::MAX),
-            n => (times[n / 2], times[n - 1]),
-        };
-        Delivered { fps: times.len() as f64 / (secs / 2.0), median, worst }
+        Delivered::of(times, secs / 2.0)
     }
 
     /// Frames of `bytes` drawn as soon as the link lets them, as the hub draws
@@ -647,12 +654,7 @@ pub(crate) mod tests {
             }
             now += tick;
         }
-        times.sort();
-        let (median, worst) = match times.len() {
-            0 => (Duration::MAX, Duration::MAX),
-            n => (times[n / 2], times[n - 1]),
-        };
-        Delivered { fps: times.len() as f64 / (secs / 2.0), median, worst }
+        Delivered::of(times, secs / 2.0)
     }
 
     #[test]
