@@ -138,8 +138,10 @@ pub struct Link {
     /// the shortest, less its own crossing) over the last [`STANDING`] or two
     /// shortest round trips (the newest always), oldest first, with when.
     queues: VecDeque<(Instant, Duration)>,
-    /// What the page said, while frames wait for it ([`Link::acked`]).
+    /// What the page said, while frames wait for it ([`Link::acked`]), and
+    /// since when every frame acknowledged said it waited.
     page: Option<Page>,
+    waiting_since: Option<Instant>,
 }
 
 impl Default for Link {
@@ -167,6 +169,7 @@ impl Link {
             free_at: None,
             queues: VecDeque::new(),
             page: None,
+            waiting_since: None,
         }
     }
 
@@ -347,19 +350,25 @@ impl Link {
     }
 
     /// The page said a frame sent with `frames` in flight found `ahead` it had
-    /// not yet acknowledged. One frame waiting beside the one it decodes keeps
-    /// it busy: more, and it lets that many fewer be in flight; none (it was
-    /// idle), one more; until [`PAGE_MEMORY`] after one last waited. A frame
-    /// that waited began its decode as the one before it was acknowledged
-    /// (`before`): the time since is its decode.
+    /// not yet acknowledged. Once every frame of a span (two shortest round
+    /// trips, at least [`STANDING`]) waited, the page is the limit (frames
+    /// that arrive together over a link wait a moment, and say nothing of
+    /// it): one frame waiting beside the one it decodes keeps it busy; more,
+    /// and it lets that many fewer be in flight; none (it was idle), one
+    /// more; until [`PAGE_MEMORY`] after one last waited. A frame that waited
+    /// began its decode as the one before it was acknowledged (`before`):
+    /// the time since is its decode.
     fn page_said(&mut self, now: Instant, before: Option<Instant>, frames: usize, ahead: usize) {
         let decoded = before.filter(|_| ahead > 0).map(|at| now.saturating_duration_since(at));
         let average = |old: Option<Duration>| match (old, decoded) {
             (Some(old), Some(new)) => Some(old.mul_f64(0.875) + new.mul_f64(0.125)),
             (old, new) => new.or(old),
         };
+        self.waiting_since = if ahead > 0 { Some(self.waiting_since.unwrap_or(now)) } else { None };
+        let span = self.min_rtt().map_or(STANDING, |r| (r * 2).max(STANDING));
+        let stood = self.waiting_since.is_some_and(|since| now.duration_since(since) >= span);
         self.page = match self.page {
-            page if ahead > 0 => Some(Page {
+            page if ahead > 0 && (page.is_some() || stood) => Some(Page {
                 most: (frames + 1).saturating_sub(ahead).max(1),
                 waited_at: now,
                 decode: average(page.and_then(|p| p.decode)),
