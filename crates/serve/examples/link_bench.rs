@@ -473,16 +473,16 @@ fn open(url: &str, ask: &Ask) -> Result<(Writer, std::sync::mpsc::Receiver<Arriv
 
 /// Acknowledges `frame` as the page does (the frames `ahead` of it, where asked; none to viser).
 fn acknowledge(ws: &mut Writer, ask: &Ask, at_page: &AtPage, frame: u64, ahead: usize) -> Result<(), String> {
+    let mut q = lock(at_page);
+    let acked = q.iter().position(|f| *f == frame).map_or(0, |at| at + 1);
+    q.drain(..acked);
+    drop(q);
     let ack = match (ask.server.0.as_str(), ask.ahead) {
         ("new", true) => format!(r#"{{"t":"ack","frame":{frame},"ahead":{ahead}}}"#),
         ("new", false) => format!(r#"{{"t":"ack","frame":{frame}}}"#),
         ("old", _) => r#"{"t":"ack"}"#.to_string(),
         _ => return Ok(()),
     };
-    let mut q = lock(at_page);
-    let acked = q.iter().position(|f| *f == frame).map_or(0, |at| at + 1);
-    q.drain(..acked);
-    drop(q);
     ws.send(Message::text(ack)).map_err(|e| e.to_string())
 }
 

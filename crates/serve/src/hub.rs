@@ -449,8 +449,8 @@ impl Hub {
     }
 
     /// The client drew frame `frame`, which found `ahead` frames it had not yet
-    /// drawn when it arrived (`None`: a client that does not say): the link
-    /// measures it, and another may go.
+    /// acknowledged when it arrived (`None`: a client that does not say): the
+    /// link measures it, and another may go.
     pub fn ack(&self, id: u64, frame: u64, ahead: Option<u32>) {
         self.with(id, |c| c.link.acked(frame, Instant::now(), ahead));
         self.arrived.notify_all();
