@@ -279,6 +279,12 @@ impl Link {
         least > self.min_rtt().map_or(Duration::ZERO, |r| r / 4).max(QUEUE_SLACK)
     }
 
+    /// How long a queue, or frames waiting at the page, must stand to count:
+    /// two shortest round trips, at least [`STANDING`].
+    fn span(&self) -> Duration {
+        self.min_rtt().map_or(STANDING, |r| (r * 2).max(STANDING))
+    }
+
     /// How long `bytes` take to cross the link at its capacity, once measured.
     fn crossing(&self, bytes: u64) -> Option<Duration> {
         self.capacity.map(|rate| Duration::from_secs_f64(bytes as f64 / rate.max(1.0)))
@@ -336,7 +342,7 @@ impl Link {
         self.measure(now, sample);
         let (base, crossing) = (self.min_rtt().unwrap_or(rtt), self.crossing(f.bytes).unwrap_or_default());
         self.queues.push_back((now, rtt.saturating_sub(base + crossing)));
-        let span = (base * 2).max(STANDING);
+        let span = self.span();
         while self.queues.len() > 1
             && self.queues.front().is_some_and(|(at, _)| now.duration_since(*at) > span)
         {
@@ -365,7 +371,7 @@ impl Link {
             (old, new) => new.or(old),
         };
         self.waiting_since = if ahead > 0 { Some(self.waiting_since.unwrap_or(now)) } else { None };
-        let span = self.min_rtt().map_or(STANDING, |r| (r * 2).max(STANDING));
+        let span = self.span();
         let stood = self.waiting_since.is_some_and(|since| now.duration_since(since) >= span);
         self.page = match self.page {
             page if ahead > 0 && (page.is_some() || stood) => Some(Page {
