@@ -451,12 +451,11 @@ pub(crate) mod tests {
         pub stall: Option<(u64, Duration)>,
         /// The page's decode times, frame after frame, as multiples of `decode` (none: always `decode`).
         pub jitter: Vec<f64>,
-        /// When the page's decoder is free again (it decodes in order).
-        decoded: Instant,
         /// Whether the page says, with each acknowledgement, how many frames it
         /// had not yet acknowledged when that one arrived (as the view's page does).
         pub reports: bool,
-        /// When the page acknowledges each frame sent (it decodes in order), and how many were ahead of it.
+        /// When the page acknowledges each frame sent (it decodes in order: the
+        /// last is when its decoder is free again), and how many were ahead of it.
         done: Vec<Instant>,
         ahead: std::collections::HashMap<u64, u32>,
     }
@@ -475,7 +474,6 @@ pub(crate) mod tests {
                 next: 0,
                 stall: None,
                 jitter: Vec::new(),
-                decoded: start,
                 reports: false,
                 done: Vec::new(),
                 ahead: std::collections::HashMap::new(),
@@ -493,11 +491,11 @@ pub(crate) mod tests {
                 _ => self.decode.mul_f64(self.jitter[frame as usize % self.jitter.len()]),
             };
             let arrives = self.free + self.rtt / 2;
-            let ahead = self.done.iter().filter(|done| **done > arrives).count();
+            let ahead = self.done.len() - self.done.partition_point(|done| *done <= arrives);
             self.ahead.insert(frame, ahead as u32);
-            self.decoded = self.decoded.max(arrives) + decode;
-            self.done.push(self.decoded);
-            let ack = self.decoded + self.rtt / 2;
+            let decoded = self.done.last().map_or(arrives, |free| (*free).max(arrives)) + decode;
+            self.done.push(decoded);
+            let ack = decoded + self.rtt / 2;
             self.acks.push((ack, frame));
             ack
         }
