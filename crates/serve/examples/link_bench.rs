@@ -13,7 +13,7 @@
 //! seen, and the producer's frames a second (vkcuda's own summary).
 //!
 //!   link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still]
-//!              [--ahead] [--trace FILE] [--server-log FILE]
+//!              [--ahead] [--scene julia|gradient] [--trace FILE] [--server-log FILE]
 //!
 //! SERVER: `new:PATH` (this vkcuda), `old:PATH` (a vkcuda before the link
 //! work: JPEG q80, its old protocol), `viser:PATH` (viser_path.py: a JPEG
@@ -24,7 +24,8 @@
 //! `--ahead`: each acknowledgement says how many frames had arrived and were
 //! not yet acknowledged when its frame arrived, as the page does (a server
 //! before that rejects the field). `--still`: then pauses the run and
-//! times the exact frame. The scene is julia (`--cost 64`).
+//! times the exact frame. The scene is julia (`--cost 64`) unless `--scene`
+//! says gradient (vkcuda's servers only: viser's path draws julia).
 
 #[path = "../../../tests/common/link.rs"]
 mod link;
@@ -63,6 +64,8 @@ struct Ask {
     still: bool,
     /// Whether each acknowledgement says the frames ahead of its frame (as the page does; earlier servers reject it).
     ahead: bool,
+    /// The scene the server draws, and the PSNR's reference.
+    scene: SceneKind,
     /// Where to write each frame's arrival and each status line (JSON lines), if asked.
     trace: Option<String>,
     /// Where to write the server's standard error, if asked.
@@ -82,7 +85,7 @@ fn pair(s: &str, sep: char) -> Option<(u32, u32)> {
 }
 
 fn ask() -> Result<Ask, String> {
-    let usage = "link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still] [--ahead] [--trace FILE] [--server-log FILE]";
+    let usage = "link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still] [--ahead] [--scene julia|gradient] [--trace FILE] [--server-log FILE]";
     let a: Vec<String> = std::env::args().collect();
     let arg = |i: usize| a.get(i).cloned().ok_or(usage);
     let server = arg(1)?.split_once(':').map(|(k, p)| (k.to_string(), p.to_string())).ok_or(usage)?;
@@ -99,6 +102,14 @@ fn ask() -> Result<Ask, String> {
         }
     };
     let flag = |name: &str| a.iter().position(|x| x == name).and_then(|i| a.get(i + 1)).cloned();
+    let scene = match flag("--scene").as_deref() {
+        None | Some("julia") => SceneKind::Julia,
+        Some("gradient") => SceneKind::Gradient,
+        Some(other) => return Err(format!("--scene {other}: julia or gradient")),
+    };
+    if scene != SceneKind::Julia && server.0 == "viser" {
+        return Err("viser's path draws julia only".into());
+    }
     Ok(Ask {
         server,
         link,
@@ -109,6 +120,7 @@ fn ask() -> Result<Ask, String> {
         rate: flag("--rate").and_then(|r| r.parse().ok()).unwrap_or(60.0),
         still: a.iter().any(|x| x == "--still"),
         ahead: a.iter().any(|x| x == "--ahead"),
+        scene,
         trace: flag("--trace"),
         server_log: flag("--server-log"),
     })
@@ -144,7 +156,8 @@ fn start(ask: &Ask, link: Option<&link::Link>) -> Result<Server, String> {
     match kind.as_str() {
         "viser" => c.arg(&path).args([&size, &format!("{}x{}", ask.canvas.0, ask.canvas.1), bind]),
         _ => c
-            .args(["--headless", "--serve", bind, "--scene", "julia", "--size", &size, "--json"])
+            .args(["--headless", "--serve", bind, "--scene", scene_name(ask.scene)])
+            .args(["--size", &size, "--json"])
             .arg(&summary),
     };
     let mut child = c
@@ -361,11 +374,19 @@ fn scaled(rgb: &[u8], (w, h): (u32, u32), canvas: (u32, u32)) -> Vec<u8> {
     out
 }
 
-/// PSNR of `rgb` at the canvas against julia's frame `frame` (`size`) drawn
-/// there, and of that reference sent as JPEG q80 at the canvas (the view before
-/// this change, on the same frame).
-fn psnr(rgb: &[u8], frame: u64, size: (u32, u32), canvas: (u32, u32)) -> (f64, f64) {
-    let scene = Scene { kind: SceneKind::Julia, width: size.0, height: size.1, cost: 64 };
+/// The scene's name on vkcuda's command line.
+fn scene_name(kind: SceneKind) -> &'static str {
+    match kind {
+        SceneKind::Julia => "julia",
+        SceneKind::Gradient => "gradient",
+    }
+}
+
+/// PSNR of `rgb` at the canvas against the scene's frame `frame` (`size`)
+/// drawn there, and of that reference sent as JPEG q80 at the canvas (the
+/// view before this change, on the same frame).
+fn psnr(rgb: &[u8], kind: SceneKind, frame: u64, size: (u32, u32), canvas: (u32, u32)) -> (f64, f64) {
+    let scene = Scene { kind, width: size.0, height: size.1, cost: 64 };
     let mut rendered = vec![0u8; (size.0 * size.1 * 4) as usize];
     render_cpu_as(&scene, &FrameArgs::new(&scene, frame as u32), Format::Rgba8, &mut rendered, 8);
     let want = drawn_reference(&rendered, Format::Rgba8, size, canvas);
@@ -605,10 +626,10 @@ fn run() -> Result<(), String> {
     let url =
         format!("ws://{at}/ws{}", server.token.as_ref().map(|t| format!("?token={t}")).unwrap_or_default());
     let (psnr_jobs, jobs) = channel::<PsnrJob>();
-    let (size, canvas) = (ask.size, ask.canvas);
+    let (size, canvas, scene) = (ask.size, ask.canvas, ask.scene);
     let scorer = std::thread::spawn(move || {
         for (shown, sent, frame, seen) in jobs {
-            let p = psnr(&scaled(&shown.rgb(), sent, canvas), frame, size, canvas);
+            let p = psnr(&scaled(&shown.rgb(), sent, canvas), scene, frame, size, canvas);
             lock(&seen).psnr.push(p);
         }
     });

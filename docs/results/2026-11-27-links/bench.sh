@@ -17,7 +17,8 @@
 #   table,CANVAS,BUILD...: old, viser and the builds over every link; links,LINK,CANVAS,BUILD...:
 #   the same over one link; extra,BUILD: the producer alone and 8 clients;
 #   SLOG=1: each row's server log as server-BUILD-LINK-CANVAS-ROUND.txt;
-#   AHEAD="new vkcuda-x ...": the builds whose client says the frames ahead of each, default new)
+#   AHEAD="new vkcuda-x ...": the builds whose client says the frames ahead of each, default new;
+#   SCENE=gradient: vkcuda's rows on the gradient scene, not julia)
 #   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
 #   (carry .gl and .gpu/bench; SECS=5; TRACE=1: each one-client row's frames and status
 #   lines as trace-BUILD-LINK-CANVAS.jsonl; one part or several per call)
@@ -54,6 +55,8 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     # Builds whose page says the frames ahead of each (AHEAD: their names; the view from
     # the page's count on): their client says so too (earlier builds reject it).
     [[ " ${AHEAD:-new} " == *" $build "* ]] && trace+=(--ahead)
+    # SCENE=gradient: vkcuda's servers draw the gradient (the PSNR's reference too).
+    [ -n "${SCENE:-}" ] && trace+=(--scene "$SCENE")
     timeout $((SECS + 60)) "$lb" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" "${trace[@]}" 2>>"$R/errors.txt" |
         sed "s/^{/{\"build\":\"$build\",/" | tee -a "$R/rows.jsonl"
 }
