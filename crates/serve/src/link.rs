@@ -1,41 +1,40 @@
-//! Delivery paced by the link, measured from the page's acknowledgements
-//! alone: an `ssh -L` tunnel, a VPN or JupyterHub's proxy hide the link from
-//! the server's socket (sshd buffers megabytes per channel), but a page
+//! Delivery paced by the link, measured from the page's acknowledgements alone:
+//! an `ssh -L` tunnel, a VPN or JupyterHub's proxy hide the link from the
+//! server's socket (sshd buffers megabytes per channel), but a page
 //! acknowledges each frame once it has decoded it, wherever it is.
 //!
 //! From the acknowledgements: the delivery rate (BBR's rate sample: bytes
-//! acknowledged over the time they took, counted from the last
-//! acknowledgement before the frame was sent) and the shortest round trip.
-//! The link's capacity is the highest rate seen; it falls only when the link
-//! says so: the round trips show a queue building, and the frame waited for
-//! the window, or it found the page idle (its wait was on the way, not at
-//! the page's decoder) while a queue stands. Frames are paced (BBR's pacing): the next one is drawn when what
-//! was sent will have crossed the link at its capacity by the time it is
-//! ready (its draw and encode), but for its own crossing time: it may wait
+//! acknowledged over the time they took, counted from the last acknowledgement
+//! before the frame was sent) and the shortest round trip. The link's capacity
+//! is the highest rate seen; it falls only when the link says so: the round
+//! trips show a queue building, and the frame waited for the window, or it
+//! found the page idle (its wait was on the way, not at the page's decoder)
+//! while a queue stands. Frames are paced (BBR's pacing): the next one is drawn
+//! when what was sent will have crossed the link at its capacity by the time it
+//! is ready (its draw and encode), but for its own crossing time: it may wait
 //! behind others that long, never behind a large frame's whole crossing. The
 //! window, the bytes allowed in flight, bounds it: capacity × shortest round
 //! trip (the bandwidth-delay product, and a quarter more to find the link's
 //! limit) plus the next frame and the largest in flight. Frames sized to a
-//! budget swing around it (a video frame after a large change is several
-//! times its budget, more than the link holds in a round trip); a window
-//! without the largest frame held the next draw until each large one was
-//! acknowledged, a round trip after the link had carried it. While a queue
-//! stands (every frame acknowledged over the last two shortest round trips
-//! queued: the link fell, and frames sized for it wait), neither: nothing
-//! waits behind another and the window counts no largest frame, so the
-//! queue drains. A large frame queues the few after it as it passes: that
-//! queue does not stand (CoDel's test: the least delay over an interval). Now and then the link drains, and
-//! one frame alone on it measures the round trip anew (BBR's ProbeRTT): a
-//! queue that stood from the first frames would otherwise be in the
-//! shortest round trip.
+//! budget swing around it (a video frame after a large change is several times
+//! its budget, more than the link holds in a round trip); a window without the
+//! largest frame held the next draw until each large one was acknowledged, a
+//! round trip after the link had carried it. While a queue stands (every frame
+//! acknowledged over the last two shortest round trips queued: the link fell,
+//! and frames sized for it wait), neither: nothing waits behind another and the
+//! window counts no largest frame, so the queue drains. A large frame queues
+//! the few after it as it passes: that queue does not stand (CoDel's test: the
+//! least delay over an interval). Now and then the link drains, and one frame
+//! alone on it measures the round trip anew (BBR's ProbeRTT): a queue that
+//! stood from the first frames would otherwise be in the shortest round trip.
 //!
-//! Where the page is slower than the link (loopback, a LAN), frames wait
-//! for its decoder, and the window, in bytes, lets small frames pile up: a
-//! page's decode time follows a frame's bytes far less than a link's
-//! crossing does. Each acknowledgement says how many frames were ahead of
-//! its frame at the page, and the frames in flight are held to one waiting
-//! beside the one it decodes (frames being drawn counted), one more drawn
-//! when the page will have decoded what it has by the time that one is ready.
+//! Where the page is slower than the link (loopback, a LAN), frames wait for
+//! its decoder, and the window, in bytes, lets small frames pile up: a page's
+//! decode time follows a frame's bytes far less than a link's crossing does.
+//! Each acknowledgement says how many frames were ahead of its frame at the
+//! page, and the frames in flight are held to one waiting beside the one it
+//! decodes (frames being drawn counted), one more drawn when the page will have
+//! decoded what it has by the time that one is ready.
 
 use std::collections::VecDeque;
 use std::time::{Duration, Instant};
