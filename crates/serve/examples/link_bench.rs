@@ -102,10 +102,12 @@ fn ask() -> Result<Ask, String> {
         }
     };
     let flag = |name: &str| a.iter().position(|x| x == name).and_then(|i| a.get(i + 1)).cloned();
-    let scene = match flag("--scene").as_deref() {
-        None | Some("julia") => SceneKind::Julia,
-        Some("gradient") => SceneKind::Gradient,
-        Some(other) => return Err(format!("--scene {other}: julia or gradient")),
+    let scene = match flag("--scene") {
+        None => SceneKind::Julia,
+        Some(name) => SceneKind::ALL
+            .into_iter()
+            .find(|k| k.to_string() == name)
+            .ok_or(format!("--scene {name}: julia or gradient"))?,
     };
     if scene != SceneKind::Julia && server.0 == "viser" {
         return Err("viser's path draws julia only".into());
@@ -152,11 +154,11 @@ fn start(ask: &Ask, link: Option<&link::Link>) -> Result<Server, String> {
         None => Command::new(&path),
     };
     let summary = std::env::temp_dir().join(format!("link-bench-{}.json", std::process::id()));
-    let size = format!("{}x{}", ask.size.0, ask.size.1);
+    let (size, scene) = (format!("{}x{}", ask.size.0, ask.size.1), ask.scene.to_string());
     match kind.as_str() {
         "viser" => c.arg(&path).args([&size, &format!("{}x{}", ask.canvas.0, ask.canvas.1), bind]),
         _ => c
-            .args(["--headless", "--serve", bind, "--scene", scene_name(ask.scene)])
+            .args(["--headless", "--serve", bind, "--scene", &scene])
             .args(["--size", &size, "--json"])
             .arg(&summary),
     };
@@ -372,14 +374,6 @@ fn scaled(rgb: &[u8], (w, h): (u32, u32), canvas: (u32, u32)) -> Vec<u8> {
         }
     }
     out
-}
-
-/// The scene's name on vkcuda's command line.
-fn scene_name(kind: SceneKind) -> &'static str {
-    match kind {
-        SceneKind::Julia => "julia",
-        SceneKind::Gradient => "gradient",
-    }
 }
 
 /// PSNR of `rgb` at the canvas against the scene's frame `frame` (`size`)
