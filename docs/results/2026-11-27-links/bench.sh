@@ -50,6 +50,8 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     # rows of one link, canvas and round, at two rates, write one file).
     local tag=""
     [[ " ${*:5} " =~ \ --rate\ ([0-9.]+)\  ]] && [ "${BASH_REMATCH[1]}" != 60 ] && tag=-rate${BASH_REMATCH[1]}
+    # So does another scene (a gradient row wrote over a julia row's trace in bench-30).
+    [ -n "${SCENE:-}" ] && tag+=-$SCENE
     [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-$name-$3$tag-${ROUND:-1}.jsonl")
     [ -n "${SLOG:-}" ] && trace+=(--server-log "$R/server-$build-$name-$3$tag-${ROUND:-1}.txt")
     # Builds whose page says the frames ahead of each (AHEAD: their names; the view from
