@@ -13,7 +13,7 @@
 //! seen, and the producer's frames a second (vkcuda's own summary).
 //!
 //!   link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still]
-//!              [--ahead] [--scene julia|gradient] [--trace FILE] [--server-log FILE]
+//!              [--ahead] [--scene julia|gradient] [--cost N] [--trace FILE] [--server-log FILE]
 //!
 //! SERVER: `new:PATH` (this vkcuda), `old:PATH` (a vkcuda before the link
 //! work: JPEG q80, its old protocol), `viser:PATH` (viser_path.py: a JPEG
@@ -25,7 +25,10 @@
 //! not yet acknowledged when its frame arrived, as the page does (a server
 //! before that rejects the field). `--still`: then pauses the run and
 //! times the exact frame. The scene is julia (`--cost 64`) unless `--scene`
-//! says gradient (vkcuda's servers only: viser's path draws julia).
+//! says gradient (vkcuda's servers only: viser's path draws julia). `--cost N`:
+//! julia's iterations a pixel (vkcuda's servers only), which sets how fast the
+//! producer runs and so how far apart in the animation the frames sent are
+//! (a tick a frame: 64 on the H200 runs ~3,400 a second).
 
 #[path = "../../../tests/common/link.rs"]
 mod link;
@@ -66,6 +69,8 @@ struct Ask {
     ahead: bool,
     /// The scene the server draws, and the PSNR's reference.
     scene: SceneKind,
+    /// Julia's iterations a pixel (the server's `--cost`, and the reference's).
+    cost: u32,
     /// Where to write each frame's arrival and each status line (JSON lines), if asked.
     trace: Option<String>,
     /// Where to write the server's standard error, if asked.
@@ -85,7 +90,7 @@ fn pair(s: &str, sep: char) -> Option<(u32, u32)> {
 }
 
 fn ask() -> Result<Ask, String> {
-    let usage = "link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still] [--ahead] [--scene julia|gradient] [--trace FILE] [--server-log FILE]";
+    let usage = "link_bench SERVER LINK CANVAS CLIENTS SECS [--size WxH] [--rate FPS] [--still] [--ahead] [--scene julia|gradient] [--cost N] [--trace FILE] [--server-log FILE]";
     let a: Vec<String> = std::env::args().collect();
     let arg = |i: usize| a.get(i).cloned().ok_or(usage);
     let server = arg(1)?.split_once(':').map(|(k, p)| (k.to_string(), p.to_string())).ok_or(usage)?;
@@ -112,6 +117,15 @@ fn ask() -> Result<Ask, String> {
     if scene != SceneKind::Julia && server.0 == "viser" {
         return Err("viser's path draws julia only".into());
     }
+    let cost = match flag("--cost") {
+        None => 64,
+        Some(n) => {
+            n.parse().ok().filter(|n| (1..=100_000).contains(n)).ok_or(format!("--cost {n}: 1 to 100000"))?
+        }
+    };
+    if cost != 64 && server.0 == "viser" {
+        return Err("viser's path draws julia at cost 64 only".into());
+    }
     Ok(Ask {
         server,
         link,
@@ -123,6 +137,7 @@ fn ask() -> Result<Ask, String> {
         still: a.iter().any(|x| x == "--still"),
         ahead: a.iter().any(|x| x == "--ahead"),
         scene,
+        cost,
         trace: flag("--trace"),
         server_log: flag("--server-log"),
     })
@@ -158,7 +173,7 @@ fn start(ask: &Ask, link: Option<&link::Link>) -> Result<Server, String> {
     match kind.as_str() {
         "viser" => c.arg(&path).args([&size, &format!("{}x{}", ask.canvas.0, ask.canvas.1), bind]),
         _ => c
-            .args(["--headless", "--serve", bind, "--scene", &scene])
+            .args(["--headless", "--serve", bind, "--scene", &scene, "--cost", &ask.cost.to_string()])
             .args(["--size", &size, "--json"])
             .arg(&summary),
     };
@@ -376,13 +391,13 @@ fn scaled(rgb: &[u8], (w, h): (u32, u32), canvas: (u32, u32)) -> Vec<u8> {
     out
 }
 
-/// PSNR of `rgb` at the canvas against the scene's frame `frame` (`size`)
-/// drawn there, and of that reference sent as JPEG q80 at the canvas (the
-/// view before this change, on the same frame).
-fn psnr(rgb: &[u8], kind: SceneKind, frame: u64, size: (u32, u32), canvas: (u32, u32)) -> (f64, f64) {
-    let scene = Scene { kind, width: size.0, height: size.1, cost: 64 };
+/// PSNR of `rgb` at the canvas against the scene's frame `frame` drawn
+/// there, and of that reference sent as JPEG q80 at the canvas (the view
+/// before this change, on the same frame).
+fn psnr(rgb: &[u8], scene: &Scene, frame: u64, canvas: (u32, u32)) -> (f64, f64) {
+    let size = (scene.width, scene.height);
     let mut rendered = vec![0u8; (size.0 * size.1 * 4) as usize];
-    render_cpu_as(&scene, &FrameArgs::new(&scene, frame as u32), Format::Rgba8, &mut rendered, 8);
+    render_cpu_as(scene, &FrameArgs::new(scene, frame as u32), Format::Rgba8, &mut rendered, 8);
     let want = drawn_reference(&rendered, Format::Rgba8, size, canvas);
     let exact: Vec<u8> = want
         .iter()
@@ -620,14 +635,15 @@ fn run() -> Result<(), String> {
     let url =
         format!("ws://{at}/ws{}", server.token.as_ref().map(|t| format!("?token={t}")).unwrap_or_default());
     let (psnr_jobs, jobs) = channel::<PsnrJob>();
-    let (size, canvas, scene) = (ask.size, ask.canvas, ask.scene);
+    let (canvas, scene) =
+        (ask.canvas, Scene { kind: ask.scene, width: ask.size.0, height: ask.size.1, cost: ask.cost });
     // Scored once the clients are done (a frame every 0.7 s a client is kept till
     // then): julia drawn on the CPU on 8 threads beside them took cores from their
     // decode, the limit of a row as fast as it decodes (from bench-31 on).
     let scorer = std::thread::spawn(move || {
         let kept: Vec<PsnrJob> = jobs.iter().collect();
         for (shown, sent, frame, seen) in kept {
-            let p = psnr(&scaled(&shown.rgb(), sent, canvas), scene, frame, size, canvas);
+            let p = psnr(&scaled(&shown.rgb(), sent, canvas), &scene, frame, canvas);
             lock(&seen).psnr.push(p);
         }
     });
@@ -701,7 +717,8 @@ fn report(
         .map(|(d, l)| l.0.duration_since(d).as_secs_f64() - 1.0);
     let line = serde_json::json!({
         "server": ask.server.0, "link": format!("{}", describe(ask.link)), "canvas": format!("{}x{}", ask.canvas.0, ask.canvas.1),
-        "size": format!("{}x{}", ask.size.0, ask.size.1), "clients": ask.clients, "rate": ask.rate,
+        "size": format!("{}x{}", ask.size.0, ask.size.1), "scene": ask.scene.to_string(), "cost": ask.cost,
+        "clients": ask.clients, "rate": ask.rate,
         "fps_per_client": n / ask.secs / ask.clients.max(1) as f64,
         "latency_p50_ms": percentile(&mut lat, 0.5), "latency_p95_ms": percentile(&mut lat, 0.95),
         "kb_per_frame": frames.iter().map(|f| f.2).sum::<usize>() as f64 / n / 1000.0,

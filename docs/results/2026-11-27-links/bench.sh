@@ -18,7 +18,9 @@
 #   the same over one link; extra,BUILD: the producer alone and 8 clients;
 #   SLOG=1: each row's server log as server-BUILD-LINK-CANVAS-ROUND.txt;
 #   AHEAD="new vkcuda-x ...": the builds whose client says the frames ahead of each, default new;
-#   SCENE=gradient: vkcuda's rows on the gradient scene, not julia)
+#   SCENE=gradient: vkcuda's rows on the gradient scene, not julia;
+#   COST=N: vkcuda's julia at N iterations a pixel, not 64: a slower producer, frames
+#   sent nearer in the animation)
 #   (prev:WxH: vkcuda-prev, the commit measured before, row by row beside new)
 #   (carry .gl and .gpu/bench; SECS=5; TRACE=1: each one-client row's frames and status
 #   lines as trace-BUILD-LINK-CANVAS.jsonl; one part or several per call)
@@ -52,6 +54,7 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     [[ " ${*:5} " =~ \ --rate\ ([0-9.]+)\  ]] && [ "${BASH_REMATCH[1]}" != 60 ] && tag=-rate${BASH_REMATCH[1]}
     # So does another scene (a gradient row wrote over a julia row's trace in bench-30).
     [ -n "${SCENE:-}" ] && tag+=-$SCENE
+    [ -n "${COST:-}" ] && tag+=-cost$COST
     [ -n "${TRACE:-}" ] && [ "$4" = 1 ] && trace=(--trace "$R/trace-$build-$name-$3$tag-${ROUND:-1}.jsonl")
     [ -n "${SLOG:-}" ] && trace+=(--server-log "$R/server-$build-$name-$3$tag-${ROUND:-1}.txt")
     # Builds whose page says the frames ahead of each (AHEAD: their names; the view from
@@ -59,6 +62,7 @@ row() { # SERVER LINK CANVAS CLIENTS [link_bench flags]
     [[ " ${AHEAD:-new} " == *" $build "* ]] && trace+=(--ahead)
     # SCENE=gradient: vkcuda's servers draw the gradient (the PSNR's reference too).
     [ -n "${SCENE:-}" ] && trace+=(--scene "$SCENE")
+    [ -n "${COST:-}" ] && trace+=(--cost "$COST")
     timeout $((SECS + 60)) "$lb" "$s" "$2" "$3" "$4" "$SECS" "${@:5}" "${trace[@]}" 2>>"$R/errors.txt" |
         sed "s/^{/{\"build\":\"$build\",/" | tee -a "$R/rows.jsonl"
 }
