@@ -14,8 +14,8 @@
 //! - Below that, where the page decodes video (WebCodecs), VP8 at 80 % of
 //!   the link's capacity; its quantizer, read back from the encoder, trades
 //!   frame rate (down to 32 a second, for 30 delivered) for quality first,
-//!   then size. (JPEG frames are quicker to make and to decode; VP8 at 1080p
-//!   made 52 a second on the H200 where the ladder asked it, bench-31.)
+//!   then size. (JPEG frames are quicker to make and to decode; VP8 frames
+//!   at 1080p of 44 KB were made 52 a second on the H200: bench-31's `bd`.)
 //!
 //! Frames of `budget / rate` bytes take 0.8 / rate seconds to cross the
 //! link whatever its speed: the window ([`crate::link`]) keeps any queue to
