@@ -15,7 +15,7 @@ use vkcuda_run::base::director::Director;
 use vkcuda_run::base::inject::{At, Inject};
 use vkcuda_run::base::kinds::{ConsumeKind, Latency, PresentMode, PresentPath, ProducerKind};
 use vkcuda_run::base::reload::KernelReload;
-use vkcuda_run::base::scene::SceneKind;
+use vkcuda_run::base::scene::{SceneKind, MAX_COST};
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::userkernel::{self, KernelSpec};
 use vkcuda_run::frames::gpu::{DeviceChoice, Gpu};
@@ -265,7 +265,7 @@ pub struct Args {
     #[arg(long, value_parser = core_values::<SceneKind>(), default_value_t = SceneKind::Gradient)]
     pub scene: SceneKind,
     /// Iterations per pixel of the tunable scene (julia).
-    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=100_000))]
+    #[arg(long, default_value_t = 64, value_parser = clap::value_parser!(u32).range(1..=i64::from(MAX_COST)))]
     pub cost: u32,
     /// Who renders the frames.
     #[arg(long, value_parser = core_values::<ProducerKind>(), default_value_t = ProducerKind::Auto)]

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tungstenite::Message;
 use vkcuda::Format;
-use vkcuda_run::base::scene::{drawn_reference, render_cpu_as, FrameArgs, Scene, SceneKind};
+use vkcuda_run::base::scene::{drawn_reference, render_cpu_as, FrameArgs, Scene, SceneKind, MAX_COST};
 
 /// Seconds of warm-up before anything is counted.
 const WARM: f64 = 3.0;
@@ -119,9 +119,11 @@ fn ask() -> Result<Ask, String> {
     }
     let cost = match flag("--cost") {
         None => 64,
-        Some(n) => {
-            n.parse().ok().filter(|n| (1..=100_000).contains(n)).ok_or(format!("--cost {n}: 1 to 100000"))?
-        }
+        Some(n) => n
+            .parse()
+            .ok()
+            .filter(|n| (1..=MAX_COST).contains(n))
+            .ok_or(format!("--cost {n}: 1 to {MAX_COST}"))?,
     };
     if cost != 64 && server.0 == "viser" {
         return Err("viser's path draws julia at cost 64 only".into());

@@ -29,7 +29,7 @@ use vkcuda_run::base::director::Director;
 use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
 use vkcuda_run::base::outfile::{check_output, write_atomically};
 use vkcuda_run::base::pairing;
-use vkcuda_run::base::scene::{Scene, SceneKind};
+use vkcuda_run::base::scene::{Scene, SceneKind, MAX_COST};
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::stats::median_f64;
 use vkcuda_run::base::usage::Field;
@@ -363,7 +363,7 @@ fn balance(gpu: &Gpu, args: &Args, size: Size, caught: &Arc<AtomicUsize>) -> Res
     let (p1, p2) =
         (us(at(SceneKind::Julia, c1)?.producer_median), us(at(SceneKind::Julia, c2)?.producer_median));
     let per_iteration = ((p2 - p1) / f64::from(c2 - c1)).max(1e-3);
-    let cost = (f64::from(c1) + (vulkan - p1) / per_iteration).round().clamp(1.0, 100_000.0) as u32;
+    let cost = (f64::from(c1) + (vulkan - p1) / per_iteration).round().clamp(1.0, f64::from(MAX_COST)) as u32;
     eprintln!(
         "vkcuda: balanced load at {size}: one copy {copy:.1} µs × {copies} copies = {vulkan:.0} µs; \
          kernel {p1:.1} µs at cost {c1}, {p2:.1} µs at cost {c2} → cost {cost}"

@@ -4,7 +4,7 @@
 
 use std::sync::{Mutex, MutexGuard};
 
-use crate::base::scene::{Scene, SceneKind};
+use crate::base::scene::{Scene, SceneKind, MAX_COST};
 
 /// Everything the pixels of one frame depend on.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, serde::Deserialize)]
@@ -128,11 +128,11 @@ impl Director {
         s.scene.kind = all[(i + step).rem_euclid(all.len() as isize) as usize];
     }
 
-    /// Doubles (`up`) or halves the scene's cost, within 1..=100,000.
+    /// Doubles (`up`) or halves the scene's cost, within 1..=[`MAX_COST`].
     pub fn change_cost(&self, up: bool) {
         let mut s = self.lock();
         s.scene.cost =
-            if up { s.scene.cost.saturating_mul(2).min(100_000) } else { (s.scene.cost / 2).max(1) };
+            if up { s.scene.cost.saturating_mul(2).min(MAX_COST) } else { (s.scene.cost / 2).max(1) };
     }
 
     /// Acts on a key the viewer's way, named as a browser names it

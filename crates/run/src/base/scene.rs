@@ -52,6 +52,10 @@ pub struct Scene {
     pub cost: u32,
 }
 
+/// The most iterations per pixel a scene may ask (`--cost`, the director's
+/// doubling, the balanced load's calibration).
+pub const MAX_COST: u32 = 100_000;
+
 /// Fixed-point fraction bits of the Julia iteration (Q3.28 in 64-bit lanes).
 pub const FRAC: u32 = 28;
 
