@@ -16,6 +16,7 @@
 
 mod array;
 mod context;
+mod doctor;
 mod export;
 mod run;
 mod serve;
@@ -604,6 +605,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<serve::WatchClient>()?;
     m.add_function(wrap_pyfunction!(read_frame, m)?)?;
     m.add_function(wrap_pyfunction!(serve::frame_header, m)?)?;
+    m.add_function(wrap_pyfunction!(doctor::doctor, m)?)?;
     // The page's one client module (the widget embeds it too), and JPEG's default quality.
     m.add("CLIENT_JS", vkcuda_serve::server::CLIENT_JS)?;
     m.add("DEFAULT_QUALITY", vkcuda_serve::ladder::DEFAULT_QUALITY)?;

@@ -34,11 +34,11 @@ import sys
 import threading
 import time
 import weakref
-from typing import Any, Optional
+from typing import Any, NamedTuple, Optional
 
 from . import _native
 
-__all__ = ["Viewer", "Watcher", "read_frame", "frame_header", "__version__"]
+__all__ = ["Viewer", "Watcher", "read_frame", "frame_header", "doctor", "DoctorReport", "__version__"]
 __version__: str = _native.__version__
 
 # Viewers still open at interpreter exit are closed (their frames written) then.
@@ -342,6 +342,28 @@ class Watcher:
     def closed(self) -> bool:
         """Whether it was closed (or the viewer was)."""
         return self._native.closed
+
+
+class DoctorReport(NamedTuple):
+    """What this machine gives vkcuda (:func:`doctor`): the checklist as
+    text, and the exit code ``vkcuda doctor`` gives it (0: CUDA renders
+    headless frames; 1: only the CPU producer does; 2: no Vulkan device)."""
+
+    text: str
+    exit_code: int
+
+    def __str__(self) -> str:
+        return self.text
+
+
+def doctor() -> DoctorReport:
+    """Looks at every piece vkcuda needs here: the Vulkan loader (the
+    system's, or the one the wheel bundles), the driver files and where the
+    loader looks, each Vulkan device, CUDA and which Vulkan device each CUDA
+    device pairs with, NVRTC, the validation layer, a display, a container's
+    hints; then says what works here. ``python -m vkcuda doctor`` prints it."""
+    text, code = _native.doctor()
+    return DoctorReport(text, code)
 
 
 def frame_header(frame: bytes) -> dict:

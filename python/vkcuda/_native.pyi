@@ -4,7 +4,7 @@ Use ``vkcuda.Viewer``; these signatures are for editors and type checkers."""
 from os import PathLike
 from typing import Any, Optional, final
 
-__all__ = ["Viewer", "FrameSlot", "WatchClient", "read_frame", "frame_header", "CLIENT_JS", "DEFAULT_QUALITY", "__version__"]
+__all__ = ["Viewer", "FrameSlot", "WatchClient", "read_frame", "frame_header", "doctor", "CLIENT_JS", "DEFAULT_QUALITY", "__version__"]
 
 __version__: str
 CLIENT_JS: str
@@ -77,3 +77,4 @@ class Viewer:
 
 def read_frame(path: str | PathLike[str], dtype: str) -> tuple[int, int, Any]: ...
 def frame_header(frame: bytes) -> dict[str, Any]: ...
+def doctor() -> tuple[str, int]: ...

@@ -75,8 +75,8 @@ fn load(loader: Option<&std::path::Path>) -> Result<ash::Entry> {
         let which = loader.map_or("libvulkan.so.1".into(), |p| p.to_string_lossy().into_owned());
         Error::Library {
             context: format!(
-                "cannot load the Vulkan loader ({which}): {e}. Install it \
-                 (Debian/Ubuntu: apt install libvulkan1 mesa-vulkan-drivers) or set LD_LIBRARY_PATH"
+                "cannot load the Vulkan loader ({which}): {e}: install one (the package that ships \
+                 libvulkan.so.1), or pass the path of one"
             ),
         }
     })
@@ -174,10 +174,13 @@ impl Instance {
         }
         // SAFETY: every pointer in `info` points into locals that outlive the call.
         let raw = unsafe { entry.create_instance(&info, None) }.map_err(|e| match e {
-            vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::unsupported(format!(
-                "no Vulkan 1.3 driver found (vkCreateInstance: {e}): install one (NVIDIA's driver, or \
-                 Mesa's lavapipe: apt install mesa-vulkan-drivers), and check VK_ICD_FILENAMES/VK_DRIVER_FILES"
-            )),
+            // The loader started no driver (none installed, or none that loads): a caller names the cure.
+            vk::Result::ERROR_INCOMPATIBLE_DRIVER => Error::Vulkan {
+                context:
+                    "vkCreateInstance (no Vulkan 1.3 driver found; VK_LOADER_DEBUG=error,driver says why)"
+                        .into(),
+                result: e,
+            },
             e => Error::unsupported(format!("vkCreateInstance (Vulkan 1.3 needed): {e}")),
         })?;
         let debug = if validate {

@@ -274,7 +274,12 @@ pub fn register(tests: &mut Tests) {
     tests.push((
         "no_vulkan_loader_is_a_clear_error".into(),
         Box::new(|| {
-            pass(runtime_error(&[], &[("VKCUDA_LIBVULKAN", "/nonexistent/libvulkan.so.1")], "Vulkan loader"))
+            let env = [("VKCUDA_LIBVULKAN", "/nonexistent/libvulkan.so.1")];
+            pass(runtime_error(&[], &env, "Vulkan loader").and(runtime_error(
+                &[],
+                &env,
+                "run `vkcuda doctor`",
+            )))
         }),
     ));
     tests.push((
@@ -288,9 +293,84 @@ pub fn register(tests: &mut Tests) {
         "no_vulkan_driver_is_a_clear_error".into(),
         Box::new(|| {
             let none = [("VK_ICD_FILENAMES", "/nonexistent.json"), ("VK_DRIVER_FILES", "/nonexistent.json")];
-            pass(runtime_error(&[], &none, "no Vulkan 1.3 driver"))
+            // The cure names the variable that hides every driver, and where to look further.
+            let cure = "VK_DRIVER_FILES=/nonexistent.json names no driver manifest that exists";
+            pass(
+                runtime_error(&[], &none, "no Vulkan 1.3 driver")
+                    .and(runtime_error(&[], &none, cure))
+                    .and(runtime_error(&[], &none, "run `vkcuda doctor`")),
+            )
         }),
     ));
+    tests.push((
+        "doctor_names_every_piece_and_exits_as_far_as_it_gets".into(),
+        Box::new(|| pass(doctor_here())),
+    ));
+    tests.push((
+        "doctor_without_a_driver_names_it_and_exits_2".into(),
+        Box::new(|| pass(doctor_without_driver())),
+    ));
+}
+
+/// `vkcuda doctor` with `env`: its exit code and standard output.
+fn doctor(env: &[(&str, &str)]) -> Result<(Option<i32>, String), String> {
+    let o =
+        Command::new(bin()).arg("doctor").envs(env.iter().copied()).output().map_err(|e| e.to_string())?;
+    let (stdout, stderr) = text(&o);
+    if stderr.contains("panicked") {
+        return Err(format!("panicked: {stderr}"));
+    }
+    Ok((o.status.code(), stdout))
+}
+
+/// Every piece has its line; 0 where CUDA renders (an NVIDIA GPU), 1 where only the CPU does.
+fn doctor_here() -> Outcome {
+    let (code, out) = doctor(&[])?;
+    let pieces = [
+        "] Vulkan loader: ",
+        "] glvnd (NVIDIA's Vulkan driver opens it): ",
+        "] Vulkan drivers (ICD files): ",
+        "] Vulkan devices: ",
+        "] CUDA: ",
+        "] NVRTC (your own kernels): ",
+        "] validation layer: ",
+        "] display: ",
+        "What works here:",
+        "--headless (CUDA)",
+        "--kernel",
+        "--validate",
+    ];
+    if let Some(missing) = pieces.iter().find(|p| !out.contains(*p)) {
+        return Err(format!("no line with '{missing}':\n{out}"));
+    }
+    let expected = if no_nvidia().is_none() { 0 } else { 1 };
+    if code != Some(expected) {
+        return Err(format!("exit {code:?}, expected {expected}:\n{out}"));
+    }
+    if !out.contains("[ok] Vulkan devices: ") || !out.contains("--headless --producer cpu  yes") {
+        return Err(format!("no device found, or the CPU producer's verdict not yes:\n{out}"));
+    }
+    Ok(())
+}
+
+/// With every driver hidden: 2, the ICD line says none was found and what hid them, with a cure.
+fn doctor_without_driver() -> Outcome {
+    let none = [("VK_ICD_FILENAMES", "/nonexistent.json"), ("VK_DRIVER_FILES", "/nonexistent.json")];
+    let (code, out) = doctor(&none)?;
+    let needles = [
+        "[no] Vulkan drivers (ICD files): 0 found, 0 whose library loads",
+        "VK_DRIVER_FILES=/nonexistent.json (replaces the loader's search)",
+        "[no] Vulkan devices: no instance: ",
+        "-> VK_DRIVER_FILES=/nonexistent.json names no driver manifest that exists",
+        "--headless --producer cpu  no ",
+    ];
+    if let Some(missing) = needles.iter().find(|n| !out.contains(*n)) {
+        return Err(format!("no '{missing}':\n{out}"));
+    }
+    if code != Some(2) {
+        return Err(format!("exit {code:?}, expected 2:\n{out}"));
+    }
+    Ok(())
 }
 
 /// The viewer's keys in `vkcuda --help` and in the README's table are the same keys.

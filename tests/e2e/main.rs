@@ -7,8 +7,9 @@
 //! Custom harness (`harness = false`): prints one line per test and closes
 //! with "e2e: N passed, N failed, N skipped". `VKCUDA_BIN` overrides the
 //! binary (scripts/gpu-test.sh runs a carried one), `VKCUDA_ROOT` the crate
-//! root the scripts are found in; a name filter may follow; `--list` prints
-//! each test's area and name without running any.
+//! root the scripts are found in; a filter may follow (comma-separated: a
+//! part of a test's name, or `area=NAME`); `--list` prints each test's area
+//! and name without running any.
 
 #[path = "../common/mod.rs"]
 mod common;
@@ -62,8 +63,8 @@ fn main() {
     }
 
     let (mut passed, mut failed, mut skipped) = (0, 0, 0);
-    for (name, test) in &tests {
-        if filter.as_ref().is_some_and(|f| !name.contains(f.as_str())) {
+    for ((name, test), area) in tests.iter().zip(&area_of) {
+        if filter.as_ref().is_some_and(|f| !chosen(f, area, name)) {
             continue;
         }
         match test() {
@@ -83,4 +84,12 @@ fn main() {
     }
     println!("e2e: {passed} passed, {failed} failed, {skipped} skipped");
     std::process::exit(i32::from(failed > 0));
+}
+
+/// Whether `filter` (comma-separated: a part of a name, or `area=NAME`) picks the test.
+fn chosen(filter: &str, area: &str, name: &str) -> bool {
+    filter.split(',').any(|f| match f.strip_prefix("area=") {
+        Some(a) => a == area,
+        None => name.contains(f),
+    })
 }

@@ -448,6 +448,13 @@ pub enum Command {
     /// frame 0, K, 2K, … below --frames present once and decodable, all of one
     /// size, no temporary file a killed run left. Exits 0 only then; 3 if not.
     CheckDump(CheckDumpArgs),
+    /// What this machine gives vkcuda (the Vulkan loader, the driver files
+    /// and where the loader looks, each Vulkan device, CUDA and which Vulkan
+    /// device each CUDA device pairs with, NVRTC, the validation layer, a
+    /// display, a container's hints) and what works here. Exits 0 when CUDA
+    /// renders headless frames, 1 when only the CPU producer does, 2 when no
+    /// Vulkan device starts.
+    Doctor,
 }
 
 /// `vkcuda check-dump`.

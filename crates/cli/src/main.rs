@@ -57,6 +57,9 @@ fn main() -> ExitCode {
         eprintln!("vkcuda: {e}");
         return ExitCode::from(exit::USAGE);
     }
+    if let Some(Command::Doctor) = args.command {
+        return doctor();
+    }
     if args.list_gpus {
         return list_gpus(&args);
     }
@@ -64,7 +67,7 @@ fn main() -> ExitCode {
         Some(Command::Bench(bench)) => return run_bench(&args, bench),
         Some(Command::CheckKernel(check)) => return check_kernel(check),
         Some(Command::CheckDump(check)) => return check_dump(check),
-        None => {}
+        Some(Command::Doctor) | None => {}
     }
     let outcome = if args.headless { headless::run(&args) } else { viewer::run(&args) };
     match outcome {
@@ -91,6 +94,13 @@ fn producer_child() -> Option<ExitCode> {
             ExitCode::from(exit::RUNTIME)
         }
     })
+}
+
+/// `vkcuda doctor`: the checklist, and 0, 1 or 2 as far as this machine gets.
+fn doctor() -> ExitCode {
+    let report = vkcuda_run::frames::doctor::examine();
+    print!("{}", report.render(&|u| words::use_name(u).to_string()));
+    ExitCode::from(report.exit_code())
 }
 
 /// `--list-gpus`: both orders, paired by UUID.

@@ -2,6 +2,7 @@
 //! ([`vkcuda_run::base::usage::Vocabulary`]).
 
 use vkcuda_run::base::usage::{Field, Vocabulary};
+use vkcuda_run::frames::doctor::Use;
 
 /// Fields as the command line spells them: `--size 640x480`.
 pub struct Flags;
@@ -32,4 +33,16 @@ impl Vocabulary for Flags {
 /// `e` and its causes in the CLI's words, for people (see [`vkcuda_run::for_people`]).
 pub fn said(e: &anyhow::Error) -> String {
     vkcuda_run::for_people(&vkcuda_run::base::failure::worded(e, &Flags))
+}
+
+/// A use `vkcuda doctor` judges, as the command line asks for it.
+pub fn use_name(what: Use) -> &'static str {
+    match what {
+        Use::CudaHeadless => "--headless (CUDA)",
+        Use::CpuHeadless => "--headless --producer cpu",
+        Use::Serve => "--serve",
+        Use::Window => "the viewer's window",
+        Use::Kernel => "--kernel",
+        Use::Validate => "--validate",
+    }
 }

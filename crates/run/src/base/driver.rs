@@ -259,3 +259,14 @@ pub unsafe fn make_current(context: sys::CUcontext) -> Result<(), DriverError> {
     // SAFETY: the caller's promise.
     unsafe { result::ctx::set_current(context) }
 }
+
+/// The CUDA driver's version, "major.minor" (`cuDriverGetVersion`: 13000 is 13.0), once
+/// the driver is loaded (`vkcuda::cuda::load_driver`).
+pub fn driver_version() -> Result<String, sys::CUresult> {
+    let mut version = 0;
+    // SAFETY: an out-pointer to a local of the right type.
+    match unsafe { sys::cuDriverGetVersion(&mut version) } {
+        sys::CUresult::CUDA_SUCCESS => Ok(format!("{}.{}", version / 1000, version % 1000 / 10)),
+        e => Err(e),
+    }
+}

@@ -11,6 +11,7 @@ use std::path::Path;
 use anyhow::{anyhow, bail, Result};
 use cudarc::nvrtc::{result, sys};
 
+use crate::base::usage::SEE_DOCTOR;
 use crate::UsageError;
 
 /// The kernel contract, given to every compile as `"vkcuda.h"`.
@@ -46,17 +47,28 @@ impl std::fmt::Display for CompileError {
 
 impl std::error::Error for CompileError {}
 
+/// Where the CUDA toolkit keeps NVRTC, outside the default library path.
+pub const TOOLKIT_LIBS: &str = "/usr/local/cuda/targets/x86_64-linux/lib";
+
 /// Makes sure NVRTC can be loaded, with what to do if not.
 pub fn load() -> Result<()> {
     // SAFETY: only tries to dlopen the library under its usual names.
     if !unsafe { sys::is_culib_present() } {
-        bail!(
-            "libnvrtc.so (the CUDA run-time compiler) was not found: install the CUDA toolkit's NVRTC \
-             (e.g. apt install cuda-nvrtc-13-0, or pip install nvidia-cuda-nvrtc) and add its folder \
-             to LD_LIBRARY_PATH (e.g. /usr/local/cuda/targets/x86_64-linux/lib)"
-        );
+        bail!("libnvrtc.so (the CUDA run-time compiler) was not found: {}; {SEE_DOCTOR}", cure());
     }
     Ok(())
+}
+
+/// How to get NVRTC loaded on this machine: the toolkit's folder where it has one.
+pub fn cure() -> String {
+    let toolkit = Path::new(TOOLKIT_LIBS);
+    if ["libnvrtc.so.13", "libnvrtc.so.12", "libnvrtc.so"].iter().any(|f| toolkit.join(f).exists()) {
+        format!("the CUDA toolkit's NVRTC is in {TOOLKIT_LIBS}: add it to LD_LIBRARY_PATH")
+    } else {
+        "install the CUDA toolkit's NVRTC (e.g. apt install cuda-nvrtc-13-0, or pip install \
+         nvidia-cuda-nvrtc) and add its folder to LD_LIBRARY_PATH"
+            .into()
+    }
 }
 
 /// NVRTC's version, "major.minor" (part of every PTX cache key).

@@ -6,6 +6,10 @@
 
 use std::fmt;
 
+/// The end of every start-up error that a missing piece of the machine
+/// causes: where the whole picture of what this machine has is.
+pub const SEE_DOCTOR: &str = "run `vkcuda doctor` (or `python -m vkcuda doctor`) for what this machine has";
+
 /// A part of a run's description that a message can name.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Field {

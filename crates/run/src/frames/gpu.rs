@@ -2,15 +2,16 @@
 //! whether CUDA renders there, and what the device can hold (image sizes,
 //! memory, storage-buffer range), checked before anything is made.
 
-use std::path::PathBuf;
 use std::sync::Arc;
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
+use ash::vk;
 
 use crate::base::kinds::ProducerKind;
 use crate::base::pairing::Pairing;
 use crate::base::size::Size;
 use crate::base::usage::{Field, Message};
+use crate::frames::{loader, machine};
 use crate::UsageError;
 use vkcuda::cuda::CudaDevice;
 use vkcuda::vk::device::{Device, Extras, GpuInfo, Queue};
@@ -40,22 +41,44 @@ pub struct Gpu {
     pub why: Message,
 }
 
-/// A Vulkan instance for the application: the loader `VKCUDA_LIBVULKAN`
-/// names (which also lets the tests check the error for a missing one), else
-/// the system's.
+/// A Vulkan instance for the application, on the process's [`loader::libraries`]:
+/// the loader `VKCUDA_LIBVULKAN` names (which also lets the tests check the
+/// error for a missing one), else the system's, else the one bundled with
+/// vkcuda. Where no loader or driver starts, the error says what this
+/// machine lacks and its cure ([`machine::cure_for_vulkan`]).
 pub fn vulkan_instance(validate: bool, extensions: &[&std::ffi::CStr]) -> Result<Arc<Instance>> {
-    let loader = std::env::var_os("VKCUDA_LIBVULKAN").map(PathBuf::from);
-    Ok(Instance::with_loader(loader.as_deref(), validate, extensions)?)
+    let libraries = loader::libraries();
+    let no_layer = || machine::entry(libraries).is_some_and(|e| machine::validation_layer(&e).is_none());
+    if validate && no_layer() {
+        bail!(
+            "validation needs the Khronos validation layer (VK_LAYER_KHRONOS_validation), which is not \
+             installed: {}; {}",
+            machine::cure_for_layer(),
+            machine::SEE_DOCTOR
+        );
+    }
+    Instance::with_loader(libraries.loader_path(), validate, extensions).map_err(|e| {
+        let no_vulkan = match &e {
+            vkcuda::Error::Library { .. } => true,
+            vkcuda::Error::Vulkan { result, .. } => {
+                [vk::Result::ERROR_INCOMPATIBLE_DRIVER, vk::Result::ERROR_INITIALIZATION_FAILED]
+                    .contains(result)
+            }
+            _ => false,
+        };
+        if no_vulkan {
+            anyhow!("{e}: {}", machine::cure_for_vulkan(libraries))
+        } else {
+            e.into()
+        }
+    })
 }
 
 /// Opens Vulkan, finds CUDA if wanted, and picks the device and producer.
 pub fn open_gpu(args: &DeviceChoice, instance: Arc<Instance>, queue: Queue) -> Result<Gpu> {
     let pairing = Pairing::new(&instance, args.producer)?;
     if pairing.gpus.is_empty() {
-        bail!(
-            "no Vulkan device found: install a Vulkan driver (NVIDIA's, or Mesa's lavapipe: \
-             apt install mesa-vulkan-drivers)"
-        );
+        bail!("no Vulkan device found: {}", machine::cure_for_vulkan(loader::libraries()));
     }
     if args.announce {
         if let Some(line) = pairing.unpaired() {
