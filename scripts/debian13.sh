@@ -18,7 +18,7 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 # the X11 client libraries winit loads, weston for the Wayland tests.
 packages=(libvulkan1 mesa-vulkan-drivers vulkan-validationlayers xvfb xdotool x11-apps x11-utils
     libxkbcommon-x11-0 libx11-xcb1 libxcursor1 libxrandr2 libxi6 libwayland-client0 libwayland-cursor0
-    weston procps python3 ca-certificates python3-numpy python3-pytest)
+    weston procps python3 ca-certificates python3-numpy python3-pytest python3-venv)
 
 mirror() {
     # Some of these globs match nothing: cat's complaint is not an error here.

@@ -1,17 +1,31 @@
 #!/usr/bin/env bash
 # The test command: installs what the tests need (only when missing), then runs
-# formatting and lint checks, the unit tests and the end-to-end tests. Without
-# an NVIDIA GPU the end-to-end runs use Mesa's lavapipe and the CPU producer
-# with validation, headless and in a real X window (Xvfb); the CUDA tests
-# report "skipped: no NVIDIA GPU".
+# the checks. Without an NVIDIA GPU the end-to-end runs use Mesa's lavapipe and
+# the CPU producer with validation; the CUDA tests report "skipped: no NVIDIA GPU".
 #
-# The end-to-end suite runs twice: with this machine's validation layer
-# (Debian 12: 1.3.239, Mesa 22) and with the layer today's users run (1.4.309,
-# Mesa 25), in a Debian 13 root (scripts/debian13.sh; that layer needs glibc
-# 2.38). VKCUDA_SKIP_DEBIAN13=1 skips the second pass (e.g. on a machine that
-# is not Debian 12 and not root).
+#   scripts/test.sh         the quick pass (about 10 minutes on 2 cores, once built):
+#                           formatting, lints, every unit test, the end-to-end tests
+#                           of headless runs and bad input on this machine's
+#                           validation layer, the Python module's headless tests
+#   scripts/test.sh --all   everything (what CI runs, through .ci/run; about 45
+#                           minutes): the whole end-to-end suite (windows, the
+#                           browser view over shaped links, signals, shards), the
+#                           fault, stall, format and draw matrices, the wheel on a
+#                           stock node and an older glibc, the Slurm recipe, and
+#                           the end-to-end suite again under the layer today's
+#                           users run (1.4.309, Mesa 25) in a Debian 13 root
+#                           (scripts/debian13.sh; that layer needs glibc 2.38).
+#
+# VKCUDA_SKIP_DEBIAN13=1 skips the Debian 13 and Ubuntu 22.04 roots (e.g. on a
+# machine that is not Debian 12 and not root).
 set -euo pipefail
 cd "$(dirname "$0")/.."
+case "${1:-}" in
+    "") all= ;;
+    --all) all=1 ;;
+    *) echo "usage: scripts/test.sh [--all]" >&2; exit 2 ;;
+esac
+started=$SECONDS
 source scripts/deps.sh
 need_cargo
 need_packages libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
@@ -21,6 +35,18 @@ need_packages libvulkan1 mesa-vulkan-drivers vulkan-validationlayers \
 need_nvrtc || echo "vkcuda: NVRTC could not be installed: the kernel-compile tests will say skipped" >&2
 cargo fmt --check
 cargo clippy --release --all-targets -- -D warnings
+if [ -z "$all" ]; then
+    echo "== unit tests (every package), the architecture test, the core's timeline test"
+    cargo clippy --release -p vkcuda-python --all-targets -- -D warnings
+    cargo test --release --lib --bins --test architecture --test timeline
+    cargo test --release -p vkcuda-python --lib
+    echo "== end-to-end: headless runs and bad input, validation layer $(dpkg-query -W -f='${Version}' vulkan-validationlayers)"
+    cargo test --release -p vkcuda-cli --test e2e -- area=headless,area=bad_input
+    echo "== the Python module's headless tests"
+    bash scripts/python-test.sh python/tests/test_headless.py
+    echo "test.sh: the quick pass took $((SECONDS - started)) s; everything (what CI runs): scripts/test.sh --all"
+    exit 0
+fi
 cargo build --release --examples
 RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib --quiet
 # Every package's docs as a maintainer reads them (the front ends' private items too): links resolve.
@@ -58,6 +84,8 @@ bash scripts/wheel.sh
 if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     echo "== the same wheel on an older glibc: an Ubuntu 22.04 root (glibc 2.35, CPython 3.10), its headless tests (scripts/older-glibc.sh)"
     bash scripts/older-glibc.sh
+    echo "== the wheel on a stock node (no Vulkan loader, no glvnd; Debian 13 root, lavapipe): its vkcuda command, doctor, the headless e2e tests (scripts/node-test.sh)"
+    bash scripts/node-test.sh
 fi
 echo "== the signal tests again with SIGINT ignored, as a job started with & or nohup has it"
 (trap '' INT; PYTHONPATH=target/python-site:target/python-tools python3 -m pytest -q -p no:cacheprovider \
@@ -102,3 +130,4 @@ if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     echo "== the Python module again in Debian 13 (its python3, NumPy and pytest; the wheel built above)"
     bash scripts/debian13.sh run env PYTHONPATH=target/python-site python3 -m pytest -q -p no:cacheprovider python/tests
 fi
+echo "test.sh --all took $((SECONDS - started)) s"
