@@ -641,3 +641,89 @@ fn raw_cuda_calls_stay_in_the_core_and_one_run_layer_module() {
     );
     assert!(paths.len() > 60, "only {} files read", paths.len());
 }
+
+/// The README is the reading path's first page: at most 250 lines, and its
+/// first screen (60 lines) holds the two commands, the files that hold the
+/// sync pattern an integrator copies, and the command that proves it.
+#[test]
+fn the_readme_is_short_and_its_first_screen_says_where_to_start() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let readme = std::fs::read_to_string(root.join("README.md")).unwrap();
+    let lines = readme.lines().count();
+    assert!(lines <= 250, "README.md has {lines} lines (at most 250)");
+    let screen: String = readme.lines().take(60).collect::<Vec<_>>().join("\n");
+    let wanted = ["scripts/demo.sh", "scripts/test.sh", "src/sync.rs", "src/interop.rs", "--example minimal"];
+    let missing: Vec<&str> = wanted.into_iter().filter(|w| !screen.contains(w)).collect();
+    assert!(missing.is_empty(), "README.md's first 60 lines do not name {missing:?}");
+    let streaming = std::fs::read_to_string(root.join("docs/streaming.md")).unwrap().lines().count();
+    assert!(streaming <= 400, "docs/streaming.md has {streaming} lines (at most 400)");
+}
+
+/// GitHub's anchor of a Markdown heading: lower case, punctuation dropped
+/// (but `-` and `_`), spaces as `-`.
+fn anchor_of(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || *c == ' ' || *c == '-' || *c == '_')
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+/// Every relative link of `doc` (`[text](path)`, `[text](path#anchor)`,
+/// `[text](#anchor)`) whose file does not exist, or whose anchor is no
+/// heading of the Markdown file it names.
+fn links_that_break(doc: &Path) -> Vec<String> {
+    let text = std::fs::read_to_string(doc).unwrap();
+    let headings = |md: &str| -> BTreeSet<String> {
+        let mut fenced = false;
+        md.lines()
+            .filter(|l| {
+                fenced ^= l.starts_with("```");
+                !fenced && l.starts_with('#')
+            })
+            .map(|l| anchor_of(l.trim_start_matches('#')))
+            .collect()
+    };
+    let mut broken = Vec::new();
+    for (at, _) in text.match_indices("](") {
+        let target = text[at + 2..].split([')', ' ']).next().unwrap_or("");
+        if target.is_empty() || target.contains("://") || target.starts_with("mailto:") {
+            continue;
+        }
+        let (path, anchor) = target.split_once('#').unwrap_or((target, ""));
+        let file = if path.is_empty() { doc.to_path_buf() } else { doc.parent().unwrap().join(path) };
+        if !file.exists() {
+            broken.push(format!("{target}: {} does not exist", file.display()));
+        } else if !anchor.is_empty()
+            && !anchor.starts_with('L')
+            && file.extension().is_some_and(|e| e == "md")
+            && !headings(&std::fs::read_to_string(&file).unwrap()).contains(anchor)
+        {
+            broken.push(format!("{target}: no heading #{anchor}"));
+        }
+    }
+    broken
+}
+
+/// Every relative link in the README, the docs, the results' READMEs, the
+/// changelog and the contributing guide lands on a file that exists (and a
+/// heading that exists, where it names one).
+#[test]
+fn doc_links_resolve() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut docs: Vec<PathBuf> = ["README.md", "CHANGELOG.md", "CONTRIBUTING.md", "python/README.md"]
+        .iter()
+        .map(|d| root.join(d))
+        .collect();
+    files_with(&root.join("docs"), "md", &mut docs);
+    let mut broken = Vec::new();
+    for doc in docs.iter().filter(|d| d.exists()) {
+        let rel = doc.strip_prefix(root).unwrap().display().to_string();
+        broken.extend(links_that_break(doc).into_iter().map(|b| format!("{rel}: {b}")));
+    }
+    assert!(broken.is_empty(), "{} links break:\n{}", broken.len(), broken.join("\n"));
+    assert!(docs.len() > 20, "only {} docs read", docs.len());
+    assert_eq!(anchor_of(" Why VP8, and its licence"), "why-vp8-and-its-licence");
+}

@@ -900,6 +900,65 @@ mod tests {
         assert_eq!(a.size_or(Size { width: 3, height: 4 }), Size { width: 3, height: 4 });
         assert_eq!(a.queue_kind(), QueueKind::Graphics);
     }
+
+    /// The `vkcuda ...` commands of a shell block's line: the line itself
+    /// when it starts with `vkcuda`, and any double-quoted word that does
+    /// (`sbatch --wrap "vkcuda check-dump ..."`); a `#` comment is not read.
+    fn commands_of(line: &str) -> Vec<Vec<String>> {
+        let mut words = Vec::new();
+        let (mut word, mut quoted) = (String::new(), false);
+        for c in line.chars() {
+            match c {
+                '"' => quoted = !quoted,
+                '#' if !quoted && word.is_empty() => break,
+                c if c.is_whitespace() && !quoted => words.push(std::mem::take(&mut word)),
+                c => word.push(c),
+            }
+        }
+        words.push(word);
+        words.retain(|w| !w.is_empty());
+        let mut commands: Vec<Vec<String>> = words
+            .iter()
+            .filter(|w| w.starts_with("vkcuda "))
+            .map(|w| w.split_whitespace().map(String::from).collect())
+            .collect();
+        if words.first().is_some_and(|w| w == "vkcuda") {
+            commands.insert(0, words);
+        }
+        commands
+    }
+
+    /// Every `vkcuda ...` command in the README's shell blocks parses as it
+    /// is written, and passes the same checks a run makes before it starts.
+    #[test]
+    fn the_readmes_commands_parse() {
+        let readme = include_str!("../../../README.md");
+        let (mut fenced, mut shell, mut commands) = (false, false, Vec::new());
+        for line in readme.lines() {
+            if let Some(info) = line.strip_prefix("```") {
+                (fenced, shell) = (!fenced, !fenced && matches!(info.trim(), "sh" | "bash" | "console"));
+            } else if shell {
+                commands.extend(commands_of(line.trim_end_matches('\\')));
+            }
+        }
+        let refused: Vec<String> = commands
+            .iter()
+            .filter_map(|cmd| {
+                let why = match Args::try_parse_from(cmd) {
+                    Ok(a) => a.check().err()?.to_string(),
+                    Err(e) => e.to_string(),
+                };
+                Some(format!("{}: {why}", cmd.join(" ")))
+            })
+            .collect();
+        assert!(refused.is_empty(), "README commands refused:\n{}", refused.join("\n"));
+        assert!(commands.len() >= 5, "only {} vkcuda commands found: {commands:?}", commands.len());
+        assert_eq!(
+            commands_of(r#"sbatch --wrap "vkcuda check-dump d --frames 9"  # vkcuda --no"#),
+            [["vkcuda", "check-dump", "d", "--frames", "9"]]
+        );
+        assert!(commands_of("pip install vkcuda-0.1.0.whl   # the `vkcuda` command").is_empty());
+    }
 }
 
 /// `vkcuda bench` options.

@@ -1,4 +1,4 @@
-//! A drawn frame encoded for the wire ([`crate::header::Header`], then
+//! A drawn frame encoded for the wire (the `header` module's `Header`, then
 //! the image): JPEG (libjpeg-turbo) straight from the I420 planes the GPU
 //! drew, VP8 from the same planes, PNG (lossless) or raw RGBA rows from an
 //! RGBA8 drawing. A client's [`Stream`] keeps what encoding it needs between

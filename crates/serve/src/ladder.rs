@@ -18,7 +18,7 @@
 //!   at 1080p of 44 KB were made 52 a second on the H200: bench-31's `bd`.)
 //!
 //! Frames of `budget / rate` bytes take 0.8 / rate seconds to cross the
-//! link whatever its speed: the window ([`crate::link`]) keeps any queue to
+//! link whatever its speed: the window (the `link` module) keeps any queue to
 //! a frame, so that is the latency the ladder holds. The page may pin the
 //! codec, the quality, or exact pixels ([`Mode`]).
 

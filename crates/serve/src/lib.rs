@@ -3,9 +3,9 @@
 //! proxy). The run's consumer draws each frame at what every watching client
 //! wants (the run layer's [`vkcuda_run::present::watch`]: a compute pass
 //! writes I420 planes for an encoder, or RGBA8 rows for exact pixels); the
-//! [`hub`] hands each drawing to encoder threads ([`encode`]: JPEG, VP8
+//! [`Hub`] hands each drawing to encoder threads ([`encode`]: JPEG, VP8
 //! ([`vp8`]), PNG or raw) and keeps each client's newest frame until its own
-//! link ([`link`]) has room for it; each client's [`ladder`] picks codec,
+//! link (the crate's `link` module) has room for it; each client's [`ladder`] picks codec,
 //! size, quality and rate to hold its latency, and a picture that stops is
 //! sent once more, exact. The [`server`] serves the page, with its one
 //! client module (client.js) embedded in the binary.
@@ -18,14 +18,14 @@
 
 pub mod address;
 pub mod encode;
-pub mod header;
-pub mod hub;
+pub(crate) mod header;
+pub(crate) mod hub;
 pub mod ladder;
-pub mod link;
+pub(crate) mod link;
 pub mod protocol;
 pub mod server;
 pub mod strips;
-pub mod view;
+pub(crate) mod view;
 pub mod vp8;
 
 pub use address::{Address, Bound, ServeError};

@@ -124,8 +124,7 @@ pub struct Link {
     first_measured: Option<Instant>,
     /// Whether a draw waited for the window since the last frame was sent.
     blocked: bool,
-    /// The newest round trip, and whether it said a queue builds.
-    last_rtt: Option<Duration>,
+    /// Whether the newest round trip said a queue builds.
     was_queued: bool,
     /// When the round trip is next measured alone; `draining`: nothing more is
     /// sent until what is in flight is acknowledged and one frame went alone.
@@ -161,7 +160,6 @@ impl Link {
             capacity: None,
             first_measured: None,
             blocked: false,
-            last_rtt: None,
             was_queued: false,
             rtt_probe_at: None,
             draining: false,
@@ -196,11 +194,6 @@ impl Link {
     /// The shortest round trip of the last `RTT_WINDOW` (10 s).
     pub fn min_rtt(&self) -> Option<Duration> {
         self.rtts.iter().map(|(_, r)| *r).min()
-    }
-
-    /// The newest round trip.
-    pub fn last_rtt(&self) -> Option<Duration> {
-        self.last_rtt
     }
 
     /// The bytes the link may hold for a next frame of `next` bytes: capacity ×
@@ -382,7 +375,6 @@ impl Link {
 
     /// Takes a round trip into the shortest's window.
     fn note_rtt(&mut self, now: Instant, rtt: Duration) {
-        self.last_rtt = Some(rtt);
         self.rtts.push_back((now, rtt));
         while self.rtts.front().is_some_and(|(at, _)| now.duration_since(*at) > RTT_WINDOW) {
             self.rtts.pop_front();

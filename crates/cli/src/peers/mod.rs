@@ -6,7 +6,7 @@
 //! They belong to the CLI's comparison, not to the run layer: a session of
 //! the run layer knows vkcuda's pattern only. Each runs as its source does:
 //! one thread drives both APIs. Sources, read before reproducing them: `../shared/peer-patterns.md`
-//! and docs/results-h100.md ("Beside the patterns integrators copy").
+//! and docs/results/2026-11-24-h100/README.md ("Beside the patterns integrators copy").
 //!
 //! - `cpu_gated.rs`: NVIDIA Omniverse ovrtx, examples/c/vulkan-interop;
 //! - `host_wait.rs`: cuda-samples simpleVulkan (its timeline path);

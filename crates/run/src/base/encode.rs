@@ -7,7 +7,7 @@ use anyhow::Result;
 /// The row filter the dump uses, for every row: instead of `Compression::Fast`'s
 /// adaptive choice (all five tried per row), Paeth, which gives files as small
 /// or smaller and encodes faster on both scenes (measured by
-/// examples/png_encode.rs: docs/results.md, "Dumping every frame to PNG").
+/// examples/png_encode.rs: docs/results/2026-11-24-dump/README.md).
 pub const PNG_FILTER: png::Filter = png::Filter::Paeth;
 
 /// Encodes RGBA8 `pixels` of `(width, height)` as PNG in memory: fdeflate

@@ -1,8 +1,8 @@
 //! The headless `--consume copy` of a shared buffer, done by a compute
 //! shader (shaders/copy.wgsl) on a queue that has compute. NVIDIA's
 //! `vkCmdCopyBuffer` moves a large frame at about a third of the rate of a
-//! shader's loads and stores on the same queue (docs/results.md, "Drawing
-//! the buffer layout"); a transfer-only queue keeps `vkCmdCopyBuffer`.
+//! shader's loads and stores on the same queue (docs/results/2026-11-25-shader-copy/README.md, "A
+//! shader copy"); a transfer-only queue keeps `vkCmdCopyBuffer`.
 
 use std::sync::Arc;
 

@@ -109,7 +109,7 @@ pub struct CudaProducer {
     /// before enqueuing a frame that reuses an image. Without it the stream's
     /// wait is enqueued on a value not yet reached, and the driver then spins
     /// this thread inside the next CUDA call until the value is reached: one
-    /// core always busy (docs/results-h100.md). The stream still waits too.
+    /// core always busy (docs/results/2026-11-24-h100/README.md, "CPU: no thread spins"). The stream still waits too.
     pub host_waits: Option<HostWaits>,
 }
 
