@@ -67,14 +67,12 @@ RUSTDOCFLAGS="-D warnings" cargo doc --no-deps --lib "${core[@]}" --features ser
 cargo tree "${core[@]}" -e normal --depth 1
 # Packages the core and builds it alone (what crates.io would get), with its default CUDA version.
 cargo publish --dry-run --allow-dirty --quiet -p vkcuda
-echo "== the documented bench-table commands (docs/bench-h100.md) rebuild the docs' tables unchanged"
-for doc in docs/bench-h100.md docs/results.md; do
-    copy=$(mktemp); cp "$doc" "$copy"
-    size=(); [ "$doc" = docs/results.md ] && size=(--size 1920x1080)
-    python3 scripts/bench-table.py docs/bench/h100-*.json "${size[@]}" --readme "$copy"
-    cmp -s "$doc" "$copy" || { echo "test.sh: bench-table.py changes the table in $doc" >&2; diff "$doc" "$copy" | head; exit 1; }
-    rm -f "$copy"
-done
+echo "== the documented bench-table command (docs/results/2026-11-22-bench) rebuilds its table unchanged"
+doc=docs/results/2026-11-22-bench/README.md
+copy=$(mktemp); cp "$doc" "$copy"
+python3 scripts/bench-table.py docs/results/2026-11-22-bench/h100-*.json --readme "$copy"
+cmp -s "$doc" "$copy" || { echo "test.sh: bench-table.py changes the table in $doc" >&2; diff "$doc" "$copy" | head; exit 1; }
+rm -f "$copy"
 echo "== the Python module (python/): built with maturin, tested with pytest and NumPy on this machine's Vulkan"
 cargo clippy --release -p vkcuda-python --all-targets -- -D warnings
 cargo test --release -p vkcuda-python --lib
