@@ -284,8 +284,10 @@ class Viewer:
         self._native.flush()
 
     def stats(self) -> dict:
-        """Frames shown, replaced, consumed and written; validation messages; the device; the
-        window's state ("open", "closed") and how frames reach it ("swapchain", "cpu")."""
+        """Frames shown, replaced, consumed and written so far, the run in progress
+        included (its counts rise as its frames are consumed and written; ``flush()``
+        waits for all of them); validation messages; the device; the window's state
+        ("open", "closed") and how frames reach it ("swapchain", "cpu")."""
         return dict(self._native.stats())
 
     def close(self) -> None:
