@@ -153,7 +153,9 @@ class Viewer:
         written to ``out``), then each one shown; keys and the pointer reach
         ``keys()`` and ``pointer()``. Closing the viewer leaves the last frame
         in the cell. ``size``: the widget's ``(width, height)`` in CSS pixels
-        (default: the cell's width, 16:9)."""
+        (default: the cell's width, 16:9). It takes one of the viewer's 32 watchers
+        once a view of it speaks, not before: a notebook executed with no page
+        (``nbconvert --execute``, papermill) may display a viewer any number of times."""
         from ._widget import ViewerWidget
 
         return ViewerWidget(self, mode=mode, quality=quality, size=size)
