@@ -726,4 +726,88 @@ fn doc_links_resolve() {
     assert!(broken.is_empty(), "{} links break:\n{}", broken.len(), broken.join("\n"));
     assert!(docs.len() > 20, "only {} docs read", docs.len());
     assert_eq!(anchor_of(" Why VP8, and its licence"), "why-vp8-and-its-licence");
+
+/// The Rust source files a comment in `text` names (`src/...rs`, `crates/...rs`,
+/// `python/...rs`), each with the item it says is there: the backticked name just
+/// before "in PATH" ("Mirrors `Out` in crates/run/src/base/kernels.rs"), if any.
+fn named_sources(text: &str) -> Vec<(String, Option<String>)> {
+    let mut named = Vec::new();
+    for line in text.lines() {
+        let is_path_char = |c: char| c.is_ascii_alphanumeric() || "_/.-".contains(c);
+        let mut at = 0;
+        while let Some(skip) = line[at..].find(is_path_char) {
+            let start = at + skip;
+            let len = line[start..].find(|c: char| !is_path_char(c)).unwrap_or(line.len() - start);
+            let token = line[start..start + len].trim_end_matches('.');
+            let rooted = ["src/", "crates/", "python/"].iter().any(|r| token.starts_with(r));
+            if rooted && token.ends_with(".rs") {
+                let before = line[..start].trim_end();
+                let item = before
+                    .strip_suffix(" in")
+                    .and_then(|b| b.trim_end().strip_suffix('`'))
+                    .and_then(|b| b.rsplit_once('`'))
+                    .map(|(_, name)| name.to_string());
+                named.push((token.to_string(), item));
+            }
+            at = start + len;
+        }
+    }
+    named
+}
+
+/// Whether Rust `source` defines an item called `name`.
+fn defines(source: &str, name: &str) -> bool {
+    ["struct", "enum", "fn", "type", "const", "static", "trait", "union", "mod"].iter().any(|kind| {
+        source.match_indices(&format!("{kind} {name}")).any(|(at, found)| {
+            let after = source[at + found.len()..].chars().next();
+            !after.is_some_and(|c| c.is_alphanumeric() || c == '_')
+        })
+    })
+}
+
+/// What `text` names that is not there, relative to `root`: a missing file, or
+/// an item its file does not define.
+fn stale_names(root: &Path, text: &str) -> Vec<String> {
+    let mut stale = Vec::new();
+    for (path, item) in named_sources(text) {
+        let Ok(source) = std::fs::read_to_string(root.join(&path)) else {
+            stale.push(format!("{path} does not exist"));
+            continue;
+        };
+        if let Some(name) = item.filter(|name| !defines(&source, name)) {
+            stale.push(format!("{path} defines no `{name}`"));
+        }
+    }
+    stale
+}
+
+/// The kernels' contract (shaders/vkcuda.h) and the shaders name the Rust
+/// types and functions they mirror, by file: a file moved or an item renamed
+/// fails here, so the comment an author of a kernel follows stays true.
+#[test]
+fn the_shaders_name_rust_files_and_items_that_exist() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut shaders = Vec::new();
+    for ext in ["h", "cu", "wgsl", "inc"] {
+        files_with(&root.join("shaders"), ext, &mut shaders);
+    }
+    let (mut named, mut stale) = (0, Vec::new());
+    for file in &shaders {
+        let text = std::fs::read_to_string(file).unwrap();
+        named += named_sources(&text).len();
+        let at = file.strip_prefix(root).unwrap().display().to_string();
+        stale.extend(stale_names(root, &text).into_iter().map(|s| format!("{at}: {s}")));
+    }
+    assert!(stale.is_empty(), "stale names in the shaders' comments:\n{stale:#?}");
+    assert!(named >= 6, "only {named} Rust paths named in {} shader files", shaders.len());
+    // The checker itself: a missing file and a missing item are both caught; a type that is there is not.
+    let probe = "// Mirrors `Out` in src/app/kernels.rs; `Nowhere` in crates/run/src/base/kernels.rs\n\
+                 // (`KernelFrame` in crates/run/src/base/userkernel.rs.)";
+    assert_eq!(named_sources(probe).len(), 3, "{:?}", named_sources(probe));
+    let caught = stale_names(root, probe);
+    assert_eq!(caught.len(), 2, "{caught:?}");
+    assert!(
+        caught[0].contains("src/app/kernels.rs does not exist") && caught[1].contains("`Nowhere`"),
+        "{caught:?}"
+    );
 }

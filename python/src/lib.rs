@@ -364,12 +364,12 @@ impl Viewer {
     /// What the viewer has done so far (frames of finished runs, and the current run's counts).
     fn stats<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let state = self.lock(py);
-        let (live, totals) = state.counts();
+        let counts = state.counts();
         let dict = PyDict::new(py);
-        dict.set_item("shown", totals.put + live.put)?;
-        dict.set_item("replaced", totals.replaced + live.replaced)?;
-        dict.set_item("consumed", totals.consumed)?;
-        dict.set_item("written", totals.written)?;
+        dict.set_item("shown", counts.put)?;
+        dict.set_item("replaced", counts.replaced)?;
+        dict.set_item("consumed", counts.consumed)?;
+        dict.set_item("written", counts.written)?;
         let validation = state.validation();
         dict.set_item("validation_errors", validation.errors)?;
         dict.set_item("validation_warnings", validation.warnings)?;

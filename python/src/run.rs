@@ -10,7 +10,7 @@ use anyhow::{anyhow, Result};
 
 use vkcuda::FrameDesc;
 use vkcuda_run::frames::gpu::Gpu;
-use vkcuda_run::running::feed::run::{Ended, Output};
+use vkcuda_run::running::feed::run::{Ended, Output, Progress};
 use vkcuda_run::running::feed::Feed;
 
 /// Who consumes a run's frames.
@@ -27,6 +27,8 @@ pub struct Run {
     pub desc: FrameDesc,
     /// Where `show` puts frames.
     pub feed: Feed,
+    /// What the consumer has consumed and written so far.
+    pub progress: Arc<Progress>,
     consumer: Option<Consumer>,
 }
 
@@ -34,8 +36,10 @@ impl Run {
     /// Starts the consumer thread of frames `desc` fed from `feed`, numbered
     /// from `first`, with timelines from `base`.
     pub fn start(gpu: Arc<Gpu>, desc: FrameDesc, feed: Feed, output: Output, at: (u64, u64)) -> Result<Self> {
-        let thread = vkcuda_run::running::feed::run::spawn(gpu, desc, feed.clone(), output, at)?;
-        Ok(Self { desc, feed, consumer: Some(Consumer::Thread(thread)) })
+        let progress = Arc::new(Progress::default());
+        let fed = (feed.clone(), progress.clone());
+        let thread = vkcuda_run::running::feed::run::spawn(gpu, desc, fed, output, at)?;
+        Ok(Self { desc, feed, progress, consumer: Some(Consumer::Thread(thread)) })
     }
 
     /// Starts consuming frames `desc` fed from `feed` in window `id` (see [`Run::start`]).
@@ -46,9 +50,10 @@ impl Run {
         at: (u64, u64),
     ) -> Result<Self> {
         let (id, closed) = window;
-        let f = feed.clone();
+        let progress = Arc::new(Progress::default());
+        let f = (feed.clone(), progress.clone());
         crate::window::ask(|reply| crate::window::Command::Start { id, desc, feed: f, at, reply })?;
-        Ok(Self { desc, feed, consumer: Some(Consumer::Window { id, closed }) })
+        Ok(Self { desc, feed, progress, consumer: Some(Consumer::Window { id, closed }) })
     }
 
     /// Whether this run takes frames from GPU memory.

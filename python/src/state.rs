@@ -22,7 +22,8 @@ use vkcuda_run::running::feed::run::Ended;
 use vkcuda_run::running::feed::run::Output;
 use vkcuda_run::running::feed::{Counts, Feed, Mailbox};
 
-/// What a viewer has done, over all its finished runs.
+/// What a viewer has done: over its finished runs ([`State::totals`]), or
+/// with the run in progress too ([`State::counts`]).
 #[derive(Default)]
 pub struct Totals {
     pub put: u64,
@@ -128,21 +129,42 @@ impl State {
         self.gpu.as_ref().ok_or_else(|| anyhow!("this viewer is closed"))
     }
 
-    /// Frames put, replaced, consumed and written so far (the run in progress: its mailbox's counts).
-    pub fn counts(&self) -> (Counts, &Totals) {
-        (self.run.as_ref().map(|r| r.feed.counts()).unwrap_or_default(), &self.totals)
+    /// Frames put, replaced, consumed and written so far: the finished runs'
+    /// totals and the run in progress (its mailbox's and its consumer's
+    /// counts; [`State::finish_run`] moves them into the totals, under the
+    /// same lock, so none is counted twice).
+    pub fn counts(&self) -> Totals {
+        // Read in the order the frames go the other way (written, consumed, put): a count
+        // read later is never below one read before it, even while frames come.
+        let (progress, live) = match &self.run {
+            Some(r) => {
+                let written = r.progress.written();
+                ((r.progress.consumed(), written), r.feed.counts())
+            }
+            None => ((0, 0), Counts::default()),
+        };
+        let t = &self.totals;
+        Totals {
+            put: t.put + live.put,
+            replaced: t.replaced + live.replaced,
+            consumed: t.consumed + progress.0,
+            written: t.written + progress.1,
+        }
     }
 
     /// Ends the current run once all it was given is consumed (and written).
     pub fn finish_run(&mut self) -> Result<()> {
         let Some(run) = self.run.take() else { return Ok(()) };
-        let counts = run.feed.counts();
+        let (counts, progress) = (run.feed.counts(), run.progress.clone());
         self.totals.put += counts.put;
         self.totals.replaced += counts.replaced;
-        let ended: Ended = run.finish()?;
-        self.next_base = ended.next_base;
-        self.totals.consumed += ended.consumed;
-        self.totals.written += ended.written;
+        let ended: Result<Ended> = run.finish();
+        // A run that failed, or a window its user closed, ends with no counts of its own:
+        // what its consumer counted on the way stands (stats() showed it already).
+        let (consumed, written) = ended.as_ref().map_or((0, 0), |e| (e.consumed, e.written));
+        self.totals.consumed += consumed.max(progress.consumed());
+        self.totals.written += written.max(progress.written());
+        self.next_base = ended?.next_base;
         Ok(())
     }
 

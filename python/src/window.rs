@@ -33,7 +33,7 @@ use vkcuda_run::base::failure::gave_up;
 use vkcuda_run::base::kinds::PresentPath;
 use vkcuda_run::frames::gpu::Gpu;
 use vkcuda_run::present::open::{event_loop, PresentSpec};
-use vkcuda_run::running::feed::run::{self as fed, Ended};
+use vkcuda_run::running::feed::run::{self as fed, Ended, Progress};
 use vkcuda_run::running::feed::Feed;
 use vkcuda_run::running::screen::Screen;
 use vkcuda_run::running::session::Session;
@@ -52,7 +52,7 @@ pub enum Command {
         reply: Sender<Result<Opened>>,
     },
     /// Start consuming frames `desc` from `feed` (numbered from `at.0`, timelines from `at.1`).
-    Start { id: u64, desc: FrameDesc, feed: Feed, at: (u64, u64), reply: Sender<Result<()>> },
+    Start { id: u64, desc: FrameDesc, feed: (Feed, Arc<Progress>), at: (u64, u64), reply: Sender<Result<()>> },
     /// End the frames of the current session (its feed is closed).
     Finish { id: u64, reply: Sender<Result<Ended>> },
     /// Close the window.
@@ -130,6 +130,8 @@ struct Shown {
     session: Option<Session>,
     /// The session's feed (its producer's end tells when the last frame is made).
     feed: Option<Feed>,
+    /// What the session has consumed so far, for the viewer's `stats()`.
+    progress: Arc<Progress>,
     screen: Screen,
     gpu: Arc<Gpu>,
     closed: Arc<AtomicBool>,
@@ -259,6 +261,7 @@ impl Shown {
         Ok(Self {
             session: None,
             feed: None,
+            progress: Arc::default(),
             screen,
             gpu: Arc::new(gpu),
             closed: Arc::new(AtomicBool::new(false)),
@@ -269,13 +272,20 @@ impl Shown {
 
     /// Starts the session of frames `desc` fed from `feed`, timelines from
     /// `base` (a window writes no files: its frames need no numbers).
-    fn start(&mut self, desc: FrameDesc, feed: Feed, (_first, base): (u64, u64)) -> Result<()> {
+    fn start(
+        &mut self,
+        desc: FrameDesc,
+        (feed, progress): (Feed, Arc<Progress>),
+        at: (u64, u64),
+    ) -> Result<()> {
+        let (_first, base) = at;
         anyhow::ensure!(self.session.is_none(), "a session is running already");
         let session = Session::start(&self.gpu, &fed::fed_spec(feed.clone()), desc, base)?;
         self.screen.presenter.bind_shared(session.frames())?;
         self.screen.window.set_title(&self.title);
         self.session = Some(session);
         self.feed = Some(feed);
+        self.progress = progress;
         Ok(())
     }
 
@@ -295,6 +305,7 @@ impl Shown {
             return Ok(());
         }
         self.screen.present(run)?;
+        self.progress.set_consumed(run.next());
         Ok(())
     }
 

@@ -13,6 +13,7 @@ import os
 import subprocess
 import sys
 import textwrap
+import time
 
 import numpy as np
 import pytest
@@ -167,6 +168,39 @@ def test_every_frame_of_a_dump_is_kept(tmp_path):
     assert (s["shown"], s["written"], s["replaced"]) == (n, n, 0), s
     for i, name in enumerate(frames(tmp_path)):
         assert (vkcuda.read_frame(tmp_path / name)[:, :, 0] == i).all(), name
+
+
+def wait_for_stats(v, done, timeout=60):
+    """`v.stats()` once `done(stats)` holds, checking on the way that no count runs ahead
+    of the one before it (written <= consumed <= shown); fails after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        s = v.stats()
+        assert s["written"] <= s["consumed"] <= s["shown"], s
+        if done(s):
+            return s
+        assert time.monotonic() < deadline, f"stats() never got there: {s}"
+        time.sleep(0.005)  # the consumer thread (lavapipe) needs the CPU
+
+
+def test_stats_count_the_run_in_progress_and_add_up_over_runs(tmp_path):
+    """The run in progress counts in stats() while it goes on (no flush(): its consumer
+    and writers are still at work); each new size ends a run, whose counts then count
+    once, in the totals, beside the next run's."""
+    runs = [(5, (16, 16)), (3, (8, 12)), (4, (16, 16))]
+    shown = 0
+    with vkcuda.Viewer(out=tmp_path, validate=True) as v:
+        for n, (h, w) in runs:
+            for i in range(n):
+                v.show(np.full((h, w, 4), i, np.uint8))
+            shown += n
+            s = wait_for_stats(v, lambda s: s["written"] == shown)
+            assert (s["shown"], s["consumed"], s["written"], s["replaced"]) == (shown, shown, shown, 0), s
+            assert len(frames(tmp_path)) == shown  # each one counted once its file is there
+        v.flush()
+        assert v.stats()["written"] == shown
+    s = clean(v)
+    assert (s["shown"], s["consumed"], s["written"]) == (shown, shown, shown), s
 
 
 def test_newest_wins_and_counts_the_frames_it_replaced():

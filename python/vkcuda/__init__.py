@@ -153,7 +153,9 @@ class Viewer:
         written to ``out``), then each one shown; keys and the pointer reach
         ``keys()`` and ``pointer()``. Closing the viewer leaves the last frame
         in the cell. ``size``: the widget's ``(width, height)`` in CSS pixels
-        (default: the cell's width, 16:9)."""
+        (default: the cell's width, 16:9). It takes one of the viewer's 32 watchers
+        once a view of it speaks, not before: a notebook executed with no page
+        (``nbconvert --execute``, papermill) may display a viewer any number of times."""
         from ._widget import ViewerWidget
 
         return ViewerWidget(self, mode=mode, quality=quality, size=size)
@@ -284,8 +286,10 @@ class Viewer:
         self._native.flush()
 
     def stats(self) -> dict:
-        """Frames shown, replaced, consumed and written; validation messages; the device; the
-        window's state ("open", "closed") and how frames reach it ("swapchain", "cpu")."""
+        """Frames shown, replaced, consumed and written so far, the run in progress
+        included (its counts rise as its frames are consumed and written; ``flush()``
+        waits for all of them); validation messages; the device; the window's state
+        ("open", "closed") and how frames reach it ("swapchain", "cpu")."""
         return dict(self._native.stats())
 
     def close(self) -> None:

@@ -5,9 +5,13 @@ drawn for it to the page as one comm message with one buffer; the page's
 messages (what it decodes, its canvas size, acknowledgements, keys,
 pointer) come back through the same comm. The page's code is the view's
 one client module (``_native.CLIENT_JS``, embedded in the binary) and
-widget.js. Each view of the widget says hello when it opens and goodbye
-when its output goes (a cleared or re-run cell): with no view left, the
-watcher leaves the viewer, and a new view joins it again."""
+widget.js. The widget takes a watcher when a view of it first speaks (its
+hello, or a canvas said before it): a notebook run with no page
+(``jupyter nbconvert --execute``, papermill) displays as many as it likes,
+none holding one of the viewer's watchers; a page takes at most one per
+widget however often it speaks. Each view says goodbye when its output goes
+(a cleared or re-run cell): with no view left, the watcher leaves the
+viewer, and the next view to speak joins it again."""
 
 from __future__ import annotations
 
@@ -43,43 +47,58 @@ class ViewerWidget(anywidget.AnyWidget):
         self, viewer: Any, *, mode: str = "auto", quality: Optional[int] = None, size: Optional[tuple] = None,
         **kwargs: Any,
     ) -> None:
-        # What close() and __del__ need, first: a watch() that raises leaves a widget that closes.
+        # What close() and __del__ need, first: a widget refused here still closes.
         self._stop = threading.Event()
         self._lock = threading.Lock()
         self._viewer = viewer
         self._views = 0
         self._watcher: Any = None
         self._pump: Optional[threading.Thread] = None
+        if viewer.closed:
+            raise RuntimeError("vkcuda: the viewer is closed")
         quality = _native.DEFAULT_QUALITY if quality is None else quality
         super().__init__(mode=mode, quality=quality, size=list(size or ()), **kwargs)
-        self._join()
         self.on_msg(self._on_page)
 
-    def _join(self) -> None:
-        """Joins the viewer (again) and starts pumping its frames."""
-        self._watcher = self._viewer.watch()
+    def _join(self) -> Optional[str]:
+        """Joins the viewer (again) and starts pumping its frames; why not, when it cannot
+        (the viewer's watchers are all taken)."""
+        try:
+            self._watcher = self._viewer.watch()
+        except RuntimeError as e:
+            return str(e).removeprefix("vkcuda: ")
         self._pump = threading.Thread(target=self._run, args=(self._watcher,), name="vkcuda widget", daemon=True)
         self._pump.start()
+        return None
 
     def _on_page(self, _widget: Any, content: Any, _buffers: Any) -> None:
-        with self._lock:
-            kind = content.get("t") if isinstance(content, dict) else None
-            if kind == "hello":
-                self._views += 1
-                if self._watcher.closed and not self._stop.is_set() and not self._viewer.closed:
-                    self._join()
-            if kind == "bye":
-                # Another view of this widget may still show it.
-                self._views -= 1
-                if self._views > 0:
-                    return
-            try:
-                reply = self._watcher.message(content)
-            except ValueError:
-                self._watcher.close()
-                return
+        reply = self._answer(content)
         if reply is not None:
             self.send(reply)
+
+    def _answer(self, content: Any) -> Optional[dict]:
+        """What a view's message does: the first one joins the viewer; the reply, if any."""
+        with self._lock:
+            kind = content.get("t") if isinstance(content, dict) else None
+            joined = self._watcher is not None and not self._watcher.closed
+            if kind == "hello":
+                self._views += 1
+            if kind == "bye":
+                # Another view of this widget may still show it (a page that says it too often counts none).
+                self._views = max(0, self._views - 1)
+                if self._views > 0 or not joined:
+                    return None
+            elif not joined:
+                if self._stop.is_set() or self._viewer.closed:
+                    return None
+                refused = self._join()
+                if refused is not None:
+                    return {"t": "closed", "reason": refused}
+            try:
+                return self._watcher.message(content)
+            except ValueError:
+                self._watcher.close()
+                return None
 
     def _run(self, watcher: Any) -> None:
         status_at = 0.0
@@ -97,7 +116,8 @@ class ViewerWidget(anywidget.AnyWidget):
 
     def close(self) -> None:
         """Stops the frames (the page keeps the last one) and closes the widget."""
-        self._stop.set()
+        with self._lock:  # no view's message joins after this
+            self._stop.set()
         if self._watcher is not None:
             self._watcher.close()
         if self._pump is not None and self._pump is not threading.current_thread():

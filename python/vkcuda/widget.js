@@ -29,7 +29,7 @@ function render({ model, el }) {
       return view.frame(new Uint8Array(d.buffer, d.byteOffset, d.byteLength));
     }
     view.message(msg);
-    if (msg.t === "closed") line.textContent = "vkcuda: the viewer closed (the last frame stays)";
+    if (msg.t === "closed") line.textContent = `vkcuda: ${msg.reason || "the viewer closed"} (the last frame stays)`;
   };
   model.on("msg:custom", onMessage);
   view.opened();

@@ -8,6 +8,7 @@
 
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use ash::vk;
@@ -20,13 +21,17 @@ use vkcuda_run::frames::gpu::{open_gpu, vulkan_instance, DeviceChoice, Gpu};
 use vkcuda_run::running::feed::client::{DeviceFeed, Feeder, Source};
 use vkcuda_run::running::feed::device::{DeviceStaging, Packing};
 use vkcuda_run::running::feed::line::{Line, Made};
-use vkcuda_run::running::feed::run::{spawn, Ended, Output};
+use vkcuda_run::running::feed::run::{spawn, Ended, Output, Progress};
 use vkcuda_run::running::feed::{Feed, Mailbox, Put};
 use vkcuda_run::running::sink::frame_file_name;
 
 const WIDTH: u32 = 37;
 const HEIGHT: u32 = 23;
 const FRAMES: u8 = 7;
+/// The longest a test waits for the run to reach a state.
+const PATIENCE: Duration = Duration::from_secs(60);
+/// How often it looks again meanwhile (not spinning: lavapipe needs the cores).
+const POLL: Duration = Duration::from_millis(1);
 
 fn open(producer: ProducerKind) -> Result<Arc<Gpu>> {
     let instance = vulkan_instance(true, &[])?;
@@ -86,12 +91,26 @@ fn host_frames_fed_from_rust_are_written_as_put() {
     let mailbox = Mailbox::new();
     let dir = folder("host");
     let output = Output { dir: Some(dir.clone()), workers: 2, watchers: None };
-    let run =
-        spawn(gpu.clone(), desc(), Feed::Host(mailbox.clone()), output, (0, 0)).expect("the run starts");
+    let progress = Arc::new(Progress::default());
+    let fed = (Feed::Host(mailbox.clone()), progress.clone());
+    let run = spawn(gpu.clone(), desc(), fed, output, (0, 0)).expect("the run starts");
     for i in 0..FRAMES {
         // Every frame: each put waits until the one before was taken.
         let put = mailbox.put(frame(i, 4), true, &|| false).expect("the run takes frames");
         assert!(matches!(put, Put::Done(None)), "frame {i} replaced another");
+    }
+    // While the run goes on (its mailbox open), its progress counts every frame.
+    let all = u64::from(FRAMES);
+    let started = Instant::now();
+    while (progress.consumed(), progress.written()) != (all, all) {
+        assert!(progress.written() <= progress.consumed() && progress.consumed() <= all);
+        assert!(
+            started.elapsed() < PATIENCE,
+            "consumed {}, written {}",
+            progress.consumed(),
+            progress.written()
+        );
+        std::thread::sleep(POLL);
     }
     mailbox.close();
     let ended = run.join().expect("the consumer thread").expect("the run ends cleanly");
@@ -124,7 +143,7 @@ fn fed_from_gpu(gpu: &Arc<Gpu>, dir: &PathBuf) -> Result<()> {
     let feed = DeviceFeed { mailbox: mailbox.clone(), staging: staging.clone(), line: line.clone() };
     let fed = Feed::Device { mailbox: mailbox.clone(), staging, line };
     let output = Output { dir: Some(dir.clone()), workers: 2, watchers: None };
-    let run = spawn(gpu.clone(), desc(), fed.clone(), output, (0, 0))?;
+    let run = spawn(gpu.clone(), desc(), (fed.clone(), Arc::default()), output, (0, 0))?;
     let stream = ctx.default_stream();
     let w = i64::from(WIDTH);
     let packing = Packing {

@@ -142,8 +142,8 @@ fn watchers_get_the_reference_as_rgba8_and_as_i420_in_every_format() {
             .format(format)
             .layout(Layout::Buffer);
         let output = Output { dir: None, workers: 1, watchers: Some(keep.clone()) };
-        let run =
-            spawn(gpu.clone(), desc, Feed::Host(mailbox.clone()), output, (0, 0)).expect("the run starts");
+        let fed = (Feed::Host(mailbox.clone()), Arc::default());
+        let run = spawn(gpu.clone(), desc, fed, output, (0, 0)).expect("the run starts");
         for i in 0..FRAMES {
             let put = mailbox.put(frame(format, i), true, &|| false).expect("the run takes frames");
             assert!(matches!(put, Put::Done(None)), "frame {i} replaced another");

@@ -5,6 +5,7 @@
 use std::fs::File;
 use std::io::Write;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::mpsc::{channel, Receiver, Sender};
 use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
@@ -232,6 +233,17 @@ pub struct PngSink {
 impl PngSink {
     /// `workers` threads writing into `dir` (which must exist), comparing each frame with `reference`.
     pub fn new(dir: &Path, workers: usize, reference: Reference, inject: Inject) -> Self {
+        Self::counting(dir, workers, (reference, inject), Arc::default())
+    }
+
+    /// [`PngSink::new`], counting each file written in `written` as it is
+    /// (the report has the count only once the pool finishes).
+    pub fn counting(
+        dir: &Path,
+        workers: usize,
+        (reference, inject): (Reference, Inject),
+        written: Arc<AtomicU64>,
+    ) -> Self {
         let workers = workers.max(1);
         // Not bounded here: the jobs hold the readback pool's buffers, and the
         // pool is (see `Readback`), so the consumer waits there, once.
@@ -242,7 +254,8 @@ impl PngSink {
             .map(|_| {
                 let (rx, report, dir, inject, reference) =
                     (rx.clone(), report.clone(), dir.to_path_buf(), inject.clone(), reference.clone());
-                std::thread::spawn(move || worker(&rx, &report, &dir, &reference, &inject))
+                let written = written.clone();
+                std::thread::spawn(move || worker(&rx, (&report, &written), &dir, &reference, &inject))
             })
             .collect();
         Self { tx: Some(tx), workers: handles, report }
@@ -338,7 +351,7 @@ fn queue(tx: &Sender<FrameJob>, report: &Mutex<SinkReport>, job: FrameJob) -> Re
 
 fn worker(
     rx: &Mutex<Receiver<FrameJob>>,
-    report: &Mutex<SinkReport>,
+    (report, counted): (&Mutex<SinkReport>, &AtomicU64),
     dir: &Path,
     reference: &Reference,
     inject: &Inject,
@@ -379,7 +392,10 @@ fn worker(
             push_bounded(&mut r.stages.write, write);
         });
         match written {
-            Ok(()) => r.written += 1,
+            Ok(()) => {
+                r.written += 1;
+                counted.fetch_add(1, Ordering::Release);
+            }
             Err(e) => {
                 // Named here, so every path that reports it says which writer failed.
                 r.error.get_or_insert_with(|| format!("{writer}: {e:#}"));

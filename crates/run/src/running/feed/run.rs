@@ -5,6 +5,7 @@
 //! feeds frames (`tests/feed.rs` does).
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::Duration;
@@ -44,6 +45,32 @@ pub struct Ended {
     pub written: u64,
 }
 
+/// What a run has done so far, read while it runs (the viewer's `stats()`):
+/// the consumer counts in it as it goes; [`Ended`] has the final counts.
+#[derive(Debug, Default)]
+pub struct Progress {
+    consumed: AtomicU64,
+    /// The writer pool counts here ([`PngSink::counting`]).
+    written: Arc<AtomicU64>,
+}
+
+impl Progress {
+    /// Frames consumed so far (read after [`Progress::written`], never below it).
+    pub fn consumed(&self) -> u64 {
+        self.consumed.load(Ordering::Acquire)
+    }
+
+    /// Frames written to the folder so far.
+    pub fn written(&self) -> u64 {
+        self.written.load(Ordering::Acquire)
+    }
+
+    /// `frames` are consumed now.
+    pub fn set_consumed(&self, frames: u64) {
+        self.consumed.store(frames, Ordering::Release);
+    }
+}
+
 /// Where a run's frames go.
 #[derive(Clone)]
 pub struct Output {
@@ -67,16 +94,17 @@ pub fn fed_spec(feed: Feed) -> RunSpec {
 }
 
 /// Starts the consumer thread of frames `desc` fed from `feed`, numbered
-/// from `first`, with timelines from `base`; the feed is closed when it ends.
+/// from `first`, with timelines from `base`, counting in `progress` as it
+/// goes; the feed is closed when it ends.
 pub fn spawn(
     gpu: Arc<Gpu>,
     desc: FrameDesc,
-    feed: Feed,
+    (feed, progress): (Feed, Arc<Progress>),
     output: Output,
     (first, base): (u64, u64),
 ) -> Result<JoinHandle<Result<Ended>>> {
     Ok(std::thread::Builder::new().name("vkcuda consumer".into()).spawn(move || {
-        let result = consume(&gpu, desc, &feed, (first, base), &output);
+        let result = consume(&gpu, desc, (&feed, &progress), (first, base), &output);
         feed.close();
         result
     })?)
@@ -88,14 +116,17 @@ pub fn spawn(
 fn consume(
     gpu: &Gpu,
     desc: FrameDesc,
-    feed: &Feed,
+    (feed, progress): (&Feed, &Progress),
     (first, base): (u64, u64),
     output: &Output,
 ) -> Result<Ended> {
     let device = gpu.device.clone();
     let extent = desc.extent;
-    let sink =
-        output.dir.as_ref().map(|dir| PngSink::new(dir, output.workers, Reference::None, Inject::default()));
+    let written = progress.written.clone();
+    let sink = output
+        .dir
+        .as_ref()
+        .map(|dir| PngSink::counting(dir, output.workers, (Reference::None, Inject::default()), written));
     let readback = match &sink {
         Some(sink) => {
             // A fed frame shows no scene: numbered from `first`, compared with nothing.
@@ -110,7 +141,9 @@ fn consume(
     }
     let mut session = Session::start(gpu, &fed_spec(feed.clone()), desc, base)?;
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
-    let outcome = offscreen.bind(session.frames()).and_then(|()| follow(&mut session, &mut offscreen, feed));
+    let outcome = offscreen
+        .bind(session.frames())
+        .and_then(|()| follow(&mut session, &mut offscreen, (feed, progress)));
     let ended = session.end(&mut offscreen, outcome);
     let read = offscreen.finish();
     let sink = sink.map(|s| s.finish().with_readback(read)).unwrap_or_default();
@@ -121,8 +154,13 @@ fn consume(
     Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: sink.written })
 }
 
-/// Consumes each frame once the producer has made it, until it has made its last.
-fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> Result<()> {
+/// Consumes each frame once the producer has made it, until it has made its
+/// last, counting them in `progress`.
+fn follow(
+    session: &mut Session,
+    offscreen: &mut Offscreen,
+    (mailbox, progress): (&Feed, &Progress),
+) -> Result<()> {
     // The device producer says when it made a frame; the host producer's is polled for.
     let told = matches!(mailbox, Feed::Device { .. });
     loop {
@@ -133,6 +171,7 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
         let ended = mailbox.ended();
         if session.ready() {
             session.submit(offscreen, ExtraSync::default())?;
+            progress.set_consumed(session.next());
             continue;
         }
         if ended {
@@ -155,5 +194,6 @@ fn follow(session: &mut Session, offscreen: &mut Offscreen, mailbox: &Feed) -> R
         return Err(vkcuda::Error::Cancelled { what: format!("frame {}", session.next()) }.into());
     }
     session.drain(offscreen)?;
+    progress.set_consumed(session.next());
     Ok(())
 }
