@@ -7,6 +7,7 @@
 # jupyter-server-proxy (the browser view behind JupyterHub's proxy) with pip when
 # missing. Prints pytest's summary line ("N passed ...").
 #   PYTHON=python3.12 bash scripts/python-test.sh   another interpreter (3.10 or newer)
+#   bash scripts/python-test.sh python/tests/test_headless.py [-k NAME]   one file
 set -euo pipefail
 cd "$(dirname "$0")/.."
 python=${PYTHON:-python3}
@@ -32,4 +33,7 @@ rm -rf "$wheels" "$site"
 "$maturin" build --release --quiet --manifest-path python/Cargo.toml --interpreter "$python" -o "$wheels"
 pip_install --no-deps --target "$site" "$wheels"/vkcuda-*.whl
 # The installed wheel, not the source folder: pytest runs from the top, where no vkcuda/ folder shadows it.
-PYTHONPATH=$site:$tools "$python" -m pytest -q -p no:cacheprovider python/tests "$@"
+# Test files or folders given first run instead of all of python/tests; other arguments go to pytest.
+tests=(python/tests)
+[ $# -gt 0 ] && [ -e "$1" ] && tests=()
+PYTHONPATH=$site:$tools "$python" -m pytest -q -p no:cacheprovider "${tests[@]}" "$@"

@@ -726,6 +726,7 @@ fn doc_links_resolve() {
     assert!(broken.is_empty(), "{} links break:\n{}", broken.len(), broken.join("\n"));
     assert!(docs.len() > 20, "only {} docs read", docs.len());
     assert_eq!(anchor_of(" Why VP8, and its licence"), "why-vp8-and-its-licence");
+}
 
 /// The Rust source files a comment in `text` names (`src/...rs`, `crates/...rs`,
 /// `python/...rs`), each with the item it says is there: the backticked name just
