@@ -19,7 +19,7 @@ cd "$(dirname "$0")/.."
 repo=$PWD
 out=$repo/target/bundled
 loader=1.4.309.0 glvnd=1.7.0
-stamp="vulkan-loader $loader, libglvnd $glvnd, glibc 2.28, RUNPATH \$ORIGIN, installed"
+stamp="vulkan-loader $loader, libglvnd $glvnd, glibc 2.28, RUNPATH \$ORIGIN, prefix /usr"
 [ -f "$out/.stamp" ] && [ "$(cat "$out/.stamp")" = "$stamp" ] && exit 0
 source scripts/deps.sh
 need_packages cmake lz4 pkg-config libx11-dev libxcb1-dev libxrandr-dev libwayland-dev
@@ -74,9 +74,11 @@ cp -L "$work/loader/loader/libvulkan.so.1" "$out/"
 cp "$src/LICENSE.txt" "$out/LICENSES/vulkan-loader.txt"
 echo "vkcuda: building glvnd $glvnd's libGLdispatch and libEGL (glibc 2.28)" >&2
 # RUNPATH $ORIGIN: libEGL finds the libGLdispatch beside it, wherever the folder is (auditwheel
-# then resolves it there too, not to the system's).
+# then resolves it there too, not to the system's). The prefix /usr and /etc: libEGL reads the
+# drivers' vendor files (NVIDIA's 10_nvidia.json) from /usr/share and /etc/glvnd/egl_vendor.d,
+# where distributions and NVIDIA's container toolkit put them (meson's /usr/local finds none).
 PYTHONPATH=$tools PATH="$tools/bin:$PATH" LDFLAGS='-Wl,-rpath,$ORIGIN' python3 -m mesonbuild.mesonmain setup \
-    "$work/glvnd" "$work/libglvnd-$glvnd" --buildtype=release -Dx11=disabled -Dglx=disabled -Dgles1=false -Dgles2=false -Dheaders=false >/dev/null
+    "$work/glvnd" "$work/libglvnd-$glvnd" --buildtype=release --prefix=/usr --sysconfdir=/etc -Dx11=disabled -Dglx=disabled -Dgles1=false -Dgles2=false -Dheaders=false >/dev/null
 PYTHONPATH=$tools PATH="$tools/bin:$PATH" ninja -C "$work/glvnd" >/dev/null
 # Installed (into a folder of the build's): meson drops its build-tree RUNPATHs there.
 PYTHONPATH=$tools PATH="$tools/bin:$PATH" python3 -m mesonbuild.mesonmain install -C "$work/glvnd" \

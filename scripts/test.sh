@@ -98,8 +98,13 @@ echo "== every format x layout x sync x images x consumer, verified and validate
 bash scripts/format-matrix.sh
 echo "== the draw (a compute shader): every format x layout, magnified, minified and at its own size, julia, verified and validated (scripts/draw-matrix.sh)"
 PRODUCER=cpu bash scripts/draw-matrix.sh | grep -v '^ok '
-echo "== the README's Slurm recipe under a real Slurm: a 4-task array, a preempted and a killed task resumed, the final check (scripts/slurm-test.sh)"
-bash scripts/slurm-test.sh
+echo "== the README's Slurm recipe under a real Slurm, with the wheel's vkcuda: a 4-task array, a preempted and a killed task resumed, the final check (scripts/slurm-test.sh)"
+# The recipe as the README gives it: the wheel's `vkcuda` command (installed by scripts/wheel.sh), where it was built.
+if [ -x target/wheel-py310/bin/vkcuda ]; then
+    PYTHONPATH=$PWD/target/wheel-py310 VKCUDA_BIN=$PWD/target/wheel-py310/bin/vkcuda bash scripts/slurm-test.sh
+else
+    bash scripts/slurm-test.sh
+fi
 if [ -z "${VKCUDA_SKIP_DEBIAN13:-}" ]; then
     e2e=$(cargo test --release --no-run --message-format=json 2>/dev/null |
         grep -o '"executable":"[^"]*/e2e-[^"]*"' | cut -d'"' -f4 | head -n1)

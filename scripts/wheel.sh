@@ -71,4 +71,6 @@ site=target/wheel-py310
 rm -rf "$site"
 "$py310" -m pip install -q --disable-pip-version-check --target "$site" "$wheel" numpy pytest websocket-client
 PYTHONPATH=$site "$py310" -c 'import sys, vkcuda; print("vkcuda", vkcuda.__version__, "on Python", sys.version.split()[0])'
+# The command pip installed runs the wheel's binary.
+PYTHONPATH=$site "$site/bin/vkcuda" --version
 PYTHONPATH=$site "$py310" -m pytest -q -p no:cacheprovider python/tests/test_headless.py python/tests/test_serve.py

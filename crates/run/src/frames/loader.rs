@@ -219,7 +219,9 @@ fn last_dl_error() -> String {
 pub fn bundle_dir() -> Option<PathBuf> {
     let me = this_file()?;
     let dir = me.parent()?;
-    [dir.join(BUNDLE_DIR), dir.join("..").join(BUNDLE_DIR)].into_iter().find(|d| d.is_dir())
+    let found = [dir.join(BUNDLE_DIR), dir.join("..").join(BUNDLE_DIR)].into_iter().find(|d| d.is_dir())?;
+    // Said in messages: `.../vkcuda/_libs`, not `.../vkcuda/_bin/../_libs`.
+    Some(std::fs::canonicalize(&found).unwrap_or(found))
 }
 
 /// The module or binary this code was loaded from (`dladdr` of a function of its own).
