@@ -194,6 +194,11 @@ fn glvnd_check(libraries: &loader::Libraries) -> Check {
         if missing { "incomplete" } else { "there" },
     );
     check.details = libraries.glvnd.iter().map(|(name, l)| format!("{name}: {l}")).collect();
+    let vendors: Vec<String> = machine::egl_vendors().iter().map(|v| v.display().to_string()).collect();
+    check.details.push(match vendors.is_empty() {
+        true => format!("EGL vendor files: none in {}", machine::EGL_VENDOR_DIRS),
+        false => format!("EGL vendor files: {}", vendors.join(", ")),
+    });
     if missing {
         check.cure = Some("only NVIDIA's driver needs it: vkcuda's wheel bundles it".into());
     }

@@ -95,6 +95,8 @@ pub struct Nvidia {
     pub vulkan_library: Result<(), String>,
     /// The container's [`CAPABILITIES`], where it is set.
     pub capabilities: Option<String>,
+    /// glvnd's EGL vendor files ([`egl_vendors`]).
+    pub egl_vendors: Vec<PathBuf>,
 }
 
 impl Nvidia {
@@ -108,6 +110,7 @@ impl Nvidia {
             kernel_driver,
             vulkan_library: loads(NVIDIA_VULKAN),
             capabilities: std::env::var(CAPABILITIES).ok(),
+            egl_vendors: egl_vendors(),
         }
     }
 
@@ -124,6 +127,22 @@ impl Nvidia {
         })
     }
 }
+
+/// glvnd's EGL vendor files (`10_nvidia.json` and the like): the ones
+/// `__EGL_VENDOR_LIBRARY_FILENAMES` names, else those in
+/// `__EGL_VENDOR_LIBRARY_DIRS` or glvnd's default folders.
+pub fn egl_vendors() -> Vec<PathBuf> {
+    if let Ok(files) = std::env::var("__EGL_VENDOR_LIBRARY_FILENAMES") {
+        return files.split(':').map(PathBuf::from).filter(|f| f.is_file()).collect();
+    }
+    let dirs = std::env::var("__EGL_VENDOR_LIBRARY_DIRS").unwrap_or_else(|_| EGL_VENDOR_DIRS.into());
+    dirs.split(':').flat_map(|d| manifests(Path::new(d))).collect()
+}
+
+/// Where glvnd's libEGL (the system's, and the bundled one) looks for vendor files.
+pub const EGL_VENDOR_DIRS: &str = "/etc/glvnd/egl_vendor.d:/usr/share/glvnd/egl_vendor.d";
+/// Where NVIDIA's container toolkit can mount the driver's EGL vendor file, outside that search.
+pub const NVIDIA_MOUNTED_EGL_VENDOR: &str = "/usr/local/nvidia/share/glvnd/egl_vendor.d/10_nvidia.json";
 
 /// Whether `library` (a bare name or a path) loads here; it stays loaded (never closed:
 /// a driver's library may not survive being unloaded).
@@ -348,6 +367,19 @@ fn cure_for_nvidia(icds: &Icds, nvidia: &Nvidia, libraries: &Libraries) -> Strin
         };
         return format!("NVIDIA's Vulkan driver needs glvnd's {}, missing here: {from}", missing.join(", "));
     }
+    if !nvidia.egl_vendors.iter().any(|v| v.to_string_lossy().contains("nvidia")) {
+        return if Path::new(NVIDIA_MOUNTED_EGL_VENDOR).is_file() {
+            format!(
+                "NVIDIA's EGL vendor file is at {NVIDIA_MOUNTED_EGL_VENDOR}, where glvnd does not look: export \
+                 __EGL_VENDOR_LIBRARY_FILENAMES={NVIDIA_MOUNTED_EGL_VENDOR}"
+            )
+        } else {
+            format!(
+                "glvnd finds no NVIDIA EGL vendor file (10_nvidia.json) in {EGL_VENDOR_DIRS}: NVIDIA's Vulkan driver \
+                 needs it; {CAPABILITIES_CURE} mounts it in a container"
+            )
+        };
+    }
     let bundled = matches!(libraries.loader, Library::Found { origin: Origin::Bundled, .. });
     format!(
         "NVIDIA's Vulkan driver is here but did not start (VK_LOADER_DEBUG=error,driver says why){}",
@@ -377,6 +409,7 @@ mod tests {
             kernel_driver: Some("NVRM version: 580".into()),
             vulkan_library: if vulkan { Ok(()) } else { Err("libGLX_nvidia.so.0: cannot open".into()) },
             capabilities: capabilities.map(str::to_owned),
+            egl_vendors: vec!["/usr/share/glvnd/egl_vendor.d/10_nvidia.json".into()],
         }
     }
 
@@ -419,11 +452,25 @@ mod tests {
     #[test]
     fn no_driver_without_nvidia_names_mesa_and_apt_only_where_there_is_apt() {
         let libs = libraries(Library::Found { origin: Origin::System, path: "/x".into() });
-        let no_gpu = Nvidia { kernel_driver: None, vulkan_library: Err(String::new()), capabilities: None };
+        let no_gpu = Nvidia {
+            kernel_driver: None,
+            vulkan_library: Err(String::new()),
+            capabilities: None,
+            egl_vendors: vec![],
+        };
         let apt = cure_for_driver(&icds(vec![]), &no_gpu, &libs, Packages::Apt);
         assert!(apt.0.contains("apt install mesa-vulkan-drivers"), "{apt}");
         let none = cure_for_driver(&icds(vec![]), &no_gpu, &libs, Packages::None);
         assert!(!none.0.contains("apt"), "{none}");
+    }
+
+    #[test]
+    fn no_nvidia_egl_vendor_file_is_named() {
+        let libs = libraries(Library::Found { origin: Origin::System, path: "/x".into() });
+        let mut gpu = nvidia(Some("all"), true);
+        gpu.egl_vendors = vec!["/usr/share/glvnd/egl_vendor.d/50_mesa.json".into()];
+        let cure = cure_for_driver(&icds(vec![nvidia_icd()]), &gpu, &libs, Packages::Apt);
+        assert!(cure.0.contains("no NVIDIA EGL vendor file (10_nvidia.json)"), "{cure}");
     }
 
     #[test]
