@@ -346,9 +346,7 @@ fn layer_check(layer: &Option<(u32, u32)>) -> Check {
         ),
         None => {
             Check::new("validation layer", Status::Missing, "VK_LAYER_KHRONOS_validation is not installed")
-                .cure(
-                "the Vulkan SDK's or your distribution's (vulkan-validationlayers), or VK_LAYER_PATH at one",
-            )
+                .cure(machine::cure_for_layer())
         }
     }
 }

@@ -296,7 +296,10 @@ pub fn cure_for_vulkan(libraries: &Libraries) -> Cure {
                  reinstall vkcuda",
                 dir.display()
             ),
-            (None, Some(install)) => format!("the system has no Vulkan loader ({LOADER}): {install}"),
+            (None, Some(install)) => format!(
+                "the system has no Vulkan loader ({LOADER}): {install}, or pip install vkcuda's wheel, which \
+                 bundles one"
+            ),
             (None, None) => format!(
                 "the system has no Vulkan loader ({LOADER}): install your distribution's, or vkcuda's wheel \
                  (pip install), which bundles one, or name one with VKCUDA_LIBVULKAN"
