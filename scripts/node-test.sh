@@ -65,7 +65,7 @@ expect "vkcuda doctor (lavapipe, no CUDA): 1, the bundled loader and glvnd in us
     "libGLdispatch.so.0: bundled with vkcuda" "[ok] Vulkan devices: 1" "--headless --producer cpu  yes"
 out=$("$venv/bin/python" -m vkcuda doctor 2>&1); code=$?
 expect "python -m vkcuda doctor: the same" 1 "$code" "$out" "[ok] Vulkan loader: bundled with vkcuda" \
-    "Viewer(headless=True), host arrays  yes"
+    "Viewer(headless=True), host arrays   yes"
 frames=/tmp/vkcuda-node-frames
 rm -rf "$frames"
 out=$("$venv/bin/vkcuda" --headless --frames 30 --size 97x61 --verify --validate --out "$frames" 2>&1); code=$?

@@ -327,14 +327,15 @@ fn doctor(env: &[(&str, &str)]) -> Result<(Option<i32>, String), String> {
 fn doctor_here() -> Outcome {
     let (code, out) = doctor(&[])?;
     let pieces = [
-        "] Vulkan loader: ",
-        "] glvnd (NVIDIA's Vulkan driver opens it): ",
-        "] Vulkan drivers (ICD files): ",
-        "] Vulkan devices: ",
-        "] CUDA: ",
-        "] NVRTC (your own kernels): ",
-        "] validation layer: ",
-        "] display: ",
+        // After the mark ("[ok]", "[no]", "[!] " and a space).
+        " Vulkan loader: ",
+        " glvnd (NVIDIA's Vulkan driver opens it): ",
+        " Vulkan drivers (ICD files): ",
+        " Vulkan devices: ",
+        " CUDA: ",
+        " NVRTC (your own kernels): ",
+        " validation layer: ",
+        " display: ",
         "What works here:",
         "--headless (CUDA)",
         "--kernel",
