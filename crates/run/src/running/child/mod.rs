@@ -22,13 +22,16 @@
 //! ends with its error, and the session stands in for what it owed
 //! (host signals once the process is gone). Nothing here knows sessions or
 //! front ends: a front end names the program ([`parent::ChildCommand`]; the
-//! CLI runs itself) and calls [`serve`] in the child.
+//! CLI runs itself); the child takes its socket with [`inherited_socket`] and
+//! calls [`serve`] with it. Children are started from one thread that lives
+//! as long as the process, so a session started on any thread keeps its
+//! child until it ends, and the child dies with the session's process.
 
 pub mod parent;
 mod reference;
 pub mod wire;
 
-use std::os::fd::OwnedFd;
+use std::os::fd::{FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -118,6 +121,53 @@ pub fn serve(fd: OwnedFd) -> Result<()> {
         let _ = wire.send(&FromChild::Failed { error: format!("{e:#}") });
     }
     outcome
+}
+
+/// Takes the socket a child inherited, named by its number `arg` (the last
+/// argument its session gave it): checked to be an open Unix stream socket,
+/// and closed on exec from here on (the child's own children do not inherit it).
+///
+/// # Safety
+/// The descriptor `arg` names is owned by nothing else in this process: call
+/// it once, for the descriptor the session passed, before anything else could
+/// take that number (a descriptor owned twice is closed twice).
+pub unsafe fn inherited_socket(arg: &std::ffi::OsStr) -> Result<OwnedFd> {
+    let fd: RawFd = arg
+        .to_str()
+        .and_then(|a| a.parse().ok())
+        .filter(|&fd| fd > 2)
+        .with_context(|| format!("{arg:?} is not an inherited descriptor's number"))?;
+    let mut stat = std::mem::MaybeUninit::<libc::stat>::uninit();
+    // SAFETY: fstat(2) writes `stat` and reads nothing of this process; any number is valid to ask.
+    if unsafe { libc::fstat(fd, stat.as_mut_ptr()) } != 0 {
+        bail!("descriptor {fd}: {} (not inherited?)", std::io::Error::last_os_error());
+    }
+    // SAFETY: fstat succeeded, so it wrote the whole struct.
+    let mode = unsafe { stat.assume_init() }.st_mode;
+    ensure!(mode & libc::S_IFMT == libc::S_IFSOCK, "descriptor {fd} is not a socket");
+    let (domain, kind) = (socket_option(fd, libc::SO_DOMAIN)?, socket_option(fd, libc::SO_TYPE)?);
+    ensure!(
+        (domain, kind) == (libc::AF_UNIX, libc::SOCK_STREAM),
+        "descriptor {fd} is not a Unix stream socket"
+    );
+    // SAFETY: fcntl(2) on an open descriptor, which only its flags change.
+    if unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) } != 0 {
+        bail!("descriptor {fd}: {}", std::io::Error::last_os_error());
+    }
+    // SAFETY: open (fstat said so) and owned by nothing else (the caller's promise).
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// An integer option of the socket `fd` at `SOL_SOCKET`.
+fn socket_option(fd: RawFd, option: libc::c_int) -> Result<libc::c_int> {
+    let mut value: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    let out = (&mut value as *mut libc::c_int).cast();
+    // SAFETY: getsockopt(2) writes at most `len` bytes to `value`, which has them.
+    if unsafe { libc::getsockopt(fd, libc::SOL_SOCKET, option, out, &mut len) } != 0 {
+        bail!("descriptor {fd}: {}", std::io::Error::last_os_error());
+    }
+    Ok(value)
 }
 
 /// The faults injected in a child (`child-kill`, `producer-panic`).
@@ -283,5 +333,44 @@ fn what_failed(render: &Render, newest: Option<u64>) -> String {
     match newest {
         Some(g) => format!("{kernel} failed at frame {g} or a frame before it still running"),
         None => format!("{kernel} failed before its first frame"),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::os::fd::{AsRawFd, IntoRawFd};
+    use std::os::unix::net::{UnixDatagram, UnixStream};
+
+    #[test]
+    fn an_inherited_socket_is_checked() {
+        // SAFETY: a number that names no descriptor: nothing is taken.
+        let not_a_number = unsafe { inherited_socket("x".as_ref()) }.expect_err("not a number");
+        assert!(format!("{not_a_number}").contains("not an inherited descriptor"), "{not_a_number}");
+        // SAFETY: standard output is refused before anything is taken.
+        let stdio = unsafe { inherited_socket("1".as_ref()) }.expect_err("stdout");
+        assert!(format!("{stdio}").contains("not an inherited descriptor"), "{stdio}");
+        let past = i32::MAX.to_string();
+        // SAFETY: no process has this many descriptors: nothing is taken.
+        let closed = unsafe { inherited_socket(past.as_ref()) }.expect_err("no such descriptor");
+        assert!(format!("{closed}").contains("Bad file descriptor"), "{closed}");
+        let file = std::fs::File::open("/proc/self/stat").expect("a file");
+        let raw = file.as_raw_fd().to_string();
+        // SAFETY: a file is refused, so `file` keeps owning it.
+        let not_a_socket = unsafe { inherited_socket(raw.as_ref()) }.expect_err("a file");
+        assert!(format!("{not_a_socket}").contains("is not a socket"), "{not_a_socket}");
+        let (datagram, _other) = UnixDatagram::pair().expect("datagram sockets");
+        let raw = datagram.as_raw_fd().to_string();
+        // SAFETY: a datagram socket is refused, so `datagram` keeps owning it.
+        let wrong_kind = unsafe { inherited_socket(raw.as_ref()) }.expect_err("a datagram socket");
+        assert!(format!("{wrong_kind}").contains("not a Unix stream socket"), "{wrong_kind}");
+        let (stream, _peer) = UnixStream::pair().expect("stream sockets");
+        let raw = stream.into_raw_fd();
+        // SAFETY: `raw` was just given up by its owner.
+        let taken = unsafe { inherited_socket(raw.to_string().as_ref()) }.expect("a Unix stream socket");
+        assert_eq!(taken.as_raw_fd(), raw);
+        // SAFETY: fcntl(2) reads the flags of an open descriptor.
+        let flags = unsafe { libc::fcntl(raw, libc::F_GETFD) };
+        assert_eq!(flags & libc::FD_CLOEXEC, libc::FD_CLOEXEC, "not closed on exec");
     }
 }
