@@ -14,9 +14,11 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
-use super::wire::{FromChild, Offer, PlanWire, Received, Render, ToChild, Wire, VERSION};
+use super::channel::{Channel, Received};
+use super::offer::Offered;
+use super::wire::{send_kernel, FromChild, Produce, Render, ToChild, INJECT_ENV};
 use crate::base::director::Director;
 use crate::base::reload::{Compiled, ReloadLink};
 use crate::running::producer::{FrameTiming, Job, Report, WakeOnPublish};
@@ -59,7 +61,7 @@ struct Heard {
 /// A producer in a child process, ready to run on the producer's thread.
 pub struct ChildProducer {
     child: Child,
-    wire: Wire,
+    channel: Channel,
     shared: Arc<SharedFrames>,
     director: Arc<Director>,
     link: Option<ReloadLink>,
@@ -79,35 +81,17 @@ impl ChildProducer {
         (render, director, link): (Render, Arc<Director>, Option<ReloadLink>),
         (inject, total): (Vec<String>, u64),
     ) -> Result<Self> {
-        let exported = shared.export()?;
-        let relay = exported.timelines.is_empty();
+        let offered = Offered::export(shared, uuid, total)?;
+        let relay = offered.timelines.is_empty();
         let ahead =
             !relay && matches!(&render, Render::Scene(c) | Render::Kernel { cuda: c, .. } if c.host_waits);
         let waits = match ahead {
             true => shared.timelines().iter().map(|t| t.export()).collect::<vkcuda::Result<Vec<_>>>()?,
             false => Vec::new(),
         };
-        let (wire, theirs) = Wire::pair()?;
-        let mut child = spawn(command, theirs)?;
-        let memory: Vec<(OwnedFd, u64)> = exported.memory.into_iter().map(|m| m.into_parts()).collect();
-        let offer = Offer {
-            version: VERSION,
-            uuid,
-            frames: PlanWire::new(&exported.plan, &exported.desc, total),
-            memory: memory.iter().map(|(_, size)| *size).collect(),
-            timelines: exported.timelines.len(),
-            wait_timelines: waits.len(),
-            color: exported.color,
-            render,
-            inject,
-            validate: command.validate,
-        };
-        let fds: Vec<_> = memory
-            .iter()
-            .map(|(fd, _)| fd.as_fd())
-            .chain(exported.timelines.iter().chain(&waits).map(AsFd::as_fd))
-            .collect();
-        let ready = offer_and_wait(&wire, &offer, &fds);
+        let (channel, theirs) = Channel::pair()?;
+        let mut child = spawn(command, theirs, &inject)?;
+        let ready = offer_and_wait(&channel, &offered, (&render, &waits, command.validate));
         let arch = match ready {
             Ok(arch) => arch,
             Err(e) => {
@@ -119,7 +103,7 @@ impl ChildProducer {
         if let (Some(link), Some(arch)) = (&link, &arch) {
             link.running(arch, link.version().max(1));
         }
-        Ok(Self { child, wire, shared: shared.clone(), director, link, relay, ahead, arch })
+        Ok(Self { child, channel, shared: shared.clone(), director, link, relay, ahead, arch })
     }
 
     /// The producer thread's loop: frames to the child until the limit, then
@@ -131,7 +115,7 @@ impl ChildProducer {
         let sent = self.send_frames(job, &heard);
         drop(wake);
         // The child finishes what it has and exits; one whose kernel never ends is killed.
-        let _ = self.wire.send(&ToChild::Stop);
+        let _ = self.channel.send(&ToChild::Stop);
         let until = Instant::now() + EXIT_WITHIN;
         while !heard.closed.load(Ordering::Acquire) && !job.control.abandoned() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(1));
@@ -179,7 +163,7 @@ impl ChildProducer {
                 timelines[w.timeline].wait(w.value, &|| control.failed() || gone())?;
             }
             self.send_new_kernel(heard)?;
-            self.wire.send(&ToChild::Frame { g, spec: self.director.begin(g) })?;
+            self.channel.send(&ToChild::Frame { g, spec: self.director.begin(g) })?;
             g += 1;
         }
         Ok(())
@@ -189,7 +173,7 @@ impl ChildProducer {
     /// child, which swaps it in before the next frame it is sent.
     fn send_new_kernel(&self, heard: &Heard) -> Result<()> {
         if let Some(compiled) = self.link.as_ref().and_then(ReloadLink::take) {
-            self.wire.send(&ToChild::Kernel(compiled.program.clone()))?;
+            send_kernel(&self.channel, &compiled.program)?;
             *heard.sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(compiled);
         }
         Ok(())
@@ -197,7 +181,7 @@ impl ChildProducer {
 
     /// The reader thread: what the child says, as it says it.
     fn listen(&self, job: &Job, heard: &Arc<Heard>) -> Result<std::thread::JoinHandle<()>> {
-        let reader = self.wire.try_clone()?;
+        let reader = self.channel.try_clone()?;
         let (heard, job) = (heard.clone(), job.clone());
         // Only without timeline handles does this signal for the child.
         let relay = self.relay.then(|| self.shared.clone());
@@ -273,27 +257,39 @@ fn hear(
     Ok(())
 }
 
-/// Sends the offer and its handles, then waits (bounded) for the child to be ready.
-fn offer_and_wait(wire: &Wire, offer: &Offer, fds: &[std::os::fd::BorrowedFd<'_>]) -> Result<Option<String>> {
-    wire.send(offer)?;
-    wire.send_fds(fds)?;
-    wire.read_timeout(Some(READY_WITHIN))?;
-    let ready = match wire.recv::<FromChild>()? {
+/// Greets the child, offers it the frames, says what to render (and hands it
+/// the timelines it waits on), then waits (bounded) for it to be ready.
+fn offer_and_wait(
+    channel: &Channel,
+    offered: &Offered,
+    (render, waits, validate): (&Render, &[OwnedFd], bool),
+) -> Result<Option<String>> {
+    channel.hello(READY_WITHIN).context("greeting the producer's process")?;
+    offered.send(channel)?;
+    Produce::send(channel, render, waits.len(), validate)?;
+    channel.send_handles(&waits.iter().map(AsFd::as_fd).collect::<Vec<_>>())?;
+    channel.read_timeout(Some(READY_WITHIN))?;
+    let ready = match channel.recv::<FromChild>()? {
         Received::Message(FromChild::Ready { arch }) => Ok(arch),
         Received::Message(FromChild::Failed { error }) => Err(anyhow!("{error}")),
         Received::Message(other) => Err(anyhow!("the producer's process said {other:?} before it was ready")),
         Received::Quiet => Err(anyhow!("the producer's process was not ready within {READY_WITHIN:?}")),
         Received::Closed => Err(anyhow!("the producer's process exited before it was ready")),
     };
-    wire.read_timeout(None)?;
+    channel.read_timeout(None)?;
     ready
 }
 
 /// Starts the child with `theirs` as an inherited descriptor whose number is
 /// its last argument, in a process group of its own (a terminal's Ctrl+C is
-/// the session's to handle), killed if the session's process dies first.
-fn spawn(command: &ChildCommand, theirs: OwnedFd) -> Result<Child> {
-    let cmd = prepared(command, theirs.as_raw_fd());
+/// the session's to handle), killed if the session's process dies first;
+/// `inject` (tests only) in its environment.
+fn spawn(command: &ChildCommand, theirs: OwnedFd, inject: &[String]) -> Result<Child> {
+    let mut cmd = prepared(command, theirs.as_raw_fd());
+    match inject.is_empty() {
+        true => cmd.env_remove(INJECT_ENV),
+        false => cmd.env(INJECT_ENV, inject.join(",")),
+    };
     let child =
         spawned(cmd).map_err(|e| anyhow!("starting {} for the producer: {e}", command.program.display()));
     // Kept open until the child has it (spawned returns after its exec or failure).
@@ -424,7 +420,7 @@ mod tests {
         let started = std::thread::spawn(move || {
             // SAFETY: gettid(2) cannot fail.
             let tid = unsafe { libc::gettid() };
-            (tid, spawn(&echo(), theirs.into()))
+            (tid, spawn(&echo(), theirs.into(), &[]))
         });
         let (tid, child) = started.join().expect("the starting thread");
         let mut child = child.expect("the echo child");
