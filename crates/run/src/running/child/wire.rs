@@ -166,3 +166,48 @@ pub enum FromChild {
     /// Every frame is finished; the child exits next.
     Done,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::userkernel::PARAMS;
+    use std::os::fd::OwnedFd;
+
+    /// Both ends of a pair, as a session and its child hold them (greeting aside).
+    fn pair() -> (Channel, Channel) {
+        let (ours, theirs): (Channel, OwnedFd) = Channel::pair().expect("a pair");
+        (ours, Channel::inherited(theirs))
+    }
+
+    #[test]
+    fn a_cubin_travels_as_bytes_after_its_message() {
+        let (session, child) = pair();
+        let cubin: Vec<u8> = (0..=255).cycle().take(20_000).collect();
+        let program = Program { ptx: ".version 8.0".into(), cubin: Some(cubin.clone()) };
+        let kernel = KernelSpec {
+            file: "k.cu".into(),
+            entry: "k".into(),
+            params: [0.0; PARAMS],
+            block: (16, 16),
+            live: false,
+        };
+        let cuda = CudaWire {
+            ptx_cache: "cache".into(),
+            sched: CudaSched::Auto,
+            high_priority: false,
+            host_waits: true,
+        };
+        let render = Render::Kernel { kernel, program: Some(program.clone()), cuda };
+        Produce::send(&session, &render, 2, false).expect("the produce message");
+        send_kernel(&session, &program).expect("a kernel version");
+        let produce = Produce::receive(&child).expect("what to produce");
+        assert!(produce.cubin && produce.wait_timelines == 2);
+        let Render::Kernel { program: Some(got), .. } = &produce.render else { panic!("not the kernel") };
+        assert_eq!((got.ptx.as_str(), got.cubin.as_ref()), (program.ptx.as_str(), Some(&cubin)));
+        let Ok(Received::Message(ToChild::Kernel { ptx, cubin: true })) = child.recv::<ToChild>() else {
+            panic!("no kernel version with its CUBIN announced")
+        };
+        let version = received_kernel(&child, ptx, true).expect("its CUBIN");
+        assert_eq!(version.cubin, Some(cubin));
+    }
+}
