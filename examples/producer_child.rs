@@ -4,17 +4,18 @@
 //! socket it inherits as the last argument; the CLI runs itself instead
 //! (`vkcuda producer-child FD`). `crates/run/tests/child.rs` uses this one.
 
-use std::os::fd::{FromRawFd, OwnedFd};
 use std::process::ExitCode;
 
+use vkcuda_run::running::child;
+
 fn main() -> ExitCode {
-    let Some(fd) = std::env::args().next_back().and_then(|a| a.parse::<i32>().ok()) else {
+    let Some(fd) = std::env::args_os().next_back() else {
         eprintln!("producer_child: started by a run, with its socket's descriptor as the last argument");
         return ExitCode::from(2);
     };
-    // SAFETY: the run that started this process passed it this descriptor, for it alone.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
-    match vkcuda_run::running::child::serve(fd) {
+    // SAFETY: the run that started this process passed it this descriptor, for it alone;
+    // nothing in this process took it before.
+    match unsafe { child::inherited_socket(&fd) }.and_then(child::serve) {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("producer_child: {e:#}");

@@ -84,10 +84,12 @@ fn producer_child() -> Option<ExitCode> {
     if args.next()? != cli::CHILD_COMMAND {
         return None;
     }
-    let fd: i32 = args.next()?.to_str()?.parse().ok()?;
-    // SAFETY: the run that started this process passed it this descriptor, for it alone.
-    let fd = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(fd) };
-    Some(match vkcuda_run::running::child::serve(fd) {
+    let fd = args.next()?;
+    use vkcuda_run::running::child;
+    // SAFETY: the run that started this process passed it this descriptor, for it alone;
+    // nothing in this process took it before.
+    let served = unsafe { child::inherited_socket(&fd) }.and_then(child::serve);
+    Some(match served {
         Ok(()) => ExitCode::SUCCESS,
         Err(e) => {
             eprintln!("vkcuda (the producer's process): {}", one_line(&format!("{e:#}")));

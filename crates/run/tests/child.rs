@@ -8,10 +8,13 @@
 //! equal to the reference, and a new session then starts on the same
 //! device. Open descriptors and resident memory stay flat over the rounds,
 //! and the validation layer (synchronization validation on) says nothing.
+//! A session started on a thread that ends at once keeps its child until
+//! the session ends (the child dies with the process, not that thread).
 
 use std::path::PathBuf;
 use std::sync::atomic::AtomicUsize;
-use std::sync::{Arc, Mutex};
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use ash::vk;
@@ -23,13 +26,14 @@ use vkcuda_run::base::director::Director;
 use vkcuda_run::base::inject::{At, Fault, Inject};
 use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
 use vkcuda_run::base::scene::{render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
-use vkcuda_run::drive::run_session;
+use vkcuda_run::drive::{consume, run_session};
 use vkcuda_run::frames::gpu::{open_gpu, vulkan_instance, DeviceChoice, Gpu};
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Pixels, ReadFrame, Readback, Recipient, Shot};
 use vkcuda_run::running::child::child_failure;
 use vkcuda_run::running::child::parent::ChildCommand;
 use vkcuda_run::running::measure::Span;
+use vkcuda_run::running::session::Session;
 use vkcuda_run::running::setup::{ConsumerSpec, PlanSpec, ProducerSpec, RunSpec};
 
 const SIZE: (u32, u32) = (45, 29);
@@ -90,8 +94,25 @@ fn check_frames(round: u64, kept: &Keep, director: &Director, (desc, consumed): 
     }
 }
 
-#[test]
-fn a_killed_child_costs_its_session_only() {
+/// One test at a time: they count this process's children and descriptors.
+static ALONE: Mutex<()> = Mutex::new(());
+
+fn alone() -> MutexGuard<'static, ()> {
+    ALONE.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+/// A device, the frames' description, and a copy consumer that keeps what it reads back.
+struct Rig {
+    gpu: Gpu,
+    desc: FrameDesc,
+    kept: Keep,
+    offscreen: Offscreen,
+    director: Arc<Director>,
+    program: PathBuf,
+}
+
+/// The rig, or `None` where the device exports no memory (said).
+fn rig() -> Option<Rig> {
     let Some(program) = child_program() else {
         panic!("no examples/producer_child beside the test binary: cargo test builds it (cargo build --examples)");
     };
@@ -101,7 +122,7 @@ fn a_killed_child_costs_its_session_only() {
     let gpu: Gpu = open_gpu(&choice, instance, queue).expect("a Vulkan device (lavapipe or a GPU)");
     if gpu.device.memory_export().is_none() {
         println!("skipped: {} exports no memory", gpu.device.info());
-        return;
+        return None;
     }
     let scene = Scene { kind: SceneKind::Julia, width: SIZE.0, height: SIZE.1, cost: 16 };
     let director = Arc::new(Director::new(scene));
@@ -111,30 +132,91 @@ fn a_killed_child_costs_its_session_only() {
     let kept = Keep::default();
     let shot = Shot { extent: desc.extent, format: desc.format, pixels: Pixels::Rendered, first: 0 };
     let readback = Readback::new(gpu.device.clone(), shot, 4, Box::new(kept.clone())).expect("a readback");
-    let mut offscreen =
+    let offscreen =
         Offscreen::new(gpu.device.clone(), (desc, desc.extent), (ConsumeKind::Copy, 1, 1), Some(readback))
             .expect("a copy consumer");
+    Some(Rig { gpu, desc, kept, offscreen, director, program })
+}
+
+/// A session of the reference child, with `inject`.
+fn child_spec(rig: &Rig, sync: SyncScheme, inject: Inject) -> RunSpec {
+    RunSpec {
+        plan: PlanSpec { sync, buffers: 2, frames: FRAMES },
+        producer: ProducerSpec::Cpu(rig.director.clone()),
+        consumer: ConsumerSpec { in_flight: 2, paced: false, host_waits: false },
+        inject,
+        child: Some(ChildCommand { program: rig.program.clone(), args: Vec::new(), validate: true }),
+    }
+}
+
+/// This process's children, of every thread.
+fn children() -> Vec<u32> {
+    let tasks = std::fs::read_dir("/proc/self/task").expect("this process's threads");
+    let listed =
+        tasks.flatten().map(|t| std::fs::read_to_string(t.path().join("children")).unwrap_or_default());
+    listed.flat_map(|l| l.split_whitespace().filter_map(|p| p.parse().ok()).collect::<Vec<_>>()).collect()
+}
+
+/// Waits (bounded) until `done` holds.
+fn wait_for(what: &str, done: impl Fn() -> bool) {
+    let until = Instant::now() + Duration::from_secs(30);
+    while !done() {
+        assert!(Instant::now() < until, "timed out waiting until {what}");
+        std::thread::sleep(Duration::from_millis(1));
+    }
+}
+
+#[test]
+fn a_session_outlives_the_thread_that_started_it() {
+    let _alone = alone();
+    let Some(mut rig) = rig() else { return };
+    let spec = child_spec(&rig, SyncScheme::Split, Inject::default());
+    assert_eq!(children(), Vec::<u32>::new(), "children before the session");
+    // The session starts on a thread that ends at once (as a Python caller's may);
+    // this thread consumes it.
+    let (tid, session) = std::thread::scope(|s| {
+        let started = s.spawn(|| {
+            // SAFETY: gettid(2) cannot fail.
+            let tid = unsafe { libc::gettid() };
+            (tid, Session::start(&rig.gpu, &spec, rig.desc, 0).map_err(|e| format!("{e:#}")))
+        });
+        started.join().expect("the starting thread")
+    });
+    let mut session = session.expect("a session with a child");
+    // Gone from the task list, a thread has finished exiting: parent-death signals included.
+    wait_for("the starting thread is gone", || {
+        !std::path::Path::new(&format!("/proc/self/task/{tid}")).exists()
+    });
+    assert_eq!(children().len(), 1, "the session's child");
+    let (caught, progress) = (AtomicUsize::new(0), indicatif::ProgressBar::hidden());
+    let offscreen = &mut rig.offscreen;
+    let outcome = offscreen
+        .bind(session.frames())
+        .and_then(|()| consume(&mut session, offscreen, Span::frames(FRAMES), &caught, &progress));
+    let (consumed, _) = session.end(offscreen, outcome).expect("every frame, from the child");
+    assert_eq!(consumed.frames, FRAMES);
+    check_frames(0, &rig.kept, &rig.director, (rig.desc, FRAMES));
+    // The session ended: so did its child.
+    wait_for("the child is gone", || children().is_empty());
+}
+
+#[test]
+fn a_killed_child_costs_its_session_only() {
+    let _alone = alone();
+    let Some(mut rig) = rig() else { return };
     let (caught, progress) = (Arc::new(AtomicUsize::new(0)), indicatif::ProgressBar::hidden());
     let mut seen = Vec::new();
     for round in 0..ROUNDS {
         // Every fourth session runs to its end; the others die at a frame of their own.
         let kill = (round % 4 != 3).then(|| (round * 7 + 3) % FRAMES);
-        let spec = RunSpec {
-            plan: PlanSpec {
-                sync: [SyncScheme::Split, SyncScheme::Shared][round as usize % 2],
-                buffers: 2,
-                frames: FRAMES,
-            },
-            producer: ProducerSpec::Cpu(director.clone()),
-            consumer: ConsumerSpec { in_flight: 2, paced: false, host_waits: false },
-            inject: Inject(kill.map(|frame| At { fault: Fault::ChildKill, frame }).into_iter().collect()),
-            child: Some(ChildCommand { program: program.clone(), args: Vec::new(), validate: true }),
-        };
+        let sync = [SyncScheme::Split, SyncScheme::Shared][round as usize % 2];
+        let inject = Inject(kill.map(|frame| At { fault: Fault::ChildKill, frame }).into_iter().collect());
+        let spec = child_spec(&rig, sync, inject);
         let ran = run_session(
-            &gpu,
+            &rig.gpu,
             (&spec, 1000 * round),
-            desc,
-            &mut offscreen,
+            rig.desc,
+            &mut rig.offscreen,
             Span::frames(FRAMES),
             (&caught, &progress),
         );
@@ -148,7 +230,7 @@ fn a_killed_child_costs_its_session_only() {
             }
             (ran, kill) => panic!("round {round} (killed at {kill:?}): {:?}", ran.map(|_| ())),
         };
-        check_frames(round, &kept, &director, (desc, consumed));
+        check_frames(round, &rig.kept, &rig.director, (rig.desc, consumed));
         seen.push(footprint());
     }
     let (first, last) = (seen[2], seen[seen.len() - 1]);
@@ -158,6 +240,7 @@ fn a_killed_child_costs_its_session_only() {
     );
     assert_eq!(first.0, last.0, "descriptors leak: {seen:?}");
     assert!(last.1 < first.1 + 4096, "resident memory grows: {seen:?}");
+    let Rig { gpu, offscreen, .. } = rig;
     drop(offscreen);
     let counts = gpu.device.validation();
     assert!(counts.clean(), "validation: {counts}");

@@ -6,17 +6,19 @@
 //! what the child owed ([`crate::running::session`]).
 
 use std::ffi::OsString;
-use std::os::fd::{AsFd, AsRawFd, OwnedFd};
+use std::os::fd::{AsFd, AsRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, ExitStatus};
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::{Arc, Mutex};
+use std::sync::{mpsc, Arc, Mutex};
 use std::time::{Duration, Instant};
 
-use anyhow::{anyhow, bail, Result};
+use anyhow::{anyhow, bail, Context, Result};
 
-use super::wire::{FromChild, Offer, PlanWire, Received, Render, ToChild, Wire, VERSION};
+use super::channel::{Channel, Received};
+use super::offer::Offered;
+use super::wire::{send_kernel, FromChild, Produce, Render, ToChild, INJECT_ENV};
 use crate::base::director::Director;
 use crate::base::reload::{Compiled, ReloadLink};
 use crate::running::producer::{FrameTiming, Job, Report, WakeOnPublish};
@@ -30,8 +32,9 @@ pub const READY_WITHIN: Duration = Duration::from_secs(60);
 const EXIT_WITHIN: Duration = Duration::from_secs(10);
 
 /// The program a child runs: `program args… FD`, where FD is the number of
-/// the socket it inherits; it calls [`super::serve`] with it. The CLI runs
-/// itself (`vkcuda child FD`, hidden).
+/// the socket it inherits; it takes it with [`super::inherited_socket`] and
+/// calls [`super::serve`] with it. The CLI runs itself (`vkcuda
+/// producer-child FD`, hidden: its `CHILD_COMMAND`).
 #[derive(Clone, Debug)]
 pub struct ChildCommand {
     /// The executable.
@@ -58,7 +61,7 @@ struct Heard {
 /// A producer in a child process, ready to run on the producer's thread.
 pub struct ChildProducer {
     child: Child,
-    wire: Wire,
+    channel: Channel,
     shared: Arc<SharedFrames>,
     director: Arc<Director>,
     link: Option<ReloadLink>,
@@ -78,35 +81,17 @@ impl ChildProducer {
         (render, director, link): (Render, Arc<Director>, Option<ReloadLink>),
         (inject, total): (Vec<String>, u64),
     ) -> Result<Self> {
-        let exported = shared.export()?;
-        let relay = exported.timelines.is_empty();
+        let offered = Offered::export(shared, uuid, total)?;
+        let relay = offered.timelines.is_empty();
         let ahead =
             !relay && matches!(&render, Render::Scene(c) | Render::Kernel { cuda: c, .. } if c.host_waits);
         let waits = match ahead {
             true => shared.timelines().iter().map(|t| t.export()).collect::<vkcuda::Result<Vec<_>>>()?,
             false => Vec::new(),
         };
-        let (wire, theirs) = Wire::pair()?;
-        let mut child = spawn(command, theirs)?;
-        let memory: Vec<(OwnedFd, u64)> = exported.memory.into_iter().map(|m| m.into_parts()).collect();
-        let offer = Offer {
-            version: VERSION,
-            uuid,
-            frames: PlanWire::new(&exported.plan, &exported.desc, total),
-            memory: memory.iter().map(|(_, size)| *size).collect(),
-            timelines: exported.timelines.len(),
-            wait_timelines: waits.len(),
-            color: exported.color,
-            render,
-            inject,
-            validate: command.validate,
-        };
-        let fds: Vec<_> = memory
-            .iter()
-            .map(|(fd, _)| fd.as_fd())
-            .chain(exported.timelines.iter().chain(&waits).map(AsFd::as_fd))
-            .collect();
-        let ready = offer_and_wait(&wire, &offer, &fds);
+        let (channel, theirs) = Channel::pair()?;
+        let mut child = spawn(command, theirs, &inject)?;
+        let ready = offer_and_wait(&channel, &offered, (&render, &waits, command.validate));
         let arch = match ready {
             Ok(arch) => arch,
             Err(e) => {
@@ -118,7 +103,7 @@ impl ChildProducer {
         if let (Some(link), Some(arch)) = (&link, &arch) {
             link.running(arch, link.version().max(1));
         }
-        Ok(Self { child, wire, shared: shared.clone(), director, link, relay, ahead, arch })
+        Ok(Self { child, channel, shared: shared.clone(), director, link, relay, ahead, arch })
     }
 
     /// The producer thread's loop: frames to the child until the limit, then
@@ -130,7 +115,7 @@ impl ChildProducer {
         let sent = self.send_frames(job, &heard);
         drop(wake);
         // The child finishes what it has and exits; one whose kernel never ends is killed.
-        let _ = self.wire.send(&ToChild::Stop);
+        let _ = self.channel.send(&ToChild::Stop);
         let until = Instant::now() + EXIT_WITHIN;
         while !heard.closed.load(Ordering::Acquire) && !job.control.abandoned() && Instant::now() < until {
             std::thread::sleep(Duration::from_millis(1));
@@ -178,7 +163,7 @@ impl ChildProducer {
                 timelines[w.timeline].wait(w.value, &|| control.failed() || gone())?;
             }
             self.send_new_kernel(heard)?;
-            self.wire.send(&ToChild::Frame { g, spec: self.director.begin(g) })?;
+            self.channel.send(&ToChild::Frame { g, spec: self.director.begin(g) })?;
             g += 1;
         }
         Ok(())
@@ -188,7 +173,7 @@ impl ChildProducer {
     /// child, which swaps it in before the next frame it is sent.
     fn send_new_kernel(&self, heard: &Heard) -> Result<()> {
         if let Some(compiled) = self.link.as_ref().and_then(ReloadLink::take) {
-            self.wire.send(&ToChild::Kernel(compiled.program.clone()))?;
+            send_kernel(&self.channel, &compiled.program)?;
             *heard.sent.lock().unwrap_or_else(|p| p.into_inner()) = Some(compiled);
         }
         Ok(())
@@ -196,7 +181,7 @@ impl ChildProducer {
 
     /// The reader thread: what the child says, as it says it.
     fn listen(&self, job: &Job, heard: &Arc<Heard>) -> Result<std::thread::JoinHandle<()>> {
-        let reader = self.wire.try_clone()?;
+        let reader = self.channel.try_clone()?;
         let (heard, job) = (heard.clone(), job.clone());
         // Only without timeline handles does this signal for the child.
         let relay = self.relay.then(|| self.shared.clone());
@@ -272,47 +257,107 @@ fn hear(
     Ok(())
 }
 
-/// Sends the offer and its handles, then waits (bounded) for the child to be ready.
-fn offer_and_wait(wire: &Wire, offer: &Offer, fds: &[std::os::fd::BorrowedFd<'_>]) -> Result<Option<String>> {
-    wire.send(offer)?;
-    wire.send_fds(fds)?;
-    wire.read_timeout(Some(READY_WITHIN))?;
-    let ready = match wire.recv::<FromChild>()? {
+/// Greets the child, offers it the frames, says what to render (and hands it
+/// the timelines it waits on), then waits (bounded) for it to be ready.
+fn offer_and_wait(
+    channel: &Channel,
+    offered: &Offered,
+    (render, waits, validate): (&Render, &[OwnedFd], bool),
+) -> Result<Option<String>> {
+    channel.hello(READY_WITHIN).context("greeting the producer's process")?;
+    offered.send(channel)?;
+    Produce::send(channel, render, waits.len(), validate)?;
+    channel.send_handles(&waits.iter().map(AsFd::as_fd).collect::<Vec<_>>())?;
+    channel.read_timeout(Some(READY_WITHIN))?;
+    let ready = match channel.recv::<FromChild>()? {
         Received::Message(FromChild::Ready { arch }) => Ok(arch),
         Received::Message(FromChild::Failed { error }) => Err(anyhow!("{error}")),
         Received::Message(other) => Err(anyhow!("the producer's process said {other:?} before it was ready")),
         Received::Quiet => Err(anyhow!("the producer's process was not ready within {READY_WITHIN:?}")),
         Received::Closed => Err(anyhow!("the producer's process exited before it was ready")),
     };
-    wire.read_timeout(None)?;
+    channel.read_timeout(None)?;
     ready
 }
 
 /// Starts the child with `theirs` as an inherited descriptor whose number is
 /// its last argument, in a process group of its own (a terminal's Ctrl+C is
-/// the session's to handle), killed if the session's process dies first.
-fn spawn(command: &ChildCommand, theirs: OwnedFd) -> Result<Child> {
-    let fd = theirs.as_raw_fd();
+/// the session's to handle), killed if the session's process dies first;
+/// `inject` (tests only) in its environment.
+fn spawn(command: &ChildCommand, theirs: OwnedFd, inject: &[String]) -> Result<Child> {
+    let mut cmd = prepared(command, theirs.as_raw_fd());
+    match inject.is_empty() {
+        true => cmd.env_remove(INJECT_ENV),
+        false => cmd.env(INJECT_ENV, inject.join(",")),
+    };
+    let child =
+        spawned(cmd).map_err(|e| anyhow!("starting {} for the producer: {e}", command.program.display()));
+    // Kept open until the child has it (spawned returns after its exec or failure).
+    drop(theirs);
+    child
+}
+
+/// `command` to run with the descriptor `fd` inherited (as its last
+/// argument), in a group of its own, and killed when this process dies.
+fn prepared(command: &ChildCommand, fd: RawFd) -> Command {
     let mut cmd = Command::new(&command.program);
     cmd.args(&command.args).arg(fd.to_string());
+    let parent = std::process::id();
+    // Each call's errno is read right after it fails: a later call may change it.
     let prepare = move || {
         // SAFETY: fcntl(2) on a descriptor this process owns; async-signal-safe (after fork).
-        let inherited = unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } == 0;
-        // SAFETY: setpgid(2) on this process; async-signal-safe.
-        let own_group = unsafe { libc::setpgid(0, 0) } == 0;
-        // SAFETY: prctl(2) on this process; async-signal-safe.
-        let dies_with_parent = unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } == 0;
-        match inherited && own_group && dies_with_parent {
-            true => Ok(()),
-            false => Err(std::io::Error::last_os_error()),
+        if unsafe { libc::fcntl(fd, libc::F_SETFD, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
         }
+        // SAFETY: setpgid(2) on this process; async-signal-safe.
+        if unsafe { libc::setpgid(0, 0) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // SAFETY: prctl(2) on this process; async-signal-safe.
+        if unsafe { libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) } != 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        // The parent died between fork and prctl: no signal will come for it.
+        // SAFETY: getppid(2) cannot fail; async-signal-safe.
+        if unsafe { libc::getppid() } as u32 != parent {
+            return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
+        }
+        Ok(())
     };
     // SAFETY: `prepare` makes only async-signal-safe calls, as pre_exec requires between fork and exec.
     unsafe { cmd.pre_exec(prepare) };
-    let child =
-        cmd.spawn().map_err(|e| anyhow!("starting {} for the producer: {e}", command.program.display()))?;
-    drop(theirs);
-    Ok(child)
+    cmd
+}
+
+/// A child to start, and where its start's outcome goes.
+type SpawnRequest = (Command, mpsc::Sender<std::io::Result<Child>>);
+
+/// The spawner thread's queue, once it runs.
+static SPAWNER: Mutex<Option<mpsc::Sender<SpawnRequest>>> = Mutex::new(None);
+
+/// Starts `cmd` on the spawner: one thread that lives as long as the
+/// process. `PR_SET_PDEATHSIG` fires when the *thread* that forked the child
+/// exits, not its process: a session started on a short-lived thread (a
+/// Python caller's may start on any) would lose its child when that thread
+/// ended. The spawner never ends, so the child dies with the process only.
+fn spawned(cmd: Command) -> std::io::Result<Child> {
+    let (reply, outcome) = mpsc::channel();
+    let lost = || std::io::Error::other("the thread that starts producers' processes is gone");
+    {
+        let mut spawner = SPAWNER.lock().unwrap_or_else(|p| p.into_inner());
+        if spawner.is_none() {
+            let (queue, requests) = mpsc::channel::<SpawnRequest>();
+            // Detached: it holds no resource but its queue, and must outlive every caller.
+            std::thread::Builder::new().name("child spawner".into()).spawn(move || {
+                for (mut cmd, reply) in requests {
+                    let _ = reply.send(cmd.spawn());
+                }
+            })?;
+            *spawner = Some(queue);
+        }
+        spawner.as_ref().ok_or_else(lost)?.send((cmd, reply)).map_err(|_| lost())?;
+    }
+    outcome.recv().map_err(|_| lost())?
 }
 
 /// Waits up to `grace` for the child to exit, then kills it and reaps it.
@@ -344,5 +389,58 @@ impl Drop for ChildProducer {
     fn drop(&mut self) {
         // A producer never run (a session that failed to start): no child is left behind.
         end(&mut self.child, Duration::ZERO);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::io::{Read, Write};
+    use std::os::unix::net::UnixStream;
+    use std::path::Path;
+
+    /// Waits (bounded) until `done` holds.
+    fn wait_for(what: &str, done: impl Fn() -> bool) {
+        let until = Instant::now() + Duration::from_secs(20);
+        while !done() {
+            assert!(Instant::now() < until, "timed out waiting until {what}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+    }
+
+    /// An echo child: `sh` copies what comes on its socket back to it, until it closes.
+    fn echo() -> ChildCommand {
+        let script = "exec cat <&$0 >&$0";
+        ChildCommand { program: "/bin/sh".into(), args: vec!["-c".into(), script.into()], validate: false }
+    }
+
+    #[test]
+    fn a_child_outlives_the_thread_that_started_it() {
+        let (mut ours, theirs) = UnixStream::pair().expect("a socket pair");
+        let started = std::thread::spawn(move || {
+            // SAFETY: gettid(2) cannot fail.
+            let tid = unsafe { libc::gettid() };
+            (tid, spawn(&echo(), theirs.into(), &[]))
+        });
+        let (tid, child) = started.join().expect("the starting thread");
+        let mut child = child.expect("the echo child");
+        // Gone from the task list, a thread has finished exiting: parent-death signals included.
+        wait_for("the starting thread is gone", || !Path::new(&format!("/proc/self/task/{tid}")).exists());
+        ours.set_read_timeout(Some(Duration::from_secs(20))).expect("a timeout");
+        ours.write_all(b"?").expect("a byte to the child");
+        let mut back = [0u8; 1];
+        let got = ours.read(&mut back).expect("the child's answer");
+        assert_eq!((got, back), (1, *b"?"), "the child died with the thread that started it");
+        // The session ends: the child sees its socket close and exits.
+        drop(ours);
+        let status = child.wait().expect("the child's exit");
+        assert!(status.success(), "the child: {}", said(Some(status)));
+    }
+
+    #[test]
+    fn a_failed_preparation_says_its_own_error() {
+        // No such descriptor: fcntl fails with EBADF; the calls after it never run.
+        let failed = spawned(prepared(&echo(), i32::MAX)).expect_err("a child without its socket");
+        assert_eq!(failed.raw_os_error(), Some(libc::EBADF), "{failed}");
     }
 }

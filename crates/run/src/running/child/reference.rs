@@ -11,7 +11,9 @@ use std::time::Instant;
 use anyhow::{bail, ensure, Context, Result};
 use ash::vk;
 
-use super::wire::{FromChild, Offer, Received, ToChild, Wire};
+use super::channel::{Channel, Received};
+use super::offer::Offered;
+use super::wire::{FromChild, Produce, ToChild};
 use super::Injected;
 use crate::base::clock::now_ns;
 use crate::base::scene::{render_cpu_as, FrameArgs};
@@ -21,16 +23,17 @@ use vkcuda::vk::device::{list_gpus, Device, Queue};
 use vkcuda::vk::shared_buffer::BUFFER_USAGE;
 use vkcuda::Layout;
 
-/// Serves `offer` (its handles `fds`) until the session says stop.
-pub(super) fn serve(wire: &Wire, offer: &Offer, fds: Vec<OwnedFd>) -> Result<()> {
+/// Serves `offered`'s frames until the session says stop.
+pub(super) fn serve(channel: &Channel, produce: &Produce, offered: Offered) -> Result<()> {
+    let Offered { offer, memory, timelines } = offered;
     let (plan, desc) = offer.frames.parts()?;
     ensure!(
-        desc.layout == Layout::Buffer && offer.timelines == 0,
+        desc.layout == Layout::Buffer && timelines.is_empty(),
         "the reference child writes buffer frames whose timelines the session signals (it was offered {desc} \
          with {} timeline handles)",
-        offer.timelines
+        timelines.len()
     );
-    let instance = vulkan_instance(offer.validate, &[])?;
+    let instance = vulkan_instance(produce.validate, &[])?;
     let gpu = list_gpus(&instance)?
         .into_iter()
         .find(|g| g.uuid == offer.uuid)
@@ -38,24 +41,24 @@ pub(super) fn serve(wire: &Wire, offer: &Offer, fds: Vec<OwnedFd>) -> Result<()>
     let queue = Queue { kind: QueueKind::Compute, present: None };
     let device = Device::new(instance.clone(), gpu, false, queue, Default::default())?;
     let mut frames = Vec::new();
-    for (fd, &size) in fds.into_iter().zip(&offer.memory) {
+    for (fd, &size) in memory.into_iter().zip(&offer.memory) {
         frames.push(Mapped::import(&device, fd, size, desc.bytes())?);
     }
-    wire.send(&FromChild::Ready { arch: None })?;
-    let inject = Injected::parse(&offer.inject)?;
+    channel.send(&FromChild::Ready { arch: None })?;
+    let inject = Injected::from_env()?;
     let threads = std::thread::available_parallelism().map_or(1, |n| n.get());
     loop {
-        match wire.recv::<ToChild>()? {
+        match channel.recv::<ToChild>()? {
             Received::Message(ToChild::Frame { g, spec }) => {
                 inject.before(g);
                 let started = Instant::now();
                 let args = FrameArgs::new(&spec.scene, spec.tick);
                 render_cpu_as(&spec.scene, &args, desc.format, frames[plan.image(g)].bytes()?, threads);
                 let (render_ns, rendered_ns) = (started.elapsed().as_nanos() as u64, now_ns());
-                wire.send(&FromChild::Timing { g, render_ns, rendered_ns })?;
-                wire.send(&FromChild::Produced { g })?;
+                channel.send(&FromChild::Timing { g, render_ns, rendered_ns })?;
+                channel.send(&FromChild::Produced { g })?;
             }
-            Received::Message(ToChild::Kernel(_)) => bail!("the reference child runs no kernel"),
+            Received::Message(ToChild::Kernel { .. }) => bail!("the reference child runs no kernel"),
             Received::Message(ToChild::Stop) => break,
             Received::Quiet => {}
             Received::Closed => return Ok(()),
@@ -65,7 +68,7 @@ pub(super) fn serve(wire: &Wire, offer: &Offer, fds: Vec<OwnedFd>) -> Result<()>
     drop(device);
     let counts = instance.validation().counts();
     ensure!(counts.clean(), "the reference child's validation layer reported {counts}");
-    wire.send(&FromChild::Done)
+    channel.send(&FromChild::Done)
 }
 
 /// One frame's memory, imported and mapped.

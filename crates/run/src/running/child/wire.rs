@@ -1,101 +1,74 @@
-//! The child protocol's wire: typed messages as length-prefixed JSON over a
-//! Unix stream socket, and the exported handles as `SCM_RIGHTS` on one byte
-//! sent after the [`Offer`] that counts them.
+//! The producer's messages, on top of the frames' offer
+//! ([`super::offer`]) over a [`Channel`]: after the offer, a [`Produce`]
+//! says what the child renders; then frames, kernel versions and the stop
+//! go to the child ([`ToChild`]), and readiness, frames made, timings and
+//! failures come back ([`FromChild`]). A kernel's CUBIN travels as bulk
+//! bytes after the message that announces it, not inside it.
 
-use std::io::{IoSlice, IoSliceMut, Read, Write};
-use std::mem::MaybeUninit;
-use std::os::fd::{AsFd, BorrowedFd, OwnedFd};
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
-use std::time::Duration;
 
-use anyhow::{bail, ensure, Context, Result};
-use rustix::net::{RecvAncillaryBuffer, RecvAncillaryMessage, RecvFlags, SendAncillaryBuffer};
-use rustix::net::{SendAncillaryMessage, SendFlags};
-use serde::de::DeserializeOwned;
+use anyhow::{bail, Result};
 use serde::{Deserialize, Serialize};
 
+use super::channel::{Channel, Received};
 use crate::base::director::FrameSpec;
 use crate::base::nvrtc::Program;
 use crate::base::userkernel::KernelSpec;
-use vkcuda::sync::{FramePlan, SyncScheme};
 use vkcuda::types::CudaSched;
-use vkcuda::{Format, FrameDesc, Layout};
 
-/// The protocol's version: a child of another build refuses the offer.
-pub const VERSION: u32 = 1;
+/// Where a session passes a child the faults to inject (`FAULT@FRAME`,
+/// comma-separated), for tests only: in the environment, not the protocol.
+pub const INJECT_ENV: &str = "VKCUDA_CHILD_INJECT";
 
-/// The most handles one offer carries (frames and timelines).
-pub const MAX_HANDLES: usize = 16;
-
-/// The largest message either side accepts (a kernel's PTX and CUBIN fit).
-const MAX_MESSAGE: u32 = 64 << 20;
-
-/// What the session offers a new child, once: the frames, the device, what to render.
+/// What the child does with the frames offered: sent after the offer.
 #[derive(Clone, Debug, Serialize, Deserialize)]
-pub struct Offer {
-    /// [`VERSION`].
-    pub version: u32,
-    /// The Vulkan device's `deviceUUID`: the child renders on the device that has it.
-    pub uuid: [u8; 16],
-    /// The frames and their plan.
-    pub frames: PlanWire,
-    /// Each frame's allocation size, in the plan's order: one handle each follows.
-    pub memory: Vec<u64>,
-    /// Timeline handles after the frames' (0: the session signals "rendered" for the child).
-    pub timelines: usize,
-    /// Timeline handles after those, for the child's host waits (0: the session waits for it).
-    pub wait_timelines: usize,
-    /// The images have `COLOR_ATTACHMENT` usage.
-    pub color: bool,
-    /// What the child renders.
+pub struct Produce {
+    /// What it renders (a kernel's CUBIN follows as bulk bytes, when `cubin`).
     pub render: Render,
-    /// Test only: faults to inject (`FAULT@FRAME`).
-    pub inject: Vec<String>,
+    /// Bulk bytes follow: the CUBIN of `render`'s program.
+    pub cubin: bool,
+    /// Timeline handles after that, for the child's host waits (0: the session waits for it).
+    pub wait_timelines: usize,
     /// The child's Vulkan instance loads the validation layer.
     pub validate: bool,
 }
 
-impl Offer {
-    /// Handles that follow the offer.
-    pub fn handles(&self) -> usize {
-        self.memory.len() + self.timelines + self.wait_timelines
+impl Produce {
+    /// Sends it; a program's CUBIN as bulk bytes after it.
+    pub fn send(channel: &Channel, render: &Render, wait_timelines: usize, validate: bool) -> Result<()> {
+        let mut render = render.clone();
+        let cubin = match &mut render {
+            Render::Kernel { program: Some(program), .. } => program.cubin.take(),
+            _ => None,
+        };
+        channel.send(&Produce { render, cubin: cubin.is_some(), wait_timelines, validate })?;
+        cubin.map_or(Ok(()), |bytes| channel.send_bytes(&bytes))
+    }
+
+    /// Receives it, and the CUBIN after it.
+    pub fn receive(channel: &Channel) -> Result<Produce> {
+        let mut produce = match channel.recv::<Produce>()? {
+            Received::Message(produce) => produce,
+            _ => bail!("the session said not what to produce"),
+        };
+        if let (true, Render::Kernel { program: Some(program), .. }) = (produce.cubin, &mut produce.render) {
+            program.cubin = Some(channel.recv_bytes()?);
+        }
+        Ok(produce)
     }
 }
 
-/// A frame plan and its frames, as plain data.
-#[derive(Clone, Copy, Debug, Serialize, Deserialize)]
-pub struct PlanWire {
-    /// The synchronization scheme.
-    pub sync: SyncScheme,
-    /// Frames in rotation.
-    pub images: usize,
-    /// The timelines' base value.
-    pub base: u64,
-    /// Frames the plan is made for.
-    pub total: u64,
-    /// The pixel format.
-    pub format: Format,
-    /// Array or buffer.
-    pub layout: Layout,
-    /// Width and height.
-    pub size: (u32, u32),
+/// Sends a new kernel version: [`ToChild::Kernel`], then its CUBIN.
+pub fn send_kernel(channel: &Channel, program: &Program) -> Result<()> {
+    let ptx = program.ptx.clone();
+    channel.send(&ToChild::Kernel { ptx, cubin: program.cubin.is_some() })?;
+    program.cubin.as_ref().map_or(Ok(()), |bytes| channel.send_bytes(bytes))
 }
 
-impl PlanWire {
-    /// The plan and frames as the core has them.
-    pub fn new(plan: &FramePlan, desc: &FrameDesc, total: u64) -> Self {
-        let (w, h) = (desc.extent.width, desc.extent.height);
-        let (sync, images, base) = (plan.scheme(), plan.images(), plan.initial_value());
-        Self { sync, images, base, total, format: desc.format, layout: desc.layout, size: (w, h) }
-    }
-
-    /// Back to the core's types.
-    pub fn parts(&self) -> Result<(FramePlan, FrameDesc)> {
-        let plan = FramePlan::new(self.sync, self.images, self.base, self.total)?;
-        let extent = ash::vk::Extent2D { width: self.size.0, height: self.size.1 };
-        Ok((plan, FrameDesc::new(extent).format(self.format).layout(self.layout)))
-    }
+/// The program of a [`ToChild::Kernel`], its CUBIN read after it.
+pub fn received_kernel(channel: &Channel, ptx: String, cubin: bool) -> Result<Program> {
+    let cubin = if cubin { Some(channel.recv_bytes()?) } else { None };
+    Ok(Program { ptx, cubin })
 }
 
 /// How a CUDA child runs.
@@ -144,8 +117,14 @@ pub enum ToChild {
         /// What it shows.
         spec: FrameSpec,
     },
-    /// A newly compiled version of the user's kernel, from the next frame on.
-    Kernel(Program),
+    /// A newly compiled version of the user's kernel, from the next frame
+    /// on: its PTX; its CUBIN, if any, follows as bulk bytes.
+    Kernel {
+        /// The PTX.
+        ptx: String,
+        /// Bulk bytes follow: the CUBIN.
+        cubin: bool,
+    },
     /// No more frames: finish what was enqueued, say [`FromChild::Done`], exit.
     Stop,
 }
@@ -188,134 +167,47 @@ pub enum FromChild {
     Done,
 }
 
-/// One end of the child's socket.
-pub struct Wire {
-    stream: UnixStream,
-}
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::base::userkernel::PARAMS;
+    use std::os::fd::OwnedFd;
 
-impl Wire {
-    /// A connected pair: the session's end, and the child's (to be inherited).
-    pub fn pair() -> Result<(Wire, OwnedFd)> {
-        let (ours, theirs) = UnixStream::pair().context("making the child's socket")?;
-        Ok((Wire { stream: ours }, theirs.into()))
+    /// Both ends of a pair, as a session and its child hold them (greeting aside).
+    fn pair() -> (Channel, Channel) {
+        let (ours, theirs): (Channel, OwnedFd) = Channel::pair().expect("a pair");
+        (ours, Channel::inherited(theirs))
     }
 
-    /// The child's end, from the descriptor it inherited.
-    pub fn from_fd(fd: OwnedFd) -> Self {
-        Wire { stream: UnixStream::from(fd) }
-    }
-
-    /// A second handle to the same socket (one thread reads while another writes).
-    pub fn try_clone(&self) -> Result<Wire> {
-        Ok(Wire { stream: self.stream.try_clone().context("cloning the child's socket")? })
-    }
-
-    /// Reads give up after `after` (`None`: never), with [`Received::Quiet`].
-    pub fn read_timeout(&self, after: Option<Duration>) -> Result<()> {
-        Ok(self.stream.set_read_timeout(after)?)
-    }
-
-    /// Sends one message.
-    pub fn send<T: Serialize>(&self, message: &T) -> Result<()> {
-        let text = serde_json::to_vec(message)?;
-        let len =
-            u32::try_from(text.len()).ok().filter(|&n| n <= MAX_MESSAGE).context("a message too large")?;
-        let mut s = &self.stream;
-        s.write_all(&len.to_le_bytes())?;
-        s.write_all(&text)?;
-        Ok(())
-    }
-
-    /// Receives one message.
-    pub fn recv<T: DeserializeOwned>(&self) -> Result<Received<T>> {
-        let mut len = [0u8; 4];
-        let mut s = &self.stream;
-        loop {
-            match s.read(&mut len[..1]) {
-                Ok(0) => return Ok(Received::Closed),
-                Ok(_) => break,
-                Err(e)
-                    if matches!(e.kind(), std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut) =>
-                {
-                    return Ok(Received::Quiet)
-                }
-                // A signal (Ctrl+C) came: the caller's loop looks at it after its next message.
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                Err(e) if e.kind() == std::io::ErrorKind::ConnectionReset => return Ok(Received::Closed),
-                Err(e) => return Err(e.into()),
-            }
-        }
-        // A message once begun is read whole, whatever the timeout.
-        let timeout = self.stream.read_timeout()?;
-        self.read_timeout(None)?;
-        let mut rest = || -> Result<Vec<u8>> {
-            s.read_exact(&mut len[1..])?;
-            let len = u32::from_le_bytes(len);
-            ensure!(len <= MAX_MESSAGE, "a message of {len} bytes (at most {MAX_MESSAGE})");
-            let mut text = vec![0u8; len as usize];
-            s.read_exact(&mut text)?;
-            Ok(text)
+    #[test]
+    fn a_cubin_travels_as_bytes_after_its_message() {
+        let (session, child) = pair();
+        let cubin: Vec<u8> = (0..=255).cycle().take(20_000).collect();
+        let program = Program { ptx: ".version 8.0".into(), cubin: Some(cubin.clone()) };
+        let kernel = KernelSpec {
+            file: "k.cu".into(),
+            entry: "k".into(),
+            params: [0.0; PARAMS],
+            block: (16, 16),
+            live: false,
         };
-        let text = rest();
-        self.read_timeout(timeout)?;
-        Ok(Received::Message(serde_json::from_slice(&text?).context("a malformed message")?))
-    }
-
-    /// Sends `fds` on one byte.
-    pub fn send_fds(&self, fds: &[BorrowedFd<'_>]) -> Result<()> {
-        ensure!(fds.len() <= MAX_HANDLES, "{} handles (at most {MAX_HANDLES})", fds.len());
-        let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_HANDLES))];
-        let mut control = SendAncillaryBuffer::new(&mut space);
-        ensure!(control.push(SendAncillaryMessage::ScmRights(fds)), "no room for the handles");
-        let sent = loop {
-            let byte = [IoSlice::new(b"H")];
-            match rustix::net::sendmsg(self.stream.as_fd(), &byte, &mut control, SendFlags::empty()) {
-                Err(rustix::io::Errno::INTR) => continue,
-                other => break other?,
-            }
+        let cuda = CudaWire {
+            ptx_cache: "cache".into(),
+            sched: CudaSched::Auto,
+            high_priority: false,
+            host_waits: true,
         };
-        ensure!(sent == 1, "the handles' byte was not sent");
-        Ok(())
-    }
-
-    /// Receives the `n` descriptors of [`Wire::send_fds`].
-    pub fn recv_fds(&self, n: usize) -> Result<Vec<OwnedFd>> {
-        ensure!(n <= MAX_HANDLES, "{n} handles (at most {MAX_HANDLES})");
-        let mut space = vec![MaybeUninit::uninit(); rustix::cmsg_space!(ScmRights(MAX_HANDLES))];
-        let mut control = RecvAncillaryBuffer::new(&mut space);
-        let mut byte = [0u8; 1];
-        let got = loop {
-            let flags = RecvFlags::CMSG_CLOEXEC;
-            match rustix::net::recvmsg(
-                self.stream.as_fd(),
-                &mut [IoSliceMut::new(&mut byte)],
-                &mut control,
-                flags,
-            ) {
-                Err(rustix::io::Errno::INTR) => continue,
-                other => break other?,
-            }
+        let render = Render::Kernel { kernel, program: Some(program.clone()), cuda };
+        Produce::send(&session, &render, 2, false).expect("the produce message");
+        send_kernel(&session, &program).expect("a kernel version");
+        let produce = Produce::receive(&child).expect("what to produce");
+        assert!(produce.cubin && produce.wait_timelines == 2);
+        let Render::Kernel { program: Some(got), .. } = &produce.render else { panic!("not the kernel") };
+        assert_eq!((got.ptx.as_str(), got.cubin.as_ref()), (program.ptx.as_str(), Some(&cubin)));
+        let Ok(Received::Message(ToChild::Kernel { ptx, cubin: true })) = child.recv::<ToChild>() else {
+            panic!("no kernel version with its CUBIN announced")
         };
-        ensure!(got.bytes == 1 && byte == *b"H", "the handles did not come");
-        let mut fds = Vec::new();
-        for message in control.drain() {
-            if let RecvAncillaryMessage::ScmRights(rights) = message {
-                fds.extend(rights);
-            }
-        }
-        if fds.len() != n {
-            bail!("{} handles came, {n} were announced", fds.len());
-        }
-        Ok(fds)
+        let version = received_kernel(&child, ptx, true).expect("its CUBIN");
+        assert_eq!(version.cubin, Some(cubin));
     }
-}
-
-/// What a receive found.
-pub enum Received<T> {
-    /// A message.
-    Message(T),
-    /// Nothing within the read timeout.
-    Quiet,
-    /// The other end closed (it exited, or was killed).
-    Closed,
 }
