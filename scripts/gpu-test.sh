@@ -33,7 +33,7 @@ if [ -n "$E2E" ] && [ -x "$E2E" ]; then
 else
     echo "gpu-test: no e2e test binary (cargo test --release --no-run builds it)"; fail=1
 fi
-[ -n "${VKCUDA_TIMELINE:-}" ] && { "$VKCUDA_TIMELINE" --nocapture 2>&1 | grep -E "skipped|validation|test result"; }
+[ -n "${VKCUDA_TIMELINE:-}" ] && { "$VKCUDA_TIMELINE" --include-ignored --nocapture 2>&1 | grep -E "skipped|validation|test result"; }
 out=$(mktemp -d)
 for scene in gradient julia; do
     for sync in split shared; do

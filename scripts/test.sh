@@ -90,6 +90,11 @@ echo "== the signal tests again with SIGINT ignored, as a job started with & or 
     python/tests/test_headless.py -k "signal_module or ctrl_c")
 echo "== unit and end-to-end tests: validation layer $(dpkg-query -W -f='${Version}' vulkan-validationlayers), Mesa $(dpkg-query -W -f='${Version}' mesa-vulkan-drivers)"
 cargo test --release
+# The tests that need an NVIDIA GPU are #[ignore]d (cargo test lists them as ignored): run them where one is.
+if nvidia-smi -L >/dev/null 2>&1; then
+    cargo test --release -p vkcuda-run --test feed -- --ignored
+    cargo test --release -p vkcuda --test timeline -- --ignored
+fi
 echo "== every failure stops validly: each fault at 30 frames x 8 configurations, CPU producer (scripts/fault-matrix.sh)"
 bash scripts/fault-matrix.sh
 echo "== a frame that never comes stops validly, by SIGINT and by timeout, 6 and 2 times per configuration (scripts/stall-matrix.sh)"

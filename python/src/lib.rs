@@ -378,6 +378,8 @@ impl Viewer {
         }
         dict.set_item("window", state.window_state())?;
         dict.set_item("present", state.window.as_ref().map(|w| w.present))?;
+        // The run's producer as users read it ("fed", "fed-cuda"); None between runs.
+        dict.set_item("producer", state.run.as_ref().map(|r| r.feed.producer().to_string()))?;
         Ok(dict)
     }
 

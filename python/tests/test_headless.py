@@ -196,6 +196,7 @@ def test_stats_count_the_run_in_progress_and_add_up_over_runs(tmp_path):
             shown += n
             s = wait_for_stats(v, lambda s: s["written"] == shown)
             assert (s["shown"], s["consumed"], s["written"], s["replaced"]) == (shown, shown, shown, 0), s
+            assert s["producer"] == "fed", s  # host arrays: the fed producer, in this process
             assert len(frames(tmp_path)) == shown  # each one counted once its file is there
         v.flush()
         assert v.stats()["written"] == shown

@@ -78,6 +78,12 @@ def test_the_widget_in_jupyter(lab):
     print(f"{front}: kernel restarted after {frames} frames; the canvas keeps the last one")
 
 
+# The least frames/s a widget gets (JPEG, lavapipe, 2 cores shared with other work): about a
+# third of the slowest of 3 runs measured on the CI-like machine (2026-12-02: 7.0, 11.9, 13.9
+# at 960x540 and 2.4, 2.8, 3.8 at 1920x1080; the slowest each while another build ran).
+FLOOR = {(960, 540): 2.0, (1920, 1080): 0.8}
+
+
 @pytest.mark.parametrize("size", [(960, 540), (1920, 1080)])
 def test_the_widgets_frame_rate_in_jupyterlab(lab, size):
     b, _ = lab
@@ -90,4 +96,4 @@ def test_the_widgets_frame_rate_in_jupyterlab(lab, size):
     time.sleep(5)
     frames, secs = b.eval(f"{CANVAS}.vkcuda.frames") - start, time.monotonic() - t0
     print(f"jupyterlab: a {size[0]}x{size[1]} widget received {frames / secs:.1f} frames/s (JPEG, lavapipe, 2 cores)")
-    assert frames > 0
+    assert frames / secs >= FLOOR[size], f"{frames / secs:.1f} frames/s, below {FLOOR[size]}"

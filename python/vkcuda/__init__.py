@@ -289,7 +289,8 @@ class Viewer:
         """Frames shown, replaced, consumed and written so far, the run in progress
         included (its counts rise as its frames are consumed and written; ``flush()``
         waits for all of them); validation messages; the device; the window's state
-        ("open", "closed") and how frames reach it ("swapchain", "cpu")."""
+        ("open", "closed") and how frames reach it ("swapchain", "cpu"); the run's
+        producer ("fed": host arrays, "fed-cuda": GPU tensors; None between runs)."""
         return dict(self._native.stats())
 
     def close(self) -> None:

@@ -356,7 +356,7 @@ fn peak_rss(pid: u32, until: &dyn Fn() -> bool) -> u64 {
 
 /// One run of `frames` frames, with a client that asks for frames and never
 /// reads (or none): its fps (from --json) and peak memory (kB).
-fn run_with_stalled(stalled: bool, frames: &str) -> Result<(f64, u64), String> {
+fn run_with_stalled(stalled: bool, frames: &str) -> Result<(serde_json::Value, u64), String> {
     let json = crate::common::tmp(&format!("stall-{stalled}.json"));
     let args = ["--producer", "cpu", "--size", "640x360", "--frames", frames, "--json"];
     let s = Served::start("0", &[&args[..], &[json.to_str().unwrap_or("")]].concat())?;
@@ -384,7 +384,7 @@ fn run_with_stalled(stalled: bool, frames: &str) -> Result<(f64, u64), String> {
     let j: serde_json::Value = serde_json::from_slice(&std::fs::read(&json).map_err(|e| e.to_string())?)
         .map_err(|e| e.to_string())?;
     let _ = std::fs::remove_file(&json);
-    Ok((j["fps"].as_f64().unwrap_or(0.0), peak))
+    Ok((j, peak))
 }
 
 /// A client frame: a masked text frame (a client must mask).
@@ -411,39 +411,54 @@ fn masked(first: u8, payload: &[u8]) -> Vec<u8> {
     f
 }
 
-/// A client that connects and never reads: the run's fps stays within 10 %
-/// of the run without it (the medians of 5 runs each, alternating), and the memory
-/// stays within the view's fixed cost.
+/// A client that connects and never reads: the run never waits for it. Its
+/// frames are skipped (the view sends it a few, until its socket is full,
+/// and none after), every frame is still consumed, the consumer's time in the
+/// view's calls stays near zero (a wait on the client would last as long as
+/// the run: it never reads), and the memory stays within the view's fixed
+/// cost. What the design promises, not a frame rate, which the machine's
+/// other work moves.
 fn a_stalled_client_does_not_slow_the_run() -> Outcome {
-    let (mut without, mut with) = (Vec::new(), Vec::new());
-    // 5 alternating runs each, compared by their medians: the machine's other work hits
-    // single runs, on either side.
-    for _ in 0..5 {
-        without.push(run_with_stalled(false, "24000")?);
-        with.push(run_with_stalled(true, "24000")?);
-    }
-    let median = |runs: &[(f64, u64)]| {
-        let mut fps: Vec<f64> = runs.iter().map(|r| r.0).collect();
-        fps.sort_by(f64::total_cmp);
-        fps[fps.len() / 2]
-    };
-    let peak = |runs: &[(f64, u64)]| runs.iter().map(|r| r.1).max().unwrap_or(0);
-    let ratio = median(&with) / median(&without).max(1e-9);
-    println!(
-        "  stalled client: median {:.1} fps with it, {:.1} without (ratio {ratio:.3}); peak memory {} MB with, {} MB without",
-        median(&with),
-        median(&without),
-        peak(&with) / 1024,
-        peak(&without) / 1024
+    const FRAMES: u64 = 24000;
+    let (without, peak_without) = run_with_stalled(false, &FRAMES.to_string())?;
+    let (with, peak_with) = run_with_stalled(true, &FRAMES.to_string())?;
+    let view = &with["view"];
+    let (asked, sent) = (view["frames"].as_u64().unwrap_or(0), view["sent"].as_u64().unwrap_or(u64::MAX));
+    let (total_us, longest_us) = (
+        view["handoff_us"]["total"].as_f64().unwrap_or(f64::MAX),
+        view["handoff_us"]["longest"].as_f64().unwrap_or(f64::MAX),
     );
-    if ratio < 0.9 {
-        return Err(format!("a stalled client slowed the run to {ratio:.3} of its fps"));
+    println!(
+        "  stalled client: {} frames consumed, the view asked for {asked}, sent {sent}; hand-off {:.1} us a frame, \
+         longest {longest_us:.0} us; peak memory {} MB with, {} MB without",
+        with["frames"],
+        total_us / asked.max(1) as f64,
+        peak_with / 1024,
+        peak_without / 1024
+    );
+    if with["frames"].as_u64() != Some(FRAMES) || asked < FRAMES {
+        return Err(format!("not every frame was consumed and offered to the view: {with}"));
+    }
+    // The socket holds a few frames of 640x360 before it is full; the rest are skipped.
+    if sent > FRAMES / 100 {
+        return Err(format!("a client that never reads was sent {sent} of {FRAMES} frames"));
+    }
+    // Each call takes a lock and copies a want list: microseconds. 100 us a frame and
+    // 200 ms at most are far above that, however loaded the machine (a thread preempted
+    // while it holds the hub's lock), and far below a wait on a client that never reads.
+    if total_us / asked as f64 > 100.0 || longest_us > 200_000.0 {
+        return Err(format!(
+            "the run waited on the view: {total_us:.0} us over {asked} frames, {longest_us:.0} us at most"
+        ));
     }
     // The view's fixed cost: a draw target, its readback buffers and, on NVIDIA, the
     // allocator's first 64 MB block of host-visible memory; a client that grew it would show
     // as more than that.
-    if peak(&with) > peak(&without) + 96 * 1024 {
-        return Err(format!("a stalled client grew the memory: {} kB vs {} kB", peak(&with), peak(&without)));
+    if peak_with > peak_without + 96 * 1024 {
+        return Err(format!("a stalled client grew the memory: {peak_with} kB vs {peak_without} kB"));
+    }
+    if without["view"]["frames"].as_u64() != Some(FRAMES) {
+        return Err(format!("the run without a client did not offer each frame to the view: {without}"));
     }
     Ok(())
 }

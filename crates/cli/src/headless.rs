@@ -27,7 +27,8 @@ use vkcuda_run::base::size::Size;
 use vkcuda_run::base::usage::{Field, Message};
 use vkcuda_run::base::xid;
 use vkcuda_run::drive::{
-    png_workers, prepare_out_dir, spare_cores, sum_of, summarize, watch_signals, Summary, MAX_PNG_WORKERS,
+    png_workers, prepare_out_dir, spare_cores, sum_of, summarize, watch_signals, MadeBy, Summary, ViewReport,
+    MAX_PNG_WORKERS,
 };
 use vkcuda_run::for_people;
 use vkcuda_run::frames::gpu::{self, Gpu, MemoryNeed};
@@ -150,7 +151,8 @@ fn nothing_to_render(args: &Args) -> Summary {
         frames: 0,
         fps: 0.0,
         size: args.size_or(Size { width: 1920, height: 1080 }),
-        producer: "none",
+        producer: MadeBy::Nothing,
+        view: None,
         producer_median: None,
         vulkan_median: None,
         latency_median: None,
@@ -289,7 +291,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         (span, caught, progress),
     );
     progress.finish_and_clear();
-    let read = offscreen.finish();
+    let (view, read) = (served.as_ref().map(|s| s.report(&offscreen)), offscreen.finish());
     if let Some(served) = &mut served {
         served.stop();
     }
@@ -306,6 +308,7 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     let validation = gpu.device.validation();
     let mut summary = summarize(consumed, report, sink, (producer, size), &validation, caught);
     summary.device = gpu.device.info().to_string();
+    summary.view = view;
     Ok(summary)
 }
 
@@ -324,7 +327,7 @@ fn run_until_done(
     offscreen: &mut Offscreen,
     served: Option<&Served>,
     (span, caught, progress): (Span, &Arc<AtomicUsize>, &ProgressBar),
-) -> Result<(Consumed, Report, &'static str)> {
+) -> Result<(Consumed, Report, MadeBy)> {
     let reload = served.and_then(|s| s.reload.clone());
     loop {
         let result = args.spec_reloading(gpu, director, reload.as_deref()).and_then(|spec| {
@@ -387,6 +390,12 @@ impl Served {
         eprintln!("vkcuda: watch it at {}", view.url().unwrap_or_default());
         let instance = instance.clone();
         Ok(Self { view, reload, controls, instance, shape, slots, remakes: Default::default() })
+    }
+
+    /// What the view took of the run's frames and what handing them over cost
+    /// `offscreen`'s consumer: read before the view stops.
+    fn report(&self, offscreen: &Offscreen) -> ViewReport {
+        ViewReport { handoff: offscreen.handoff().unwrap_or_default(), sent: self.view.hub.sent() }
     }
 
     /// Whether the device `e` says was lost is made again ([`Remakes`]):
@@ -466,7 +475,7 @@ pub fn summary_json(args: &Args, s: &Summary) -> serde_json::Value {
         "gpus": s.gpus,
         "size": s.size.to_string(),
         "scene": args.scene.to_string(),
-        "producer": s.producer,
+        "producer": s.producer.to_string(),
         "handover": args.handover.name(),
         "sync": args.sync.to_string(),
         "buffers": args.buffers,
@@ -493,6 +502,11 @@ pub fn summary_json(args: &Args, s: &Summary) -> serde_json::Value {
             },
         },
         "validation": { "errors": s.validation.errors, "warnings": s.validation.warnings },
+        "view": s.view.map(|v| serde_json::json!({
+            "frames": v.handoff.frames,
+            "sent": v.sent,
+            "handoff_us": { "total": v.handoff.total.as_secs_f64() * 1e6, "longest": v.handoff.longest.as_secs_f64() * 1e6 },
+        })),
         "interrupted_by_signal": s.interrupted,
         "resumed_frames_kept": s.kept,
         "leftovers_removed": s.leftovers_removed,

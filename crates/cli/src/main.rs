@@ -17,11 +17,12 @@ use crate::cli::BenchArgs;
 use crate::cli::{Args, CheckDumpArgs, CheckKernelArgs, Command};
 use vkcuda_run::base::failure::RunError;
 use vkcuda_run::base::footprint::change;
+use vkcuda_run::base::kinds::{Place, ProducerId, Renders};
 use vkcuda_run::base::nvrtc::CompileError;
 use vkcuda_run::base::stats::micros;
 use vkcuda_run::base::userkernel;
 use vkcuda_run::base::xid;
-use vkcuda_run::drive::Summary;
+use vkcuda_run::drive::{MadeBy, Summary};
 
 /// Exit codes (documented in the README).
 mod exit {
@@ -225,8 +226,8 @@ fn print_timing(args: &Args, s: &Summary) {
     println!(
         "  median per frame: {} {}, Vulkan GPU {}, rendered → consumed {}",
         match s.producer {
-            "cuda" => "CUDA kernel",
-            "staging" => "CUDA kernel + copy to host",
+            MadeBy::Producer(ProducerId { renders: Renders::Cuda, place: Place::InProcess }) => "CUDA kernel",
+            MadeBy::Producer(ProducerId { renders: Renders::Staging, .. }) => "CUDA kernel + copy to host",
             _ => "CPU render",
         },
         micros(s.producer_median),

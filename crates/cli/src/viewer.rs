@@ -37,12 +37,13 @@ use vkcuda::vk::WAIT_TIMEOUT;
 use vkcuda_run::base::clock::CpuMeter;
 use vkcuda_run::base::director::{Director, Pointer};
 use vkcuda_run::base::failure::Remakes;
+use vkcuda_run::base::kinds::{Place, ProducerId, Renders};
 use vkcuda_run::base::reload::{KernelReload, Swapped};
 use vkcuda_run::base::scene::{frame_pixel, Scene};
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::stats::{median, micros, Samples};
 use vkcuda_run::base::xid;
-use vkcuda_run::drive::{png_sink, prepare_out_dir, summarize, watch_signals, Summary};
+use vkcuda_run::drive::{png_sink, prepare_out_dir, summarize, watch_signals, MadeBy, Summary};
 use vkcuda_run::for_people;
 use vkcuda_run::frames::consumer::Completed;
 use vkcuda_run::frames::display;
@@ -295,11 +296,7 @@ impl Viewer {
                 true => Ok(true),
                 false => Err(e),
             },
-            Err(e)
-                if self
-                    .remakes
-                    .due(&e, self.run.as_ref().is_some_and(|r| r.producer().ends_with("-child"))) =>
-            {
+            Err(e) if self.remakes.due(&e, self.run.as_ref().is_some_and(|r| r.producer().in_child())) => {
                 self.remake(e).map(|()| true)
             }
             other => other,
@@ -401,7 +398,7 @@ impl Viewer {
     /// ends with the error (`false`).
     fn fault(&mut self) -> Result<bool> {
         let (Some(reload), Some(run)) = (&self.reload, &self.run) else { return Ok(false) };
-        if !run.producer().ends_with("-child") {
+        if !run.producer().in_child() {
             return Ok(false);
         }
         let restart = Restart::after_failure(reload.link());
@@ -662,7 +659,10 @@ impl Viewer {
                 spec.tick,
                 spec.scene.cost,
                 self.shown_at.len(),
-                if run.is_some_and(|r| r.producer() == "cuda") { "CUDA" } else { "CPU" },
+                match run.map(Session::producer) {
+                    Some(ProducerId { renders: Renders::Cuda, place: Place::InProcess }) => "CUDA",
+                    _ => "CPU",
+                },
                 micros(render),
                 micros(vulkan),
                 match self.screen.presenter.through_cpu() {
@@ -670,7 +670,7 @@ impl Viewer {
                     false => String::new(),
                 },
                 self.screen.presenter.mode(),
-                run.map_or("?", |r| r.producer()),
+                run.map_or_else(|| "?".to_string(), |r| r.producer().to_string()),
                 self.args.sync,
             )
         } else {
@@ -722,7 +722,14 @@ impl Viewer {
         };
         let validation = self.gpu.device.validation();
         let report = std::mem::take(&mut self.report);
-        Ok(summarize(consumed, report, self.sink.clone(), (producer, size), &validation, caught))
+        Ok(summarize(
+            consumed,
+            report,
+            self.sink.clone(),
+            (MadeBy::Producer(producer), size),
+            &validation,
+            caught,
+        ))
     }
 }
 

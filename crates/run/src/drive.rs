@@ -5,6 +5,7 @@
 //! the signals that stop a run ([`watch_signals`]), and the output folder
 //! and PNG pool of a dump ([`prepare_out_dir`], [`png_sink`]).
 
+use std::fmt;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
@@ -16,12 +17,14 @@ use indicatif::ProgressBar;
 use crate::base::failure::{awaited, gave_up, RunError};
 use crate::base::footprint::{self, Footprint};
 use crate::base::inject::Inject;
+use crate::base::kinds::ProducerId;
 use crate::base::size::Size;
 use crate::base::stats::{median, median_f64, Samples};
 use crate::base::usage::{Field, Message};
 use crate::frames::consumer::{Completed, ExtraSync};
 use crate::frames::gpu::Gpu;
 use crate::present::offscreen::Offscreen;
+use crate::present::watch::HandOff;
 use crate::running::measure::{Consumed, Span, SpanClock};
 use crate::running::producer::Report;
 use crate::running::session::{Session, STALL};
@@ -40,8 +43,10 @@ pub struct Summary {
     pub fps: f64,
     /// Size of the shared images (the last size, if the viewer resized them).
     pub size: Size,
-    /// Which producer ran.
-    pub producer: &'static str,
+    /// Who made the frames.
+    pub producer: MadeBy,
+    /// `--serve`: what the view took.
+    pub view: Option<ViewReport>,
     /// Median producer render time per frame (CUDA events, or CPU wall clock).
     pub producer_median: Option<Duration>,
     /// Median Vulkan GPU time per frame (timestamp queries).
@@ -69,6 +74,36 @@ pub struct Summary {
     pub leftovers_removed: usize,
     /// `--resume`: the dumped frames kept from before (the frames rendered are `frames`).
     pub kept: Option<u64>,
+}
+
+/// What a browser view took of a run's frames, and what handing them to it cost the run.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct ViewReport {
+    /// The consumer's time in the view's calls.
+    pub handoff: HandOff,
+    /// Frames sent to its clients, all together.
+    pub sent: u64,
+}
+
+/// Who made a run's frames.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum MadeBy {
+    /// Nobody: a resumed run found every frame made ("none").
+    Nothing,
+    /// A producer of a session.
+    Producer(ProducerId),
+    /// A peer's hand-over pattern (the bench's), by its name.
+    Peer(&'static str),
+}
+
+impl fmt::Display for MadeBy {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            MadeBy::Nothing => f.write_str("none"),
+            MadeBy::Producer(p) => p.fmt(f),
+            MadeBy::Peer(name) => f.write_str(name),
+        }
+    }
 }
 
 /// A PNG pool writing into `dir`, [`png_workers`] threads.
@@ -159,7 +194,7 @@ pub fn run_session(
     offscreen: &mut Offscreen,
     span: Span,
     (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
-) -> Result<(Consumed, Report, &'static str)> {
+) -> Result<(Consumed, Report, ProducerId)> {
     let mut session = Session::start(gpu, spec, desc, base)?;
     session.interrupt_with(caught.clone());
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
@@ -229,7 +264,7 @@ pub fn summarize(
     c: Consumed,
     report: Report,
     sink: SinkReport,
-    (producer, size): (&'static str, Size),
+    (producer, size): (MadeBy, Size),
     validation: &ValidationCounts,
     caught: &AtomicUsize,
 ) -> Summary {
@@ -251,6 +286,7 @@ pub fn summarize(
         size,
         fps: c.steady_frames as f64 / c.steady.as_secs_f64().max(1e-9),
         producer,
+        view: None,
         producer_median: median(&render),
         vulkan_median: median(&vulkan),
         latency_median: median(&latency),

@@ -123,11 +123,14 @@ fn host_frames_fed_from_rust_are_written_as_put() {
 /// for Vulkan's release), the last one packed into a slot the producer
 /// copies in (the path of `show` when the buffer is still Vulkan's).
 #[test]
+#[ignore = "needs an NVIDIA GPU with CUDA: cargo test --release -p vkcuda-run --test feed -- --ignored"]
 fn gpu_frames_fed_from_rust_are_written_as_put() {
-    let gpu = match open(ProducerKind::Auto) {
-        Ok(g) if g.cuda.is_some() => g,
-        _ => return eprintln!("skipped: no NVIDIA GPU with CUDA"),
-    };
+    let gpu = open(ProducerKind::Auto).expect("a Vulkan device");
+    assert!(
+        gpu.cuda.is_some(),
+        "no CUDA device matches {}: this test needs an NVIDIA GPU",
+        gpu.device.info()
+    );
     let dir = folder("gpu");
     fed_from_gpu(&gpu, &dir).expect("frames fed from GPU memory");
     let v = gpu.device.validation();

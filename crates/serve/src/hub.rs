@@ -13,7 +13,7 @@
 //! it holds at most one encoded frame.
 
 use std::collections::BTreeMap;
-use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, AtomicU64, Ordering};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::{Arc, Condvar, Mutex, MutexGuard, Weak};
 use std::thread::JoinHandle;
@@ -341,6 +341,8 @@ pub struct Hub {
     workers: Mutex<Vec<JoinHandle<()>>>,
     /// Its encoder threads.
     encoders: u32,
+    /// Frames sent to any client (the run's summary: what the view took of its frames).
+    sent: AtomicU64,
 }
 
 impl Hub {
@@ -355,6 +357,7 @@ impl Hub {
             jobs: Mutex::new(Some(send)),
             workers: Mutex::default(),
             encoders: workers as u32,
+            sent: AtomicU64::new(0),
         });
         let receive = Arc::new(Mutex::new(receive));
         let handles = (0..workers)
@@ -458,7 +461,16 @@ impl Hub {
 
     /// The client's newest frame, if one waits and its link has room now (counted as sent).
     pub fn next_for(&self, id: u64) -> Option<Encoded> {
-        self.with(id, |c| c.take_next(Instant::now())).flatten()
+        let next = self.with(id, |c| c.take_next(Instant::now())).flatten();
+        if next.is_some() {
+            self.sent.fetch_add(1, Ordering::Relaxed);
+        }
+        next
+    }
+
+    /// Frames sent to any client so far, all clients together.
+    pub fn sent(&self) -> u64 {
+        self.sent.load(Ordering::Relaxed)
     }
 
     /// [`Hub::next_for`], waiting at most `timeout` for one (a thread that
@@ -468,6 +480,7 @@ impl Hub {
         let mut s = self.state();
         loop {
             if let Some(next) = s.clients.get_mut(&id)?.take_next(Instant::now()) {
+                self.sent.fetch_add(1, Ordering::Relaxed);
                 return Some(next);
             }
             let left = deadline.checked_duration_since(Instant::now())?;

@@ -41,7 +41,7 @@ use vkcuda_run::base::kernels::{Out, SceneKernels};
 use vkcuda_run::base::scene::FrameArgs;
 use vkcuda_run::base::size::Size;
 use vkcuda_run::base::stats::Samples;
-use vkcuda_run::drive::run_session;
+use vkcuda_run::drive::{run_session, MadeBy};
 use vkcuda_run::frames::consumer::{Completed, Consume, FrameLoop, Frames, Source, Submission};
 use vkcuda_run::frames::gpu::Gpu;
 use vkcuda_run::present::offscreen::Offscreen;
@@ -61,9 +61,10 @@ pub fn run_handover(
     offscreen: &mut Offscreen,
     span: Span,
     (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
-) -> Result<(Consumed, Report, &'static str)> {
+) -> Result<(Consumed, Report, MadeBy)> {
     match kind {
-        Handover::Vkcuda => run_session(gpu, (spec, base), desc, offscreen, span, (caught, progress)),
+        Handover::Vkcuda => run_session(gpu, (spec, base), desc, offscreen, span, (caught, progress))
+            .map(|(c, r, p)| (c, r, MadeBy::Producer(p))),
         peer => {
             let size = Size { width: desc.extent.width, height: desc.extent.height };
             run(peer, gpu, spec, base, (director, size), offscreen, (span, caught, progress))
@@ -82,7 +83,7 @@ fn run(
     (director, size): (&Arc<Director>, Size),
     offscreen: &mut Offscreen,
     (span, caught, progress): (Span, &AtomicUsize, &ProgressBar),
-) -> Result<(Consumed, Report, &'static str)> {
+) -> Result<(Consumed, Report, MadeBy)> {
     director.resize(size.width, size.height);
     let mut rig = Rig::new(kind, gpu, spec, base, director.clone(), size)?;
     offscreen.bind(Frames::Images(rig.shared.images()))?;
@@ -95,7 +96,7 @@ fn run(
     };
     let report = rig.finish(outcome.is_ok());
     let (frames, completed) = outcome?;
-    Ok((stop.clock.finish(frames, completed, None), report?, kind.name()))
+    Ok((stop.clock.finish(frames, completed, None), report?, MadeBy::Peer(kind.name())))
 }
 
 /// The most consumer frames a pattern keeps in flight (vulkanImageCUDA's MAX_FRAMES).

@@ -7,6 +7,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::kinds::ProducerId;
 use super::usage::{UsageError, Vocabulary};
 
 /// Why a run failed.
@@ -30,8 +31,8 @@ pub enum RunError {
     /// The producer failed: its error, and the consumer's if it failed for
     /// a reason of its own meanwhile (not merely because the producer did).
     ProducerFailed {
-        /// Which producer ("cuda", "cpu", "fed" ...).
-        producer: &'static str,
+        /// Which producer: what rendered, and where.
+        producer: ProducerId,
         /// Its error.
         error: anyhow::Error,
         /// The consumer's own error, if any.
@@ -213,6 +214,7 @@ pub fn panic_message(payload: &(dyn std::any::Any + Send)) -> &str {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::base::kinds::Renders;
     use crate::base::usage::{Field, Flags, Message};
     use anyhow::{anyhow, Context};
 
@@ -253,7 +255,11 @@ mod tests {
         let other =
             RunError::of_consumer(anyhow::Error::from(vkcuda::Error::Invalid { context: "x".into() }));
         assert!(!other.device_lost());
-        let producer = |consumer| RunError::ProducerFailed { producer: "cpu-child", error: lost(), consumer };
+        let producer = |consumer| RunError::ProducerFailed {
+            producer: ProducerId::child(Renders::Cpu),
+            error: lost(),
+            consumer,
+        };
         assert!(!producer(None).device_lost(), "the producer's own words are not the consumer's device");
         assert!(producer(Some(lost())).device_lost());
         assert!(!device_lost(&anyhow!("disk full")));
@@ -268,7 +274,11 @@ mod tests {
         assert!(is_usage(&e) && !is_usage(&anyhow!("no")));
         let error = anyhow!("CUDA_ERROR_ILLEGAL_ADDRESS").context("frame 4");
         let consumer = Some(anyhow!("the window closed"));
-        let failed = anyhow::Error::from(RunError::ProducerFailed { producer: "cuda", error, consumer });
+        let failed = anyhow::Error::from(RunError::ProducerFailed {
+            producer: ProducerId::in_process(Renders::Cuda),
+            error,
+            consumer,
+        });
         let said = "the cuda producer failed (the window closed): frame 4: CUDA_ERROR_ILLEGAL_ADDRESS";
         assert_eq!(worded(&failed, &Flags), said);
         assert_eq!(format!("{failed:#}"), said, "Display and source() walk the same causes");

@@ -29,6 +29,83 @@ impl fmt::Display for ProducerKind {
     }
 }
 
+/// What renders a run's frames: the producer that runs, as [`ProducerKind`]
+/// chose it, or as a front end that feeds frames made it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Renders {
+    /// CUDA kernels write the shared images.
+    Cuda,
+    /// The CPU reference.
+    Cpu,
+    /// CUDA into device memory, copied through the host (the baseline).
+    Staging,
+    /// Frames the caller hands in, in host memory.
+    Fed,
+    /// Frames the caller hands in, in CUDA memory.
+    FedFromCuda,
+}
+
+/// Where a producer runs.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Place {
+    /// On a thread of the run's process.
+    InProcess,
+    /// In a child process of its own (`--producer-process child`).
+    Child,
+}
+
+/// The producer a run has: what renders, and where. Everything that asks
+/// which producer runs (the session, its failure, the viewer, the summaries)
+/// asks this, never its name; [`fmt::Display`] gives the name users see
+/// ("cuda", "cpu-child", "fed-cuda").
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct ProducerId {
+    /// What renders.
+    pub renders: Renders,
+    /// Where.
+    pub place: Place,
+}
+
+impl ProducerId {
+    /// `renders` on a thread of the run's process.
+    pub const fn in_process(renders: Renders) -> Self {
+        Self { renders, place: Place::InProcess }
+    }
+
+    /// `renders` in a child process.
+    pub const fn child(renders: Renders) -> Self {
+        Self { renders, place: Place::Child }
+    }
+
+    /// Whether it runs in a child process (its failure ends only the session).
+    pub fn in_child(self) -> bool {
+        self.place == Place::Child
+    }
+
+    /// Whether this process may hold a CUDA context for it (its footprint
+    /// counts one): every producer of this process but the CPU reference; a
+    /// child's CUDA is the child's own.
+    pub fn cuda_here(self) -> bool {
+        self.place == Place::InProcess && self.renders != Renders::Cpu
+    }
+}
+
+impl fmt::Display for ProducerId {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self.renders {
+            Renders::Cuda => "cuda",
+            Renders::Cpu => "cpu",
+            Renders::Staging => "staging",
+            Renders::Fed => "fed",
+            Renders::FedFromCuda => "fed-cuda",
+        })?;
+        match self.place {
+            Place::InProcess => Ok(()),
+            Place::Child => f.write_str("-child"),
+        }
+    }
+}
+
 /// What the headless consumer does with a frame.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum ConsumeKind {
@@ -78,5 +155,30 @@ impl PresentMode {
             PresentMode::Mailbox => ash::vk::PresentModeKHR::MAILBOX,
             PresentMode::Immediate => ash::vk::PresentModeKHR::IMMEDIATE,
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_producer_is_named_as_users_read_it() {
+        let names: Vec<String> = [
+            ProducerId::in_process(Renders::Cuda),
+            ProducerId::in_process(Renders::Cpu),
+            ProducerId::in_process(Renders::Staging),
+            ProducerId::in_process(Renders::Fed),
+            ProducerId::in_process(Renders::FedFromCuda),
+            ProducerId::child(Renders::Cuda),
+            ProducerId::child(Renders::Cpu),
+        ]
+        .iter()
+        .map(ToString::to_string)
+        .collect();
+        assert_eq!(names, ["cuda", "cpu", "staging", "fed", "fed-cuda", "cuda-child", "cpu-child"]);
+        assert!(ProducerId::in_process(Renders::Fed).cuda_here());
+        assert!(!ProducerId::in_process(Renders::Cpu).cuda_here());
+        assert!(!ProducerId::child(Renders::Cuda).cuda_here() && ProducerId::child(Renders::Cuda).in_child());
     }
 }

@@ -18,7 +18,7 @@ use super::compute_draw::{ComputeDraw, ComputeTarget};
 use super::image::Image;
 use super::readback::{Pixels, ReadStats, Readable, Readback};
 use super::shader_copy::{ShaderCopy, SHADER_R, SHADER_W};
-use super::watch::Watch;
+use super::watch::{HandOff, Watch};
 use crate::base::kinds::ConsumeKind;
 use crate::frames::consumer::{Consume, Frames, Source};
 use vkcuda::vk::device::Device;
@@ -113,6 +113,11 @@ impl Offscreen {
             (Mode::Copy { .. }, _) => Ok(()),
             (Mode::Draw { pass, .. }, frames) => pass.bind_shared(frames),
         }
+    }
+
+    /// The time spent handing frames to the watchers, if it has any.
+    pub fn handoff(&self) -> Option<HandOff> {
+        self.watch.as_ref().map(Watch::handoff)
     }
 
     /// Lets the readback's receiver go (after the last frame was consumed)

@@ -10,7 +10,9 @@
 //! and when every readback buffer of a size is with the [`Watchers`] (an
 //! encoder behind), that size skips the frame instead of waiting.
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
+use std::time::{Duration, Instant};
 
 use anyhow::Result;
 use ash::vk;
@@ -78,6 +80,48 @@ struct Sized {
     last: u64,
 }
 
+/// The time the run's consumer spent handing frames to the watchers (asking
+/// what they want, telling what is drawn, giving what was read back): what
+/// the promise that a watcher never slows the run is checked by. A wait on a
+/// client would show here, as long as that client's stall.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct HandOff {
+    /// Frames recorded with the watchers asked what they want.
+    pub frames: u64,
+    /// The time spent in the watchers' calls, all frames together.
+    pub total: Duration,
+    /// The longest of those calls.
+    pub longest: Duration,
+}
+
+/// [`HandOff`]'s counts, shared with the readback's recipient (it gives the frames).
+#[derive(Default)]
+struct HandOffTimes {
+    frames: AtomicU64,
+    total_ns: AtomicU64,
+    longest_ns: AtomicU64,
+}
+
+impl HandOffTimes {
+    /// Runs `f` (a call into the watchers) and counts its time.
+    fn timed<R>(&self, f: impl FnOnce() -> R) -> R {
+        let start = Instant::now();
+        let r = f();
+        let ns = u64::try_from(start.elapsed().as_nanos()).unwrap_or(u64::MAX);
+        self.total_ns.fetch_add(ns, Ordering::Relaxed);
+        self.longest_ns.fetch_max(ns, Ordering::Relaxed);
+        r
+    }
+
+    fn read(&self) -> HandOff {
+        HandOff {
+            frames: self.frames.load(Ordering::Relaxed),
+            total: Duration::from_nanos(self.total_ns.load(Ordering::Relaxed)),
+            longest: Duration::from_nanos(self.longest_ns.load(Ordering::Relaxed)),
+        }
+    }
+}
+
 /// The compute draw, a target per wanted size and layout, and the watchers.
 pub struct Watch {
     device: Arc<Device>,
@@ -89,10 +133,12 @@ pub struct Watch {
     format: Format,
     /// The newest frame consumed.
     done: Option<u64>,
+    /// The time spent in the watchers' calls.
+    times: Arc<HandOffTimes>,
 }
 
 /// Hands a size's frames to the watchers.
-struct ToWatchers(Arc<dyn Watchers>);
+struct ToWatchers(Arc<dyn Watchers>, Arc<HandOffTimes>);
 
 impl Recipient for ToWatchers {
     fn holds(&self) -> usize {
@@ -100,7 +146,7 @@ impl Recipient for ToWatchers {
     }
 
     fn take(&mut self, frame: ReadFrame) -> Result<()> {
-        self.0.take(frame);
+        self.1.timed(|| self.0.take(frame));
         Ok(())
     }
 
@@ -118,7 +164,13 @@ impl Watch {
         watchers: Arc<dyn Watchers>,
     ) -> Result<Self> {
         let pass = ComputeDraw::new(device.clone())?;
-        Ok(Self { device, pass, sizes: Vec::new(), watchers, slots, format, done: None })
+        let times = Arc::default();
+        Ok(Self { device, pass, sizes: Vec::new(), watchers, slots, format, done: None, times })
+    }
+
+    /// The time spent handing frames to the watchers so far.
+    pub fn handoff(&self) -> HandOff {
+        self.times.read()
     }
 
     /// Points the draw at a session's shared frames (see [`ComputeDraw::bind_shared`]).
@@ -148,7 +200,8 @@ impl Watch {
         source: Source<'_>,
     ) -> Result<()> {
         self.pass.exposure = self.watchers.exposure();
-        let mut wanted = self.watchers.wanted(frame);
+        let mut wanted = self.times.timed(|| self.watchers.wanted(frame));
+        self.times.frames.fetch_add(1, Ordering::Relaxed);
         self.forget_unused(frame, &wanted);
         if wanted.len() > MAX_SIZES {
             // More than a frame draws: each frame starts further on, so none waits for ever.
@@ -166,7 +219,7 @@ impl Watch {
             let (buffer, bytes) = sized.target.raw();
             if sized.readback.try_record(cmd, slot, frame, Readable::Buffer(buffer, bytes))? {
                 sized.last = frame;
-                self.watchers.drawing(frame, want);
+                self.times.timed(|| self.watchers.drawing(frame, want));
             }
         }
         Ok(())
@@ -206,7 +259,7 @@ impl Watch {
         }
         let target = ComputeTarget::new(&self.pass, "watch target", extent, pixels)?;
         let shot = Shot { extent, format: self.format, pixels, first: 0 };
-        let recipient = Box::new(ToWatchers(self.watchers.clone()));
+        let recipient = Box::new(ToWatchers(self.watchers.clone(), self.times.clone()));
         let readback = Readback::new(self.device.clone(), shot, self.slots, recipient)?;
         self.sizes.push(Sized { target, readback, last: 0 });
         Ok(Some(self.sizes.len() - 1))

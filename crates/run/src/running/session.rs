@@ -12,6 +12,7 @@ use anyhow::{anyhow, Result};
 
 use crate::base::failure::{gave_up, panic_message, timed_out, RunError};
 use crate::base::inject::{Fault, Inject};
+use crate::base::kinds::ProducerId;
 use crate::base::size::Size;
 use crate::base::xid;
 use crate::frames::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop, Frames, Source};
@@ -52,9 +53,8 @@ pub struct Session {
     next: u64,
     /// Size of the shared images.
     size: Size,
-    /// Which producer runs ([`crate::running::setup::Producer::name`]: "cuda", "cpu",
-    /// "staging", "fed" or "fed-cuda").
-    producer: &'static str,
+    /// Which producer runs: what renders, and where.
+    producer: ProducerId,
     /// The CUDA device the producer uses, if any.
     cuda: Option<CudaDevice>,
     /// Wait on the host for "rendered" before each submission (`--host-waits`).
@@ -105,11 +105,11 @@ impl Session {
         if spec.consumer.paced {
             control.pace_to_screen();
         }
-        let name = producer.name();
+        let id = producer.id();
         let job = Job { plan, control: control.clone(), inject: spec.inject.clone() };
         let handle = producer.spawn(job)?;
         // A child's CUDA is its own: this process makes no context (the footprint would).
-        let cuda = gpu.cuda.clone().filter(|_| name != "cpu" && !name.ends_with("-child"));
+        let cuda = gpu.cuda.clone().filter(|_| id.cuda_here());
         let host_waits = spec.consumer.host_waits;
         Ok(Self {
             plan,
@@ -119,7 +119,7 @@ impl Session {
             handle: Some(handle),
             next: 0,
             size,
-            producer: name,
+            producer: id,
             cuda,
             host_waits,
             inject: spec.inject.clone(),
@@ -157,8 +157,8 @@ impl Session {
         self.size
     }
 
-    /// Which producer runs: "cuda", "cpu", "staging", "fed" or "fed-cuda".
-    pub fn producer(&self) -> &'static str {
+    /// Which producer runs: what renders, and where.
+    pub fn producer(&self) -> ProducerId {
         self.producer
     }
 

@@ -12,7 +12,7 @@ use gpu_allocator::MemoryLocation;
 use crate::base::director::Director;
 use crate::base::inject::Inject;
 use crate::base::kernels::{self, SceneKernels};
-use crate::base::kinds::ProducerKind;
+use crate::base::kinds::{ProducerId, ProducerKind, Renders};
 use crate::base::reload::ReloadLink;
 use crate::base::size::Size;
 use crate::base::usage::{Field, Message};
@@ -253,27 +253,27 @@ pub enum Producer {
     Fed(FedProducer),
     /// Frames the caller hands in (GPU memory).
     FedCuda(Box<FedCudaProducer>),
-    /// A producer in a child process, and its name.
-    Child(Box<ChildProducer>, &'static str),
+    /// A producer in a child process, and what it renders.
+    Child(Box<ChildProducer>, Renders),
 }
 
 impl Producer {
-    /// Short name for logs and summaries.
-    pub fn name(&self) -> &'static str {
+    /// What renders, and where.
+    pub fn id(&self) -> ProducerId {
         match self {
-            Producer::Cuda(_) => "cuda",
-            Producer::Cpu(_) => "cpu",
-            Producer::Staging(_) => "staging",
-            Producer::Fed(_) => "fed",
-            Producer::FedCuda(_) => "fed-cuda",
-            Producer::Child(_, name) => name,
+            Producer::Cuda(_) => ProducerId::in_process(Renders::Cuda),
+            Producer::Cpu(_) => ProducerId::in_process(Renders::Cpu),
+            Producer::Staging(_) => ProducerId::in_process(Renders::Staging),
+            Producer::Fed(_) => ProducerId::in_process(Renders::Fed),
+            Producer::FedCuda(_) => ProducerId::in_process(Renders::FedFromCuda),
+            Producer::Child(_, renders) => ProducerId::child(*renders),
         }
     }
 
     /// Runs the producer on its own thread. On error it marks the run failed,
     /// so the consumer stops waiting for it.
     pub fn spawn(self, job: Job) -> Result<std::thread::JoinHandle<Result<Report>>> {
-        let thread = std::thread::Builder::new().name(format!("{} producer", self.name()));
+        let thread = std::thread::Builder::new().name(format!("{} producer", self.id()));
         Ok(thread.spawn(move || {
             // A panic unwinds past the check below: the guard marks the run failed then.
             let _guard = FailOnPanic(job.control.clone());
@@ -401,16 +401,16 @@ fn build_child(
         high_priority: c.high_priority_stream,
         host_waits: c.host_waits,
     };
-    let (render, director, link, name) = match &spec.producer {
+    let (render, director, link, renders) = match &spec.producer {
         ProducerSpec::Scene { director, cuda } => {
-            (Render::Scene(wire_cuda(cuda)), director, None, "cuda-child")
+            (Render::Scene(wire_cuda(cuda)), director, None, Renders::Cuda)
         }
         ProducerSpec::Kernel { director, kernel, reload, cuda } => {
             let program = reload.as_ref().and_then(ReloadLink::last_good);
             let render = Render::Kernel { kernel: kernel.clone(), program, cuda: wire_cuda(cuda) };
-            (render, director, reload.clone(), "cuda-child")
+            (render, director, reload.clone(), Renders::Cuda)
         }
-        ProducerSpec::Cpu(director) => (Render::Reference, director, None, "cpu-child"),
+        ProducerSpec::Cpu(director) => (Render::Reference, director, None, Renders::Cpu),
         ProducerSpec::Staging { .. } | ProducerSpec::Fed(_) => {
             bail!("only the CUDA producers and the CPU reference run in a child process")
         }
@@ -430,7 +430,7 @@ fn build_child(
         (inject, spec.plan.frames),
     )?;
     let interop = Interop { shared, staging: None, views, host_signals: !cuda };
-    Ok((interop, Producer::Child(Box::new(child), name)))
+    Ok((interop, Producer::Child(Box::new(child), renders)))
 }
 
 /// `count` images of `desc` that only Vulkan uses, moved to `GENERAL`: what

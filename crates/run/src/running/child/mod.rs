@@ -66,7 +66,7 @@ use wire::{received_kernel, FromChild, Produce, Render, ToChild, INJECT_ENV};
 /// for the child), so a new session can start on the same device.
 pub fn child_failure(e: &anyhow::Error) -> Option<String> {
     match e.downcast_ref::<RunError>()? {
-        RunError::ProducerFailed { producer, error, .. } if producer.ends_with("-child") => {
+        RunError::ProducerFailed { producer, error, .. } if producer.in_child() => {
             Some(crate::for_people(&format!("{error:#}")))
         }
         _ => None,

@@ -29,6 +29,8 @@ use std::time::Duration;
 
 use anyhow::{ensure, Result};
 
+use crate::base::kinds::{ProducerId, Renders};
+
 /// How often a wait in the mailbox looks whether it should give up.
 const CHECK: Duration = Duration::from_millis(50);
 
@@ -51,6 +53,14 @@ pub enum Feed {
 }
 
 impl Feed {
+    /// The producer it feeds: host frames' or GPU frames', in this process.
+    pub fn producer(&self) -> ProducerId {
+        match self {
+            Feed::Host(_) => ProducerId::in_process(Renders::Fed),
+            Feed::Device { .. } => ProducerId::in_process(Renders::FedFromCuda),
+        }
+    }
+
     /// Whether the producer has ended ([`Mailbox::ended`]).
     pub fn ended(&self) -> bool {
         match self {
