@@ -370,28 +370,17 @@ fn container_check(nvidia: &Nvidia, icds: &Icds) -> Option<Check> {
     if !nvidia.present() {
         return None;
     }
+    let caps = nvidia.capabilities.as_deref().unwrap_or("not set");
+    let missing =
+        |summary: String, cure: String| Some(Check::new("container", Status::Missing, summary).cure(cure));
     if nvidia.graphics_left_out() || nvidia.vulkan_library.is_err() {
-        let caps = nvidia.capabilities.as_deref().unwrap_or("not set");
-        return Some(
-            Check::new(
-                "container",
-                Status::Missing,
-                format!("{CAPABILITIES}={caps}; {NVIDIA_VULKAN} is not here"),
-            )
-            .cure(format!("start the container with {CAPABILITIES_CURE}")),
-        );
+        let summary = format!("{CAPABILITIES}={caps}; {NVIDIA_VULKAN} is not here");
+        return missing(summary, format!("start the container with {CAPABILITIES_CURE}"));
     }
     if !icds.found.iter().any(machine::Icd::is_nvidia) && std::path::Path::new(NVIDIA_MOUNTED_ICD).is_file() {
-        return Some(
-            Check::new(
-                "container",
-                Status::Missing,
-                format!("NVIDIA's ICD file is at {NVIDIA_MOUNTED_ICD}, outside the search"),
-            )
-            .cure(format!("export VK_DRIVER_FILES={NVIDIA_MOUNTED_ICD}")),
-        );
+        let summary = format!("NVIDIA's ICD file is at {NVIDIA_MOUNTED_ICD}, outside the search");
+        return missing(summary, format!("export VK_DRIVER_FILES={NVIDIA_MOUNTED_ICD}"));
     }
-    let caps = nvidia.capabilities.as_deref().unwrap_or("not set");
     Some(Check::new(
         "container",
         Status::Ok,
