@@ -383,7 +383,7 @@ impl Hub {
     }
 
     /// A new client (no canvas yet), its id and the notification its frames come with;
-    /// `None` when [`MAX_CLIENTS`] are connected.
+    /// `None` when `MAX_CLIENTS` (32) are connected.
     pub fn join(&self) -> Option<(u64, Arc<Notify>)> {
         let mut s = self.state();
         if s.clients.len() >= MAX_CLIENTS {

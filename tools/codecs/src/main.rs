@@ -575,7 +575,7 @@ fn rate(args: &[String]) {
 /// over the frames (what an average of frames weighed at several qualities
 /// sees), the mean of each frame's ratio, and its range; beside the ladder's
 /// model (`vkcuda_serve::ladder::jpeg_weight`).
-///   codecs weights FRAMES STEP [WxH]
+/// `codecs weights FRAMES STEP [WxH]`
 fn weights(args: &[String]) {
     let arg = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
     let (n, step) = (arg(2, 40), arg(3, 53));
