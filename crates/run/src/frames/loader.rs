@@ -204,8 +204,8 @@ struct LinkMap {
     l_name: *const libc::c_char,
 }
 
-/// What `dlerror` says now.
-fn last_dl_error() -> String {
+/// What `dlerror` says now (right after the `dlopen` that failed, on the same thread).
+pub(crate) fn last_dl_error() -> String {
     // SAFETY: dlerror returns NULL or a string valid until the next dl* call on this thread.
     let e = unsafe { libc::dlerror() };
     if e.is_null() {

@@ -9,7 +9,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 pub use crate::base::usage::SEE_DOCTOR;
-use crate::frames::loader::{Libraries, Library, Origin, BUNDLE_DIR, LOADER};
+use crate::frames::loader::{self, Libraries, Library, Origin, BUNDLE_DIR, LOADER};
 
 /// NVIDIA's Vulkan driver, which its ICD file names.
 pub const NVIDIA_VULKAN: &str = "libGLX_nvidia.so.0";
@@ -151,14 +151,7 @@ pub fn loads(library: &str) -> Result<(), String> {
     // SAFETY: `c` is NUL-terminated; loading runs the library's initialisers, as its use would.
     let handle = unsafe { libc::dlopen(c.as_ptr(), libc::RTLD_LAZY | libc::RTLD_LOCAL) };
     if handle.is_null() {
-        // SAFETY: dlerror returns NULL or a string valid until the next dl* call on this thread.
-        let e = unsafe { libc::dlerror() };
-        return Err(if e.is_null() {
-            "not found".into()
-        } else {
-            // SAFETY: non-null and NUL-terminated, read before any other dl* call.
-            unsafe { std::ffi::CStr::from_ptr(e) }.to_string_lossy().into_owned()
-        });
+        return Err(loader::last_dl_error());
     }
     Ok(())
 }
