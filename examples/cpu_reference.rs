@@ -16,7 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use vkcuda::Format;
-use vkcuda_run::base::scene::{pixel, render_cpu_as, store, Diff, FrameArgs, Scene, SceneKind};
+use vkcuda_run::scene::{pixel, render_cpu_as, store, Diff, FrameArgs, Scene, SceneKind};
 
 const ROUNDS: usize = 9;
 

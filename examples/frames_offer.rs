@@ -1,6 +1,6 @@
 //! Offering frames to another process over a named socket: the seam a
 //! viewer attaching to a producer already running is built on
-//! (`vkcuda_run::running::child::{channel, offer}`). A listener (the
+//! (`vkcuda_run::drive::child::{channel, offer}`). A listener (the
 //! producer's side) and a connector (the viewer's) greet, each checking the
 //! other's protocol version, and the listener offers its frames: the plan,
 //! one memory handle per frame, the timelines and their values.
@@ -18,8 +18,8 @@ use anyhow::{Context, Result};
 use ash::vk;
 use vkcuda::sync::{FramePlan, SyncScheme};
 use vkcuda::{Format, FrameDesc, Layout};
-use vkcuda_run::running::child::channel::{Channel, Listener};
-use vkcuda_run::running::child::offer::{Offer, Offered, PlanWire};
+use vkcuda_run::drive::child::channel::{Channel, Listener};
+use vkcuda_run::drive::child::offer::{Offer, Offered, PlanWire};
 
 /// How long either end waits for the other's greeting.
 const GREETING: Duration = Duration::from_secs(10);

@@ -10,8 +10,8 @@ use std::time::{Duration, Instant};
 
 use anyhow::Result;
 // The dump's encoder and the CPU reference, from the run layer.
-use vkcuda_run::base::encode::encode_png;
-use vkcuda_run::base::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
+use vkcuda_run::output::frame_file::encode_png;
+use vkcuda_run::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
 
 const ROUNDS: usize = 9;
 

@@ -1,12 +1,12 @@
 //! A producer's child process, for the run layer's child protocol
-//! (`vkcuda_run::running::child`): what your own program runs when it
+//! (`vkcuda_run::drive::child`): what your own program runs when it
 //! hosts the producer in a process of its own. A run starts it with the
 //! socket it inherits as the last argument; the CLI runs itself instead
 //! (`vkcuda producer-child FD`). `crates/run/tests/child.rs` uses this one.
 
 use std::process::ExitCode;
 
-use vkcuda_run::running::child;
+use vkcuda_run::drive::child;
 
 fn main() -> ExitCode {
     let Some(fd) = std::env::args_os().next_back() else {

@@ -17,13 +17,19 @@ use std::path::{Path, PathBuf};
 /// The floors of the run layer and the front ends, bottom (1) to top (4);
 /// see `crates/run/src/lib.rs`.
 const FLOORS: &[(&str, u8)] = &[
-    // The run layer: one folder per floor (crates/run/src/lib.rs, "Floors").
+    // The run layer: a folder per topic, each on a floor (crates/run/src/lib.rs, "Floors").
     ("run", 1),
     ("run::base", 1),
+    ("run::cuda", 1),
+    ("run::diagnostics", 1),
+    ("run::error", 1),
+    ("run::kernel", 1),
+    ("run::metrics", 1),
+    ("run::output", 1),
+    ("run::scene", 1),
     ("run::frames", 2),
     ("run::present", 3),
-    ("run::running", 4),
-    ("run::drive", 5),
+    ("run::drive", 4),
     // The browser view, above the run layer, below the front ends that serve it.
     ("serve", 6),
     // The front ends, above the floors of the run layer they import.
@@ -71,7 +77,7 @@ fn files(dir: &Path, out: &mut Vec<PathBuf>) {
     }
 }
 
-/// `crates/run/src/running/producer/mod.rs` → `run::running::producer`; `src/lib.rs` → `` (the core's root);
+/// `crates/run/src/drive/producer/mod.rs` → `run::drive::producer`; `src/lib.rs` → `` (the core's root);
 /// `crates/cli/src/main.rs` → `cli::main`.
 fn module_of(tree: &str, src: &Path, file: &Path) -> String {
     if file == src.join("main.rs") {
@@ -289,15 +295,16 @@ fn the_floors_match_the_run_layers_docs() {
     }
     let unknown: Vec<_> = documented.keys().filter(|m| !FLOORS.iter().any(|(f, _)| f == m)).collect();
     assert!(unknown.is_empty(), "crates/run/src/lib.rs places modules the test does not: {unknown:?}");
-    assert_eq!(folders.len(), 5, "five floors: {folders:?}");
-    // Every module of the run layer is in a floor's folder (or is the top floor, `drive`).
+    let floors: BTreeSet<u8> = folders.iter().map(|(_, f)| *f).collect();
+    assert_eq!(floors, (1..=4).collect(), "four floors: {folders:?}");
+    // Every module of the run layer is in a floor's folder.
     let g = graph();
     let top = |m: &str| m.split("::").take(2).collect::<Vec<_>>().join("::");
     let loose: Vec<_> =
         g.keys().filter(|m| m.starts_with("run::") && !folders.iter().any(|(f, _)| top(m) == *f)).collect();
     assert!(loose.is_empty(), "run-layer modules outside the floors' folders: {loose:?}");
     // Each folder's own docs open with its floor.
-    for (module, f) in folders.iter().filter(|(m, _)| *m != "run::drive") {
+    for (module, f) in &folders {
         let dir = module.trim_start_matches("run::");
         let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("crates/run/src/{dir}/mod.rs"));
         let text = std::fs::read_to_string(&path).unwrap();
@@ -330,14 +337,14 @@ fn the_checker_sees_circles_and_upward_imports() {
     let refs = references(
         "run",
         "run::producer::cpu",
-        "use super::{Job, cuda::X};\nuse crate::sync::Plan;\nuse vkcuda_run::base::scene;\nuse vkcuda::Format;",
+        "use super::{Job, cuda::X};\nuse crate::sync::Plan;\nuse vkcuda_run::scene;\nuse vkcuda::Format;",
     );
-    for r in ["run::producer::cuda::X", "run::sync::Plan", "run::base::scene", "Format"] {
+    for r in ["run::producer::cuda::X", "run::sync::Plan", "run::scene", "Format"] {
         assert!(refs.contains(&r.to_string()), "{r}: {refs:?}");
     }
     assert_eq!(floor("cli::bench::report"), Some(5));
     assert_eq!(floor("cli::bench"), Some(7));
-    assert_eq!(floor("run::running::session"), Some(4), "a folder's floor holds for what is in it");
+    assert_eq!(floor("run::drive::session"), Some(4), "a folder's floor holds for what is in it");
     assert_eq!(floor("vk::device"), None, "the core has no floors");
     let edge = |a: &str, b: &str| (a.to_string(), BTreeSet::from([b.to_string()]));
     let circle: Graph = [edge("a", "b"), edge("b", "c"), edge("c", "a")].into();
@@ -390,7 +397,7 @@ fn no_library_message_names_a_cli_flag() {
     let mut found = Vec::new();
     for path in paths {
         // The protocol diagram's title (tests only: it draws assets/) quotes the CLI's flags.
-        if path.ends_with("crates/run/src/base/diagram.rs") {
+        if path.ends_with("crates/run/src/diagnostics/diagram.rs") {
             continue;
         }
         let text = std::fs::read_to_string(&path).unwrap();
@@ -623,7 +630,7 @@ fn raw_cuda_calls_stay_in_the_core_and_one_run_layer_module() {
         .is_empty());
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     // This file names the calls it looks for.
-    let allowed = [root.join("src/cuda"), root.join("crates/run/src/base/driver.rs"), root.join(file!())];
+    let allowed = [root.join("src/cuda"), root.join("crates/run/src/cuda/driver.rs"), root.join(file!())];
     let mut paths = Vec::new();
     for dir in ["src", "crates", "python/src", "examples", "tests"] {
         files(&root.join(dir), &mut paths);
@@ -637,7 +644,7 @@ fn raw_cuda_calls_stay_in_the_core_and_one_run_layer_module() {
     }
     assert!(
         found.is_empty(),
-        "raw CUDA driver calls outside src/cuda and crates/run/src/base/driver.rs: {found:#?}"
+        "raw CUDA driver calls outside src/cuda and crates/run/src/cuda/driver.rs: {found:#?}"
     );
     assert!(paths.len() > 60, "only {} files read", paths.len());
 }
@@ -730,7 +737,7 @@ fn doc_links_resolve() {
 
 /// The Rust source files a comment in `text` names (`src/...rs`, `crates/...rs`,
 /// `python/...rs`), each with the item it says is there: the backticked name just
-/// before "in PATH" ("Mirrors `Out` in crates/run/src/base/kernels.rs"), if any.
+/// before "in PATH" ("Mirrors `Out` in crates/run/src/scene/kernels.rs"), if any.
 fn named_sources(text: &str) -> Vec<(String, Option<String>)> {
     let mut named = Vec::new();
     for line in text.lines() {
@@ -802,8 +809,8 @@ fn the_shaders_name_rust_files_and_items_that_exist() {
     assert!(stale.is_empty(), "stale names in the shaders' comments:\n{stale:#?}");
     assert!(named >= 6, "only {named} Rust paths named in {} shader files", shaders.len());
     // The checker itself: a missing file and a missing item are both caught; a type that is there is not.
-    let probe = "// Mirrors `Out` in src/app/kernels.rs; `Nowhere` in crates/run/src/base/kernels.rs\n\
-                 // (`KernelFrame` in crates/run/src/base/userkernel.rs.)";
+    let probe = "// Mirrors `Out` in src/app/kernels.rs; `Nowhere` in crates/run/src/scene/kernels.rs\n\
+                 // (`KernelFrame` in crates/run/src/kernel/user.rs.)";
     assert_eq!(named_sources(probe).len(), 3, "{:?}", named_sources(probe));
     let caught = stale_names(root, probe);
     assert_eq!(caught.len(), 2, "{caught:?}");

@@ -3,7 +3,7 @@
 use std::sync::atomic::{AtomicBool, Ordering};
 
 use cudarc::driver::sys;
-use vkcuda_run::base::driver;
+use vkcuda_run::cuda::driver;
 
 /// Set once a viewer's device has a CUDA twin (the pairing loaded libcuda):
 /// from then on a call may bind a context on the caller's thread. Before

@@ -15,13 +15,13 @@ use cudarc::driver::{sys, CudaContext};
 use pyo3::exceptions::PyRuntimeError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use vkcuda_run::base::driver::{self, Event};
+use vkcuda_run::cuda::driver::{self, Event};
 
 use crate::array::Dtype;
 use crate::runtime;
-use vkcuda_run::running::feed::device::DeviceStaging;
-use vkcuda_run::running::feed::line::{Line, Reserved};
-use vkcuda_run::running::feed::Mailbox;
+use vkcuda_run::drive::feed::device::DeviceStaging;
+use vkcuda_run::drive::feed::line::{Line, Reserved};
+use vkcuda_run::drive::feed::Mailbox;
 
 const LEGACY: &CStr = c"dltensor";
 const VERSIONED: &CStr = c"dltensor_versioned";

@@ -40,11 +40,11 @@ use export::Target;
 use run::Run;
 use state::State;
 use tensor::{device_array, stream_handle, DeviceArray};
+use vkcuda_run::drive::feed::client::Held;
+use vkcuda_run::drive::feed::line::Made;
+use vkcuda_run::drive::feed::run::Output;
+use vkcuda_run::drive::feed::{Mailbox, Put};
 use vkcuda_run::present::watch::Watchers;
-use vkcuda_run::running::feed::client::Held;
-use vkcuda_run::running::feed::line::Made;
-use vkcuda_run::running::feed::run::Output;
-use vkcuda_run::running::feed::{Mailbox, Put};
 
 /// How long a blocked `show` waits between looks at Ctrl+C.
 const SIGNAL_CHECK: Duration = Duration::from_millis(100);
@@ -594,7 +594,7 @@ fn read_frame(py: Python<'_>, path: PathBuf, dtype: &str) -> PyResult<(u32, u32,
     let format = Dtype::from_name(dtype).map_err(PyTypeError::new_err)?.format();
     let bytes =
         std::fs::read(&path).map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
-    let (width, height, pixels) = vkcuda_run::base::encode::decode_frame(&bytes, format)
+    let (width, height, pixels) = vkcuda_run::output::frame_file::decode_frame(&bytes, format)
         .map_err(|e| PyValueError::new_err(format!("{}: {e:#}", path.display())))?;
     Ok((width, height, pyo3::types::PyBytes::new(py, &pixels).into_any().unbind()))
 }

@@ -1,5 +1,5 @@
 //! One run of frames of one size and format: a run-layer fed run
-//! ([`vkcuda_run::running::feed::run`]) on a thread of its own, or in a window. A new size or format ends the run and
+//! ([`vkcuda_run::drive::feed::run`]) on a thread of its own, or in a window. A new size or format ends the run and
 //! starts the next one, whose timelines count on from where this one ended.
 
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -9,9 +9,9 @@ use std::thread::JoinHandle;
 use anyhow::{anyhow, Result};
 
 use vkcuda::FrameDesc;
+use vkcuda_run::drive::feed::run::{Ended, Output, Progress};
+use vkcuda_run::drive::feed::Feed;
 use vkcuda_run::frames::gpu::Gpu;
-use vkcuda_run::running::feed::run::{Ended, Output, Progress};
-use vkcuda_run::running::feed::Feed;
 
 /// Who consumes a run's frames.
 enum Consumer {
@@ -38,7 +38,7 @@ impl Run {
     pub fn start(gpu: Arc<Gpu>, desc: FrameDesc, feed: Feed, output: Output, at: (u64, u64)) -> Result<Self> {
         let progress = Arc::new(Progress::default());
         let fed = (feed.clone(), progress.clone());
-        let thread = vkcuda_run::running::feed::run::spawn(gpu, desc, fed, output, at)?;
+        let thread = vkcuda_run::drive::feed::run::spawn(gpu, desc, fed, output, at)?;
         Ok(Self { desc, feed, progress, consumer: Some(Consumer::Thread(thread)) })
     }
 

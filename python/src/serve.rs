@@ -15,7 +15,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyBytes;
 use serde_json::json;
 
-use vkcuda_run::base::scene::frame_pixel;
+use vkcuda_run::scene::frame_pixel;
 use vkcuda_serve::protocol::Header;
 use vkcuda_serve::protocol::{self, Then};
 use vkcuda_serve::{Address, Bound, Controls, Hub};

@@ -14,13 +14,13 @@ use crate::tensor::DeviceArray;
 use crate::window::Opened;
 use vkcuda::vk::instance::ValidationCounts;
 use vkcuda::FrameDesc;
+use vkcuda_run::drive::feed::client::{self, DeviceFeed, Feeder, Held, Source};
+use vkcuda_run::drive::feed::device::{DeviceStaging, Packing};
+use vkcuda_run::drive::feed::line::{Line, Made, Wait};
+use vkcuda_run::drive::feed::run::Ended;
+use vkcuda_run::drive::feed::run::Output;
+use vkcuda_run::drive::feed::{Counts, Feed, Mailbox};
 use vkcuda_run::frames::gpu::Gpu;
-use vkcuda_run::running::feed::client::{self, DeviceFeed, Feeder, Held, Source};
-use vkcuda_run::running::feed::device::{DeviceStaging, Packing};
-use vkcuda_run::running::feed::line::{Line, Made, Wait};
-use vkcuda_run::running::feed::run::Ended;
-use vkcuda_run::running::feed::run::Output;
-use vkcuda_run::running::feed::{Counts, Feed, Mailbox};
 
 /// What a viewer has done: over its finished runs ([`State::totals`]), or
 /// with the run in progress too ([`State::counts`]).
@@ -221,7 +221,7 @@ impl State {
             ),
         }
         if self.cuda.is_none() {
-            self.cuda = Some(Feeder::new(&gpu, &vkcuda_run::base::kernels::default_cache_dir())?);
+            self.cuda = Some(Feeder::new(&gpu, &vkcuda_run::scene::kernels::default_cache_dir())?);
         }
         self.cuda.as_ref().ok_or_else(|| anyhow!("no CUDA side"))
     }

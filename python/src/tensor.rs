@@ -277,7 +277,7 @@ fn cuda_array_interface(
 
 /// The CUDA device a pointer's memory is on.
 fn pointer_device(pointer: u64) -> PyResult<usize> {
-    vkcuda_run::base::driver::pointer_device(pointer).map_err(|e| {
+    vkcuda_run::cuda::driver::pointer_device(pointer).map_err(|e| {
         PyValueError::new_err(format!(
             "__cuda_array_interface__'s pointer {pointer:#x} is not CUDA memory CUDA can place ({e:?})"
         ))

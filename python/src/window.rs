@@ -29,14 +29,14 @@ use winit::window::{Window, WindowId};
 
 use crate::spec;
 use vkcuda::FrameDesc;
-use vkcuda_run::base::failure::gave_up;
 use vkcuda_run::base::kinds::PresentPath;
+use vkcuda_run::drive::feed::run::{self as fed, Ended, Progress};
+use vkcuda_run::drive::feed::Feed;
+use vkcuda_run::drive::screen::Screen;
+use vkcuda_run::drive::session::Session;
+use vkcuda_run::error::failure::gave_up;
 use vkcuda_run::frames::gpu::Gpu;
 use vkcuda_run::present::open::{event_loop, PresentSpec};
-use vkcuda_run::running::feed::run::{self as fed, Ended, Progress};
-use vkcuda_run::running::feed::Feed;
-use vkcuda_run::running::screen::Screen;
-use vkcuda_run::running::session::Session;
 
 /// How often the loop looks at a window whose frames are in flight.
 const POLL: Duration = Duration::from_millis(1);

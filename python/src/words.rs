@@ -1,8 +1,8 @@
 //! Python's words for the run layer's fields
-//! ([`vkcuda_run::base::usage::Vocabulary`]): a frame's size, the `out=` and `gpu=`
+//! ([`vkcuda_run::error::usage::Vocabulary`]): a frame's size, the `out=` and `gpu=`
 //! arguments, never a CLI flag.
 
-use vkcuda_run::base::usage::{Field, Vocabulary};
+use vkcuda_run::error::usage::{Field, Vocabulary};
 
 /// Fields as a Python user meets them: `a 640x480 frame`, `out='frames'`.
 pub struct Python;
@@ -26,5 +26,5 @@ impl Vocabulary for Python {
 
 /// `e` and its causes in Python's words, for people (see [`vkcuda_run::for_people`]).
 pub fn said(e: &anyhow::Error) -> String {
-    vkcuda_run::for_people(&vkcuda_run::base::failure::worded(e, &Python))
+    vkcuda_run::for_people(&vkcuda_run::error::failure::worded(e, &Python))
 }

@@ -10,7 +10,8 @@ use std::process::{Command, Output};
 
 // The CPU reference and the frame encoder (OpenEXR decoding for float dumps)
 // of the run layer, the library the binary is built on.
-pub use vkcuda_run::base::{encode, scene};
+pub use vkcuda_run::output::frame_file;
+pub use vkcuda_run::scene;
 
 use scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene};
 use vkcuda::Format;
@@ -106,7 +107,7 @@ pub fn check_frames(
         .map_err(|e| e.to_string())?;
     names.sort();
     let pixels = if target.is_some() { Format::Rgba8 } else { format };
-    let ext = encode::extension(pixels);
+    let ext = frame_file::extension(pixels);
     let want: Vec<String> = expected.iter().map(|f| format!("frame_{f:06}.{ext}")).collect();
     if names != want {
         return Err(format!("files {names:?}, expected {want:?}"));
@@ -114,7 +115,7 @@ pub fn check_frames(
     for (name, &frame) in names.iter().zip(expected) {
         let data = std::fs::read(dir.join(name)).map_err(|e| e.to_string())?;
         let (width, height, buf) =
-            encode::decode_frame(&data, pixels).map_err(|e| format!("{name}: {e:#}"))?;
+            frame_file::decode_frame(&data, pixels).map_err(|e| format!("{name}: {e:#}"))?;
         if (width, height) != target.unwrap_or((scene.width, scene.height)) {
             return Err(format!("{name} is {width}x{height}"));
         }

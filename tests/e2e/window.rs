@@ -4,7 +4,7 @@
 use std::path::Path;
 use std::process::Command;
 
-use crate::common::encode;
+use crate::common::frame_file;
 use crate::common::scene::{drawn_reference_exposed, render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
 use vkcuda::Format;
 
@@ -409,13 +409,13 @@ pub fn check_pngs_any(dir: &Path, scene: Scene, tick: u32, format: Format) -> Ou
     let [name] = names.as_slice() else { return Err(format!("after S, --out holds {names:?}")) };
     let frame: u64 = name
         .strip_prefix("frame_")
-        .and_then(|n| n.strip_suffix(&format!(".{}", encode::extension(format))))
+        .and_then(|n| n.strip_suffix(&format!(".{}", frame_file::extension(format))))
         .and_then(|n| n.parse().ok())
         .ok_or(format!("unexpected file {name}"))?;
     // The file is named by frame number; its pixels must be the paused tick's.
     let data = std::fs::read(dir.join(name)).map_err(|e| e.to_string())?;
     let buf = match format.is_float() {
-        true => encode::decode_exr(&data, format).map_err(|e| format!("{name}: {e:#}"))?.2,
+        true => frame_file::decode_exr(&data, format).map_err(|e| format!("{name}: {e:#}"))?.2,
         false => {
             let mut reader = png::Decoder::new(std::io::Cursor::new(&data))
                 .read_info()

@@ -12,7 +12,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 
 use vkcuda::Format;
-use vkcuda_run::base::encode::decode_frame;
+use vkcuda_run::output::frame_file::decode_frame;
 use vkcuda_run::UsageError;
 
 /// What the check found.

@@ -8,9 +8,9 @@ use std::sync::{Arc, Mutex};
 use ash::vk;
 use serde_json::json;
 
-use vkcuda_run::base::director::{Director, Pointer};
-use vkcuda_run::base::reload::KernelReload;
-use vkcuda_run::base::scene::frame_pixel;
+use vkcuda_run::kernel::reload::KernelReload;
+use vkcuda_run::scene::director::{Director, Pointer};
+use vkcuda_run::scene::frame_pixel;
 use vkcuda_serve::Controls;
 
 /// The page's keys and pointer, on a director (and a kernel's hot reload).

@@ -15,31 +15,31 @@ use crate::words::Flags;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
 use vkcuda::{Format, FrameDesc, Layout};
-use vkcuda_run::base::director::Director;
-use vkcuda_run::base::failure::Remakes;
-use vkcuda_run::base::inject::Inject;
 use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
-use vkcuda_run::base::outfile;
-use vkcuda_run::base::pairing;
-use vkcuda_run::base::reload::KernelReload;
-use vkcuda_run::base::scene::Scene;
 use vkcuda_run::base::size::Size;
-use vkcuda_run::base::usage::{Field, Message};
-use vkcuda_run::base::xid;
-use vkcuda_run::drive::{
+use vkcuda_run::cuda::pairing;
+use vkcuda_run::diagnostics::inject::Inject;
+use vkcuda_run::diagnostics::xid;
+use vkcuda_run::drive::child::{child_failure, Restart};
+use vkcuda_run::drive::dumpdir;
+use vkcuda_run::drive::measure::{Consumed, Span};
+use vkcuda_run::drive::producer::Report;
+use vkcuda_run::drive::sink::{PngSink, SinkReport};
+use vkcuda_run::drive::to_end::{
     png_workers, prepare_out_dir, spare_cores, sum_of, summarize, watch_signals, MadeBy, Summary, ViewReport,
     MAX_PNG_WORKERS,
 };
+use vkcuda_run::error::failure::Remakes;
+use vkcuda_run::error::usage::{Field, Message};
 use vkcuda_run::for_people;
 use vkcuda_run::frames::gpu::{self, Gpu, MemoryNeed};
+use vkcuda_run::kernel::reload::KernelReload;
+use vkcuda_run::output::outfile;
 use vkcuda_run::present::offscreen::Offscreen;
 use vkcuda_run::present::readback::{Pixels, Readback, Shot};
 use vkcuda_run::present::watch::Watch;
-use vkcuda_run::running::child::{child_failure, Restart};
-use vkcuda_run::running::dumpdir;
-use vkcuda_run::running::measure::{Consumed, Span};
-use vkcuda_run::running::producer::Report;
-use vkcuda_run::running::sink::{PngSink, SinkReport};
+use vkcuda_run::scene::director::Director;
+use vkcuda_run::scene::Scene;
 use vkcuda_serve::{Bound, View};
 
 /// The frame and target sizes as the user gave them, for messages.

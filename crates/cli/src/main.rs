@@ -15,14 +15,14 @@ mod words;
 use crate::bench::Interrupted;
 use crate::cli::BenchArgs;
 use crate::cli::{Args, CheckDumpArgs, CheckKernelArgs, Command};
-use vkcuda_run::base::failure::RunError;
-use vkcuda_run::base::footprint::change;
 use vkcuda_run::base::kinds::{Place, ProducerId, Renders};
-use vkcuda_run::base::nvrtc::CompileError;
-use vkcuda_run::base::stats::micros;
-use vkcuda_run::base::userkernel;
-use vkcuda_run::base::xid;
-use vkcuda_run::drive::{MadeBy, Summary};
+use vkcuda_run::diagnostics::xid;
+use vkcuda_run::drive::to_end::{MadeBy, Summary};
+use vkcuda_run::error::failure::RunError;
+use vkcuda_run::kernel::nvrtc::CompileError;
+use vkcuda_run::kernel::user as userkernel;
+use vkcuda_run::metrics::footprint::change;
+use vkcuda_run::metrics::stats::micros;
 
 /// Exit codes (documented in the README).
 mod exit {
@@ -33,7 +33,7 @@ mod exit {
 }
 
 fn main() -> ExitCode {
-    vkcuda_run::base::logger::init();
+    vkcuda_run::diagnostics::logger::init();
     if let Some(code) = producer_child() {
         return code;
     }
@@ -86,7 +86,7 @@ fn producer_child() -> Option<ExitCode> {
         return None;
     }
     let fd = args.next()?;
-    use vkcuda_run::running::child;
+    use vkcuda_run::drive::child;
     // SAFETY: the run that started this process passed it this descriptor, for it alone;
     // nothing in this process took it before.
     let served = unsafe { child::inherited_socket(&fd) }.and_then(child::serve);
@@ -109,7 +109,7 @@ fn doctor() -> ExitCode {
 /// `--list-gpus`: both orders, paired by UUID.
 fn list_gpus(args: &Args) -> ExitCode {
     let listed = vkcuda_run::frames::gpu::vulkan_instance(false, &[])
-        .and_then(|instance| vkcuda_run::base::pairing::Pairing::new(&instance, args.producer));
+        .and_then(|instance| vkcuda_run::cuda::pairing::Pairing::new(&instance, args.producer));
     match listed {
         Ok(pairing) => {
             print!("{}", pairing.table());
@@ -178,7 +178,7 @@ fn one_line(text: &str) -> String {
 fn failure(e: &anyhow::Error) -> ExitCode {
     eprintln!("vkcuda: error: {}", words::said(e));
     // A frame that never came: a kernel that never ends, or a GPU a CUDA fault left stuck.
-    let timed_out = vkcuda_run::base::failure::timed_out(e)
+    let timed_out = vkcuda_run::error::failure::timed_out(e)
         || e.chain().any(|c| matches!(c.downcast_ref::<RunError>(), Some(RunError::TimedOut(_))));
     if timed_out {
         xid::say_fault_hint_once();
@@ -186,7 +186,7 @@ fn failure(e: &anyhow::Error) -> ExitCode {
     if let Some(Interrupted(sig)) = e.downcast_ref::<Interrupted>() {
         return ExitCode::from(128 + *sig as u8);
     }
-    let usage = vkcuda_run::base::failure::is_usage(e);
+    let usage = vkcuda_run::error::failure::is_usage(e);
     ExitCode::from(if usage { exit::USAGE } else { exit::RUNTIME })
 }
 
@@ -196,7 +196,7 @@ fn report(args: &Args, s: &Summary) -> ExitCode {
         let json = headless::summary_json(args, s);
         let written = serde_json::to_string_pretty(&json)
             .map_err(anyhow::Error::from)
-            .and_then(|text| vkcuda_run::base::outfile::write_atomically(path, text.as_bytes()));
+            .and_then(|text| vkcuda_run::output::outfile::write_atomically(path, text.as_bytes()));
         if let Err(e) = written {
             return failure(&e);
         }

@@ -34,28 +34,28 @@ use winit::window::{Fullscreen, Window, WindowAttributes, WindowId};
 
 use crate::cli::{Args, SizeArg};
 use vkcuda::vk::WAIT_TIMEOUT;
-use vkcuda_run::base::clock::CpuMeter;
-use vkcuda_run::base::director::{Director, Pointer};
-use vkcuda_run::base::failure::Remakes;
 use vkcuda_run::base::kinds::{Place, ProducerId, Renders};
-use vkcuda_run::base::reload::{KernelReload, Swapped};
-use vkcuda_run::base::scene::{frame_pixel, Scene};
 use vkcuda_run::base::size::Size;
-use vkcuda_run::base::stats::{median, micros, Samples};
-use vkcuda_run::base::xid;
-use vkcuda_run::drive::{png_sink, prepare_out_dir, summarize, watch_signals, MadeBy, Summary};
+use vkcuda_run::diagnostics::xid;
+use vkcuda_run::drive::child::{child_failure, Restart};
+use vkcuda_run::drive::measure::Consumed;
+use vkcuda_run::drive::producer::Report;
+use vkcuda_run::drive::screen::Screen;
+use vkcuda_run::drive::session::{warmup_frames, Session, Stopped, STALL};
+use vkcuda_run::drive::sink::{PngSink, SinkReport};
+use vkcuda_run::drive::to_end::{png_sink, prepare_out_dir, summarize, watch_signals, MadeBy, Summary};
+use vkcuda_run::error::failure::Remakes;
 use vkcuda_run::for_people;
 use vkcuda_run::frames::consumer::Completed;
 use vkcuda_run::frames::display;
 use vkcuda_run::frames::gpu::{self, Gpu};
+use vkcuda_run::kernel::reload::{KernelReload, Swapped};
+use vkcuda_run::metrics::clock::CpuMeter;
+use vkcuda_run::metrics::stats::{median, micros, Samples};
 use vkcuda_run::present::open::{event_loop, PresentSpec};
 use vkcuda_run::present::readback::{Pixels, Readback, Shot};
-use vkcuda_run::running::child::{child_failure, Restart};
-use vkcuda_run::running::measure::Consumed;
-use vkcuda_run::running::producer::Report;
-use vkcuda_run::running::screen::Screen;
-use vkcuda_run::running::session::{warmup_frames, Session, Stopped, STALL};
-use vkcuda_run::running::sink::{PngSink, SinkReport};
+use vkcuda_run::scene::director::{Director, Pointer};
+use vkcuda_run::scene::{frame_pixel, Scene};
 
 /// Runs the viewer until the window closes, Esc, a signal, or `--frames`.
 pub fn run(args: &Args) -> Result<Summary> {

@@ -1,7 +1,7 @@
 //! The CLI's words for the run layer's fields: its flags
-//! ([`vkcuda_run::base::usage::Vocabulary`]).
+//! ([`vkcuda_run::error::usage::Vocabulary`]).
 
-use vkcuda_run::base::usage::{Field, Vocabulary};
+use vkcuda_run::error::usage::{Field, Vocabulary};
 use vkcuda_run::frames::doctor::Use;
 
 /// Fields as the command line spells them: `--size 640x480`.
@@ -32,7 +32,7 @@ impl Vocabulary for Flags {
 
 /// `e` and its causes in the CLI's words, for people (see [`vkcuda_run::for_people`]).
 pub fn said(e: &anyhow::Error) -> String {
-    vkcuda_run::for_people(&vkcuda_run::base::failure::worded(e, &Flags))
+    vkcuda_run::for_people(&vkcuda_run::error::failure::worded(e, &Flags))
 }
 
 /// A use `vkcuda doctor` judges, as the command line asks for it.

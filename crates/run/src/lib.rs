@@ -6,31 +6,41 @@
 //! do not import each other: the compiler holds them apart, since each is a
 //! package of its own.
 //!
-//! Floors, bottom to top, one folder each (an import only points down or
+//! Floors, bottom to top, a folder per topic (an import only points down or
 //! sideways; `tests/architecture.rs` holds these paragraphs to its own list):
-//! 1. [`base`]: what a run is made of and measured by (scenes, kernels,
-//!    clocks, statistics, sizes, messages), with no device open;
+//! 1. what a run is made of and measured by, with no device open: the
+//!    [`scene`]s and their CPU reference, your [`kernel`] (NVRTC, its check,
+//!    its reload), the run's [`error`]s and usage messages, its [`output`]
+//!    files, [`metrics`] (clocks, statistics, the memory footprint),
+//!    [`diagnostics`] (the logger, Xid reports, fault injection), [`cuda`]
+//!    beyond the core (driver calls, pairing devices) and the run's
+//!    vocabulary, [`base`] (kinds of run, sizes);
 //! 2. [`frames`]: an open device and one frame on its Vulkan side (the
 //!    consumer's frame loop, opening a device, the window system);
 //! 3. [`present`]: what a consumer does with a frame (draw, present, copy,
 //!    read back), on frames and the core alone: a new consumer (a browser
 //!    view) reuses it without the floors above;
-//! 4. [`running`]: a run (its description, producers, the feed, the session
-//!    that follows the producer and stops, a window's frame loop, the PNG
-//!    writer pool);
-//! 5. [`drive`]: driving a run to its end (the consume loop, the summary,
-//!    signals, the output folder, which side of a failure is its cause).
+//! 4. [`drive`]: driving a run (its description, producers, the feed, the
+//!    session that follows the producer and stops, a window's frame loop,
+//!    the PNG writer pool, the consume loop to the end, which side of a
+//!    failure is its cause).
 //!
 //! The front ends above it: `crates/cli` (the `vkcuda` binary) and
 //! `python/` (the `vkcuda` Python module).
 
 pub mod base;
+pub mod cuda;
+pub mod diagnostics;
 pub mod drive;
+pub mod error;
 pub mod frames;
+pub mod kernel;
+pub mod metrics;
+pub mod output;
 pub mod present;
-pub mod running;
+pub mod scene;
 
-pub use base::usage::UsageError;
+pub use error::usage::UsageError;
 
 /// An error message as a person should read it: without the source
 /// locations some dependencies put in their errors (winit's X11 error reads

@@ -15,15 +15,15 @@ use ash::vk;
 use cudarc::driver::DevicePtr;
 use vkcuda::vk::device::Queue;
 use vkcuda::{Format, FrameDesc, Layout};
-use vkcuda_run::base::encode::decode_frame;
 use vkcuda_run::base::kinds::ProducerKind;
+use vkcuda_run::drive::feed::client::{DeviceFeed, Feeder, Source};
+use vkcuda_run::drive::feed::device::{DeviceStaging, Packing};
+use vkcuda_run::drive::feed::line::{Line, Made};
+use vkcuda_run::drive::feed::run::{spawn, Ended, Output, Progress};
+use vkcuda_run::drive::feed::{Feed, Mailbox, Put};
+use vkcuda_run::drive::sink::frame_file_name;
 use vkcuda_run::frames::gpu::{open_gpu, vulkan_instance, DeviceChoice, Gpu};
-use vkcuda_run::running::feed::client::{DeviceFeed, Feeder, Source};
-use vkcuda_run::running::feed::device::{DeviceStaging, Packing};
-use vkcuda_run::running::feed::line::{Line, Made};
-use vkcuda_run::running::feed::run::{spawn, Ended, Output, Progress};
-use vkcuda_run::running::feed::{Feed, Mailbox, Put};
-use vkcuda_run::running::sink::frame_file_name;
+use vkcuda_run::output::frame_file::decode_frame;
 
 const WIDTH: u32 = 37;
 const HEIGHT: u32 = 23;
@@ -167,7 +167,7 @@ fn fed_from_gpu(gpu: &Arc<Gpu>, dir: &PathBuf) -> Result<()> {
             let made = unsafe { feeder.make(&feed, &source, stream.cu_stream(), (true, &|| false)) }?;
             anyhow::ensure!(made == Made::Made, "frame {i}: {made:?}");
         } else {
-            let held = vkcuda_run::running::feed::client::take_slot(&feed, &|| false)?;
+            let held = vkcuda_run::drive::feed::client::take_slot(&feed, &|| false)?;
             // SAFETY: as above.
             unsafe { feeder.pack(&held, &source, stream.cu_stream()) }?;
             match held.mailbox.put(held.slot, true, &|| false)? {

@@ -14,12 +14,12 @@ use ash::vk;
 use vkcuda::vk::device::Queue;
 use vkcuda::{Format, FrameDesc, Layout};
 use vkcuda_run::base::kinds::ProducerKind;
-use vkcuda_run::base::scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
+use vkcuda_run::drive::feed::run::{spawn, Output};
+use vkcuda_run::drive::feed::{Feed, Mailbox, Put};
 use vkcuda_run::frames::gpu::{open_gpu, vulkan_instance, DeviceChoice, Gpu};
 use vkcuda_run::present::readback::{Pixels, ReadFrame, I420};
 use vkcuda_run::present::watch::{Want, Watchers, MAX_SIZES};
-use vkcuda_run::running::feed::run::{spawn, Output};
-use vkcuda_run::running::feed::{Feed, Mailbox, Put};
+use vkcuda_run::scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
 
 const FRAME: (u32, u32) = (37, 23);
 const FRAMES: u32 = 5;

@@ -9,7 +9,7 @@
 use std::time::{Duration, Instant};
 
 use vkcuda::Format;
-use vkcuda_run::base::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
+use vkcuda_run::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
 
 fn main() -> anyhow::Result<()> {
     for (width, height) in [(1920u32, 1080u32), (1280, 720)] {

@@ -43,7 +43,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 use tungstenite::Message;
 use vkcuda::Format;
-use vkcuda_run::base::scene::{drawn_reference, render_cpu_as, FrameArgs, Scene, SceneKind, MAX_COST};
+use vkcuda_run::scene::{drawn_reference, render_cpu_as, FrameArgs, Scene, SceneKind, MAX_COST};
 
 /// Seconds of warm-up before anything is counted.
 const WARM: f64 = 3.0;

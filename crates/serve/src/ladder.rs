@@ -483,7 +483,7 @@ mod tests {
         // Julia frames whose detail swings, at 960x540: their weight at q80 as their
         // bytes at lower qualities and the model tell it, against libjpeg-turbo's.
         use vkcuda::Format;
-        use vkcuda_run::base::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
+        use vkcuda_run::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
         let (w, h) = (960, 540);
         let scene = Scene { kind: SceneKind::Julia, width: w, height: h, cost: 64 };
         let mut rgba = vec![0u8; (w * h * 4) as usize];

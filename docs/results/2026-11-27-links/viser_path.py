@@ -32,7 +32,7 @@ ys = torch.arange(h, device="cuda", dtype=torch.int64)[:, None]
 
 
 def julia(t):
-    """crates/run/src/base/scene.rs's julia at tick t, RGB."""
+    """crates/run/src/scene/mod.rs's julia at tick t, RGB."""
     one = float(1 << FRAC)
     angle = 2.2 + t * 0.01
     cr, ci = int(round(0.7885 * math.cos(angle) * one)), int(round(0.7885 * math.sin(angle) * one))

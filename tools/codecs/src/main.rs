@@ -27,7 +27,7 @@ use std::mem::MaybeUninit;
 use std::time::Instant;
 
 use vkcuda::Format;
-use vkcuda_run::base::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
+use vkcuda_run::scene::{render_cpu_as, FrameArgs, Scene, SceneKind};
 use vkcuda_serve::encode::jpeg_of_rgba;
 use vkcuda_serve::vp8::Vp8;
 

@@ -25,19 +25,19 @@ use vkcuda::types::QueueKind;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::Instance;
 use vkcuda::{Format, Layout};
-use vkcuda_run::base::director::Director;
 use vkcuda_run::base::kinds::{ConsumeKind, ProducerKind};
-use vkcuda_run::base::outfile::{check_output, write_atomically};
-use vkcuda_run::base::pairing;
-use vkcuda_run::base::scene::{Scene, SceneKind, MAX_COST};
 use vkcuda_run::base::size::Size;
-use vkcuda_run::base::stats::median_f64;
-use vkcuda_run::base::usage::Field;
-use vkcuda_run::drive::{sum_of, summarize, watch_signals, Summary};
+use vkcuda_run::cuda::pairing;
+use vkcuda_run::drive::measure::Span;
+use vkcuda_run::drive::sink::SinkReport;
+use vkcuda_run::drive::to_end::{sum_of, summarize, watch_signals, Summary};
+use vkcuda_run::error::usage::Field;
 use vkcuda_run::frames::gpu::{self, DeviceChoice, Gpu};
+use vkcuda_run::metrics::stats::median_f64;
+use vkcuda_run::output::outfile::{check_output, write_atomically};
 use vkcuda_run::present::offscreen::Offscreen;
-use vkcuda_run::running::measure::Span;
-use vkcuda_run::running::sink::SinkReport;
+use vkcuda_run::scene::director::Director;
+use vkcuda_run::scene::{Scene, SceneKind, MAX_COST};
 
 /// Runs `vkcuda bench`.
 pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {

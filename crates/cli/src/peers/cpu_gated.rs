@@ -19,9 +19,9 @@ use anyhow::Result;
 use cudarc::driver::sys;
 
 use super::{Consumptions, Rig, Stop};
-use vkcuda_run::base::stats::Samples;
 use vkcuda_run::frames::consumer::Completed;
 use vkcuda_run::frames::consumer::Consume;
+use vkcuda_run::metrics::stats::Samples;
 
 pub(super) fn run(
     rig: &mut Rig,

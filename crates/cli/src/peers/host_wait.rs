@@ -14,8 +14,8 @@
 use anyhow::Result;
 
 use super::{Consumptions, Rig, Stop};
-use vkcuda_run::base::stats::Samples;
 use vkcuda_run::frames::consumer::{Completed, Consume};
+use vkcuda_run::metrics::stats::Samples;
 
 pub(super) fn run(
     rig: &mut Rig,

@@ -36,19 +36,19 @@ use vkcuda::sync::{FramePlan, SyncScheme, TimelinePoint};
 use vkcuda::vk::bounded_wait;
 use vkcuda::vk::device::Device;
 use vkcuda::FrameDesc;
-use vkcuda_run::base::director::Director;
-use vkcuda_run::base::kernels::{Out, SceneKernels};
-use vkcuda_run::base::scene::FrameArgs;
 use vkcuda_run::base::size::Size;
-use vkcuda_run::base::stats::Samples;
-use vkcuda_run::drive::{run_session, MadeBy};
+use vkcuda_run::drive::measure::{Consumed, Span, SpanClock};
+use vkcuda_run::drive::producer::cuda::KernelTimer;
+use vkcuda_run::drive::producer::Report;
+use vkcuda_run::drive::setup::RunSpec;
+use vkcuda_run::drive::to_end::{run_session, MadeBy};
 use vkcuda_run::frames::consumer::{Completed, Consume, FrameLoop, Frames, Source, Submission};
 use vkcuda_run::frames::gpu::Gpu;
+use vkcuda_run::metrics::stats::Samples;
 use vkcuda_run::present::offscreen::Offscreen;
-use vkcuda_run::running::measure::{Consumed, Span, SpanClock};
-use vkcuda_run::running::producer::cuda::KernelTimer;
-use vkcuda_run::running::producer::Report;
-use vkcuda_run::running::setup::RunSpec;
+use vkcuda_run::scene::director::Director;
+use vkcuda_run::scene::kernels::{Out, SceneKernels};
+use vkcuda_run::scene::FrameArgs;
 use vkcuda_run::UsageError;
 
 /// Runs one headless run or bench repeat with the hand-over `kind`:
@@ -74,7 +74,7 @@ pub fn run_handover(
 
 /// Runs the pattern `kind` (not vkcuda's) at `size` into `offscreen` for
 /// `span`, timelines starting at `base`: what
-/// [`vkcuda_run::drive::run_session`] is for vkcuda's pattern.
+/// [`vkcuda_run::drive::to_end::run_session`] is for vkcuda's pattern.
 fn run(
     kind: Handover,
     gpu: &Gpu,

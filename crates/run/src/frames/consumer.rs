@@ -21,7 +21,7 @@ use std::time::Duration;
 use anyhow::{bail, Context, Result};
 use ash::vk;
 
-use crate::base::clock::Anchor;
+use crate::metrics::clock::Anchor;
 use vkcuda::interop::{Barrier, SharedFrames, VulkanFrame};
 use vkcuda::vk::bounded_wait;
 use vkcuda::vk::device::Device;
@@ -151,7 +151,7 @@ pub struct Completed {
     pub frame: u64,
     /// GPU time of the frame's commands.
     pub gpu_time: Duration,
-    /// When its commands finished, on the host's clock ([`crate::base::clock::now_ns`]),
+    /// When its commands finished, on the host's clock ([`crate::metrics::clock::now_ns`]),
     /// if the device can calibrate its timestamps.
     pub end_ns: Option<u64>,
     /// When the consumer was done with it ([`Consume::completed`] had

@@ -5,7 +5,7 @@
 use std::ffi::CString;
 use std::path::PathBuf;
 
-use crate::base::usage::{Field, Message};
+use crate::error::usage::{Field, Message};
 use crate::UsageError;
 
 /// The window systems winit may use here, in the order it tries them.

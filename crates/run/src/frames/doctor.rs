@@ -11,12 +11,13 @@ use std::fmt::Write as _;
 
 use ash::vk;
 
-use crate::base::{driver, nvrtc};
+use crate::cuda::driver;
 use crate::frames::display;
 use crate::frames::loader::{self, Library, LOADER};
 use crate::frames::machine::{
     self, Icds, Nvidia, CAPABILITIES, CAPABILITIES_CURE, NVIDIA_MOUNTED_ICD, NVIDIA_VULKAN,
 };
+use crate::kernel::nvrtc;
 use vkcuda::cuda::{self, CudaDevice};
 use vkcuda::vk::device::{format_uuid, list_gpus, GpuInfo};
 use vkcuda::vk::instance::Instance;

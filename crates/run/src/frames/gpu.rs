@@ -8,9 +8,9 @@ use anyhow::{anyhow, bail, Result};
 use ash::vk;
 
 use crate::base::kinds::ProducerKind;
-use crate::base::pairing::Pairing;
 use crate::base::size::Size;
-use crate::base::usage::{Field, Message};
+use crate::cuda::pairing::Pairing;
+use crate::error::usage::{Field, Message};
 use crate::frames::{loader, machine};
 use crate::UsageError;
 use vkcuda::cuda::CudaDevice;
@@ -262,7 +262,7 @@ pub fn unsupported_format(e: anyhow::Error) -> anyhow::Error {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::base::usage::Flags;
+    use crate::error::usage::Flags;
     use vkcuda::Layout;
 
     const GIB: u64 = 1 << 30;

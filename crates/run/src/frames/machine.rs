@@ -8,7 +8,7 @@ use std::ffi::CString;
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-pub use crate::base::usage::SEE_DOCTOR;
+pub use crate::error::usage::SEE_DOCTOR;
 use crate::frames::loader::{self, Libraries, Library, Origin, BUNDLE_DIR, LOADER};
 
 /// NVIDIA's Vulkan driver, which its ICD file names.

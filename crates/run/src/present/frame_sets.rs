@@ -9,8 +9,8 @@ use std::sync::Arc;
 use anyhow::{anyhow, bail, Result};
 use ash::vk;
 
-use crate::base::scene::letterbox;
 use crate::frames::consumer::{Frames, Source};
+use crate::scene::letterbox;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::COLOR;
 use vkcuda::Format;

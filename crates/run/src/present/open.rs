@@ -15,7 +15,7 @@ use winit::window::Window;
 use super::window::Presenter;
 use super::x11;
 use crate::base::kinds::{PresentMode, PresentPath};
-use crate::base::usage::Message;
+use crate::error::usage::Message;
 use crate::frames::display::no_window;
 use crate::frames::gpu::{self, DeviceChoice, Gpu};
 use crate::UsageError;

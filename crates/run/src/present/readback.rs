@@ -15,7 +15,7 @@ use anyhow::{anyhow, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
-use crate::base::stats::push_bounded;
+use crate::metrics::stats::push_bounded;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{buffer_barrier, copy_layers};
 use vkcuda::vk::memory::Buffer;
