@@ -1,12 +1,12 @@
 // vkcuda scene kernels. Compiled at run time by NVRTC, with shaders/vkcuda.h
 // (the kernel contract) as its one header.
 //
-// Each kernel mirrors its CPU reference in crates/run/src/base/scene.rs line by line, in
+// Each kernel mirrors its CPU reference in crates/run/src/scene/mod.rs line by line, in
 // integer arithmetic, so the pipeline's output can be checked bit for bit.
 // One thread writes one pixel, through `put`, into an `Out`: a surface (the
 // array layout; x is a byte offset for surf2Dwrite) or linear memory (the
 // buffer layout, and the staging baseline of `vkcuda bench`), in any of
-// vkcuda's formats. `put` (vk_put8) mirrors `store` in crates/run/src/base/scene.rs.
+// vkcuda's formats. `put` (vk_put8) mirrors `store` in crates/run/src/scene/mod.rs.
 
 #define FRAC 28
 

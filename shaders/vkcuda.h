@@ -23,7 +23,7 @@ enum vk_format { VK_RGBA8 = 0, VK_RGBA8_SRGB = 1, VK_BGRA8 = 2, VK_RGBA16F = 3, 
 
 // Where the frame lives: `pointer` non-zero: linear memory (--layout
 // buffer), rows `pitch` bytes apart; else a surface object (--layout array;
-// surf2Dwrite takes x in bytes). Mirrors `Out` in crates/run/src/base/kernels.rs.
+// surf2Dwrite takes x in bytes). Mirrors `Out` in crates/run/src/scene/kernels.rs.
 struct vk_target {
     unsigned long long surface;
     unsigned long long pointer;
@@ -32,7 +32,7 @@ struct vk_target {
     int pad;
 };
 
-// What the kernel is given, by value. Mirrors `KernelFrame` in crates/run/src/base/userkernel.rs.
+// What the kernel is given, by value. Mirrors `KernelFrame` in crates/run/src/kernel/user.rs.
 struct vk_frame {
     vk_target target;
     int width, height;    // pixels
