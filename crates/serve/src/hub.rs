@@ -157,7 +157,7 @@ impl Client {
 
     /// Whether a standing picture's frames are sent once, exact (auto and video modes).
     fn settles(&self) -> bool {
-        matches!(self.ladder.mode, Mode::Auto | Mode::Video)
+        matches!(self.ladder.mode(), Mode::Auto | Mode::Video)
     }
 
     /// What to draw for it now, if anything: the ladder's plan, or the exact
@@ -171,7 +171,7 @@ impl Client {
             return None;
         }
         // The ladder's rate, or the page's display rate when it said one.
-        let mut interval = match self.ladder.unlimited && plan.fps >= self.ladder.display() {
+        let mut interval = match self.ladder.unlimited() && plan.fps >= self.ladder.display() {
             true => Duration::ZERO,
             false => Duration::from_secs_f64(1.0 / plan.fps.max(1.0)),
         };
@@ -431,12 +431,12 @@ impl Hub {
 
     /// What the client asks for from its next frame on.
     pub fn set_mode(&self, id: u64, mode: Mode) {
-        self.with(id, |c| c.ladder.mode = mode);
+        self.with(id, |c| c.ladder.set_mode(mode));
     }
 
     /// Whether the client's page decodes VP8.
     pub fn set_video(&self, id: u64, video: bool) {
-        self.with(id, |c| c.ladder.video = video);
+        self.with(id, |c| c.ladder.set_video(video));
     }
 
     /// The client's decoder needs a key frame.
@@ -613,7 +613,7 @@ impl Watchers for Hub {
                 let (_, _, plan, _) = c.preparing.iter().find(|p| p.0 == frame.frame && p.1 == want)?;
                 Some((*id, *plan, c.stream.clone()))
             });
-            (to.collect(), s.clients.values().filter(|c| c.ladder.video).count())
+            (to.collect(), s.clients.values().filter(|c| c.ladder.video()).count())
         };
         if to.is_empty() {
             return;
@@ -752,7 +752,8 @@ mod tests {
         // frame is encoded, sent and acknowledged at once. Timed from the last draw,
         // a 16.7 ms interval would give a draw every 21 ms: 47.6 a second.
         let mut c = Client::new(Arc::new(Notify::new()));
-        (c.canvas, c.ladder.mode) = (Some(SIZE), Mode::Raw);
+        c.canvas = Some(SIZE);
+        c.ladder.set_mode(Mode::Raw);
         c.ladder.set_display(60.0);
         let start = Instant::now();
         let mut drawn = 0u32;
