@@ -806,6 +806,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 #[cfg(test)]
+mod over_a_wire;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use vkcuda::Format;

@@ -78,7 +78,7 @@ const LEAST_SIDE: u32 = 16;
 /// [`MIN_FPS`]); above `COARSE` the size falls too; below `FINE` the size,
 /// then the rate, rise again. bench-26, 2026-11-29 (`SOFT`: quality first).
 pub(crate) const SOFT: f64 = 40.0;
-const COARSE: f64 = 50.0;
+pub(crate) const COARSE: f64 = 50.0;
 pub(crate) const FINE: f64 = 34.0;
 /// The least JPEG quality an adaptive stream goes to (its most: [`DEFAULT_QUALITY`]).
 /// Design (7974969); below it the size falls instead.
