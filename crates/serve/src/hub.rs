@@ -53,8 +53,8 @@ const SETTLE: Duration = Duration::from_millis(1500);
 const LIMITED_LATELY: Duration = Duration::from_secs(2);
 /// Frames drawn or encoded for a client at once: one for VP8 (its frames are
 /// a chain: bench-13's `-tr2`, two at once, changed nothing: 19.8 / 22.4 /
-/// 21.2 frames/s against 18.8 / 24.0 / 21.8), two for the others (a frame
-/// being encoded while the next is drawn: the page's count, bench-29).
+/// 21.2 frames/s against 18.8 / 24.0 / 21.8), two for the others (design: a
+/// frame encoded while the next is drawn, as the old view kept two).
 const MOST_PREPARING_VIDEO: usize = 1;
 const MOST_PREPARING: usize = 2;
 /// The frames a client's lead time (draw to encoded) is averaged over: the

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant};
 /// fast as it decodes, p50 10–12 ms against 24–43.
 const PAGE_MEMORY: Duration = Duration::from_secs(1);
 /// Frames waiting at the page beside the one it decodes: one keeps it busy,
-/// more only wait. bench-29 (`pa`, `pb`: lowered on one frame ahead or on two;
-/// `pa` and then `pc`, `pd` landed).
+/// more only wait. bench-29, 2026-11-29: `pa` lowered the count on one frame
+/// ahead, `pb` only on two; `pa`'s rule is in `pd`, the one landed.
 const PAGE_WAITING: usize = 1;
 /// The weight of the newest decode time in the page's moving average: 1/8,
 /// TCP's smoothed round trip's (RFC 6298); design, not tuned by a bench.
