@@ -29,19 +29,48 @@ use crate::link::Link;
 use vkcuda_run::present::readback::{Pixels, ReadFrame};
 use vkcuda_run::present::watch::{Want, Watchers};
 
-/// Clients connected at once, at most.
+/// Clients connected at once, at most. Design (the door, docs/streaming.md).
 pub const MAX_CLIENTS: usize = 32;
 /// A picture unchanged (or no new frame) this long is sent once more, exact.
+/// bench-3 to -5 (2026-11-27): a paused picture arrived exact 0.41–0.47 s after
+/// the pause over 20 Mbit/s, 40 ms.
 pub const STILL_AFTER: Duration = Duration::from_millis(250);
-/// While an exact picture stands, how often a frame is drawn to see whether it changed.
+/// While an exact picture stands, how often a frame is drawn to see whether it
+/// changed (measured with [`STILL_AFTER`]).
 const STILL_CHECK: Duration = Duration::from_millis(200);
 /// How long a staleness once told stands without a frame drawn (the frame shown
-/// again may not have come: a show was under way).
+/// again may not have come: a show was under way). Design.
 const RETELL: Duration = Duration::from_secs(2);
-/// How long a link is measured before its capacity chooses the codec.
+/// How often [`Hub::wait_stale`] looks again while nothing wakes it. Design:
+/// well under [`STILL_AFTER`].
+const STALE_NAP: Duration = Duration::from_millis(50);
+/// How long a link is measured before its capacity chooses the codec (JPEG
+/// fills it meanwhile). bench-1: the codec chosen before the link was measured
+/// is superseded.
 const SETTLE: Duration = Duration::from_millis(1500);
-/// How long a window-limited send counts as the link being the limit lately.
+/// How long a window-limited send counts as the link being the limit lately
+/// (no probe meanwhile). Design.
 const LIMITED_LATELY: Duration = Duration::from_secs(2);
+/// Frames drawn or encoded for a client at once: one for VP8 (its frames are
+/// a chain: bench-13's `-tr2`, two at once, changed nothing: 19.8 / 22.4 /
+/// 21.2 frames/s against 18.8 / 24.0 / 21.8), two for the others (design: a
+/// frame encoded while the next is drawn, as the old view kept two).
+const MOST_PREPARING_VIDEO: usize = 1;
+const MOST_PREPARING: usize = 2;
+/// The frames a client's lead time (draw to encoded) is averaged over: the
+/// newest weighs 1/4. Design (bench-14's pacing: the encode time a moving average).
+const LEAD_FRAMES: u32 = 4;
+/// A draw the link held is made up once: the schedule restarts this share of
+/// an interval back from now, not on from its due time. bench-14, 2026-11-28:
+/// 20 Mbit/s 35–41 frames/s against 20–22 (with the window's two frames).
+const CATCH_UP: u32 = 2;
+/// A video client's encode takes at most this share of the encoder threads
+/// (one over it: half), and the producer keeps the rest. bench-24, 2026-11-28:
+/// 8 clients sharing 100 Mbit/s cost the producer +0.1 to +4.6 % against
+/// −4.1 to −7.4 %.
+const CLIENT_SHARE: u32 = 2;
+/// The draw's exposure stays within 1/this and this. Design.
+const EXPOSURE_RANGE: f32 = 64.0;
 
 /// What one client has been sent, and how its stream is made now (its page shows it).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
@@ -70,11 +99,18 @@ pub struct ClientStats {
     pub exact: bool,
 }
 
+/// A picture a client saw: what it was drawn as, and its digest.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Seen {
+    want: Want,
+    digest: u64,
+}
+
 /// Whether the picture stands still for a client.
 #[derive(Debug)]
 struct Still {
-    /// What was drawn for the last frame sent (or checked), and its digest.
-    last: Option<(Want, u64)>,
+    /// What was drawn for the last frame sent (or checked).
+    last: Option<Seen>,
     /// Since when the picture is unchanged.
     since: Instant,
     /// A frame drawn [`STILL_AFTER`] or more after the last change was still the
@@ -85,9 +121,95 @@ struct Still {
 }
 
 impl Still {
-    fn new(last: Option<(Want, u64)>) -> Self {
+    fn new(last: Option<Seen>) -> Self {
         Self { last, since: Instant::now(), confirmed: false, exact_sent: false }
     }
+}
+
+/// What `wanted` chose for a client this frame: what to draw, and how to encode it.
+#[derive(Clone, Copy, Debug, PartialEq)]
+struct Decision {
+    want: Want,
+    plan: Plan,
+}
+
+/// A frame being drawn or encoded for a client.
+#[derive(Clone, Copy, Debug)]
+struct Prepared {
+    frame: u64,
+    /// What it was drawn as, and its plan (a frame drawn for other clients at the same size is not its).
+    want: Want,
+    plan: Plan,
+    /// When its draw began.
+    drawn: Instant,
+}
+
+/// The frames being drawn or encoded for a client.
+#[derive(Debug, Default)]
+struct Preparing {
+    /// What `wanted` chose for it this frame.
+    decided: Option<Decision>,
+    frames: Vec<Prepared>,
+    /// How long its frames take from the draw to encoded (a moving average over
+    /// [`LEAD_FRAMES`]): the link is asked for room that far ahead.
+    lead: Duration,
+}
+
+impl Preparing {
+    /// The frame `frame` is encoded (or will not be) at `now`: it leaves, and the lead learns its time.
+    fn done(&mut self, frame: u64, now: Instant) -> Option<Prepared> {
+        let at = self.frames.iter().position(|p| p.frame == frame)?;
+        let done = self.frames.remove(at);
+        let took = now.saturating_duration_since(done.drawn);
+        self.lead = (self.lead * (LEAD_FRAMES - 1) + took) / LEAD_FRAMES;
+        Some(done)
+    }
+}
+
+/// When a client's next frame is due at its rate: due times follow a schedule
+/// (a draw a little late does not make the next one late too), so a client
+/// asking 60 a second gets 60.
+#[derive(Debug, Default)]
+struct Schedule {
+    due: Option<Instant>,
+    /// The interval its rate gives.
+    pace: Duration,
+    last_drawn: Option<Instant>,
+}
+
+impl Schedule {
+    /// Whether `now` is before the next frame's due time (or, when its rate
+    /// just rose, before `interval` after its last draw).
+    fn early(&self, now: Instant, interval: Duration) -> bool {
+        self.due.is_some_and(|due| now < due.min(self.last_drawn.unwrap_or(due) + interval))
+    }
+
+    /// A frame is drawn at `now`: the next is due an interval on, or, when far
+    /// behind, [`CATCH_UP`] back from now (a draw the link held, behind a large
+    /// frame, is made up by the next, once).
+    fn drew(&mut self, now: Instant) {
+        self.last_drawn = Some(now);
+        let on = self.due.unwrap_or(now) + self.pace;
+        self.due = Some(on.max(now - self.pace / CATCH_UP));
+    }
+}
+
+/// A client's newest encoded frame, waiting for the link, and the last sent.
+#[derive(Default)]
+struct Outgoing {
+    next: Option<Encoded>,
+    /// The link made a waiting frame wait (the next sent was limited by it).
+    held: bool,
+    last_sent: Option<u64>,
+}
+
+/// What a client is owed, beside a standing picture's exact frame.
+#[derive(Debug)]
+struct Owed {
+    /// Nothing was sent at this canvas yet.
+    fresh: bool,
+    /// A frame was skipped for it (its rate, its link) since its last draw.
+    behind: bool,
 }
 
 /// One client's state.
@@ -95,33 +217,16 @@ struct Client {
     canvas: Option<vk::Extent2D>,
     ladder: Ladder,
     link: Link,
-    /// What `wanted` chose for it this frame.
-    decided: Option<(Want, Plan)>,
-    /// The frames being drawn or encoded for it, each with what it was drawn as,
-    /// its plan (a frame drawn for other clients at the same size is not its) and
-    /// when its draw began.
-    preparing: Vec<(u64, Want, Plan, Instant)>,
-    /// How long its frames take from the draw to encoded (a moving average): the
-    /// link is asked for room that far ahead.
-    prepare: Duration,
-    /// Its newest encoded frame, waiting for the link; `held`: the link made it wait.
-    next: Option<Encoded>,
-    held: bool,
-    last_drawn: Option<Instant>,
-    /// When its next frame is due at its rate, and the interval that rate gives:
-    /// due times follow a schedule (a draw a little late does not make the next
-    /// one late too), so a client asking 60 a second gets 60.
-    due: Option<Instant>,
-    pace: Duration,
+    /// When the link last held a frame back.
     limited_at: Option<Instant>,
+    preparing: Preparing,
+    schedule: Schedule,
+    outgoing: Outgoing,
     still: Still,
-    /// Nothing was sent at this canvas yet; a frame was skipped for it (its rate, its link) since its last draw.
-    fresh: bool,
-    behind: bool,
+    owed: Owed,
     stream: Arc<Mutex<Stream>>,
     wake: Arc<Notify>,
     stats: ClientStats,
-    last_sent: Option<u64>,
 }
 
 impl Client {
@@ -130,22 +235,15 @@ impl Client {
             canvas: None,
             ladder: Ladder::new(),
             link: Link::new(),
-            decided: None,
-            preparing: Vec::new(),
-            prepare: Duration::ZERO,
-            next: None,
-            held: false,
-            last_drawn: None,
-            due: None,
-            pace: Duration::ZERO,
             limited_at: None,
+            preparing: Preparing::default(),
+            schedule: Schedule::default(),
+            outgoing: Outgoing::default(),
             still: Still::new(None),
-            fresh: true,
-            behind: false,
+            owed: Owed { fresh: true, behind: false },
             stream: Arc::new(Mutex::new(Stream::new())),
             wake,
             stats: ClientStats::default(),
-            last_sent: None,
         }
     }
 
@@ -157,21 +255,24 @@ impl Client {
 
     /// Whether a standing picture's frames are sent once, exact (auto and video modes).
     fn settles(&self) -> bool {
-        matches!(self.ladder.mode, Mode::Auto | Mode::Video)
+        matches!(self.ladder.mode(), Mode::Auto | Mode::Video)
     }
 
     /// What to draw for it now, if anything: the ladder's plan, or the exact
     /// picture once it stood still; nothing while a frame is on its way to
     /// the link, while the link has no room, or before its rate allows.
-    fn want(&mut self, now: Instant) -> Option<(Want, Plan)> {
+    fn want(&mut self, now: Instant) -> Option<Decision> {
         let canvas = self.canvas?;
         let mut plan = self.ladder.plan(canvas, self.link_state(now), now);
-        let most = if matches!(plan.codec, Codec::Vp8 { .. }) { 1 } else { 2 };
-        if self.preparing.len() >= most || self.next.is_some() {
+        let most = match plan.codec {
+            Codec::Vp8 { .. } => MOST_PREPARING_VIDEO,
+            _ => MOST_PREPARING,
+        };
+        if self.preparing.frames.len() >= most || self.outgoing.next.is_some() {
             return None;
         }
         // The ladder's rate, or the page's display rate when it said one.
-        let mut interval = match self.ladder.unlimited && plan.fps >= self.ladder.display() {
+        let mut interval = match self.ladder.unlimited() && plan.fps >= self.ladder.display() {
             true => Duration::ZERO,
             false => Duration::from_secs_f64(1.0 / plan.fps.max(1.0)),
         };
@@ -183,19 +284,19 @@ impl Client {
             }
         }
         // Not before its due time (nor, when its rate just rose, an interval after its last draw).
-        if self.due.is_some_and(|due| now < due.min(self.last_drawn.unwrap_or(due) + interval)) {
-            self.behind = true;
+        if self.schedule.early(now, interval) {
+            self.owed.behind = true;
             return None;
         }
-        self.pace = interval;
+        self.schedule.pace = interval;
         let expected = self.stats.bytes.checked_div(self.stats.sent).unwrap_or(0);
-        if !self.link.may_draw(expected, self.preparing.len(), now, self.prepare) {
+        if !self.link.may_draw(expected, self.preparing.frames.len(), now, self.preparing.lead) {
             self.link.block();
-            self.behind = true;
+            self.owed.behind = true;
             self.limited(now);
             return None;
         }
-        Some((Want { extent: plan.extent, pixels: pixels_for(plan.codec) }, plan))
+        Some(Decision { want: Want { extent: plan.extent, pixels: pixels_for(plan.codec) }, plan })
     }
 
     /// The link held a frame back at `now`: it was the limit lately (not when it
@@ -208,18 +309,19 @@ impl Client {
 
     /// Its waiting frame, if the link has room for it now (counted as sent).
     fn take_next(&mut self, now: Instant) -> Option<Encoded> {
-        let bytes = self.next.as_ref()?.bytes.len() as u64;
+        let bytes = self.outgoing.next.as_ref()?.bytes.len() as u64;
         if !self.link.may_send(bytes) {
-            self.held = true;
+            self.outgoing.held = true;
             self.limited(now);
             return None;
         }
-        let next = self.next.take()?;
-        self.link.sent(next.frame, bytes, now, std::mem::take(&mut self.held));
+        let out = &mut self.outgoing;
+        let next = out.next.take()?;
+        self.link.sent(next.frame, bytes, now, std::mem::take(&mut out.held));
         let s = &mut self.stats;
         (s.sent, s.bytes) = (s.sent + 1, s.bytes + bytes);
-        s.skipped += self.last_sent.map_or(0, |l| next.frame.saturating_sub(l + 1));
-        self.last_sent = Some(next.frame);
+        s.skipped += out.last_sent.map_or(0, |l| next.frame.saturating_sub(l + 1));
+        out.last_sent = Some(next.frame);
         Some(next)
     }
 }
@@ -233,7 +335,7 @@ impl Client {
         if !self.settles() {
             return true;
         }
-        let seen = Some((want, digest));
+        let seen = Some(Seen { want, digest });
         let moved = self.still.last != seen;
         match (want.pixels == Pixels::Rgba8, self.still.exact_sent) {
             // The exact frame of the standing picture.
@@ -256,13 +358,10 @@ impl Client {
 
     /// Frame `frame` is drawn as `want` at `now`: if that is what it decided, it is being prepared.
     fn drawing(&mut self, frame: u64, want: Want, now: Instant) {
-        if let Some((want, plan)) = self.decided.take_if(|(w, _)| *w == want) {
-            self.preparing.push((frame, want, plan, now));
-            (self.last_drawn, self.behind) = (Some(now), false);
-            // On schedule; when far behind it, half an interval back from now: a draw the
-            // link held (behind a large frame) is made up by the next, once.
-            let on = self.due.unwrap_or(now) + self.pace;
-            self.due = Some(on.max(now - self.pace / 2));
+        if let Some(Decision { want, plan }) = self.preparing.decided.take_if(|d| d.want == want) {
+            self.preparing.frames.push(Prepared { frame, want, plan, drawn: now });
+            self.schedule.drew(now);
+            self.owed.behind = false;
         }
     }
 
@@ -270,16 +369,14 @@ impl Client {
     /// the ladder learns its weight; it replaces an older one still waiting,
     /// never a newer.
     fn delivered(&mut self, frame: u64, encoded: Option<Encoded>, now: Instant) {
-        let Some(at) = self.preparing.iter().position(|p| p.0 == frame) else { return };
-        let (_, want, plan, drawn) = self.preparing.remove(at);
-        self.prepare = (self.prepare * 3 + now.saturating_duration_since(drawn)) / 4;
+        let Some(Prepared { want, plan, .. }) = self.preparing.done(frame, now) else { return };
         let Some(encoded) = encoded else { return };
         let per_frame = Ladder::per_frame(&plan, self.link_state(now));
         self.ladder.encoded(encoded.codec, want.extent, encoded.bytes.len(), encoded.quantizer, per_frame);
-        let newest = self.next.as_ref().map(|n| n.frame).max(self.last_sent);
+        let newest = self.outgoing.next.as_ref().map(|n| n.frame).max(self.outgoing.last_sent);
         if newest.is_none_or(|n| encoded.frame > n) {
             record_stream(&mut self.stats, &encoded, want.extent, plan.fps);
-            (self.next, self.fresh) = (Some(encoded), false);
+            (self.outgoing.next, self.owed.fresh) = (Some(encoded), false);
             self.wake.notify_one();
         }
     }
@@ -294,13 +391,17 @@ fn pixels_for(codec: Codec) -> Pixels {
     }
 }
 
-/// The clients a frame goes to: each with its plan and its stream.
-type Recipients = Vec<(u64, Plan, Arc<Mutex<Stream>>)>;
+/// A client a frame goes to, with its plan and its stream.
+struct Recipient {
+    id: u64,
+    plan: Plan,
+    stream: Arc<Mutex<Stream>>,
+}
 
 /// An encode job: a frame drawn as one [`Want`], and the clients it goes to with their plans.
 struct Job {
     frame: ReadFrame,
-    to: Recipients,
+    to: Vec<Recipient>,
     /// Threads for one client's encode ([`client_threads`]): its VP8 encoder's
     /// (when one is made), or its JPEG's strips encoded at once.
     threads: u32,
@@ -313,7 +414,7 @@ struct Job {
 /// beside them (docs/streaming.md, bench-24).
 fn client_threads(encoders: u32, video: usize) -> u32 {
     let video = u32::try_from(video).unwrap_or(u32::MAX).max(1);
-    (encoders / video).clamp(1, (encoders / 2).clamp(1, 8))
+    (encoders / video).clamp(1, (encoders / CLIENT_SHARE).clamp(1, crate::vp8::MAX_THREADS))
 }
 
 #[derive(Default)]
@@ -417,8 +518,8 @@ impl Hub {
             if c.canvas != Some(extent) {
                 // A frame of the old size being drawn or encoded would not be its size; the
                 // picture is new to it (sent again, then exact).
-                (c.canvas, c.next, c.fresh) = (Some(extent), None, true);
-                c.preparing.clear();
+                (c.canvas, c.outgoing.next, c.owed.fresh) = (Some(extent), None, true);
+                c.preparing.frames.clear();
                 c.still = Still::new(None);
             }
         });
@@ -431,12 +532,12 @@ impl Hub {
 
     /// What the client asks for from its next frame on.
     pub fn set_mode(&self, id: u64, mode: Mode) {
-        self.with(id, |c| c.ladder.mode = mode);
+        self.with(id, |c| c.ladder.set_mode(mode));
     }
 
     /// Whether the client's page decodes VP8.
     pub fn set_video(&self, id: u64, video: bool) {
-        self.with(id, |c| c.ladder.video = video);
+        self.with(id, |c| c.ladder.set_video(video));
     }
 
     /// The client's decoder needs a key frame.
@@ -509,26 +610,30 @@ impl Hub {
             let now = Instant::now();
             let told = s.stale_told;
             let stale = s.clients.values().any(|c| {
-                let idle = c.last_drawn.is_none_or(|at| now.duration_since(at) >= STILL_AFTER);
-                let owed = c.fresh || c.behind || (c.settles() && !c.still.exact_sent);
-                let free = c.preparing.is_empty() && c.next.is_none() && c.link.frames_in_flight() == 0;
+                let last_drawn = c.schedule.last_drawn;
+                let idle = last_drawn.is_none_or(|at| now.duration_since(at) >= STILL_AFTER);
+                let owed = c.owed.fresh || c.owed.behind || (c.settles() && !c.still.exact_sent);
+                let free = c.preparing.frames.is_empty()
+                    && c.outgoing.next.is_none()
+                    && c.link.frames_in_flight() == 0;
                 // Told already, and no frame drawn since: not again before RETELL.
-                let waiting = told
-                    .is_some_and(|t| now.duration_since(t) < RETELL && c.last_drawn.is_none_or(|d| d < t));
+                let waiting =
+                    told.is_some_and(|t| now.duration_since(t) < RETELL && last_drawn.is_none_or(|d| d < t));
                 c.canvas.is_some() && free && idle && owed && !waiting
             });
             if stale {
                 s.stale_told = Some(now);
             }
             let Some(left) = deadline.checked_duration_since(now).filter(|_| !stale) else { return stale };
-            let nap = left.min(Duration::from_millis(50));
+            let nap = left.min(STALE_NAP);
             s = self.arrived.wait_timeout(s, nap).unwrap_or_else(|p| p.into_inner()).0;
         }
     }
 
     /// Multiplies the draw's exposure by `factor` (within 1/64..64).
     pub fn change_exposure(&self, factor: f32) {
-        let scale = |bits: u32| Some((f32::from_bits(bits) * factor).clamp(1.0 / 64.0, 64.0).to_bits());
+        let range = (1.0 / EXPOSURE_RANGE, EXPOSURE_RANGE);
+        let scale = |bits: u32| Some((f32::from_bits(bits) * factor).clamp(range.0, range.1).to_bits());
         // One read-modify-write: two pages' keys at once both count.
         let _ = self.exposure.fetch_update(Ordering::Relaxed, Ordering::Relaxed, scale);
     }
@@ -564,7 +669,7 @@ impl Hub {
         let mut s = self.state();
         for id in ids {
             if let Some(c) = s.clients.get_mut(&id) {
-                c.preparing.retain(|p| p.0 != frame);
+                c.preparing.frames.retain(|p| p.frame != frame);
             }
         }
     }
@@ -586,8 +691,8 @@ impl Watchers for Hub {
         let now = Instant::now();
         let mut wants: Vec<Want> = Vec::new();
         for c in self.state().clients.values_mut() {
-            c.decided = c.want(now);
-            if let Some((want, _)) = c.decided.filter(|(w, _)| !wants.contains(w)) {
+            c.preparing.decided = c.want(now);
+            if let Some(Decision { want, .. }) = c.preparing.decided.filter(|d| !wants.contains(&d.want)) {
                 wants.push(want);
             }
         }
@@ -607,18 +712,19 @@ impl Watchers for Hub {
     fn take(&self, frame: ReadFrame) {
         let frame = ReadFrame { frame: frame.frame + self.state().base, ..frame };
         let want = Want { extent: frame.shot.extent, pixels: frame.shot.pixels };
-        let (to, video): (Recipients, usize) = {
+        let (to, video): (Vec<Recipient>, usize) = {
             let s = self.state();
             let to = s.clients.iter().filter_map(|(id, c)| {
-                let (_, _, plan, _) = c.preparing.iter().find(|p| p.0 == frame.frame && p.1 == want)?;
-                Some((*id, *plan, c.stream.clone()))
+                let mut preparing = c.preparing.frames.iter();
+                let p = preparing.find(|p| p.frame == frame.frame && p.want == want)?;
+                Some(Recipient { id: *id, plan: p.plan, stream: c.stream.clone() })
             });
-            (to.collect(), s.clients.values().filter(|c| c.ladder.video).count())
+            (to.collect(), s.clients.values().filter(|c| c.ladder.video()).count())
         };
         if to.is_empty() {
             return;
         }
-        let (ids, number): (Vec<u64>, u64) = (to.iter().map(|(id, ..)| *id).collect(), frame.frame);
+        let (ids, number): (Vec<u64>, u64) = (to.iter().map(|r| r.id).collect(), frame.frame);
         let job = Job { frame, to, threads: client_threads(self.encoders, video) };
         let sent = match lock(&self.jobs).as_ref() {
             Some(jobs) => jobs.try_send(job),
@@ -636,8 +742,8 @@ impl Watchers for Hub {
 
     fn abandon(&self) {
         for c in self.state().clients.values_mut() {
-            c.decided = None;
-            c.preparing.clear();
+            c.preparing.decided = None;
+            c.preparing.frames.clear();
         }
     }
 
@@ -659,7 +765,7 @@ fn encode_jobs(hub: &Weak<Hub>, jobs: &Mutex<Receiver<Job>>) {
         let want = Want { extent: frame.shot.extent, pixels: frame.shot.pixels };
         let digest = digest((*frame.pixels).as_ref());
         let mut done: Vec<Encoded> = Vec::new();
-        for (id, plan, stream) in to {
+        for Recipient { id, plan, stream } in to {
             if !hub.changed(id, want, digest) {
                 hub.deliver(id, frame.frame, None);
                 continue;
@@ -700,6 +806,9 @@ fn lock<T>(m: &Mutex<T>) -> MutexGuard<'_, T> {
 }
 
 #[cfg(test)]
+mod over_a_wire;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use vkcuda::Format;
@@ -735,7 +844,7 @@ mod tests {
     }
 
     fn waiting(hub: &Hub, id: u64) -> Option<u64> {
-        hub.with(id, |c| c.next.as_ref().map(|n| n.frame)).flatten()
+        hub.with(id, |c| c.outgoing.next.as_ref().map(|n| n.frame)).flatten()
     }
 
     fn client(hub: &Hub, mode: Mode) -> u64 {
@@ -752,22 +861,59 @@ mod tests {
         // frame is encoded, sent and acknowledged at once. Timed from the last draw,
         // a 16.7 ms interval would give a draw every 21 ms: 47.6 a second.
         let mut c = Client::new(Arc::new(Notify::new()));
-        (c.canvas, c.ladder.mode) = (Some(SIZE), Mode::Raw);
+        c.canvas = Some(SIZE);
+        c.ladder.set_mode(Mode::Raw);
         c.ladder.set_display(60.0);
         let start = Instant::now();
         let mut drawn = 0u32;
         for step in 0..1430u64 {
             let now = start + Duration::from_millis(7 * step);
             let Some(decided) = c.want(now) else { continue };
-            c.decided = Some(decided);
-            c.drawing(step, decided.0, now);
-            c.preparing.clear();
+            c.preparing.decided = Some(decided);
+            c.drawing(step, decided.want, now);
+            c.preparing.frames.clear();
             c.link.sent(step, 100, now, false);
             c.link.acked(step, now + Duration::from_millis(1), None);
             drawn += 1;
         }
         // 10 s.
         assert!((595..=602).contains(&drawn), "{drawn} frames in 10 s at 60 a second");
+    }
+
+    #[test]
+    fn the_schedule_keeps_its_due_times_and_makes_up_a_held_draw_once() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let mut s = Schedule { pace: ms(10), ..Schedule::default() };
+        assert!(!s.early(t, ms(10)), "nothing drawn yet");
+        s.drew(t);
+        assert!(s.early(t + ms(9), ms(10)) && !s.early(t + ms(10), ms(10)));
+        // Drawn 3 ms late: the next is still due on the schedule, not 10 ms after.
+        s.drew(t + ms(13));
+        assert_eq!(s.due, Some(t + ms(20)));
+        // The rate just rose (a 5 ms interval): due 5 ms after the last draw, before the schedule.
+        assert!(s.early(t + ms(17), ms(5)) && !s.early(t + ms(18), ms(5)));
+        // Held 40 ms by the link: the next is due half an interval back from now (made up once).
+        s.drew(t + ms(60));
+        assert_eq!(s.due, Some(t + ms(55)));
+        assert!(!s.early(t + ms(60), ms(10)));
+    }
+
+    #[test]
+    fn the_lead_is_a_moving_average_of_the_frames_draw_to_encoded() {
+        let t = Instant::now();
+        let ms = Duration::from_millis;
+        let mut p = Preparing::default();
+        let plan = Plan { codec: Codec::Raw, extent: SIZE, fps: 60.0 };
+        let want = Want { extent: SIZE, pixels: Pixels::Rgba8 };
+        for frame in 0..2 {
+            p.frames.push(Prepared { frame, want, plan, drawn: t });
+        }
+        assert_eq!(p.done(1, t + ms(8)).map(|d| d.frame), Some(1));
+        assert_eq!(p.lead, ms(2), "a quarter of the new");
+        assert!(p.done(1, t).is_none(), "done once");
+        p.done(0, t + ms(10));
+        assert_eq!(p.lead, (ms(2) * 3 + ms(10)) / 4);
     }
 
     #[test]
@@ -793,7 +939,9 @@ mod tests {
         let old =
             Encoded { frame: 8, bytes: bytes::Bytes::new(), codec: Codec::Raw, quantizer: None, key: true };
         let plan = Plan { codec: Codec::Raw, extent: SIZE, fps: 60.0 };
-        hub.with(id, |c| c.preparing.push((8, Want { extent: SIZE, pixels: JPEG }, plan, Instant::now())));
+        let prepared =
+            Prepared { frame: 8, want: Want { extent: SIZE, pixels: JPEG }, plan, drawn: Instant::now() };
+        hub.with(id, |c| c.preparing.frames.push(prepared));
         hub.deliver(id, 8, Some(old));
         assert_eq!(waiting(&hub, id), Some(9));
         let stats = hub.stats(id);
@@ -857,7 +1005,7 @@ mod tests {
             drawn_for_c += usize::from(wants.iter().any(|w| w.extent == other));
             for id in [a, b, c] {
                 until("every frame drawn encoded", || {
-                    hub.with(id, |c| c.preparing.is_empty()).unwrap_or(true)
+                    hub.with(id, |c| c.preparing.frames.is_empty()).unwrap_or(true)
                 });
             }
         }
@@ -879,13 +1027,17 @@ mod tests {
         hub.drawing(10, want);
         // Frame 11: a is still preparing frame 10 (its limit), b asks again... only b draws.
         hub.with(a, |c| {
-            c.preparing.push((0, want, Plan { codec: Codec::Raw, extent: SIZE, fps: 60.0 }, Instant::now()))
+            let plan = Plan { codec: Codec::Raw, extent: SIZE, fps: 60.0 };
+            c.preparing.frames.push(Prepared { frame: 0, want, plan, drawn: Instant::now() })
         });
-        hub.with(b, |c| c.preparing.clear());
+        hub.with(b, |c| c.preparing.frames.clear());
         let wants = hub.wanted(11);
         assert_eq!(wants, vec![want]);
         hub.drawing(11, want);
-        assert_eq!(hub.with(a, |c| c.preparing.iter().map(|p| p.0).collect::<Vec<_>>()), Some(vec![10, 0]));
+        assert_eq!(
+            hub.with(a, |c| c.preparing.frames.iter().map(|p| p.frame).collect::<Vec<_>>()),
+            Some(vec![10, 0])
+        );
         hub.take(drawn(11, want, 1));
         until("frame 11 encoded for b", || waiting(&hub, b) == Some(11));
         assert_eq!(waiting(&hub, a), None, "a did not ask for frame 11");
@@ -904,7 +1056,7 @@ mod tests {
         let mut next = |fill: u8| {
             frame += 1;
             let wants = consume(&hub, frame, fill);
-            until("encoded", || hub.with(id, |c| c.preparing.is_empty()).unwrap_or(true));
+            until("encoded", || hub.with(id, |c| c.preparing.frames.is_empty()).unwrap_or(true));
             if let Some(e) = hub.next_for(id) {
                 hub.ack(id, e.frame, None);
                 return (wants, Some(crate::protocol::Header::parse(&e.bytes).unwrap().kind));
@@ -954,9 +1106,13 @@ mod tests {
         hub.set_rate(ids[0], 0.0);
         let want = hub.wanted(0)[0];
         hub.drawing(0, want);
-        assert_eq!(hub.with(ids[0], |c| c.preparing.len()), Some(1));
+        assert_eq!(hub.with(ids[0], |c| c.preparing.frames.len()), Some(1));
         hub.abandon();
-        assert_eq!(hub.with(ids[0], |c| c.preparing.len()), Some(0), "the frame being drawn will not come");
+        assert_eq!(
+            hub.with(ids[0], |c| c.preparing.frames.len()),
+            Some(0),
+            "the frame being drawn will not come"
+        );
         hub.close();
     }
 

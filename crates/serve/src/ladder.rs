@@ -28,42 +28,90 @@ use ash::vk;
 
 use crate::vp8::MAX_QUANTIZER;
 
-/// The JPEG quality where the link allows it, and of a page that asks for JPEG without one.
+/// The JPEG quality where the link allows it, and of a page that asks for JPEG
+/// without one. Design: the view before the ladder sent q80, the reference
+/// every PSNR of docs/results/2026-11-27-links is scored against.
 pub const DEFAULT_QUALITY: u8 = 80;
-/// The share of the link's capacity a stream may use.
-const SHARE: f64 = 0.8;
+/// The share of the link's capacity a stream may use: bytes a frame against
+/// queueing. bench-26, 2026-11-29 (`share.patch`): 0.9 gave 5 Mbit/s p95
+/// 187 ms against 100, 720p 93 against 82.
+pub(crate) const SHARE: f64 = 0.8;
 /// How much above [`SHARE`] a probe asks, to find out whether the link carries
 /// more: enough for the window to hold frames back, whose acknowledgements
 /// then measure the link (the window grows by a quarter each round trip).
+/// Design (BBR's probe, as docs/streaming.md's tuning table says).
 const PROBE_GAIN: f64 = 2.0;
-/// How often, and for how long, the link is probed (when it has not been the limit lately).
+/// How often, and for how long, the link is probed (when it has not been the
+/// limit lately). Design, as [`PROBE_GAIN`].
 const PROBE_EVERY: Duration = Duration::from_millis(2500);
 const PROBE_FOR: Duration = Duration::from_millis(600);
-/// How often the rate and size are reconsidered; twice as often while VP8 is
-/// at its coarsest quantizer (the link fell: frames still over their budget).
+/// How often the rate and size are reconsidered. bench-18, 2026-11-28 (F):
+/// after the fall p95 152, 183, 171 ms against 450, 463, 754.
 const STEP_EVERY: Duration = Duration::from_millis(500);
+/// How often while every VP8 frame is at the coarsest quantizer (the link
+/// fell: frames still over their budget): twice as often (bench-18's F).
+const PINNED_STEP_EVERY: Duration = Duration::from_millis(STEP_EVERY.as_millis() as u64 / 2);
 /// The frame rate a stream gives up quality for before it gives up size. A
 /// cap: frames come a little under it (a late encode, a frame held by the
-/// window), so 32 for 30 delivered.
+/// window), so 32 for 30 delivered. bench-26, 2026-11-29: 30.9–32.3 frames/s
+/// in 12 of 12 rows, PSNR 0.36 dB nearer q80's.
 const MIN_FPS: f64 = 32.0;
-/// The sizes an image may be sent at, as a share of the canvas.
+/// A step down in rate: a quarter fewer frames, each with a third more bytes.
+/// Design (7974969); docs/streaming.md at 9712a98 (bench-17) reads the steps
+/// after the fall, the rate × 0.75 each.
+const RATE_DOWN: f64 = 0.75;
+/// A step up in rate: about what a step down gave up (1 / [`RATE_DOWN`] is
+/// 1.333…; 1.33 as it was measured with). Design, as [`RATE_DOWN`].
+const RATE_UP: f64 = 1.33;
+/// The frames a second a client is budgeted at before its page says its
+/// display's rate, or when it says none: a 60 Hz display's.
+const BUDGET_FPS: f64 = 60.0;
+/// The sizes an image may be sent at, as a share of the canvas. bench-23,
+/// 2026-11-28: one step at a time (`fit.patch`, a step to the size that fits:
+/// 20 Mbit/s p95 148–171 ms against 120–122).
 const SCALES: [f64; 5] = [1.0, 0.75, 0.5, 0.375, 0.25];
+/// The least side an image is sent at: a VP8 macroblock.
+const LEAST_SIDE: u32 = 16;
 /// VP8 quantizers (0–63): above `SOFT` the rate falls to its floor, each
 /// frame getting more of the bytes (at 1080p over 20 Mbit/s julia frames
 /// stay below JPEG q80's PSNR at any rate: quality first, down to
 /// [`MIN_FPS`]); above `COARSE` the size falls too; below `FINE` the size,
-/// then the rate, rise again.
-const SOFT: f64 = 40.0;
-const COARSE: f64 = 50.0;
-const FINE: f64 = 34.0;
-/// JPEG qualities an adaptive stream moves within.
-const JPEG_RANGE: (u8, u8) = (20, DEFAULT_QUALITY);
-/// Links faster than this (bytes a second) are plenty for JPEG whatever it weighs (loopback).
+/// then the rate, rise again. bench-26, 2026-11-29 (`SOFT`: quality first).
+pub(crate) const SOFT: f64 = 40.0;
+pub(crate) const COARSE: f64 = 50.0;
+pub(crate) const FINE: f64 = 34.0;
+/// The least JPEG quality an adaptive stream goes to (its most: [`DEFAULT_QUALITY`]).
+/// Design (7974969); below it the size falls instead.
+const JPEG_LEAST: u8 = 20;
+/// JPEG within this of [`DEFAULT_QUALITY`] is fine: the size, then the rate,
+/// rise. Design (7974969), as [`JPEG_LEAST`].
+const JPEG_FINE_WITHIN: u8 = 10;
+/// A JPEG frame over its budget by this share lowers the next frame's quality
+/// by [`JPEG_DOWN`] of it (at least [`JPEG_DOWN_LEAST`]); one under
+/// [`JPEG_LIGHT`] of it raises it by [`JPEG_UP`]: down fast (a heavy frame
+/// queues), up slowly. Design (7974969), not tuned by a bench alone: bench-27's
+/// JPEG rows over 100 Mbit/s (60 frames/s in 23 of 23) run with it.
+const JPEG_HEAVY: f64 = 1.1;
+const JPEG_LIGHT: f64 = 0.7;
+const JPEG_DOWN: f64 = 0.15;
+const JPEG_DOWN_LEAST: f64 = 2.0;
+const JPEG_UP: f64 = 3.0;
+/// Links faster than this (bytes a second) are plenty for JPEG whatever it
+/// weighs (loopback). bench-27, 2026-11-29: a fixed q80 below it sent
+/// 148–161 KB frames at p50 39–44 ms.
 const PLENTY: f64 = 40e6;
 /// Video once the budget is under this share of what JPEG at the default
-/// quality needs (JPEG at about q40 weighs 0.6 of q80's); JPEG again above the second.
+/// quality needs (JPEG at about q40 weighs 0.6 of q80's); JPEG again above the
+/// second. Design; bench-27 (the weight averaged over the scene) ran with them.
 const VIDEO_BELOW: f64 = 0.55;
 const JPEG_AGAIN: f64 = 0.75;
+/// The budget of a page that pinned video before its link is measured, bytes a
+/// second (8 Mbit/s). Design: the first frames' measure then raises it.
+const VIDEO_UNMEASURED: f64 = 1e6;
+/// VP8's bitrates, bits a second, at least and at most. Design: bounds, not
+/// tunings (the links watched through are 5–100 Mbit/s).
+const LEAST_BITRATE: f64 = 100e3;
+const MOST_BITRATE: f64 = 200e6;
 /// A JPEG's bytes follow its quality as `s^-JPEG_EXPONENT`, `s` the scale of its
 /// quantization tables (libjpeg's: 5000/q below q50, 200 − 2q from it): fitted
 /// to julia's frames (`vkcuda-codecs weights`: over 80 frames at 1080p the sum
@@ -74,7 +122,8 @@ const JPEG_AGAIN: f64 = 0.75;
 const JPEG_EXPONENT: f64 = 0.5;
 /// The frames JPEG's weight is averaged over: julia's detail, and its JPEG
 /// frames' bytes, swing 10× within a fifth of a second; the first frames
-/// alone chose the codec by where in that swing the stream began.
+/// alone chose the codec by where in that swing the stream began. bench-27,
+/// 2026-11-29: 100 Mbit/s at 60 frames/s in 23 of 23 rows against 16 of 19.
 const WEIGHT_FRAMES: u32 = 30;
 
 /// What the page asked for.
@@ -133,38 +182,6 @@ pub struct Plan {
     pub fps: f64,
 }
 
-/// One client's choices and what its frames weighed.
-#[derive(Debug)]
-pub struct Ladder {
-    pub(crate) mode: Mode,
-    /// The page decodes VP8.
-    pub(crate) video: bool,
-    /// The page's display rate (its frames a second at most), and whether it set none.
-    display: f64,
-    pub(crate) unlimited: bool,
-    /// Video (else JPEG) while in [`Mode::Auto`].
-    use_video: bool,
-    /// Index into [`SCALES`].
-    scale: usize,
-    fps: f64,
-    quality: u8,
-    /// Bytes a JPEG at [`DEFAULT_QUALITY`] takes per canvas pixel, as the JPEG
-    /// frames sent at the canvas size say (any quality, by [`jpeg_weight`]),
-    /// averaged over the last [`WEIGHT_FRAMES`] or so, and how many said it.
-    jpeg_density: Option<f64>,
-    jpeg_frames: u32,
-    /// VP8 quantizers since the last step.
-    quantizers: Vec<u8>,
-    last_step: Option<Instant>,
-    probe_started: Option<Instant>,
-}
-
-impl Default for Ladder {
-    fn default() -> Self {
-        Self::new()
-    }
-}
-
 /// What the ladder is told of the link.
 #[derive(Clone, Copy, Debug, Default)]
 pub struct LinkState {
@@ -177,50 +194,282 @@ pub struct LinkState {
     pub settled: bool,
 }
 
-impl Ladder {
-    /// A client of no known link, budgeted at 60 frames a second and not held to
-    /// a rate until the page says its display's.
-    pub fn new() -> Self {
-        Self {
-            mode: Mode::Auto,
-            video: false,
-            display: 60.0,
-            unlimited: true,
-            use_video: false,
-            scale: 0,
-            fps: 60.0,
-            quality: DEFAULT_QUALITY,
-            jpeg_density: None,
-            jpeg_frames: 0,
-            quantizers: Vec::new(),
-            last_step: None,
-            probe_started: None,
+/// The page's display rate.
+#[derive(Clone, Copy, Debug, PartialEq)]
+enum Display {
+    /// It said none: frames as fast as it acknowledges, budgeted at [`BUDGET_FPS`].
+    Unlimited,
+    /// At most this many frames a second.
+    Rate(f64),
+}
+
+impl Display {
+    /// The page's word: `fps` a second, 0 or less for no limit.
+    fn of(fps: f64) -> Self {
+        match fps {
+            fps if fps > 0.0 => Display::Rate(fps),
+            fps if fps <= 0.0 => Display::Unlimited,
+            // Not a number: held to the budget's rate, as one said.
+            _ => Display::Rate(BUDGET_FPS),
         }
     }
 
-    /// The page's display rate (0: no limit: frames as fast as it acknowledges,
-    /// budgeted as 60 a second).
-    pub fn set_display(&mut self, fps: f64) {
-        self.unlimited = fps <= 0.0;
-        self.display = if fps > 0.0 { fps } else { 60.0 };
-        self.fps = self.fps.min(self.display).max(self.display.min(MIN_FPS));
+    /// Its frames a second (the budget's when unlimited).
+    fn fps(self) -> f64 {
+        match self {
+            Display::Unlimited => BUDGET_FPS,
+            Display::Rate(fps) => fps,
+        }
+    }
+}
+
+/// What the page asked of its stream.
+#[derive(Debug)]
+struct Asked {
+    mode: Mode,
+    /// It decodes VP8.
+    video: bool,
+    display: Display,
+}
+
+/// What auto mode sends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum AutoCodec {
+    Jpeg,
+    Video,
+}
+
+/// What the frames since the last step say of the stream: each a reason to step.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Verdict {
+    /// Softer than a frame's bytes at a lower rate would be: the rate falls.
+    soft: bool,
+    /// Too coarse at this size: the size falls.
+    coarse: bool,
+    /// Finer than needed: the size, then the rate, rise.
+    fine: bool,
+}
+
+impl Verdict {
+    /// Of VP8 frames of mean quantizer `q`.
+    fn of_quantizer(q: f64) -> Self {
+        Self { soft: q > SOFT, coarse: q > COARSE, fine: q < FINE }
     }
 
-    /// The page's display rate (60 until it says).
+    /// Of JPEG frames at `quality`: coarse at its floor, fine near its top.
+    fn of_jpeg(quality: u8) -> Self {
+        let coarse = quality <= JPEG_LEAST;
+        Self { soft: coarse, coarse, fine: quality >= DEFAULT_QUALITY - JPEG_FINE_WITHIN }
+    }
+}
+
+/// Where the stream stands on the ladder.
+#[derive(Debug)]
+struct Rung {
+    /// What auto mode sends now.
+    auto: AutoCodec,
+    /// Index into [`SCALES`].
+    scale: usize,
+    fps: f64,
+    /// JPEG's quality in auto mode, fitted frame by frame.
+    quality: u8,
+}
+
+impl Rung {
+    /// One step, at `floor` frames a second at least and `display` at most:
+    /// `pinned` (every VP8 frame at the coarsest quantizer) the rate to its
+    /// floor and a size down at once; else the rate down while soft, then the
+    /// size while coarse; the size up while fine, then the rate.
+    fn step(&mut self, verdict: Verdict, pinned: bool, floor: f64, display: f64) {
+        if pinned {
+            self.fps = floor;
+            self.scale = (self.scale + 1).min(SCALES.len() - 1);
+        } else if verdict.soft && self.fps > floor {
+            self.fps = (self.fps * RATE_DOWN).max(floor);
+        } else if verdict.coarse && self.scale + 1 < SCALES.len() {
+            self.scale += 1;
+        } else if verdict.fine && self.scale > 0 {
+            self.scale -= 1;
+        } else if verdict.fine && self.fps < display {
+            self.fps = (self.fps * RATE_UP).min(display);
+        }
+    }
+
+    /// The size at this step: the canvas scaled, at least [`LEAST_SIDE`] pixels a side, even.
+    fn extent(&self, canvas: vk::Extent2D) -> vk::Extent2D {
+        if self.scale == 0 {
+            return canvas;
+        }
+        let s = SCALES[self.scale];
+        let side = |v: u32| (((f64::from(v) * s) as u32).max(LEAST_SIDE) & !1).min(v);
+        vk::Extent2D { width: side(canvas.width), height: side(canvas.height) }
+    }
+}
+
+/// JPEG's weight: the bytes a JPEG at [`DEFAULT_QUALITY`] takes per canvas
+/// pixel, as the JPEG frames sent at the canvas size say (any quality, by
+/// [`jpeg_weight`]), averaged over the last [`WEIGHT_FRAMES`] or so.
+#[derive(Debug, Default)]
+struct JpegWeight {
+    density: Option<f64>,
+    /// How many said it (up to [`WEIGHT_FRAMES`]).
+    frames: u32,
+}
+
+impl JpegWeight {
+    /// A JPEG at `quality` of `extent` took `bytes`.
+    fn note(&mut self, bytes: usize, extent: vk::Extent2D, quality: u8) {
+        let pixels = (f64::from(extent.width) * f64::from(extent.height)).max(1.0);
+        let density = bytes as f64 / pixels / jpeg_weight(quality);
+        self.frames = (self.frames + 1).min(WEIGHT_FRAMES);
+        let new = 1.0 / f64::from(self.frames);
+        self.density = Some(self.density.map_or(density, |d| d + new * (density - d)));
+    }
+
+    /// Bytes a second JPEG at the default quality needs at `canvas`, `fps` frames a second, once weighed.
+    fn need(&self, canvas: vk::Extent2D, fps: f64) -> Option<f64> {
+        let pixels = f64::from(canvas.width) * f64::from(canvas.height);
+        self.density.map(|d| d * pixels * fps)
+    }
+}
+
+/// When the rate and size were last reconsidered, and the VP8 quantizers since.
+#[derive(Debug, Default)]
+struct Steps {
+    last: Option<Instant>,
+    quantizers: Vec<u8>,
+}
+
+impl Steps {
+    /// The mean quantizer since the last step.
+    fn quantizer(&self) -> Option<f64> {
+        let n = self.quantizers.len();
+        (n > 0).then(|| self.quantizers.iter().map(|&q| f64::from(q)).sum::<f64>() / n as f64)
+    }
+}
+
+/// The probe's clock: while no frame waited for the link lately, now and then
+/// a burst above the share: the link's answer measures it anew (it may be
+/// faster now).
+#[derive(Debug, Default)]
+struct Probe {
+    started: Option<Instant>,
+}
+
+impl Probe {
+    /// The budget's gain at `now` on `link`: [`PROBE_GAIN`] for [`PROBE_FOR`]
+    /// every [`PROBE_EVERY`] while the link was not the limit lately, else 1.
+    fn gain(&mut self, link: LinkState, now: Instant) -> f64 {
+        if link.limited_lately {
+            self.started = Some(now);
+            return 1.0;
+        }
+        let started = *self.started.get_or_insert(now);
+        let since = now.duration_since(started);
+        if since >= PROBE_EVERY + PROBE_FOR {
+            self.started = Some(now);
+        }
+        if since >= PROBE_EVERY && since < PROBE_EVERY + PROBE_FOR {
+            PROBE_GAIN
+        } else {
+            1.0
+        }
+    }
+}
+
+/// The quality of the JPEG after one at `quality` took `bytes` of a `target`:
+/// down by [`JPEG_DOWN`] of it (at least [`JPEG_DOWN_LEAST`]) when heavy, up
+/// by [`JPEG_UP`] when light, within [`JPEG_LEAST`]..=[`DEFAULT_QUALITY`].
+fn fitted_quality(quality: u8, bytes: usize, target: f64) -> u8 {
+    let ratio = bytes as f64 / target.max(1.0);
+    let q = f64::from(quality);
+    let next = if ratio > JPEG_HEAVY {
+        q - (q * JPEG_DOWN).max(JPEG_DOWN_LEAST)
+    } else if ratio < JPEG_LIGHT {
+        q + JPEG_UP
+    } else {
+        q
+    };
+    (next as u8).clamp(JPEG_LEAST, DEFAULT_QUALITY)
+}
+
+/// One client's choices and what its frames weighed.
+#[derive(Debug)]
+pub struct Ladder {
+    asked: Asked,
+    rung: Rung,
+    weight: JpegWeight,
+    steps: Steps,
+    probe: Probe,
+}
+
+impl Default for Ladder {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Ladder {
+    /// A client of no known link, budgeted at 60 frames a second (`BUDGET_FPS`)
+    /// and not held to a rate until the page says its display's.
+    pub fn new() -> Self {
+        Self {
+            asked: Asked { mode: Mode::Auto, video: false, display: Display::Unlimited },
+            rung: Rung { auto: AutoCodec::Jpeg, scale: 0, fps: BUDGET_FPS, quality: DEFAULT_QUALITY },
+            weight: JpegWeight::default(),
+            steps: Steps::default(),
+            probe: Probe::default(),
+        }
+    }
+
+    /// What the page asked for.
+    pub(crate) fn mode(&self) -> Mode {
+        self.asked.mode
+    }
+
+    /// The page asks for `mode` from its next frame on.
+    pub(crate) fn set_mode(&mut self, mode: Mode) {
+        self.asked.mode = mode;
+    }
+
+    /// Whether the page decodes VP8.
+    pub(crate) fn video(&self) -> bool {
+        self.asked.video
+    }
+
+    /// The page decodes VP8 (or not).
+    pub(crate) fn set_video(&mut self, video: bool) {
+        self.asked.video = video;
+    }
+
+    /// The page's display rate (0: no limit: frames as fast as it acknowledges,
+    /// budgeted as `BUDGET_FPS`, 60 a second).
+    pub fn set_display(&mut self, fps: f64) {
+        self.asked.display = Display::of(fps);
+        let display = self.display();
+        self.rung.fps = self.rung.fps.min(display).max(display.min(MIN_FPS));
+    }
+
+    /// The page's display rate (`BUDGET_FPS`, 60, until it says).
     pub fn display(&self) -> f64 {
-        self.display
+        self.asked.display.fps()
+    }
+
+    /// Whether the page said no display rate (frames as fast as it acknowledges).
+    pub(crate) fn unlimited(&self) -> bool {
+        self.asked.display == Display::Unlimited
     }
 
     /// The plan for the next frame at `canvas`, at `now`, on `link`.
     pub fn plan(&mut self, canvas: vk::Extent2D, link: LinkState, now: Instant) -> Plan {
         let full =
-            Plan { codec: Codec::Jpeg { quality: DEFAULT_QUALITY }, extent: canvas, fps: self.display };
-        let budget = link.capacity.map(|c| c * SHARE * self.probe_gain(link, now));
-        match self.mode {
+            Plan { codec: Codec::Jpeg { quality: DEFAULT_QUALITY }, extent: canvas, fps: self.display() };
+        let budget = link.capacity.map(|c| c * SHARE * self.probe.gain(link, now));
+        match self.asked.mode {
             Mode::Raw => Plan { codec: Codec::Raw, ..full },
             Mode::Png => Plan { codec: Codec::Png, ..full },
             Mode::Jpeg { quality } => Plan { codec: Codec::Jpeg { quality }, ..full },
-            Mode::Video => self.video_plan(canvas, budget.unwrap_or(1e6), now),
+            Mode::Video => self.video_plan(canvas, budget.unwrap_or(VIDEO_UNMEASURED), now),
             Mode::Auto => match budget {
                 None => full,
                 Some(budget) => self.auto_plan(canvas, budget, link, now),
@@ -230,10 +479,8 @@ impl Ladder {
 
     /// Auto: JPEG at the default quality while the link carries it, else video or lighter JPEG.
     fn auto_plan(&mut self, canvas: vk::Extent2D, budget: f64, link: LinkState, now: Instant) -> Plan {
-        let pixels = f64::from(canvas.width) * f64::from(canvas.height);
-        let jpeg_rate = self.jpeg_density.map(|d| d * pixels * self.display);
         // The budget over what JPEG at the default quality needs at the display rate.
-        let room = match jpeg_rate {
+        let room = match self.weight.need(canvas, self.display()) {
             _ if budget >= PLENTY => f64::INFINITY,
             Some(need) => budget / need,
             None => f64::INFINITY,
@@ -241,108 +488,60 @@ impl Ladder {
         // Video where JPEG would fall below about half its default quality's bytes (a
         // JPEG frame is quicker to encode than a VP8 one: the display rate holds);
         // back to JPEG only with room to spare.
-        self.use_video =
-            self.video && link.settled && room < if self.use_video { JPEG_AGAIN } else { VIDEO_BELOW };
-        if self.use_video {
+        let video = self.rung.auto == AutoCodec::Video;
+        let below = if video { JPEG_AGAIN } else { VIDEO_BELOW };
+        self.rung.auto = match self.asked.video && link.settled && room < below {
+            true => AutoCodec::Video,
+            false => AutoCodec::Jpeg,
+        };
+        if self.rung.auto == AutoCodec::Video {
             return self.video_plan(canvas, budget, now);
         }
         if room.is_infinite() {
-            self.scale = 0;
-            self.fps = self.display;
-            self.quality = DEFAULT_QUALITY;
-            return Plan {
-                codec: Codec::Jpeg { quality: DEFAULT_QUALITY },
-                extent: canvas,
-                fps: self.display,
-            };
+            let display = self.display();
+            (self.rung.scale, self.rung.fps, self.rung.quality) = (0, display, DEFAULT_QUALITY);
+            return Plan { codec: Codec::Jpeg { quality: DEFAULT_QUALITY }, extent: canvas, fps: display };
         }
         self.step(now, None);
-        Plan { codec: Codec::Jpeg { quality: self.quality }, extent: self.extent(canvas), fps: self.fps }
+        let quality = self.rung.quality;
+        Plan { codec: Codec::Jpeg { quality }, extent: self.rung.extent(canvas), fps: self.rung.fps }
     }
 
     fn video_plan(&mut self, canvas: vk::Extent2D, budget: f64, now: Instant) -> Plan {
-        let coarse = self.quantizers_mean();
+        let coarse = self.steps.quantizer();
         self.step(now, coarse);
-        let bitrate = (budget * 8.0).clamp(100e3, 200e6) as u32;
-        Plan { codec: Codec::Vp8 { bitrate }, extent: self.extent(canvas), fps: self.fps }
+        let bitrate = (budget * 8.0).clamp(LEAST_BITRATE, MOST_BITRATE) as u32;
+        Plan { codec: Codec::Vp8 { bitrate }, extent: self.rung.extent(canvas), fps: self.rung.fps }
     }
 
     /// Every [`STEP_EVERY`]: lower the rate while frames are soft, then the
-    /// size while they are too coarse (VP8's quantizer; JPEG's quality at its
-    /// floor); raise the size, then the rate, while there is room. While
-    /// every VP8 frame is at the coarsest quantizer (a fall of the link
-    /// leaves frames several times their budget: they queue), twice as
-    /// often, and the rate falls to its floor and the size a step at once.
+    /// size while they are too coarse (VP8's mean `quantizer`; JPEG's quality
+    /// at its floor); raise the size, then the rate, while there is room. While
+    /// every VP8 frame is at the coarsest quantizer (a fall of the link leaves
+    /// frames several times their budget: they queue), every
+    /// [`PINNED_STEP_EVERY`], and the rate falls to its floor and the size a
+    /// step at once.
     fn step(&mut self, now: Instant, quantizer: Option<f64>) {
         let pinned = quantizer.is_some_and(|q| q >= f64::from(MAX_QUANTIZER));
-        let every = if pinned { STEP_EVERY / 2 } else { STEP_EVERY };
-        if self.last_step.is_some_and(|at| now.duration_since(at) < every) {
+        let every = if pinned { PINNED_STEP_EVERY } else { STEP_EVERY };
+        if self.steps.last.is_some_and(|at| now.duration_since(at) < every) {
             return;
         }
-        let video = matches!(self.mode, Mode::Video) || self.use_video;
-        let (soft, coarse, fine) = match quantizer {
-            Some(q) => (q > SOFT, q > COARSE, q < FINE),
+        let video = matches!(self.asked.mode, Mode::Video) || self.rung.auto == AutoCodec::Video;
+        let verdict = match quantizer {
+            Some(q) => Verdict::of_quantizer(q),
             // No video frame since the last step: nothing to go by.
             None if video => return,
-            None => {
-                let coarse = self.quality <= JPEG_RANGE.0;
-                (coarse, coarse, self.quality >= JPEG_RANGE.1 - 10)
-            }
+            None => Verdict::of_jpeg(self.rung.quality),
         };
-        self.last_step = Some(now);
-        self.quantizers.clear();
-        let floor = self.display.min(MIN_FPS);
-        if pinned {
-            self.fps = floor;
-            self.scale = (self.scale + 1).min(SCALES.len() - 1);
-        } else if soft && self.fps > floor {
-            self.fps = (self.fps * 0.75).max(floor);
-        } else if coarse && self.scale + 1 < SCALES.len() {
-            self.scale += 1;
-        } else if fine && self.scale > 0 {
-            self.scale -= 1;
-        } else if fine && self.fps < self.display {
-            self.fps = (self.fps * 1.33).min(self.display);
-        }
-    }
-
-    /// The size at the current step: the canvas scaled, at least 16 pixels a side, even.
-    fn extent(&self, canvas: vk::Extent2D) -> vk::Extent2D {
-        if self.scale == 0 {
-            return canvas;
-        }
-        let s = SCALES[self.scale];
-        let side = |v: u32| (((f64::from(v) * s) as u32).max(16) & !1).min(v);
-        vk::Extent2D { width: side(canvas.width), height: side(canvas.height) }
-    }
-
-    /// While no frame waited for the link lately, now and then a burst above
-    /// the share: the link's answer measures it anew (it may be faster now).
-    fn probe_gain(&mut self, link: LinkState, now: Instant) -> f64 {
-        if link.limited_lately {
-            self.probe_started = Some(now);
-            return 1.0;
-        }
-        let started = *self.probe_started.get_or_insert(now);
-        let since = now.duration_since(started);
-        if since >= PROBE_EVERY + PROBE_FOR {
-            self.probe_started = Some(now);
-        }
-        if since >= PROBE_EVERY && since < PROBE_EVERY + PROBE_FOR {
-            PROBE_GAIN
-        } else {
-            1.0
-        }
-    }
-
-    fn quantizers_mean(&self) -> Option<f64> {
-        let n = self.quantizers.len();
-        (n > 0).then(|| self.quantizers.iter().map(|&q| f64::from(q)).sum::<f64>() / n as f64)
+        self.steps = Steps { last: Some(now), quantizers: Vec::new() };
+        let display = self.display();
+        self.rung.step(verdict, pinned, display.min(MIN_FPS), display);
     }
 
     /// A frame was encoded as `codec` at `extent` into `bytes` (its VP8
-    /// quantizer when video), for a canvas of `canvas`, `budget` bytes a
-    /// frame: JPEG's quality follows the frame's weight.
+    /// quantizer when video), `per_frame` the budget of a frame (bytes):
+    /// JPEG's weight and, in auto mode, its quality follow the frame's bytes.
     pub fn encoded(
         &mut self,
         codec: Codec,
@@ -352,29 +551,16 @@ impl Ladder {
         per_frame: Option<f64>,
     ) {
         match codec {
-            Codec::Vp8 { .. } => self.quantizers.extend(quantizer),
+            Codec::Vp8 { .. } => self.steps.quantizers.extend(quantizer),
             Codec::Jpeg { quality }
-                if self.scale == 0 && (JPEG_RANGE.0..=JPEG_RANGE.1).contains(&quality) =>
+                if self.rung.scale == 0 && (JPEG_LEAST..=DEFAULT_QUALITY).contains(&quality) =>
             {
-                let pixels = (f64::from(extent.width) * f64::from(extent.height)).max(1.0);
-                let density = bytes as f64 / pixels / jpeg_weight(quality);
-                self.jpeg_frames = (self.jpeg_frames + 1).min(WEIGHT_FRAMES);
-                let new = 1.0 / f64::from(self.jpeg_frames);
-                self.jpeg_density = Some(self.jpeg_density.map_or(density, |d| d + new * (density - d)));
+                self.weight.note(bytes, extent, quality)
             }
             _ => {}
         }
-        if let (Codec::Jpeg { quality }, Some(target), Mode::Auto) = (codec, per_frame, self.mode) {
-            let ratio = bytes as f64 / target.max(1.0);
-            let q = f64::from(quality);
-            let next = if ratio > 1.1 {
-                q - (q * 0.15).max(2.0)
-            } else if ratio < 0.7 {
-                q + 3.0
-            } else {
-                q
-            };
-            self.quality = (next as u8).clamp(JPEG_RANGE.0, JPEG_RANGE.1);
+        if let (Codec::Jpeg { quality }, Some(target), Mode::Auto) = (codec, per_frame, self.asked.mode) {
+            self.rung.quality = fitted_quality(quality, bytes, target);
         }
     }
 
@@ -387,6 +573,7 @@ impl Ladder {
 /// A JPEG's bytes at `quality` over its bytes at [`DEFAULT_QUALITY`] (qualities
 /// 1–100), as the ladder models them (the codec comparison's `weights` measures it).
 pub fn jpeg_weight(quality: u8) -> f64 {
+    // libjpeg's table scale for a quality (jcparam.c, `jpeg_quality_scaling`).
     let scale = |q: u8| match q.clamp(1, 100) {
         q if q < 50 => 5000.0 / f64::from(q),
         q => (200.0 - 2.0 * f64::from(q)).max(1.0),
@@ -407,7 +594,7 @@ mod tests {
     #[test]
     fn jpeg_at_the_default_quality_where_the_link_carries_it() {
         let mut l = Ladder::new();
-        l.video = true;
+        l.set_video(true);
         let now = Instant::now();
         assert_eq!(l.plan(HD, LinkState::default(), now).codec, Codec::Jpeg { quality: 80 }, "unmeasured");
         // 150 KB frames at 60 a second: 72 Mbit/s; a 1 Gbit/s link carries it.
@@ -419,7 +606,7 @@ mod tests {
     #[test]
     fn video_where_jpeg_does_not_fit_and_the_page_decodes_it() {
         let mut l = Ladder::new();
-        l.video = true;
+        l.set_video(true);
         l.encoded(Codec::Jpeg { quality: 80 }, HD, 150_000, None, None);
         let p = l.plan(HD, link(20.0), Instant::now());
         assert_eq!(p.codec, Codec::Vp8 { bitrate: 16_000_000 }, "80 % of 20 Mbit/s");
@@ -440,7 +627,7 @@ mod tests {
         // swinging 3x. Weighed by the first frames (290 KB at q80), a 85 Mbit/s link
         // chose VP8 and 98 Mbit/s never took it back to JPEG.
         let mut l = Ladder::new();
-        l.video = true;
+        l.set_video(true);
         l.encoded(Codec::Jpeg { quality: 80 }, HD, 254_000, None, None);
         l.encoded(Codec::Jpeg { quality: 80 }, HD, 376_000, None, None);
         for i in 0..60 {
@@ -448,7 +635,7 @@ mod tests {
             let bytes = 180e3 * jpeg_weight(quality) * swing;
             l.encoded(Codec::Jpeg { quality }, HD, bytes as usize, None, None);
         }
-        let per_pixel = l.jpeg_density.unwrap() * f64::from(HD.width * HD.height);
+        let per_pixel = l.weight.density.unwrap() * f64::from(HD.width * HD.height);
         assert!((per_pixel - 180e3).abs() < 20e3, "{per_pixel}");
         assert!(matches!(l.plan(HD, link(85.0), Instant::now()).codec, Codec::Jpeg { .. }));
         assert!(matches!(l.plan(HD, link(40.0), Instant::now()).codec, Codec::Vp8 { .. }));
@@ -461,7 +648,7 @@ mod tests {
         // A link that carries the scene's JPEG at q80 on average (180 KB at 60 frames a
         // second, 86 Mbit/s, under 80 % of 130 Mbit/s): a heavy frame still lowers the quality.
         let mut l = Ladder::new();
-        l.video = true;
+        l.set_video(true);
         for _ in 0..WEIGHT_FRAMES {
             l.encoded(Codec::Jpeg { quality: 80 }, HD, 180_000, None, None);
         }
@@ -506,7 +693,8 @@ mod tests {
     #[test]
     fn coarse_video_gives_up_rate_to_32_then_size_and_fine_video_takes_them_back() {
         let mut l = Ladder::new();
-        (l.video, l.mode) = (true, Mode::Video);
+        l.set_video(true);
+        l.set_mode(Mode::Video);
         let mut now = Instant::now();
         let mut seen = Vec::new();
         for _ in 0..12 {
@@ -531,7 +719,8 @@ mod tests {
         // Frames between FINE and COARSE: softer than JPEG q80 at 1080p, not so coarse
         // that a smaller image would look better once scaled up.
         let mut l = Ladder::new();
-        (l.video, l.mode) = (true, Mode::Video);
+        l.set_video(true);
+        l.set_mode(Mode::Video);
         let mut now = Instant::now();
         let mut step = |l: &mut Ladder, q: u8| {
             l.encoded(Codec::Vp8 { bitrate: 1 }, HD, 1, Some(q), None);
@@ -552,7 +741,8 @@ mod tests {
         // The link fell under VP8 at 60 frames a second: every frame at the coarsest
         // quantizer. A step every 250 ms: the rate to its floor (32) and a size down in the first.
         let mut l = Ladder::new();
-        (l.video, l.mode) = (true, Mode::Video);
+        l.set_video(true);
+        l.set_mode(Mode::Video);
         let mut now = Instant::now();
         let mut seen = Vec::new();
         for _ in 0..3 {
@@ -567,7 +757,8 @@ mod tests {
     #[test]
     fn an_unlimited_link_is_probed_now_and_then() {
         let mut l = Ladder::new();
-        (l.video, l.mode) = (true, Mode::Video);
+        l.set_video(true);
+        l.set_mode(Mode::Video);
         let start = Instant::now();
         let free = LinkState { limited_lately: false, ..link(10.0) };
         let rate = |l: &mut Ladder, at: Duration| match l.plan(HD, free, start + at).codec {
@@ -580,15 +771,70 @@ mod tests {
     }
 
     #[test]
+    fn a_display_rate_or_none_and_the_rate_held_within_it() {
+        assert_eq!(
+            [0.0, -1.0, 30.0].map(Display::of),
+            [Display::Unlimited, Display::Unlimited, Display::Rate(30.0)]
+        );
+        assert_eq!(Display::of(f64::NAN), Display::Rate(BUDGET_FPS));
+        let mut l = Ladder::new();
+        assert!(l.unlimited() && l.display() == BUDGET_FPS);
+        l.set_display(20.0);
+        assert_eq!((l.unlimited(), l.display(), l.rung.fps), (false, 20.0, 20.0));
+        // A faster display: the rate stays, but not under MIN_FPS.
+        l.set_display(144.0);
+        assert_eq!(l.rung.fps, MIN_FPS);
+    }
+
+    #[test]
+    fn jpeg_quality_falls_fast_on_a_heavy_frame_and_rises_slowly() {
+        assert_eq!(fitted_quality(80, 111, 100.0), 68, "15 % down");
+        assert_eq!(fitted_quality(10, 111, 100.0), JPEG_LEAST, "never under the floor");
+        assert_eq!(fitted_quality(30, 1000, 100.0), 25, "15 % down, at least 2");
+        assert_eq!(fitted_quality(24, 111, 100.0), JPEG_LEAST);
+        assert_eq!(fitted_quality(50, 69, 100.0), 53);
+        assert_eq!(fitted_quality(79, 0, 100.0), DEFAULT_QUALITY, "never over the default");
+        assert_eq!(
+            [fitted_quality(50, 70, 100.0), fitted_quality(50, 110, 100.0)],
+            [50, 50],
+            "near the budget"
+        );
+    }
+
+    #[test]
+    fn a_step_gives_up_rate_then_size_and_takes_back_size_then_rate() {
+        let mut r = Rung { auto: AutoCodec::Video, scale: 0, fps: 60.0, quality: DEFAULT_QUALITY };
+        let of = Verdict::of_quantizer;
+        r.step(of(45.0), false, MIN_FPS, 60.0);
+        assert_eq!((r.fps, r.scale), (60.0 * RATE_DOWN, 0), "soft: the rate");
+        r.step(of(52.0), false, MIN_FPS, 60.0);
+        r.step(of(52.0), false, MIN_FPS, 60.0);
+        assert_eq!((r.fps, r.scale), (MIN_FPS, 0), "the rate to its floor first");
+        r.step(of(52.0), false, MIN_FPS, 60.0);
+        assert_eq!(r.scale, 1, "then the size");
+        r.step(of(45.0), true, MIN_FPS, 60.0);
+        assert_eq!((r.fps, r.scale), (MIN_FPS, 2), "pinned: a size at once");
+        r.step(of(30.0), false, MIN_FPS, 60.0);
+        r.step(of(30.0), false, MIN_FPS, 60.0);
+        assert_eq!((r.fps, r.scale), (MIN_FPS, 0), "fine: the size back first");
+        r.step(of(30.0), false, MIN_FPS, 60.0);
+        assert_eq!(r.fps, MIN_FPS * RATE_UP);
+        // A step up gives back about what a step down took.
+        assert!((RATE_UP * RATE_DOWN - 1.0).abs() < 0.01);
+        assert_eq!(Verdict::of_jpeg(JPEG_LEAST), Verdict { soft: true, coarse: true, fine: false });
+        assert!(Verdict::of_jpeg(DEFAULT_QUALITY - JPEG_FINE_WITHIN).fine);
+    }
+
+    #[test]
     fn pins_are_kept_and_sizes_stay_even_and_within_the_canvas() {
         let mut l = Ladder::new();
-        l.mode = Mode::Png;
+        l.set_mode(Mode::Png);
         assert_eq!(l.plan(HD, link(1.0), Instant::now()).codec, Codec::Png);
-        l.mode = Mode::Jpeg { quality: 35 };
+        l.set_mode(Mode::Jpeg { quality: 35 });
         assert_eq!(l.plan(HD, link(1.0), Instant::now()).codec, Codec::Jpeg { quality: 35 });
-        l.scale = 4;
+        l.rung.scale = 4;
         let odd = vk::Extent2D { width: 333, height: 17 };
-        assert_eq!(l.extent(odd), vk::Extent2D { width: 82, height: 16 });
-        assert_eq!(l.extent(vk::Extent2D { width: 9, height: 9 }), vk::Extent2D { width: 9, height: 9 });
+        assert_eq!(l.rung.extent(odd), vk::Extent2D { width: 82, height: 16 });
+        assert_eq!(l.rung.extent(vk::Extent2D { width: 9, height: 9 }), vk::Extent2D { width: 9, height: 9 });
     }
 }

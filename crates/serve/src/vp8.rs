@@ -25,11 +25,48 @@ use vkcuda_run::present::readback::I420;
 mod guard;
 
 /// libvpx's speed for real-time VP8 (0–16: higher is faster and coarser).
+/// `vkcuda-codecs tune` (bench-19, 2026-11-28): every real-time speed gives
+/// the same PSNR for its bytes; good quality is too slow (52–65 ms a frame).
 const CPU_USED: i32 = 10;
 /// Timestamps are in milliseconds.
 const TIMEBASE: i32 = 1000;
-/// The coarsest quantizer a frame gets (of 63): coarser frames are blocks of colour.
+/// The coarsest quantizer a frame gets (of 63): coarser frames are blocks of
+/// colour. libvpx's real-time example's (examples/vpx_temporal_svc_encoder.c).
 pub const MAX_QUANTIZER: u32 = 56;
+/// The finest quantizer a frame gets (libvpx's default is 4): key frames, and
+/// inter frames the guard leaves free. libvpx's real-time example's, as [`MAX_QUANTIZER`].
+pub(crate) const FINEST_QUANTIZER: u32 = 2;
+/// VP8's quantizer scale is 0–63.
+const QUANTIZER_SCALE: i32 = 63;
+/// How far rate control may under- and overshoot the target, per cent:
+/// libvpx's real-time example's (its default is 100). Like the rest of the
+/// rate control here, design: WebRTC's VP8 rate control in its place changed
+/// nothing measurable (bench-10, 2026-11-28).
+const UNDERSHOOT_PCT: u32 = 50;
+const OVERSHOOT_PCT: u32 = 50;
+/// Rate control's buffer, ms: its size, its level at the start, the level it
+/// aims at: a tenth of libvpx's defaults (6000, 4000, 5000: vp8_cx_iface.c).
+/// Design, as [`UNDERSHOOT_PCT`] (bench-10).
+const BUFFER_MS: u32 = 600;
+const BUFFER_INITIAL_MS: u32 = 400;
+const BUFFER_OPTIMAL_MS: u32 = 500;
+/// Token partitions, as a power of two (3: 8, VP8's most): they let the
+/// threads share a frame's entropy coding.
+const TOKEN_PARTITIONS: u32 = 3;
+/// The threads one encoder takes at most: one a token partition. bench-13
+/// (2026-11-28, `-tr3`): 8 threads a client against 4 changed nothing.
+pub(crate) const MAX_THREADS: u32 = 1 << TOKEN_PARTITIONS;
+/// The threshold under which libvpx treats a macroblock as static (skipped):
+/// 0, its default: none is.
+const STATIC_THRESHOLD: i32 = 0;
+/// The least target rate libvpx is given, kbit/s. Design: a floor, under the
+/// ladder's least bitrate (100 kbit/s).
+const LEAST_KBPS: u32 = 50;
+
+/// libvpx's target for `bitrate` bits a second: kbit/s, at least [`LEAST_KBPS`].
+fn kbps(bitrate: u32) -> u32 {
+    (bitrate / 1000).max(LEAST_KBPS)
+}
 
 /// A VP8 frame out of the encoder.
 #[derive(Debug)]
@@ -85,17 +122,19 @@ impl Vp8 {
         let mut cfg = unsafe { cfg.assume_init() };
         (cfg.g_w, cfg.g_h) = (extent.width, extent.height);
         cfg.g_timebase = vpx_rational { num: 1, den: TIMEBASE };
-        cfg.g_threads = threads.clamp(1, 8);
+        cfg.g_threads = threads.clamp(1, MAX_THREADS);
         cfg.g_lag_in_frames = 0;
         cfg.g_pass = vpx_enc_pass::VPX_RC_ONE_PASS;
         cfg.g_error_resilient = 0;
         cfg.rc_end_usage = vpx_rc_mode::VPX_CBR;
-        cfg.rc_target_bitrate = (bitrate / 1000).max(50);
+        cfg.rc_target_bitrate = kbps(bitrate);
         cfg.rc_dropframe_thresh = 0;
-        cfg.rc_min_quantizer = 2;
+        cfg.rc_min_quantizer = FINEST_QUANTIZER;
         cfg.rc_max_quantizer = MAX_QUANTIZER;
-        (cfg.rc_undershoot_pct, cfg.rc_overshoot_pct) = (50, 50);
-        (cfg.rc_buf_sz, cfg.rc_buf_initial_sz, cfg.rc_buf_optimal_sz) = (600, 400, 500);
+        (cfg.rc_undershoot_pct, cfg.rc_overshoot_pct) = (UNDERSHOOT_PCT, OVERSHOOT_PCT);
+        cfg.rc_buf_sz = BUFFER_MS;
+        cfg.rc_buf_initial_sz = BUFFER_INITIAL_MS;
+        cfg.rc_buf_optimal_sz = BUFFER_OPTIMAL_MS;
         // Key frames only when asked.
         cfg.kf_mode = vpx_sys::vpx_kf_mode::VPX_KF_DISABLED;
         let mut ctx = Box::new(MaybeUninit::<vpx_codec_ctx_t>::zeroed());
@@ -108,8 +147,8 @@ impl Vp8 {
         let mut this = Self { ctx, cfg, extent, last_pts: -1, guard: guard::Guard::default() };
         this.control(vp8e_enc_control_id::VP8E_SET_CPUUSED, CPU_USED)?;
         // Token partitions let the threads share a frame's entropy coding.
-        this.control(vp8e_enc_control_id::VP8E_SET_TOKEN_PARTITIONS, 3)?;
-        this.control(vp8e_enc_control_id::VP8E_SET_STATIC_THRESHOLD, 0)?;
+        this.control(vp8e_enc_control_id::VP8E_SET_TOKEN_PARTITIONS, TOKEN_PARTITIONS as i32)?;
+        this.control(vp8e_enc_control_id::VP8E_SET_STATIC_THRESHOLD, STATIC_THRESHOLD)?;
         Ok(this)
     }
 
@@ -121,7 +160,7 @@ impl Vp8 {
 
     /// The bitrate from the next frame on.
     pub fn set_bitrate(&mut self, bitrate: u32) -> Result<()> {
-        let kbps = (bitrate / 1000).max(50);
+        let kbps = kbps(bitrate);
         if kbps == self.cfg.rc_target_bitrate {
             return Ok(());
         }
@@ -143,7 +182,7 @@ impl Vp8 {
             )
         };
         check(Some(&mut self.ctx), err, "reading the quantizer")?;
-        Ok(q.clamp(0, 63) as u8)
+        Ok(q.clamp(0, QUANTIZER_SCALE) as u8)
     }
 
     /// The finest quantizer frames may have from the next one on (libvpx's rate control chooses above it).
@@ -174,7 +213,7 @@ impl Vp8 {
         }
         let (w, h) = (self.extent.width, self.extent.height);
         let floor = self.guard.floor(&planes[..layout.u], layout.y_stride, (w as usize, h as usize), cap);
-        self.set_finest(if key { 2 } else { floor })?;
+        self.set_finest(if key { FINEST_QUANTIZER } else { floor })?;
         let mut image = MaybeUninit::<vpx_image_t>::zeroed();
         // SAFETY: `planes` holds the frame (checked above) and outlives the encode below, which
         // copies it (no lag); libvpx only reads it, though its descriptor wants a mutable pointer.
@@ -299,7 +338,7 @@ mod tests {
     fn a_frame_whose_detail_jumps_stays_near_its_budget() {
         let extent = vk::Extent2D { width: 320, height: 240 };
         let (bitrate, fps) = (1_000_000u32, 30.0);
-        let cap = 1.5 * f64::from(bitrate) / 8.0 / fps;
+        let cap = crate::encode::OVER_BUDGET * f64::from(bitrate) / 8.0 / fps;
         // The first busy frame and the two after it, with the guard (`cap`) and without.
         let busy = |cap: f64| -> Vec<usize> {
             let mut vp8 = Vp8::new(extent, bitrate, 1).unwrap();

@@ -40,8 +40,13 @@ const INTER_BITS: [u32; 128] = [
 /// How a frame's bytes grow with its detail: bytes ∝ detail^this (a fit over
 /// the bench's julia frames, whose detail spans 150×; within ±20 % there).
 const DETAIL_POWER: f64 = 0.67;
-/// Luma is sampled every this many rows and every second pixel (under 1 ms a 1080p frame).
+/// Luma is sampled every this many rows and every [`COLUMN_STEP`] pixels: 0.9
+/// ms a 1080p frame on CI's 2-core machine under load (the VP8 encode: 20–30 ms).
 const ROW_STEP: usize = 4;
+const COLUMN_STEP: usize = 2;
+/// The newest frame's weight in the learned scale (in logarithms: a ratio):
+/// half. Design; bench-25 (2026-11-29) measured the guard with it.
+const SCALE_GAIN: f64 = 0.5;
 
 /// One stream's estimate of what its next frame will cost.
 #[derive(Debug, Default)]
@@ -57,12 +62,15 @@ pub struct Guard {
 impl Guard {
     /// Measures the frame about to be encoded (its luma plane, `stride` bytes a
     /// row, `width`x`rows`), and returns the finest quantizer at which it is
-    /// expected to take at most `cap` bytes (2: no floor, nothing learned yet).
+    /// expected to take at most `cap` bytes (the finest, [`super::FINEST_QUANTIZER`]:
+    /// no floor, nothing learned yet).
     pub fn floor(&mut self, luma: &[u8], stride: usize, (width, rows): (usize, usize), cap: f64) -> u32 {
         self.measure = self.sample(luma, stride, width, rows);
-        let Some(scale) = self.scale else { return 2 };
+        let Some(scale) = self.scale else { return super::FINEST_QUANTIZER };
         let cost = scale * self.measure.powf(DETAIL_POWER);
-        (2..=super::MAX_QUANTIZER).find(|&q| cost * model_bits(q) <= cap).unwrap_or(super::MAX_QUANTIZER)
+        (super::FINEST_QUANTIZER..=super::MAX_QUANTIZER)
+            .find(|&q| cost * model_bits(q) <= cap)
+            .unwrap_or(super::MAX_QUANTIZER)
     }
 
     /// The frame measured last was encoded at `quantizer` into `bytes`
@@ -73,8 +81,9 @@ impl Guard {
             return;
         }
         let seen = bytes as f64 / (self.measure.powf(DETAIL_POWER) * model_bits(u32::from(quantizer)));
-        // Half the newest frame, half what came before (in logarithms: a ratio).
-        self.scale = Some(self.scale.map_or(seen, |s| (0.5 * s.ln() + 0.5 * seen.ln()).exp()));
+        // The newest frame by SCALE_GAIN, what came before by the rest (in logarithms: a ratio).
+        let learned = |s: f64| ((1.0 - SCALE_GAIN) * s.ln() + SCALE_GAIN * seen.ln()).exp();
+        self.scale = Some(self.scale.map_or(seen, learned));
     }
 
     /// Mean second difference (across and down: what a smooth ramp lacks and
@@ -86,7 +95,7 @@ impl Guard {
         for r in (1..rows.saturating_sub(1)).step_by(ROW_STEP) {
             let line = |r: usize| &luma[r * stride..r * stride + width];
             let (above, row, below) = (line(r - 1), line(r), line(r + 1));
-            for x in (1..width.saturating_sub(1)).step_by(2) {
+            for x in (1..width.saturating_sub(1)).step_by(COLUMN_STEP) {
                 let p = i32::from(row[x]);
                 let across = 2 * p - i32::from(row[x - 1]) - i32::from(row[x + 1]);
                 let down = 2 * p - i32::from(above[x]) - i32::from(below[x]);
