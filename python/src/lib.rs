@@ -435,7 +435,8 @@ impl Viewer {
     /// not over the frame (or there is no browser view).
     fn pointer(&self, py: Python<'_>) -> Option<(u32, u32, u32)> {
         let frame = self.lock(py).run.as_ref().map(|r| r.desc.extent)?;
-        lock(&self.view).as_ref()?.input.pointer(frame)
+        let p = lock(&self.view).as_ref()?.input.pointer(frame)?;
+        Some((p.at.x, p.at.y, p.buttons))
     }
 
     /// The keys pressed in the browser since the last call (`KeyboardEvent.key` names), oldest first.
@@ -607,6 +608,8 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<serve::WatchClient>()?;
     m.add_function(wrap_pyfunction!(read_frame, m)?)?;
     m.add_function(wrap_pyfunction!(serve::frame_header, m)?)?;
+    m.add_function(wrap_pyfunction!(serve::frame_message, m)?)?;
+    m.add_function(wrap_pyfunction!(serve::closed_message, m)?)?;
     m.add_function(wrap_pyfunction!(doctor::doctor, m)?)?;
     // The page's one client module (the widget embeds it too), and JPEG's default quality.
     m.add("CLIENT_JS", vkcuda_serve::server::CLIENT_JS)?;

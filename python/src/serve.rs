@@ -13,11 +13,9 @@ use ash::vk;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyBytes;
-use serde_json::json;
 
 use vkcuda_run::scene::frame_pixel;
-use vkcuda_serve::protocol::Header;
-use vkcuda_serve::protocol::{self, Then};
+use vkcuda_serve::protocol::{self, CanvasPoint, Header, Pixel, RunStatus, Then, ToPage};
 use vkcuda_serve::{Address, Bound, Controls, Hub};
 
 /// Keys kept for [`PageInput::keys`], at most (the oldest go first).
@@ -26,10 +24,19 @@ const KEPT_KEYS: usize = 64;
 /// What the page sent: the pointer over its canvas, and keys not yet read.
 #[derive(Default)]
 struct Seen {
-    pointer: Option<(f64, f64)>,
+    pointer: Option<CanvasPoint>,
     canvas: vk::Extent2D,
     buttons: u32,
     keys: VecDeque<String>,
+}
+
+/// The pointer over the frame, as the page sent it: the frame pixel under it, and the buttons held.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct PagePointer {
+    /// The frame pixel.
+    pub at: Pixel,
+    /// Bit 0 left, 1 right, 2 middle.
+    pub buttons: u32,
 }
 
 /// The page's input, for the caller; and what the pages are told of the
@@ -48,10 +55,11 @@ impl PageInput {
     }
 
     /// The frame pixel under the pointer for frames of `frame`'s size, and the buttons held.
-    pub fn pointer(&self, frame: vk::Extent2D) -> Option<(u32, u32, u32)> {
+    pub fn pointer(&self, frame: vk::Extent2D) -> Option<PagePointer> {
         let s = self.seen();
-        let (x, y) = frame_pixel(s.canvas, frame, s.pointer?)?;
-        Some((x, y, s.buttons))
+        let p = s.pointer?;
+        let (x, y) = frame_pixel(s.canvas, frame, (p.x, p.y))?;
+        Some(PagePointer { at: Pixel { x, y }, buttons: s.buttons })
     }
 
     /// What the pages say over their last frame (`None`: nothing).
@@ -74,14 +82,14 @@ impl Controls for PageInput {
         s.keys.push_back(key.to_string());
     }
 
-    fn pointer(&self, canvas: vk::Extent2D, at: Option<(f64, f64)>, buttons: u32) {
+    fn pointer(&self, canvas: vk::Extent2D, at: Option<CanvasPoint>, buttons: u32) {
         let mut s = self.seen();
         (s.canvas, s.pointer, s.buttons) = (canvas, at, buttons);
     }
 
-    fn status(&self) -> serde_json::Value {
-        let fault = self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone();
-        json!({ "what": "vkcuda.Viewer", "error": fault })
+    fn status(&self) -> RunStatus {
+        let error = self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone();
+        RunStatus { what: "vkcuda.Viewer".into(), error, director: None }
     }
 }
 
@@ -184,14 +192,8 @@ impl Drop for WatchClient {
 #[pyfunction]
 pub fn frame_header(py: Python<'_>, frame: &[u8]) -> PyResult<Py<pyo3::types::PyDict>> {
     let h = Header::parse(frame).map_err(|e| PyValueError::new_err(e.to_string()))?;
-    let kind = match h.kind {
-        vkcuda_serve::protocol::Kind::Raw => "raw",
-        vkcuda_serve::protocol::Kind::Jpeg => "jpeg",
-        vkcuda_serve::protocol::Kind::Vp8 => "vp8",
-        vkcuda_serve::protocol::Kind::Png => "png",
-    };
     let d = pyo3::types::PyDict::new(py);
-    d.set_item("kind", kind)?;
+    d.set_item("kind", h.kind.name())?;
     d.set_item("key", h.key)?;
     d.set_item("quality", h.quality)?;
     d.set_item("frame", h.frame)?;
@@ -199,4 +201,17 @@ pub fn frame_header(py: Python<'_>, frame: &[u8]) -> PyResult<Py<pyo3::types::Py
     d.set_item("height", h.height)?;
     d.set_item("stamp", h.stamp)?;
     Ok(d.unbind())
+}
+
+/// The message a frame's buffer comes with over the widget's comm (JSON; Jupyter's
+/// comm has no binary messages of its own).
+#[pyfunction]
+pub fn frame_message() -> String {
+    ToPage::Frame {}.text()
+}
+
+/// The message that tells a page the viewer closed, or would not take it (JSON).
+#[pyfunction]
+pub fn closed_message(reason: &str) -> String {
+    ToPage::Closed { reason: reason.into() }.text()
 }

@@ -26,6 +26,14 @@ import traitlets
 
 from . import _native
 
+# What the widget tells its views, as the module words it (protocol.rs's ToPage): the
+# message each frame's buffer comes with, and why frames stop.
+_FRAME: dict = json.loads(_native.frame_message())
+
+
+def _closed(reason: str) -> dict:
+    return json.loads(_native.closed_message(reason))
+
 
 class ViewerWidget(anywidget.AnyWidget):
     """A live view of a :class:`vkcuda.Viewer` in a notebook cell."""
@@ -93,7 +101,7 @@ class ViewerWidget(anywidget.AnyWidget):
                     return None
                 refused = self._join()
                 if refused is not None:
-                    return {"t": "closed", "reason": refused}
+                    return _closed(refused)
             try:
                 return self._watcher.message(content)
             except ValueError:
@@ -105,14 +113,14 @@ class ViewerWidget(anywidget.AnyWidget):
         while not self._stop.is_set():
             frame = watcher.next(0.25)
             if frame is not None:
-                self.send({"t": "frame"}, buffers=[frame])
+                self.send(_FRAME, buffers=[frame])
             elif watcher.closed:
                 break
             if time.monotonic() - status_at > 0.5:
                 status_at = time.monotonic()
                 self.send(watcher.status())
         if self._viewer.closed or self._stop.is_set():
-            self.send({"t": "closed", "reason": "the viewer closed"})
+            self.send(_closed("the viewer closed"))
 
     def close(self) -> None:
         """Stops the frames (the page keeps the last one) and closes the widget."""

@@ -6,11 +6,11 @@
 use std::sync::{Arc, Mutex};
 
 use ash::vk;
-use serde_json::json;
 
 use vkcuda_run::kernel::reload::KernelReload;
 use vkcuda_run::scene::director::{Director, Pointer};
 use vkcuda_run::scene::frame_pixel;
+use vkcuda_serve::protocol::{CanvasPoint, DirectorStatus, Pixel, RunStatus, Size};
 use vkcuda_serve::Controls;
 
 /// The page's keys and pointer, on a director (and a kernel's hot reload).
@@ -42,26 +42,28 @@ impl Controls for RunControls {
         }
     }
 
-    fn pointer(&self, canvas: vk::Extent2D, at: Option<(f64, f64)>, buttons: u32) {
+    fn pointer(&self, canvas: vk::Extent2D, at: Option<CanvasPoint>, buttons: u32) {
         let scene = self.director.current().scene;
         let frame = vk::Extent2D { width: scene.width, height: scene.height };
-        let at = at.and_then(|p| frame_pixel(canvas, frame, p));
+        let at = at.and_then(|p| frame_pixel(canvas, frame, (p.x, p.y)));
         self.director.set_pointer(Pointer { at, buttons });
     }
 
-    fn status(&self) -> serde_json::Value {
+    fn status(&self) -> RunStatus {
         let now = self.director.current();
-        let what = self.what.clone().unwrap_or_else(|| now.scene.kind.to_string());
-        json!({
-            "what": what,
-            "scene": now.scene.kind.to_string(),
-            "paused": self.director.paused(),
-            "tick": now.tick,
-            "cost": now.scene.cost,
-            "size": [now.scene.width, now.scene.height],
-            "pointer": now.pointer.at,
-            "buttons": now.pointer.buttons,
-            "error": self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone(),
-        })
+        let director = DirectorStatus {
+            scene: now.scene.kind,
+            paused: self.director.paused(),
+            tick: now.tick,
+            cost: now.scene.cost,
+            size: Size { width: now.scene.width, height: now.scene.height },
+            pointer: now.pointer.at.map(|(x, y)| Pixel { x, y }),
+            buttons: now.pointer.buttons,
+        };
+        RunStatus {
+            what: self.what.clone().unwrap_or_else(|| now.scene.kind.to_string()),
+            error: self.fault.lock().unwrap_or_else(|p| p.into_inner()).clone(),
+            director: Some(director),
+        }
     }
 }

@@ -44,6 +44,7 @@ use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 use tungstenite::Message;
 use vkcuda::Format;
 use vkcuda_run::scene::{drawn_reference, render_cpu_as, FrameArgs, Scene, SceneKind, MAX_COST};
+use vkcuda_serve::protocol::{Header, Kind, HEADER, MAGIC};
 
 /// Seconds of warm-up before anything is counted.
 const WARM: f64 = 3.0;
@@ -227,7 +228,7 @@ fn now_us() -> u64 {
 /// What one client saw: per frame (arrival, latency ms, bytes, kind), PSNRs, the exact frame's delay.
 #[derive(Default)]
 struct Seen {
-    frames: Vec<(Instant, f64, usize, u8)>,
+    frames: Vec<(Instant, f64, usize, Kind)>,
     /// PSNR of what was shown, and of JPEG q80 of the same frames.
     psnr: Vec<(f64, f64)>,
     exact_after: Option<f64>,
@@ -236,14 +237,20 @@ struct Seen {
     trace: Vec<String>,
 }
 
-/// A frame's header, either version: (kind, key, frame, width, height, stamp µs).
-fn header(b: &[u8]) -> Result<(u8, bool, u64, u32, u32, u64), String> {
-    if b.len() < 32 || !(b.starts_with(b"VKF1") || b.starts_with(b"VKF2")) {
-        return Err("not a frame".into());
+/// The server's header of a frame, either version, read by the view's own parser: an
+/// old server's `VKF1` header is this one with bytes 5 to 7 zero (no key flag, no
+/// quality), so it reads as one once its magic is this one's.
+fn header(b: &[u8]) -> Result<Header, String> {
+    let parse = |b: &[u8]| Header::parse(b).map_err(|e| e.to_string());
+    match b.get(..HEADER) {
+        Some(head) if head.starts_with(b"VKF1") => {
+            let mut now = [0u8; HEADER];
+            now.copy_from_slice(head);
+            now[..4].copy_from_slice(MAGIC);
+            parse(&now)
+        }
+        _ => parse(b),
     }
-    let u32_at = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
-    let u64_at = |i: usize| u64::from(u32_at(i)) | u64::from(u32_at(i + 4)) << 32;
-    Ok((b[4], b[5] & 1 == 1 && b[3] == b'2', u64_at(8), u32_at(16), u32_at(20), u64_at(24)))
 }
 
 /// A VP8 decoder (libvpx) giving RGB.
@@ -347,22 +354,21 @@ impl Drop for Vp8Decoder {
 
 /// A frame's image decoded: JPEG (turbojpeg), PNG, raw RGBA, or VP8 (`vp8`;
 /// its planes only when `keep`).
-fn decode(kind: u8, image: &[u8], vp8: &mut Vp8Decoder, keep: bool) -> Result<Option<Shown>, String> {
+fn decode(kind: Kind, image: &[u8], vp8: &mut Vp8Decoder, keep: bool) -> Result<Option<Shown>, String> {
     let rgba_to_rgb = |p: &[u8]| p.chunks_exact(4).flat_map(|c| [c[0], c[1], c[2]]).collect::<Vec<u8>>();
     let rgb = match kind {
-        0 => Ok(rgba_to_rgb(image)),
-        1 => turbojpeg::decompress(image, turbojpeg::PixelFormat::RGB)
+        Kind::Raw => Ok(rgba_to_rgb(image)),
+        Kind::Jpeg => turbojpeg::decompress(image, turbojpeg::PixelFormat::RGB)
             .map(|i| i.pixels)
             .map_err(|e| e.to_string()),
-        2 => return Ok(vp8.decode(image, keep)?.map(Shown::I420)),
-        3 => {
+        Kind::Vp8 => return Ok(vp8.decode(image, keep)?.map(Shown::I420)),
+        Kind::Png => {
             let mut r =
                 png::Decoder::new(std::io::Cursor::new(image)).read_info().map_err(|e| e.to_string())?;
             let mut buf = vec![0u8; r.output_buffer_size().unwrap_or(0)];
             let info = r.next_frame(&mut buf).map_err(|e| e.to_string())?;
             Ok(rgba_to_rgb(&buf[..info.buffer_size()]))
         }
-        k => Err(format!("a frame of kind {k}")),
     };
     Ok(Some(Shown::Rgb(rgb?)))
 }
@@ -454,7 +460,7 @@ fn read_all(mut ws: Socket, at_page: AtPage, arrivals: Sender<Arrival>) {
     while let Ok(m) = ws.read() {
         let (at, mut since, mut ahead) = (Instant::now(), 0.0, 0);
         if let Message::Binary(b) = &m {
-            let Ok((_, _, frame, _, _, stamp)) = header(b) else { return };
+            let Ok(Header { frame, stamp, .. }) = header(b) else { return };
             since = now_us().saturating_sub(stamp) as f64 / 1e3;
             let mut q = lock(&at_page);
             (ahead, _) = (q.len(), q.push_back(frame));
@@ -547,23 +553,24 @@ fn watch(url: &str, ask: &Ask, psnr_jobs: Sender<PsnrJob>, seen: Arc<Mutex<Seen>
             }
             _ => continue,
         };
-        let (kind, key, frame, w, h, stamp) = header(&b)?;
+        let Header { kind, key, frame, width: w, height: h, stamp, quality } = header(&b)?;
         let arrived = (arrived_at.duration_since(start).as_secs_f64() * 1e3, since);
         let sample = age > WARM && paused_at.is_none() && last_psnr.elapsed() > Duration::from_millis(700);
-        let shown = decode(kind, &b[32..], &mut vp8, sample)?;
+        let shown = decode(kind, &b[HEADER..], &mut vp8, sample)?;
         let latency = now_us().saturating_sub(stamp) as f64 / 1000.0;
         acknowledge(&mut ws_out, ask, &at_page, frame, ahead)?;
         let mut s = lock(&seen);
         if ask.trace.is_some() {
-            let (at, quality) = (start.elapsed().as_secs_f64() * 1e3, b[6]);
+            let at = start.elapsed().as_secs_f64() * 1e3;
             s.trace.push(format!(
-                r#"{{"at":{:.1},"decoded":{at:.1},"frame":{frame},"kind":{kind},"key":{key},"size":[{w},{h}],"q":{quality},"bytes":{},"latency_arrived":{:.1},"latency":{latency:.1}}}"#,
+                r#"{{"at":{:.1},"decoded":{at:.1},"frame":{frame},"kind":{},"key":{key},"size":[{w},{h}],"q":{quality},"bytes":{},"latency_arrived":{:.1},"latency":{latency:.1}}}"#,
                 arrived.0,
+                kind as u8,
                 b.len(),
                 arrived.1
             ));
         }
-        if let Some(p) = paused_at.filter(|_| kind == 3 && s.exact_after.is_none()) {
+        if let Some(p) = paused_at.filter(|_| kind == Kind::Png && s.exact_after.is_none()) {
             s.exact_after = Some(p.elapsed().as_secs_f64());
         }
         if age > WARM && paused_at.is_none() {
@@ -594,8 +601,8 @@ fn percentile(v: &mut [f64], p: f64) -> f64 {
 }
 
 /// The drop's recovery: seconds from the drop until a second of frames whose p95 latency is under 200 ms.
-fn recovery(frames: &[(Instant, f64, usize, u8)], dropped: Instant) -> Option<f64> {
-    let after: Vec<&(Instant, f64, usize, u8)> = frames.iter().filter(|f| f.0 >= dropped).collect();
+fn recovery(frames: &[(Instant, f64, usize, Kind)], dropped: Instant) -> Option<f64> {
+    let after: Vec<&(Instant, f64, usize, Kind)> = frames.iter().filter(|f| f.0 >= dropped).collect();
     for (i, f) in after.iter().enumerate() {
         let mut window: Vec<f64> =
             after[i..].iter().take_while(|g| g.0 < f.0 + Duration::from_secs(1)).map(|g| g.1).collect();
@@ -704,13 +711,13 @@ fn report(
     if let (Some(path), Some(first)) = (&ask.trace, all.first()) {
         std::fs::write(path, first.trace.join("\n") + "\n").map_err(|e| format!("{path}: {e}"))?;
     }
-    let frames: Vec<&(Instant, f64, usize, u8)> = all.iter().flat_map(|s| s.frames.iter()).collect();
+    let frames: Vec<&(Instant, f64, usize, Kind)> = all.iter().flat_map(|s| s.frames.iter()).collect();
     let n = frames.len().max(1) as f64;
     let mut lat: Vec<f64> = frames.iter().map(|f| f.1).collect();
     let psnrs: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().map(|p| p.0)).collect();
     let q80s: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().map(|p| p.1)).collect();
     let kinds: Vec<String> =
-        (0..4u8).map(|k| format!("{}", frames.iter().filter(|f| f.3 == k).count())).collect();
+        Kind::ALL.iter().map(|k| format!("{}", frames.iter().filter(|f| f.3 == *k).count())).collect();
     let first = all.first();
     let recovered = dropped.zip(first).and_then(|(d, s)| recovery(&s.frames, d));
     // A recovery is a second of frames, so one later than this cannot be seen (null then).

@@ -1,15 +1,21 @@
 //! A frame on the wire: a 32-byte [`Header`], then the image. The one
 //! parser of it in Rust ([`Header::parse`]; the examples and tests use it);
-//! the page's and the widget's is client.js's `vkcudaHeader`.
+//! the page's and the widget's is client.js's `vkcudaHeader`. The frame
+//! kinds' names are [`Kind`]'s alone: client.js's `VKCUDA_KINDS` table is
+//! checked against it (the tests below), the status's codec is a [`Kind`] and
+//! the size a frame was sent at a [`Size`].
 
-use anyhow::{bail, Result};
+use anyhow::{anyhow, bail, Result};
+use ash::vk;
+use serde::{Deserialize, Serialize};
 
 /// The header's length.
 pub const HEADER: usize = 32;
 /// The header's first bytes.
 pub const MAGIC: &[u8; 4] = b"VKF2";
 
-/// What a frame's image is.
+/// What a frame's image is: the header's byte, and its name (the status's
+/// `codec`, the page's `kind`, Python's `frame_header`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u8)]
 pub enum Kind {
@@ -21,6 +27,74 @@ pub enum Kind {
     Vp8 = 2,
     /// A PNG file (lossless).
     Png = 3,
+}
+
+impl Kind {
+    /// Every kind, in the order of its header byte (client.js's `VKCUDA_KINDS` is this table).
+    pub const ALL: [Kind; 4] = [Kind::Raw, Kind::Jpeg, Kind::Vp8, Kind::Png];
+
+    /// Its name on the wire.
+    pub fn name(self) -> &'static str {
+        match self {
+            Kind::Raw => "raw",
+            Kind::Jpeg => "jpeg",
+            Kind::Vp8 => "vp8",
+            Kind::Png => "png",
+        }
+    }
+
+    /// The kind named `name`.
+    pub fn named(name: &str) -> Option<Self> {
+        Self::ALL.into_iter().find(|k| k.name() == name)
+    }
+
+    /// The kind of header byte `b`.
+    pub fn of_byte(b: u8) -> Result<Self> {
+        Self::ALL.into_iter().find(|k| *k as u8 == b).ok_or_else(|| anyhow!("a frame of unknown kind {b}"))
+    }
+}
+
+impl Serialize for Kind {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        s.serialize_str(self.name())
+    }
+}
+
+impl<'de> Deserialize<'de> for Kind {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let name = String::deserialize(d)?;
+        let known = || Kind::ALL.map(Kind::name).join(", ");
+        Self::named(&name)
+            .ok_or_else(|| serde::de::Error::custom(format!("a frame kind '{name}' (one of {})", known())))
+    }
+}
+
+/// A size in pixels (a frame's as it was sent: the status says it), `[width, height]` in JSON.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(from = "[u32; 2]", into = "[u32; 2]")]
+pub struct Size {
+    /// Width.
+    pub width: u32,
+    /// Height.
+    pub height: u32,
+}
+
+impl From<[u32; 2]> for Size {
+    fn from([width, height]: [u32; 2]) -> Self {
+        Self { width, height }
+    }
+}
+
+impl From<Size> for [u32; 2] {
+    fn from(s: Size) -> Self {
+        [s.width, s.height]
+    }
+}
+
+impl From<vk::Extent2D> for Size {
+    fn from(e: vk::Extent2D) -> Self {
+        Self { width: e.width, height: e.height }
+    }
 }
 
 /// A frame's header, 32 bytes little-endian: `b"VKF2"`, [`Kind`], flags
@@ -67,13 +141,7 @@ impl Header {
         if b.len() < HEADER || &b[0..4] != MAGIC {
             bail!("not a frame: {} bytes, starting {:?}", b.len(), &b[..b.len().min(4)]);
         }
-        let kind = match b[4] {
-            0 => Kind::Raw,
-            1 => Kind::Jpeg,
-            2 => Kind::Vp8,
-            3 => Kind::Png,
-            k => bail!("a frame of unknown kind {k}"),
-        };
+        let kind = Kind::of_byte(b[4])?;
         let u64_at = |i: usize| {
             u64::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3], b[i + 4], b[i + 5], b[i + 6], b[i + 7]])
         };
@@ -110,5 +178,35 @@ mod tests {
         let mut bad = h.write();
         bad[4] = 9;
         assert!(Header::parse(&bad).is_err());
+    }
+
+    /// The names in client.js's `const VKCUDA_KINDS = [...]`, in order.
+    fn client_js_kinds() -> Vec<String> {
+        let js = include_str!("client.js");
+        let start = js.find("const VKCUDA_KINDS = [").expect("client.js has its table of frame kinds");
+        let table = &js[start..];
+        let table = &table[table.find('[').unwrap() + 1..table.find(']').unwrap()];
+        table.split(',').map(|n| n.trim().trim_matches('"').to_string()).collect()
+    }
+
+    #[test]
+    fn the_page_names_the_kinds_as_the_header_numbers_them() {
+        let rust: Vec<String> = Kind::ALL.iter().map(|k| k.name().to_string()).collect();
+        assert_eq!(client_js_kinds(), rust, "client.js's VKCUDA_KINDS[byte] is Kind's name");
+        for (byte, kind) in Kind::ALL.into_iter().enumerate() {
+            assert_eq!(Kind::of_byte(byte as u8).unwrap(), kind);
+        }
+        assert!(Kind::of_byte(Kind::ALL.len() as u8).is_err());
+    }
+
+    #[test]
+    fn a_kind_goes_by_its_name() {
+        for kind in Kind::ALL {
+            let text = serde_json::to_string(&kind).unwrap();
+            assert_eq!(text, format!("\"{}\"", kind.name()));
+            assert_eq!(serde_json::from_str::<Kind>(&text).unwrap(), kind);
+        }
+        let e = serde_json::from_str::<Kind>(r#""gif""#).unwrap_err().to_string();
+        assert!(e.contains("a frame kind 'gif' (one of raw, jpeg, vp8, png)"), "{e}");
     }
 }

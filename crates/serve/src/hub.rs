@@ -24,6 +24,7 @@ use serde::{Deserialize, Serialize};
 use tokio::sync::Notify;
 
 use crate::encode::{digest, Encoded, Stream};
+use crate::header::{Kind, Size};
 use crate::ladder::{Codec, Ladder, LinkState, Mode, Plan};
 use crate::link::Link;
 use vkcuda_run::present::readback::{Pixels, ReadFrame};
@@ -81,10 +82,10 @@ pub struct ClientStats {
     pub skipped: u64,
     /// Bytes sent.
     pub bytes: u64,
-    /// The codec of the last frame sent: `jpeg`, `vp8`, `png` or `raw`.
-    pub codec: String,
+    /// The codec of the last frame sent (`None`: none was sent yet).
+    pub codec: Option<Kind>,
     /// The size it was sent at.
-    pub size: [u32; 2],
+    pub size: Size,
     /// JPEG's quality, or VP8's quantizer (0–63), of the last frame.
     pub quality: u8,
     /// VP8's target, bits a second.
@@ -677,13 +678,14 @@ impl Hub {
 
 /// The stream's current choice, for the page's status line.
 fn record_stream(s: &mut ClientStats, e: &Encoded, extent: vk::Extent2D, fps: f64) {
-    (s.codec, s.quality, s.bitrate) = match e.codec {
-        Codec::Raw => ("raw".into(), 100, 0),
-        Codec::Png => ("png".into(), 100, 0),
-        Codec::Jpeg { quality } => ("jpeg".into(), quality, 0),
-        Codec::Vp8 { bitrate } => ("vp8".into(), e.quantizer.unwrap_or(0), bitrate),
+    let (kind, quality, bitrate) = match e.codec {
+        Codec::Raw => (Kind::Raw, 100, 0),
+        Codec::Png => (Kind::Png, 100, 0),
+        Codec::Jpeg { quality } => (Kind::Jpeg, quality, 0),
+        Codec::Vp8 { bitrate } => (Kind::Vp8, e.quantizer.unwrap_or(0), bitrate),
     };
-    (s.size, s.fps, s.exact) = ([extent.width, extent.height], fps, e.codec.exact());
+    (s.codec, s.quality, s.bitrate) = (Some(kind), quality, bitrate);
+    (s.size, s.fps, s.exact) = (extent.into(), fps, e.codec.exact());
 }
 
 impl Watchers for Hub {
@@ -945,7 +947,7 @@ mod tests {
         hub.deliver(id, 8, Some(old));
         assert_eq!(waiting(&hub, id), Some(9));
         let stats = hub.stats(id);
-        assert_eq!((stats.sent, stats.skipped, stats.codec.as_str()), (2, 4, "jpeg"), "frames 1-4 skipped");
+        assert_eq!((stats.sent, stats.skipped, stats.codec), (2, 4, Some(Kind::Jpeg)), "frames 1-4 skipped");
         hub.close();
     }
 
@@ -1077,7 +1079,7 @@ mod tests {
         // It changes: the check that saw it is not sent; lossy frames come again.
         until("a check that sees the change", || next(9).0 == vec![exact]);
         assert_eq!(next(10), (vec![lossy], Some(crate::protocol::Kind::Jpeg)));
-        assert!(hub.stats(id).exact || hub.stats(id).codec == "jpeg");
+        assert!(hub.stats(id).exact || hub.stats(id).codec == Some(Kind::Jpeg));
         hub.close();
     }
 
