@@ -3,9 +3,10 @@
 //! hands in), a run's description and its interop objects ([`setup`]), the
 //! [`session`] that follows the producer and stops, a window's frame loop
 //! ([`screen`]), the PNG writer pool ([`sink`]) and a dump folder's frames
-//! ([`dumpdir`]), a consumer loop's span and clock ([`measure`]), and a run
+//! ([`dumpdir`]), a consumer loop's span and clock ([`measure`]), a run
 //! driven to its end ([`to_end`]: the consume loop, the summary, signals,
-//! which side of a failure is its cause). May import every floor.
+//! which side of a failure is its cause), and a running job's frames offered
+//! to other processes ([`share`]: its door). May import every floor.
 
 pub mod child;
 pub mod dumpdir;
@@ -15,5 +16,6 @@ pub mod producer;
 pub mod screen;
 pub mod session;
 pub mod setup;
+pub mod share;
 pub mod sink;
 pub mod to_end;
