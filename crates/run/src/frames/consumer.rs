@@ -207,9 +207,9 @@ impl FrameLoop {
             .query_count(2 * frames_in_flight as u32);
         // SAFETY: valid create info; destroyed in Drop.
         let queries = unsafe { device.raw().create_query_pool(&info, None) }.context("vkCreateQueryPool")?;
-        let anchor = device.calibrated_timestamps().map(|(gpu_ticks, host_ns)| Anchor {
-            gpu_ticks,
-            host_ns,
+        let anchor = device.calibrated_timestamps().map(|at| Anchor {
+            gpu_ticks: at.device_ticks,
+            host_ns: at.host_ns,
             ns_per_tick: f64::from(device.info().timestamp_period),
         });
         let mut this = Self {
