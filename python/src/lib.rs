@@ -40,6 +40,7 @@ use export::Target;
 use run::Run;
 use state::State;
 use tensor::{device_array, stream_handle, DeviceArray};
+use vkcuda_run::base::size::Size;
 use vkcuda_run::drive::feed::client::Held;
 use vkcuda_run::drive::feed::line::Made;
 use vkcuda_run::drive::feed::run::Output;
@@ -217,20 +218,16 @@ impl Viewer {
                 None => {
                     State::new(py.detach(|| spec::open(validate, gpu)).map_err(runtime)?, output, every_frame)
                 }
-                Some((w, h)) => {
-                    if w == 0 || h == 0 {
-                        return Err(PyValueError::new_err(format!("a window of {w}x{h} pixels has none")));
+                Some((width, height)) => {
+                    // Python's (width, height), named here.
+                    let size = Size { width, height };
+                    if width == 0 || height == 0 {
+                        return Err(PyValueError::new_err(format!("a window of {size} pixels has none")));
                     }
                     let title = title.to_string();
                     let opened = py
                         .detach(|| {
-                            window::ask(|reply| window::Command::Open {
-                                size: (w, h),
-                                title,
-                                validate,
-                                gpu,
-                                reply,
-                            })
+                            window::ask(|reply| window::Command::Open { size, title, validate, gpu, reply })
                         })
                         .map_err(runtime)?;
                     State::in_window(opened, output, every_frame)
@@ -594,9 +591,10 @@ fn read_frame(py: Python<'_>, path: PathBuf, dtype: &str) -> PyResult<(u32, u32,
     let format = Dtype::from_name(dtype).map_err(PyTypeError::new_err)?.format();
     let bytes =
         std::fs::read(&path).map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
-    let (width, height, pixels) = vkcuda_run::output::frame_file::decode_frame(&bytes, format)
+    let decoded = vkcuda_run::output::frame_file::decode_frame(&bytes, format)
         .map_err(|e| PyValueError::new_err(format!("{}: {e:#}", path.display())))?;
-    Ok((width, height, pyo3::types::PyBytes::new(py, &pixels).into_any().unbind()))
+    let (size, pixels) = (decoded.size, decoded.pixels);
+    Ok((size.width, size.height, pyo3::types::PyBytes::new(py, &pixels).into_any().unbind()))
 }
 
 /// The native module.

@@ -18,7 +18,7 @@ pub mod report;
 pub use report::{headline, table, utc_date, Load, Report, Row, Variant};
 
 use crate::cli::{Args, BenchArgs};
-use crate::peers;
+use crate::peers::{self, RunPlan};
 use crate::words::Flags;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::QueueKind;
@@ -30,12 +30,12 @@ use vkcuda_run::base::size::Size;
 use vkcuda_run::cuda::pairing;
 use vkcuda_run::drive::measure::Span;
 use vkcuda_run::drive::sink::SinkReport;
-use vkcuda_run::drive::to_end::{sum_of, summarize, watch_signals, Summary};
+use vkcuda_run::drive::to_end::{sum_of, summarize, watch_signals, Monitor, Summary};
 use vkcuda_run::error::usage::Field;
 use vkcuda_run::frames::gpu::{self, DeviceChoice, Gpu};
 use vkcuda_run::metrics::stats::median_f64;
 use vkcuda_run::output::outfile::{check_output, write_atomically};
-use vkcuda_run::present::offscreen::Offscreen;
+use vkcuda_run::present::offscreen::{Offscreen, OffscreenShape, OffscreenWork};
 use vkcuda_run::scene::director::Director;
 use vkcuda_run::scene::{Scene, SceneKind, MAX_COST};
 
@@ -299,22 +299,17 @@ fn measure(
     let size = Size { width: scene.width, height: scene.height };
     let director = Arc::new(Director::new(scene));
     let extent = ash::vk::Extent2D { width: size.width, height: size.height };
-    let mode = (args.consume, 0, args.consume_copies);
+    let work = OffscreenWork { kind: args.consume, dump_every: 0, copies: args.consume_copies };
     let frame = args.frame_desc(size);
-    let mut offscreen = Offscreen::new(gpu.device.clone(), (frame, extent), mode, None)?;
+    let mut offscreen = Offscreen::new(gpu.device.clone(), OffscreenShape { frame, extent }, work, None)?;
     let hidden = ProgressBar::hidden();
-    let (consumed, report, producer) = peers::run_handover(
-        args.handover,
-        gpu,
-        (&args.spec(gpu, director.clone())?, args.timeline_base),
-        (&director, frame),
-        &mut offscreen,
-        span,
-        (caught, &hidden),
-    )
-    .with_context(|| format!("bench variant {variant} at {size}"))?;
+    let spec = args.spec(gpu, director.clone())?;
+    let plan = RunPlan { spec: &spec, base: args.timeline_base, director: &director, desc: frame };
+    let monitor = Monitor { span, caught, progress: &hidden };
+    let measured = peers::run_handover(args.handover, gpu, plan, &mut offscreen, monitor)
+        .with_context(|| format!("bench variant {variant} at {size}"))?;
     let validation = gpu.device.validation();
-    Ok(summarize(consumed, report, SinkReport::default(), (producer, size), &validation, caught))
+    Ok(summarize(measured, SinkReport::default(), size, &validation, caught))
 }
 
 /// How long each side of the balanced load works per frame.
