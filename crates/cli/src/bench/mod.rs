@@ -81,8 +81,8 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
                     for &(format, layout) in &frames {
                         let mut args = args.clone();
                         (args.format, args.layout) = (format, layout);
-                        let row =
-                            run_variant(&gpus, &args, bench, (*variant, *size, *load, balance), &caught)?;
+                        let case = Case { variant: *variant, size: *size, load: *load, balance };
+                        let row = run_variant(&gpus, &args, bench, case, &caught)?;
                         if caught.load(Ordering::Relaxed) != 0 {
                             bail!(Interrupted(caught.load(Ordering::Relaxed) as i32));
                         }
@@ -93,7 +93,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
             }
         }
     }
-    let (device, driver, cuda) = about.unwrap_or_default();
+    let About { device, driver, cuda } = about.unwrap_or_default();
     let report = Report {
         device,
         driver,
@@ -110,15 +110,26 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
     Ok(report)
 }
 
+/// The machine a report was measured on.
+#[derive(Default)]
+struct About {
+    /// The device (`--gpu all`: how many GPUs).
+    device: String,
+    /// Its Vulkan driver.
+    driver: String,
+    /// The CUDA driver's version, with a CUDA device.
+    cuda: Option<String>,
+}
+
 /// The device, driver and CUDA driver version a report names (`--gpu all`: how many GPUs).
-fn device_words(gpus: &[Gpu]) -> (String, String, Option<String>) {
+fn device_words(gpus: &[Gpu]) -> About {
     let gpu = &gpus[0];
     let name = gpu.device.info().name.clone();
-    (
-        if gpus.len() > 1 { format!("{} GPUs: {name}", gpus.len()) } else { name },
-        gpu.device.info().driver.trim().to_string(),
-        gpu.cuda.as_ref().and_then(|_| vkcuda::cuda::driver_version().ok()),
-    )
+    About {
+        device: if gpus.len() > 1 { format!("{} GPUs: {name}", gpus.len()) } else { name },
+        driver: gpu.device.info().driver.trim().to_string(),
+        cuda: gpu.cuda.as_ref().and_then(|_| vkcuda::cuda::driver_version().ok()),
+    }
 }
 
 /// The JSON, the chart and the headline table, each where it was asked for.
@@ -162,15 +173,29 @@ fn open_gpus(args: &Args, instance: &Arc<Instance>, queue: QueueKind) -> Result<
     Ok(gpus)
 }
 
-/// Runs one variant `--repeats` times and takes the medians; with several
+/// One row of the bench: a variant at a size and load.
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    /// The hand-over pattern and its options.
+    variant: Variant,
+    /// The frames' size.
+    size: Size,
+    /// The work on either side.
+    load: Load,
+    /// What the balanced load takes at this size (copies and cost).
+    balance: Balance,
+}
+
+/// Runs one `case` `--repeats` times and takes the medians; with several
 /// GPUs, each repeat runs the variant on all of them at once.
 fn run_variant(
     gpus: &[Gpu],
     args: &Args,
     bench: &BenchArgs,
-    (variant, size, load, balance): (Variant, Size, Load, Balance),
+    case: Case,
     caught: &Arc<AtomicUsize>,
 ) -> Result<Row> {
+    let Case { variant, size, load, balance } = case;
     let gpu = &gpus[0];
     let kind = if load == Load::Balanced { SceneKind::Julia } else { SceneKind::Gradient };
     let scene = Scene { kind, width: size.width, height: size.height, cost: balance.cost };
