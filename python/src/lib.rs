@@ -493,7 +493,7 @@ fn show_host(py: Python<'_>, state: &mut State, array: &HostArray, every: bool) 
     // SAFETY: `x` (held by the caller for this call) describes `layout.span()` bytes
     // around its data pointer as its own memory; the conversion only reads them.
     py.detach(|| unsafe { layout.convert(first as *const u8, &mut pixels) });
-    let put = put(py, &mailbox, pixels, every).map(drop).map_err(|(e, _)| stopped_or(state, e));
+    let put = put(py, &mailbox, pixels, every).map(drop).map_err(|not| stopped_or(state, not.error));
     state.wake();
     put
 }
@@ -540,9 +540,9 @@ fn put_slot(py: Python<'_>, state: &mut State, held: Held, every: bool) -> PyRes
             replaced.into_iter().for_each(|s| held.staging.drop_frame(s));
             Ok(())
         }
-        Err((e, back)) => {
+        Err(NotPut { error, frame: back }) => {
             back.into_iter().for_each(|s| held.staging.drop_frame(s));
-            Err(stopped_or(state, e))
+            Err(stopped_or(state, error))
         }
     }
 }
@@ -560,15 +560,17 @@ fn stopped_or(state: &mut State, e: PyErr) -> PyErr {
     }
 }
 
+/// A frame [`put`] did not put, and why.
+struct NotPut<T> {
+    /// Why.
+    error: PyErr,
+    /// The frame, given back (`None`: the mailbox has it, or it is gone).
+    frame: Option<T>,
+}
+
 /// Puts a frame in the mailbox; a blocked put looks at Ctrl+C every
-/// [`SIGNAL_CHECK`]. `Ok`: the frame it replaced; `Err`: the error and the
-/// frame, if it was not put.
-fn put<T: Send>(
-    py: Python<'_>,
-    mailbox: &Mailbox<T>,
-    frame: T,
-    every: bool,
-) -> Result<Option<T>, (PyErr, Option<T>)> {
+/// [`SIGNAL_CHECK`]. `Ok`: the frame it replaced.
+fn put<T: Send>(py: Python<'_>, mailbox: &Mailbox<T>, frame: T, every: bool) -> Result<Option<T>, NotPut<T>> {
     let mut frame = frame;
     loop {
         let until = Instant::now() + SIGNAL_CHECK;
@@ -576,10 +578,10 @@ fn put<T: Send>(
         match py.detach(|| mailbox.put(frame, every, &give_up)) {
             Ok(Put::Done(replaced)) => return Ok(replaced),
             Ok(Put::GaveUp(back)) => frame = back,
-            Err(e) => return Err((runtime(e), None)),
+            Err(e) => return Err(NotPut { error: runtime(e), frame: None }),
         }
         if let Err(e) = py.check_signals() {
-            return Err((e, Some(frame)));
+            return Err(NotPut { error: e, frame: Some(frame) });
         }
     }
 }

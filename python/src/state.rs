@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Result};
 use cudarc::driver::sys;
 
 use crate::array::Layout;
-use crate::export::{FrameSlot, Target};
+use crate::export::{FrameShape, FrameSlot, Target};
 use crate::run::Run;
 use crate::tensor::DeviceArray;
 use crate::window::Opened;
@@ -262,7 +262,7 @@ impl State {
             mailbox,
             target,
             device: device as i32,
-            size: (layout.height, layout.width),
+            size: FrameShape { height: layout.height, width: layout.width },
             dtype: layout.dtype,
             stream,
             writers: Mutex::new(Vec::new()),
