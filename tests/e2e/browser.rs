@@ -811,7 +811,7 @@ fn jpeg_strips_decode_as_one_encode() -> Outcome {
         let differ = compared["differ"].as_u64().ok_or_else(|| format!("no comparison: {compared}"))?;
         println!(
             "  JPEG in {} strips at {}x{}: {} bytes (one encode {}), decoded {:?}x{:?}, {differ} bytes differ",
-            vkcuda_serve::strips::cut(size.0 as usize, size.1 as usize, threads).0,
+            vkcuda_serve::strips::cut(size.0 as usize, size.1 as usize, threads).strips,
             size.0,
             size.1,
             strips.len(),
