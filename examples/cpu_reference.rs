@@ -16,6 +16,7 @@ use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Result};
 use vkcuda::Format;
+use vkcuda_run::base::size::Size;
 use vkcuda_run::scene::{pixel, render_cpu_as, store, Diff, FrameArgs, Scene, SceneKind};
 
 const ROUNDS: usize = 9;
@@ -55,14 +56,15 @@ fn ba71e6b(scene: &Scene, args: &FrameArgs, format: Format, out: &mut [u8]) {
     }
 }
 
-fn size() -> Result<(u32, u32)> {
-    let Some(arg) = std::env::args().nth(1) else { return Ok((1920, 1080)) };
+/// The frame size the first argument names (`WIDTHxHEIGHT`), 1920x1080 without one.
+fn size() -> Result<Size> {
+    let Some(arg) = std::env::args().nth(1) else { return Ok(Size { width: 1920, height: 1080 }) };
     let (w, h) = arg.split_once('x').ok_or_else(|| anyhow!("expected WIDTHxHEIGHT, got {arg}"))?;
-    Ok((w.parse()?, h.parse()?))
+    Ok(Size { width: w.parse()?, height: h.parse()? })
 }
 
 fn main() -> Result<()> {
-    let (width, height) = size()?;
+    let Size { width, height } = size()?;
     println!("CPU reference, {width}x{height}, one thread, median of {ROUNDS} (ms)");
     println!(
         "{:<9} {:<11} {:>8} {:>8} {:>8} {:>8} {:>8}",

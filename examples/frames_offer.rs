@@ -19,7 +19,7 @@ use ash::vk;
 use vkcuda::sync::{FramePlan, SyncScheme};
 use vkcuda::{Format, FrameDesc, Layout};
 use vkcuda_run::drive::child::channel::{Channel, Listener};
-use vkcuda_run::drive::child::offer::{Offer, Offered, PlanWire};
+use vkcuda_run::drive::child::offer::{Offer, Offered, PlanWire, PlannedFrames};
 
 /// How long either end waits for the other's greeting.
 const GREETING: Duration = Duration::from_secs(10);
@@ -44,7 +44,7 @@ fn view(path: &std::path::Path) -> Result<String> {
     let channel = Channel::connect(path, GREETING)?;
     channel.read_timeout(Some(GREETING))?;
     let offered = Offered::receive(&channel)?;
-    let (plan, desc) = offered.offer.frames.parts()?;
+    let PlannedFrames { plan, desc } = offered.offer.frames.parts()?;
     Ok(format!(
         "offered {} frames of {desc} ({} in rotation, {:?}), {} timelines at {:?}",
         offered.memory.len(),

@@ -98,7 +98,7 @@ fn main() -> Result<(), Error> {
     let options = Options::parse();
     // SAFETY: loads the system's Vulkan loader.
     let entry = unsafe { ash::Entry::load() }?;
-    let (instance, utils, messenger, layer) = validated_instance(&entry)?;
+    let Validated { instance, utils, messenger, layer } = validated_instance(&entry)?;
     let gpu = Gpu::new(&instance)?;
     let serialized = QueueOps { lock: options.lock, ops: Mutex::new(()) };
     let signalled = AtomicU64::new(0);
@@ -129,11 +129,19 @@ fn main() -> Result<(), Error> {
     std::process::exit(i32::from(n > 0));
 }
 
+/// An instance with the validation layer, and what counts the layer's messages.
+struct Validated {
+    instance: ash::Instance,
+    utils: ash::ext::debug_utils::Instance,
+    /// Counts the messages ([`on_message`]).
+    messenger: vk::DebugUtilsMessengerEXT,
+    /// The layer's version, for people.
+    layer: String,
+}
+
 /// An instance with the Khronos validation layer, synchronization validation on, and a
 /// messenger that counts its messages; with the layer's version.
-fn validated_instance(
-    entry: &ash::Entry,
-) -> Result<(ash::Instance, ash::ext::debug_utils::Instance, vk::DebugUtilsMessengerEXT, String), Error> {
+fn validated_instance(entry: &ash::Entry) -> Result<Validated, Error> {
     const LAYER: &CStr = c"VK_LAYER_KHRONOS_validation";
     // SAFETY: plain query.
     let layer = unsafe { entry.enumerate_instance_layer_properties() }?
@@ -165,7 +173,7 @@ fn validated_instance(
         .pfn_user_callback(Some(on_message));
     // SAFETY: a live instance; the callback is a plain function.
     let messenger = unsafe { utils.create_debug_utils_messenger(&messenger_info, None) }?;
-    Ok((instance, utils, messenger, layer))
+    Ok(Validated { instance, utils, messenger, layer })
 }
 
 /// Host signals and submissions: with --lock, never at the same time.
@@ -210,14 +218,21 @@ struct Gpu {
     device: ash::Device,
     queue: vk::Queue,
     memory: vk::PhysicalDeviceMemoryProperties,
-    image: (vk::Image, vk::DeviceMemory),
+    image: WithMemory<vk::Image>,
     /// The upload's source, then one readback buffer per slot (reused only after the
     /// slot's fence, which the consumer waits for: the layer sees that wait).
-    buffers: Vec<(vk::Buffer, vk::DeviceMemory)>,
+    buffers: Vec<WithMemory<vk::Buffer>>,
     timeline: vk::Semaphore,
     pool: vk::CommandPool,
     cmds: Vec<vk::CommandBuffer>,
     fences: Vec<vk::Fence>,
+}
+
+/// An image or buffer and the memory bound to it.
+#[derive(Clone, Copy)]
+struct WithMemory<T> {
+    object: T,
+    memory: vk::DeviceMemory,
 }
 
 impl Gpu {
@@ -257,7 +272,7 @@ impl Gpu {
         // SAFETY: valid create info.
         let fences = (0..SLOTS).map(|_| unsafe { device.create_fence(&signalled, None) });
         let fences = fences.collect::<Result<_, _>>()?;
-        let none = (vk::Image::null(), vk::DeviceMemory::null());
+        let none = WithMemory { object: vk::Image::null(), memory: vk::DeviceMemory::null() };
         let mut gpu =
             Gpu { device, queue, memory, image: none, buffers: Vec::new(), timeline, pool, cmds, fences };
         gpu.image = gpu.image()?;
@@ -282,7 +297,7 @@ impl Gpu {
     }
 
     /// The image, SIZE × SIZE RGBA8, with its memory.
-    fn image(&self) -> Result<(vk::Image, vk::DeviceMemory), Error> {
+    fn image(&self) -> Result<WithMemory<vk::Image>, Error> {
         let image_info = vk::ImageCreateInfo::default()
             .image_type(vk::ImageType::TYPE_2D)
             .format(vk::Format::R8G8B8A8_UNORM)
@@ -297,11 +312,11 @@ impl Gpu {
         let memory = self.allocate(unsafe { self.device.get_image_memory_requirements(image) })?;
         // SAFETY: fresh memory of the required size.
         unsafe { self.device.bind_image_memory(image, memory, 0) }?;
-        Ok((image, memory))
+        Ok(WithMemory { object: image, memory })
     }
 
     /// A buffer of one image's bytes, with its memory.
-    fn buffer(&self, usage: vk::BufferUsageFlags) -> Result<(vk::Buffer, vk::DeviceMemory), Error> {
+    fn buffer(&self, usage: vk::BufferUsageFlags) -> Result<WithMemory<vk::Buffer>, Error> {
         let info = vk::BufferCreateInfo::default().size(u64::from(SIZE * SIZE * 4)).usage(usage);
         // SAFETY: valid create info; memory is bound right after.
         let buffer = unsafe { self.device.create_buffer(&info, None) }?;
@@ -309,7 +324,7 @@ impl Gpu {
         let memory = self.allocate(unsafe { self.device.get_buffer_memory_requirements(buffer) })?;
         // SAFETY: fresh memory of the required size.
         unsafe { self.device.bind_buffer_memory(buffer, memory, 0) }?;
-        Ok((buffer, memory))
+        Ok(WithMemory { object: buffer, memory })
     }
 
     /// The consumer, for frame k: one submission that waits `T ≥ 2k + 1`, uploads into the
@@ -361,7 +376,7 @@ impl Gpu {
             .dst_access_mask(vk::AccessFlags2::TRANSFER_WRITE)
             .old_layout(if k == 0 { vk::ImageLayout::UNDEFINED } else { general })
             .new_layout(general)
-            .image(self.image.0)
+            .image(self.image.object)
             .subresource_range(range)];
         let written = [vk::ImageMemoryBarrier2::default()
             .src_stage_mask(copy)
@@ -370,24 +385,24 @@ impl Gpu {
             .dst_access_mask(vk::AccessFlags2::TRANSFER_READ)
             .old_layout(general)
             .new_layout(general)
-            .image(self.image.0)
+            .image(self.image.object)
             .subresource_range(range)];
         let (to_general, written) = (
             vk::DependencyInfo::default().image_memory_barriers(&to_general),
             vk::DependencyInfo::default().image_memory_barriers(&written),
         );
-        let (upload, readback) = (self.buffers[0].0, self.buffers[1 + slot].0);
+        let (upload, readback) = (self.buffers[0].object, self.buffers[1 + slot].object);
         // Recording into a reset buffer; every object is live.
         // SAFETY: as above.
         unsafe { self.device.begin_command_buffer(cmd, &vk::CommandBufferBeginInfo::default()) }?;
         // SAFETY: as above.
         unsafe { self.device.cmd_pipeline_barrier2(cmd, &to_general) };
         // SAFETY: as above.
-        unsafe { self.device.cmd_copy_buffer_to_image(cmd, upload, self.image.0, general, &region) };
+        unsafe { self.device.cmd_copy_buffer_to_image(cmd, upload, self.image.object, general, &region) };
         // SAFETY: as above.
         unsafe { self.device.cmd_pipeline_barrier2(cmd, &written) };
         // SAFETY: as above.
-        unsafe { self.device.cmd_copy_image_to_buffer(cmd, self.image.0, general, readback, &region) };
+        unsafe { self.device.cmd_copy_image_to_buffer(cmd, self.image.object, general, readback, &region) };
         // SAFETY: as above.
         Ok(unsafe { self.device.end_command_buffer(cmd) }?)
     }
@@ -405,16 +420,16 @@ impl Gpu {
         unsafe { device.destroy_command_pool(self.pool, None) };
         // SAFETY: as above.
         unsafe { device.destroy_semaphore(self.timeline, None) };
-        for (buffer, memory) in self.buffers {
+        for WithMemory { object: buffer, memory } in self.buffers {
             // SAFETY: as above; the buffer before its memory.
             unsafe { device.destroy_buffer(buffer, None) };
             // SAFETY: as above.
             unsafe { device.free_memory(memory, None) };
         }
         // SAFETY: as above; the image before its memory.
-        unsafe { device.destroy_image(self.image.0, None) };
+        unsafe { device.destroy_image(self.image.object, None) };
         // SAFETY: as above.
-        unsafe { device.free_memory(self.image.1, None) };
+        unsafe { device.free_memory(self.image.memory, None) };
         // SAFETY: every object made on it is gone.
         unsafe { device.destroy_device(None) };
         Ok(())

@@ -30,7 +30,7 @@ use vkcuda::{FrameDesc, Layout};
 
 #[path = "minimal/engine.rs"]
 mod engine;
-use engine::Commands;
+use engine::{Commands, Slot};
 
 const FRAMES: u64 = 240;
 const IMAGES: usize = 2;
@@ -47,23 +47,23 @@ fn expected(x: u32, y: u32, g: u32) -> [u8; 4] {
 }
 
 fn main() -> Result<()> {
-    let (validate, layout) = engine::args()?;
+    let engine::Options { validate, layout } = engine::args()?;
     // 1. What vkcuda needs, enabled on your own instance and device (vkcuda makes neither).
     let needs = requirements();
     let engine = engine::EngineInstance::new(validate, &needs.instance_extensions)?;
     let instance = &engine.raw;
-    let (physical, ordinal, family) = pick_device(instance)?;
+    let picked = pick_device(instance)?;
     let extensions: Vec<_> = needs.device_extensions.iter().map(|e| e.as_ptr()).collect();
     let (mut v12, mut v13) = Default::default();
     needs.enable_features(&mut v12, &mut v13);
-    let queues = [vk::DeviceQueueCreateInfo::default().queue_family_index(family).queue_priorities(&[1.0])];
+    let queues =
+        [vk::DeviceQueueCreateInfo::default().queue_family_index(picked.family).queue_priorities(&[1.0])];
     let info =
         vk::DeviceCreateInfo::default().queue_create_infos(&queues).enabled_extension_names(&extensions);
     let info = info.push_next(&mut v12).push_next(&mut v13);
     // SAFETY: every pointer in `info` points into locals that outlive the call.
-    let device = unsafe { instance.create_device(physical, &info, None) }.context("vkCreateDevice")?;
-    let checked =
-        with_device(instance, physical, (&device, &needs.device_extensions), family, (ordinal, layout));
+    let device = unsafe { instance.create_device(picked.physical, &info, None) }.context("vkCreateDevice")?;
+    let checked = with_device(instance, picked, &device, &needs.device_extensions, layout);
     // SAFETY: with_device dropped every object it made on the device and left its queue idle.
     unsafe { device.destroy_device(None) };
     let messages = engine.messages();
@@ -74,21 +74,27 @@ fn main() -> Result<()> {
 }
 
 /// 2. The Vulkan device CUDA sees (the same UUID), its CUDA ordinal, and a compute queue family.
-fn pick_device(instance: &ash::Instance) -> Result<(vk::PhysicalDevice, usize, u32)> {
+fn pick_device(instance: &ash::Instance) -> Result<Picked> {
     vkcuda::cuda::load_driver()?;
     let cuda_devices = vkcuda::cuda::list_devices()?;
     let (physical, ordinal) = (gpus(instance)?.iter())
         .find_map(|g| cuda_devices.iter().find(|c| c.uuid == g.uuid).map(|c| (g.physical, c.ordinal)))
         .ok_or_else(|| anyhow!("no Vulkan device has the UUID of a CUDA device"))?;
-    Ok((physical, ordinal, engine::compute_family(instance, physical)?))
+    Ok(Picked { physical, ordinal, family: engine::compute_family(instance, physical)? })
+}
+
+struct Picked {
+    physical: vk::PhysicalDevice,
+    ordinal: usize,
+    family: u32,
 }
 
 fn with_device(
     instance: &ash::Instance,
-    physical: vk::PhysicalDevice,
-    (raw, extensions): (&ash::Device, &[&std::ffi::CStr]),
-    family: u32,
-    (ordinal, layout): (usize, Layout),
+    Picked { physical, ordinal, family }: Picked,
+    raw: &ash::Device,
+    extensions: &[&std::ffi::CStr],
+    layout: Layout,
 ) -> Result<u64> {
     // 3. vkcuda wraps your device; 4. the plan and the shared frames on it.
     // SAFETY: `raw` was created just above from `physical` of this instance, with `extensions`
@@ -136,7 +142,7 @@ fn with_device(
             let copy = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
             // The frame's pieces: acquire, release, wait and signal, for a copy on this queue.
             let frame = shared.vulkan_frame(g, device.queue_family(), copy, copy);
-            submit(raw, (device.queue(), commands.slot(slot)), &frame, (readback[slot].raw(), desc.bytes()))
+            submit(raw, device.queue(), commands.slot(slot), &frame, readback[slot].raw(), desc.bytes())
         });
         producer.join().map_err(|_| anyhow!("the CUDA thread panicked"))??;
         consumed?;
@@ -198,12 +204,14 @@ fn produce(
     }
 }
 
-/// Records `frame` (a copy of it into `readback`, `bytes` long) into `cmd` and submits it with `fence`.
+/// Records `frame` (a copy of it into `readback`, `bytes` long) into the slot and submits it to `queue`.
 fn submit(
     raw: &ash::Device,
-    (queue, (cmd, fence)): (vk::Queue, (vk::CommandBuffer, vk::Fence)),
+    queue: vk::Queue,
+    Slot { cmd, fence }: Slot,
     frame: &VulkanFrame,
-    (readback, bytes): (vk::Buffer, u64),
+    readback: vk::Buffer,
+    bytes: u64,
 ) -> Result<()> {
     let to_host = [buffer_barrier(
         readback,

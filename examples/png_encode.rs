@@ -15,8 +15,16 @@ use vkcuda_run::scene::{render_cpu, Diff, FrameArgs, Scene, SceneKind};
 
 const ROUNDS: usize = 9;
 
+/// What [`timed`] measured.
+struct Timed<T> {
+    /// The median time of a call.
+    median: Duration,
+    /// What the last call returned.
+    last: T,
+}
+
 /// The median time of `ROUNDS` calls of `f`, and its last result.
-fn timed<T>(mut f: impl FnMut() -> Result<T>) -> Result<(Duration, T)> {
+fn timed<T>(mut f: impl FnMut() -> Result<T>) -> Result<Timed<T>> {
     let mut times = Vec::with_capacity(ROUNDS);
     let mut last = None;
     for _ in 0..ROUNDS {
@@ -26,7 +34,7 @@ fn timed<T>(mut f: impl FnMut() -> Result<T>) -> Result<(Duration, T)> {
     }
     times.sort();
     let last = last.ok_or_else(|| anyhow::anyhow!("no rounds"))?;
-    Ok((times[ROUNDS / 2], last))
+    Ok(Timed { median: times[ROUNDS / 2], last })
 }
 
 fn main() -> Result<()> {
@@ -37,11 +45,12 @@ fn main() -> Result<()> {
         let mut frame = vec![0u8; (w * h * 4) as usize];
         render_cpu(&scene, &args, &mut frame, 1);
         let mut want = frame.clone();
-        let (render, ()) = timed(|| {
+        let render = timed(|| {
             render_cpu(&scene, &args, &mut want, 1);
             Ok(())
-        })?;
-        let (compare, diff) = timed(|| Ok(Diff::between(&frame, &want)))?;
+        })?
+        .median;
+        let Timed { median: compare, last: diff } = timed(|| Ok(Diff::between(&frame, &want)))?;
         println!("{kind} {w}x{h}: reference {render:.2?}, compare {compare:.2?} ({} differ)", diff.differing);
         use png::Filter::*;
         for (name, filter) in [
@@ -52,7 +61,8 @@ fn main() -> Result<()> {
             ("avg", Avg),
             ("paeth", Paeth),
         ] {
-            let (took, bytes) = timed(|| Ok(encode_png(&frame, (w, h), filter)?.len()))?;
+            let size = ash::vk::Extent2D { width: w, height: h };
+            let Timed { median: took, last: bytes } = timed(|| Ok(encode_png(&frame, size, filter)?.len()))?;
             println!("  encode {name:>8}: {took:>9.2?}, {bytes:>8} bytes");
         }
     }

@@ -82,8 +82,8 @@ impl Requirements {
     }
 }
 
-/// A stage and the access in it.
-pub type Use = (vk::PipelineStageFlags2, vk::AccessFlags2);
+#[doc(inline)]
+pub use crate::vk::frame::Use;
 
 /// The shared images or buffers ([`FrameDesc::layout`]) and the timelines of one [`FramePlan`].
 ///

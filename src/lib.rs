@@ -55,11 +55,12 @@
 //! # use std::sync::Arc;
 //! # use ash::vk;
 //! # use vkcuda::{interop, sync, vk::device::Device, Format, FrameDesc, Layout};
-//! # fn your_engine() -> (ash::Instance, vk::PhysicalDevice, ash::Device, u32) { unimplemented!() }
+//! # struct YourEngine { instance: ash::Instance, physical: vk::PhysicalDevice, device: ash::Device, family: u32 }
+//! # fn your_engine() -> YourEngine { unimplemented!() }
 //! # fn main() -> vkcuda::Result<()> {
 //! // 1.-2. Your instance and device, made with what `requirements()` names,
-//! //       on the physical device whose UUID CUDA device 0 has.
-//! let (instance, physical, engine_device, family) = your_engine();
+//! //       on the physical device whose UUID CUDA device 0 has; `family`: a queue family of it.
+//! let YourEngine { instance, physical, device: engine_device, family } = your_engine();
 //! let needs = interop::requirements();
 //! // 3. vkcuda's view of your device and queue 0 of `family`.
 //! // SAFETY: the device was made from `physical` with `needs`' extensions (and maybe more) and

@@ -11,8 +11,16 @@ use anyhow::{bail, Context, Result};
 use ash::vk;
 use cudarc::driver::{CudaContext, CudaFunction};
 
+/// The command line.
+pub struct Options {
+    /// `--validate`: the validation layer, its messages counted.
+    pub validate: bool,
+    /// `--layout array|buffer`: the shared frames' layout.
+    pub layout: vkcuda::Layout,
+}
+
 /// The command line: `--validate`, and `--layout array|buffer`.
-pub fn args() -> Result<(bool, vkcuda::Layout)> {
+pub fn args() -> Result<Options> {
     let args: Vec<String> = std::env::args().collect();
     let validate = args.iter().any(|a| a == "--validate");
     let layout = args.iter().position(|a| a == "--layout").and_then(|i| args.get(i + 1));
@@ -21,7 +29,7 @@ pub fn args() -> Result<(bool, vkcuda::Layout)> {
         "buffer" => vkcuda::Layout::Buffer,
         other => bail!("--layout {other}: array or buffer"),
     };
-    Ok((validate, layout))
+    Ok(Options { validate, layout })
 }
 
 /// `source`'s kernels `names`, compiled by NVRTC and loaded into `ctx`.
@@ -51,6 +59,15 @@ pub fn compute_family(instance: &ash::Instance, physical: vk::PhysicalDevice) ->
     Ok(family.context("no compute queue family")? as u32)
 }
 
+/// One frame slot's command buffer, and the fence its submission signals.
+#[derive(Clone, Copy)]
+pub struct Slot {
+    /// Recorded anew for each frame of the slot.
+    pub cmd: vk::CommandBuffer,
+    /// Signalled when the slot's last submission is done.
+    pub fence: vk::Fence,
+}
+
 /// Your command pool, and per image a command buffer and a fence.
 pub struct Commands {
     pool: vk::CommandPool,
@@ -76,8 +93,8 @@ impl Commands {
     }
 
     /// Slot `slot`'s command buffer and fence.
-    pub fn slot(&self, slot: usize) -> (vk::CommandBuffer, vk::Fence) {
-        (self.cmds[slot], self.fences[slot])
+    pub fn slot(&self, slot: usize) -> Slot {
+        Slot { cmd: self.cmds[slot], fence: self.fences[slot] }
     }
 
     /// Waits for slot `slot`'s last submission, and resets its fence.

@@ -167,10 +167,10 @@ impl Layout {
         self.width * self.height * 4 * self.dtype.size()
     }
 
-    /// The lowest and highest byte offsets any element has, from the first
-    /// element: the span of memory a reader touches.
+    /// The bytes any element has, as offsets from the first element: the
+    /// span of memory a reader touches.
     #[cfg(test)]
-    pub fn span(&self) -> (isize, isize) {
+    pub fn span(&self) -> std::ops::Range<isize> {
         let last = [self.height, self.width, self.channels];
         let (mut low, mut high) = (0, 0);
         for (n, step) in last.iter().zip(self.strides) {
@@ -178,7 +178,7 @@ impl Layout {
             low += far.min(0);
             high += far.max(0);
         }
-        (low, high + self.dtype.size() as isize)
+        low..high + self.dtype.size() as isize
     }
 
     /// Converts the image that starts at `first` into RGBA pixels of
@@ -231,7 +231,7 @@ mod tests {
 
     fn convert(layout: &Layout, data: &[u8]) -> Vec<u8> {
         let mut out = vec![0; layout.frame_bytes()];
-        let (low, high) = layout.span();
+        let std::ops::Range { start: low, end: high } = layout.span();
         assert!(low == 0 && high as usize <= data.len(), "span {low}..{high} of {}", data.len());
         // SAFETY: the span is inside `data`, checked above.
         unsafe { layout.convert(data.as_ptr(), &mut out) };
@@ -287,7 +287,7 @@ mod tests {
     #[test]
     fn negative_strides_span_backwards() {
         let flipped = Layout::new(Dtype::U8, &[2, 1], Some(&[-1, 1]), false).unwrap();
-        assert_eq!(flipped.span(), (-1, 1));
+        assert_eq!(flipped.span(), -1..1);
     }
 
     #[test]

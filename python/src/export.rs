@@ -85,15 +85,44 @@ unsafe extern "C" fn drop_capsule(capsule: *mut pyo3::ffi::PyObject) {
     }
 }
 
-/// A DLPack capsule over `pointer`: an (H, W, 4) C-order tensor of `dtype` on CUDA device `device`.
+/// A frame's size as its tensor's shape (H, W, 4) counts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameShape {
+    /// Rows (H).
+    pub height: usize,
+    /// Pixels a row (W).
+    pub width: usize,
+}
+
+/// DLPack's device type of CUDA memory (`kDLCUDA`).
+const DL_CUDA: i32 = 2;
+
+/// A device as DLPack names it: its type and its number.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct DlDevice {
+    /// The device type (`kDLCUDA`: [`DL_CUDA`]).
+    kind: i32,
+    /// The device's ordinal.
+    id: i32,
+}
+
+impl From<(i32, i32)> for DlDevice {
+    /// From DLPack's `(device_type, device_id)`, as Python passes it.
+    fn from((kind, id): (i32, i32)) -> Self {
+        DlDevice { kind, id }
+    }
+}
+
+/// A DLPack capsule over `pointer`: an (H, W, 4) C-order tensor of `shape` and `dtype` on CUDA device `device`.
 fn capsule(
     py: Python<'_>,
     pointer: u64,
     device: i32,
-    (h, w): (usize, usize),
+    shape: FrameShape,
     dtype: Dtype,
     versioned: bool,
 ) -> PyResult<Py<PyAny>> {
+    let FrameShape { height: h, width: w } = shape;
     let (code, bits) = match dtype {
         Dtype::U8 => (1u8, 8u8),
         Dtype::F16 => (2, 16),
@@ -101,7 +130,7 @@ fn capsule(
     };
     let tensor = |shape: *mut i64| DlTensor {
         data: pointer as *mut c_void,
-        device: [2, device],
+        device: [DL_CUDA, device],
         ndim: 3,
         dtype: [code, bits, 1, 0],
         shape,
@@ -172,7 +201,7 @@ pub struct FrameSlot {
     pub(crate) mailbox: Arc<Mailbox<usize>>,
     pub(crate) target: Target,
     pub(crate) device: i32,
-    pub(crate) size: (usize, usize),
+    pub(crate) size: FrameShape,
     pub(crate) dtype: Dtype,
     /// The stream writes are ordered on; other writers' streams join it at the end.
     pub(crate) stream: u64,
@@ -250,7 +279,8 @@ impl FrameSlot {
         if *self.done.lock().unwrap_or_else(|p| p.into_inner()) {
             return Err(PyRuntimeError::new_err("vkcuda: this frame was already shown"));
         }
-        if copy == Some(true) || dl_device.is_some_and(|d| d != (2, self.device)) {
+        let here = DlDevice { kind: DL_CUDA, id: self.device };
+        if copy == Some(true) || dl_device.map(DlDevice::from).is_some_and(|d| d != here) {
             return Err(pyo3::exceptions::PyBufferError::new_err(
                 "vkcuda: a frame is exported in place on its GPU only",
             ));
@@ -265,12 +295,13 @@ impl FrameSlot {
             self.order(self.stream, s).map_err(runtime)?;
             self.writers.lock().unwrap_or_else(|p| p.into_inner()).push(s);
         }
-        let versioned = max_version.is_some_and(|(major, _)| major >= 1);
+        // DLPack's (major, minor): a consumer of 1.0 or later takes the versioned capsule.
+        let versioned = max_version.is_some_and(|(major, _minor)| major >= 1);
         capsule(py, self.pointer(), self.device, self.size, self.dtype, versioned)
     }
 
     fn __dlpack_device__(&self) -> (i32, i32) {
-        (2, self.device)
+        (DL_CUDA, self.device)
     }
 
     /// The frame for CUDA array interface consumers (Numba, CuPy): ready on the frame's stream.
@@ -282,7 +313,7 @@ impl FrameSlot {
             Dtype::F16 => "<f2",
             Dtype::F32 => "<f4",
         };
-        d.set_item("shape", (self.size.0, self.size.1, 4))?;
+        d.set_item("shape", self.shape())?;
         d.set_item("typestr", typestr)?;
         d.set_item("data", (self.pointer(), false))?;
         d.set_item("strides", py.None())?;
@@ -294,7 +325,7 @@ impl FrameSlot {
     /// The frame's shape: (H, W, 4).
     #[getter]
     fn shape(&self) -> (usize, usize, usize) {
-        (self.size.0, self.size.1, 4)
+        (self.size.height, self.size.width, 4)
     }
 
     /// The stream writes are ordered on (a CUDA stream handle).

@@ -40,6 +40,7 @@ use export::Target;
 use run::Run;
 use state::State;
 use tensor::{device_array, stream_handle, DeviceArray};
+use vkcuda_run::base::size::Size;
 use vkcuda_run::drive::feed::client::Held;
 use vkcuda_run::drive::feed::line::Made;
 use vkcuda_run::drive::feed::run::Output;
@@ -217,20 +218,16 @@ impl Viewer {
                 None => {
                     State::new(py.detach(|| spec::open(validate, gpu)).map_err(runtime)?, output, every_frame)
                 }
-                Some((w, h)) => {
-                    if w == 0 || h == 0 {
-                        return Err(PyValueError::new_err(format!("a window of {w}x{h} pixels has none")));
+                Some((width, height)) => {
+                    // Python's (width, height), named here.
+                    let size = Size { width, height };
+                    if width == 0 || height == 0 {
+                        return Err(PyValueError::new_err(format!("a window of {size} pixels has none")));
                     }
                     let title = title.to_string();
                     let opened = py
                         .detach(|| {
-                            window::ask(|reply| window::Command::Open {
-                                size: (w, h),
-                                title,
-                                validate,
-                                gpu,
-                                reply,
-                            })
+                            window::ask(|reply| window::Command::Open { size, title, validate, gpu, reply })
                         })
                         .map_err(runtime)?;
                     State::in_window(opened, output, every_frame)
@@ -497,7 +494,7 @@ fn show_host(py: Python<'_>, state: &mut State, array: &HostArray, every: bool) 
     // SAFETY: `x` (held by the caller for this call) describes `layout.span()` bytes
     // around its data pointer as its own memory; the conversion only reads them.
     py.detach(|| unsafe { layout.convert(first as *const u8, &mut pixels) });
-    let put = put(py, &mailbox, pixels, every).map(drop).map_err(|(e, _)| stopped_or(state, e));
+    let put = put(py, &mailbox, pixels, every).map(drop).map_err(|not| stopped_or(state, not.error));
     state.wake();
     put
 }
@@ -544,9 +541,9 @@ fn put_slot(py: Python<'_>, state: &mut State, held: Held, every: bool) -> PyRes
             replaced.into_iter().for_each(|s| held.staging.drop_frame(s));
             Ok(())
         }
-        Err((e, back)) => {
+        Err(NotPut { error, frame: back }) => {
             back.into_iter().for_each(|s| held.staging.drop_frame(s));
-            Err(stopped_or(state, e))
+            Err(stopped_or(state, error))
         }
     }
 }
@@ -564,15 +561,17 @@ fn stopped_or(state: &mut State, e: PyErr) -> PyErr {
     }
 }
 
+/// A frame [`put`] did not put, and why.
+struct NotPut<T> {
+    /// Why.
+    error: PyErr,
+    /// The frame, given back (`None`: the mailbox has it, or it is gone).
+    frame: Option<T>,
+}
+
 /// Puts a frame in the mailbox; a blocked put looks at Ctrl+C every
-/// [`SIGNAL_CHECK`]. `Ok`: the frame it replaced; `Err`: the error and the
-/// frame, if it was not put.
-fn put<T: Send>(
-    py: Python<'_>,
-    mailbox: &Mailbox<T>,
-    frame: T,
-    every: bool,
-) -> Result<Option<T>, (PyErr, Option<T>)> {
+/// [`SIGNAL_CHECK`]. `Ok`: the frame it replaced.
+fn put<T: Send>(py: Python<'_>, mailbox: &Mailbox<T>, frame: T, every: bool) -> Result<Option<T>, NotPut<T>> {
     let mut frame = frame;
     loop {
         let until = Instant::now() + SIGNAL_CHECK;
@@ -580,10 +579,10 @@ fn put<T: Send>(
         match py.detach(|| mailbox.put(frame, every, &give_up)) {
             Ok(Put::Done(replaced)) => return Ok(replaced),
             Ok(Put::GaveUp(back)) => frame = back,
-            Err(e) => return Err((runtime(e), None)),
+            Err(e) => return Err(NotPut { error: runtime(e), frame: None }),
         }
         if let Err(e) = py.check_signals() {
-            return Err((e, Some(frame)));
+            return Err(NotPut { error: e, frame: Some(frame) });
         }
     }
 }
@@ -595,9 +594,10 @@ fn read_frame(py: Python<'_>, path: PathBuf, dtype: &str) -> PyResult<(u32, u32,
     let format = Dtype::from_name(dtype).map_err(PyTypeError::new_err)?.format();
     let bytes =
         std::fs::read(&path).map_err(|e| PyValueError::new_err(format!("{}: {e}", path.display())))?;
-    let (width, height, pixels) = vkcuda_run::output::frame_file::decode_frame(&bytes, format)
+    let decoded = vkcuda_run::output::frame_file::decode_frame(&bytes, format)
         .map_err(|e| PyValueError::new_err(format!("{}: {e:#}", path.display())))?;
-    Ok((width, height, pyo3::types::PyBytes::new(py, &pixels).into_any().unbind()))
+    let (size, pixels) = (decoded.size, decoded.pixels);
+    Ok((size.width, size.height, pyo3::types::PyBytes::new(py, &pixels).into_any().unbind()))
 }
 
 /// The native module.

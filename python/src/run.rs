@@ -8,8 +8,9 @@ use std::thread::JoinHandle;
 
 use anyhow::{anyhow, Result};
 
+use crate::window::Opened;
 use vkcuda::FrameDesc;
-use vkcuda_run::drive::feed::run::{Ended, Output, Progress};
+use vkcuda_run::drive::feed::run::{Ended, Fed, Output, Progress, StartAt};
 use vkcuda_run::drive::feed::Feed;
 use vkcuda_run::frames::gpu::Gpu;
 
@@ -34,25 +35,20 @@ pub struct Run {
 
 impl Run {
     /// Starts the consumer thread of frames `desc` fed from `feed`, numbered
-    /// from `first`, with timelines from `base`.
-    pub fn start(gpu: Arc<Gpu>, desc: FrameDesc, feed: Feed, output: Output, at: (u64, u64)) -> Result<Self> {
+    /// and with timelines as `at` says.
+    pub fn start(gpu: Arc<Gpu>, desc: FrameDesc, feed: Feed, output: Output, at: StartAt) -> Result<Self> {
         let progress = Arc::new(Progress::default());
-        let fed = (feed.clone(), progress.clone());
+        let fed = Fed { feed: feed.clone(), progress: progress.clone() };
         let thread = vkcuda_run::drive::feed::run::spawn(gpu, desc, fed, output, at)?;
         Ok(Self { desc, feed, progress, consumer: Some(Consumer::Thread(thread)) })
     }
 
-    /// Starts consuming frames `desc` fed from `feed` in window `id` (see [`Run::start`]).
-    pub fn start_in(
-        window: (u64, Arc<AtomicBool>),
-        desc: FrameDesc,
-        feed: Feed,
-        at: (u64, u64),
-    ) -> Result<Self> {
-        let (id, closed) = window;
+    /// Starts consuming frames `desc` fed from `feed` in `window` (see [`Run::start`]).
+    pub fn start_in(window: &Opened, desc: FrameDesc, feed: Feed, at: StartAt) -> Result<Self> {
+        let (id, closed) = (window.id, window.closed.clone());
         let progress = Arc::new(Progress::default());
-        let f = (feed.clone(), progress.clone());
-        crate::window::ask(|reply| crate::window::Command::Start { id, desc, feed: f, at, reply })?;
+        let fed = Fed { feed: feed.clone(), progress: progress.clone() };
+        crate::window::ask(|reply| crate::window::Command::Start { id, desc, fed, at, reply })?;
         Ok(Self { desc, feed, progress, consumer: Some(Consumer::Window { id, closed }) })
     }
 

@@ -8,7 +8,7 @@ use anyhow::{anyhow, bail, Result};
 use cudarc::driver::sys;
 
 use crate::array::Layout;
-use crate::export::{FrameSlot, Target};
+use crate::export::{FrameShape, FrameSlot, Target};
 use crate::run::Run;
 use crate::tensor::DeviceArray;
 use crate::window::Opened;
@@ -17,8 +17,8 @@ use vkcuda::FrameDesc;
 use vkcuda_run::drive::feed::client::{self, DeviceFeed, Feeder, Held, Source};
 use vkcuda_run::drive::feed::device::{DeviceStaging, Packing};
 use vkcuda_run::drive::feed::line::{Line, Made, Wait};
-use vkcuda_run::drive::feed::run::Ended;
 use vkcuda_run::drive::feed::run::Output;
+use vkcuda_run::drive::feed::run::{Ended, StartAt};
 use vkcuda_run::drive::feed::{Counts, Feed, Mailbox};
 use vkcuda_run::frames::gpu::Gpu;
 
@@ -187,9 +187,9 @@ impl State {
                     }
                 }
             };
-            let at = (self.totals.consumed, self.next_base);
+            let at = StartAt { first: self.totals.consumed, base: self.next_base };
             self.run = Some(match &self.window {
-                Some(w) => Run::start_in((w.id, w.closed.clone()), desc, feed, at)?,
+                Some(w) => Run::start_in(w, desc, feed, at)?,
                 None => Run::start(gpu, desc, feed, self.output.clone(), at)?,
             });
         }
@@ -262,7 +262,7 @@ impl State {
             mailbox,
             target,
             device: device as i32,
-            size: (layout.height, layout.width),
+            size: FrameShape { height: layout.height, width: layout.width },
             dtype: layout.dtype,
             stream,
             writers: Mutex::new(Vec::new()),
@@ -293,7 +293,7 @@ impl State {
         let source = source(array);
         // SAFETY: the caller's stream is of this context; the tensor stays allocated until the
         // pack runs (the caller holds it, and frees memory stream-ordered).
-        unsafe { cuda.make(&feed, &source, stream as sys::CUstream, (every, give_up)) }
+        unsafe { cuda.make(&feed, &source, stream as sys::CUstream, every, give_up) }
     }
 
     /// [`State::pack`] when it would not wait (the run goes on with these

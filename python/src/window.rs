@@ -30,9 +30,10 @@ use winit::window::{Window, WindowId};
 use crate::spec;
 use vkcuda::FrameDesc;
 use vkcuda_run::base::kinds::PresentPath;
-use vkcuda_run::drive::feed::run::{self as fed, Ended, Progress};
+use vkcuda_run::base::size::Size;
+use vkcuda_run::drive::feed::run::{self as fed, Ended, Fed, Progress, StartAt};
 use vkcuda_run::drive::feed::Feed;
-use vkcuda_run::drive::screen::Screen;
+use vkcuda_run::drive::screen::{OpenedScreen, Screen};
 use vkcuda_run::drive::session::Session;
 use vkcuda_run::error::failure::gave_up;
 use vkcuda_run::frames::gpu::Gpu;
@@ -44,15 +45,9 @@ const POLL: Duration = Duration::from_millis(1);
 /// What the Python side asks of the window thread.
 pub enum Command {
     /// Open a window of `size` pixels titled `title`.
-    Open {
-        size: (u32, u32),
-        title: String,
-        validate: bool,
-        gpu: Option<String>,
-        reply: Sender<Result<Opened>>,
-    },
-    /// Start consuming frames `desc` from `feed` (numbered from `at.0`, timelines from `at.1`).
-    Start { id: u64, desc: FrameDesc, feed: (Feed, Arc<Progress>), at: (u64, u64), reply: Sender<Result<()>> },
+    Open { size: Size, title: String, validate: bool, gpu: Option<String>, reply: Sender<Result<Opened>> },
+    /// Start consuming frames `desc` from `fed` (timelines from `at.base`).
+    Start { id: u64, desc: FrameDesc, fed: Fed, at: StartAt, reply: Sender<Result<()>> },
     /// End the frames of the current session (its feed is closed).
     Finish { id: u64, reply: Sender<Result<Ended>> },
     /// Close the window.
@@ -148,7 +143,7 @@ impl ApplicationHandler<Command> for App {
             Command::Open { size, title, validate, gpu, reply } => {
                 let id = self.next_id;
                 self.next_id += 1;
-                let opened = Shown::open(event_loop, (size, &title), validate, gpu).map(|w| {
+                let opened = Shown::open(event_loop, size, &title, validate, gpu).map(|w| {
                     let present = if w.screen.presenter.through_cpu() { "cpu" } else { "swapchain" };
                     let (gpu, closed, error) = (w.gpu.clone(), w.closed.clone(), w.error.clone());
                     let opened = Opened { id, gpu, closed, error, present };
@@ -157,8 +152,8 @@ impl ApplicationHandler<Command> for App {
                 });
                 let _ = reply.send(opened);
             }
-            Command::Start { id, desc, feed, at, reply } => {
-                let _ = reply.send(self.with(id, |w| w.start(desc, feed, at)));
+            Command::Start { id, desc, fed, at, reply } => {
+                let _ = reply.send(self.with(id, |w| w.start(desc, fed, at)));
             }
             Command::Finish { id, reply } => {
                 let _ = reply.send(self.with(id, Shown::finish));
@@ -241,12 +236,13 @@ impl App {
 impl Shown {
     fn open(
         event_loop: &ActiveEventLoop,
-        ((width, height), title): ((u32, u32), &str),
+        size: Size,
+        title: &str,
         validate: bool,
         gpu: Option<String>,
     ) -> Result<Self> {
-        let attributes =
-            Window::default_attributes().with_title(title).with_inner_size(PhysicalSize::new(width, height));
+        let inner = PhysicalSize::new(size.width, size.height);
+        let attributes = Window::default_attributes().with_title(title).with_inner_size(inner);
         let device = spec::device_choice(gpu);
         let instance = |extensions: &[&CStr]| spec::instance(validate, extensions);
         let present = PresentSpec {
@@ -256,7 +252,7 @@ impl Shown {
             mode: None,
             slots: fed::IN_FLIGHT,
         };
-        let (gpu, screen, line) = Screen::open(event_loop, attributes, &present)?;
+        let OpenedScreen { gpu, screen, line } = Screen::open(event_loop, attributes, &present)?;
         log::info!("{}", line.worded(&crate::words::Python));
         Ok(Self {
             session: None,
@@ -270,15 +266,10 @@ impl Shown {
         })
     }
 
-    /// Starts the session of frames `desc` fed from `feed`, timelines from
-    /// `base` (a window writes no files: its frames need no numbers).
-    fn start(
-        &mut self,
-        desc: FrameDesc,
-        (feed, progress): (Feed, Arc<Progress>),
-        at: (u64, u64),
-    ) -> Result<()> {
-        let (_first, base) = at;
+    /// Starts the session of frames `desc` fed from `fed`, timelines from
+    /// `at.base` (a window writes no files: its frames need no numbers).
+    fn start(&mut self, desc: FrameDesc, fed: Fed, at: StartAt) -> Result<()> {
+        let (Fed { feed, progress }, base) = (fed, at.base);
         anyhow::ensure!(self.session.is_none(), "a session is running already");
         let session = Session::start(&self.gpu, &fed::fed_spec(feed.clone()), desc, base)?;
         self.screen.presenter.bind_shared(session.frames())?;
@@ -298,7 +289,7 @@ impl Shown {
     fn frame(&mut self) -> Result<()> {
         let Some(run) = self.session.as_mut() else { return Ok(()) };
         run.show_finished(&mut self.screen.presenter, Duration::ZERO)?;
-        if self.screen.stale() && !self.screen.fit(run)?.1 {
+        if self.screen.stale() && !self.screen.fit(run)?.fitted {
             return Ok(()); // minimized: stay stale until restored
         }
         if !run.ready() || run.held_up_by(false, true, Duration::ZERO)?.is_some() {
@@ -330,7 +321,7 @@ impl Shown {
         }
         self.feed = None;
         let session = self.session.take().ok_or_else(|| anyhow!("no session to finish"))?;
-        let ((), stopped) = session.end(&mut self.screen.presenter, Ok(()))?;
+        let stopped = session.end(&mut self.screen.presenter, Ok(()))?.stopped;
         Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: 0 })
     }
 

@@ -124,6 +124,15 @@ pub struct Extras {
     pub timestamps: bool,
 }
 
+/// The extensions [`Device::new`] enables, and whether calibrated
+/// timestamps are among them.
+struct DeviceExtensions {
+    /// Their names, for `VkDeviceCreateInfo`.
+    names: Vec<*const std::ffi::c_char>,
+    /// `VK_EXT_calibrated_timestamps` is there, and the device reads both clocks.
+    calibrated: bool,
+}
+
 /// The logical device and what hangs off it. Every Vulkan object of vkcuda
 /// holds an `Arc<Device>`, so the device is destroyed after all of them.
 /// Its fields are private (getters give them out): `Drop` destroys the
@@ -182,8 +191,8 @@ impl Device {
             );
         }
         let queue_family = Self::pick_queue_family(&instance, &info, &queue, extras.timestamps)?;
-        let (extensions, calibrates) =
-            Self::device_extensions(&instance, &info, (export_semaphores, extras.timestamps), &queue)?;
+        let DeviceExtensions { names: extensions, calibrated: calibrates } =
+            Self::device_extensions(&instance, &info, export_semaphores, extras, &queue)?;
         let priorities = [1.0];
         let queues = [vk::DeviceQueueCreateInfo::default()
             .queue_family_index(queue_family)
@@ -269,14 +278,15 @@ impl Device {
     }
 
     /// The device extensions to enable: the swapchain when `queue` presents,
-    /// memory export, semaphore export when asked, and with timestamps
-    /// calibrated ones where the device has both clocks (and whether it has).
+    /// memory export, semaphore export when asked, and with `extras`'
+    /// timestamps calibrated ones where the device has both clocks.
     fn device_extensions(
         instance: &Instance,
         info: &GpuInfo,
-        (export_semaphores, timestamps): (bool, bool),
+        export_semaphores: bool,
+        extras: Extras,
         queue: &Queue,
-    ) -> Result<(Vec<*const std::ffi::c_char>, bool)> {
+    ) -> Result<DeviceExtensions> {
         let mut extensions = Vec::new();
         if queue.present.is_some() {
             extensions.push(ash::khr::swapchain::NAME.as_ptr());
@@ -293,7 +303,7 @@ impl Device {
             }
             extensions.push(platform::SEMAPHORE_EXTENSION.as_ptr());
         }
-        let calibrates = timestamps && info.calibrated_timestamps && {
+        let calibrates = extras.timestamps && info.calibrated_timestamps && {
             let loader = ash::ext::calibrated_timestamps::Instance::new(instance.entry(), instance.raw());
             // SAFETY: plain query on a live physical device that has the extension.
             let domains = unsafe { loader.get_physical_device_calibrateable_time_domains(info.physical) };
@@ -305,7 +315,7 @@ impl Device {
         if calibrates {
             extensions.push(ash::ext::calibrated_timestamps::NAME.as_ptr());
         }
-        Ok((extensions, calibrates))
+        Ok(DeviceExtensions { names: extensions, calibrated: calibrates })
     }
 
     /// Wraps the integrator's device, created with [`crate::interop::requirements`]
@@ -568,10 +578,10 @@ impl Device {
         }
     }
 
-    /// The device's timestamp clock and the host's `CLOCK_MONOTONIC` (in
-    /// nanoseconds), read at once by `vkGetCalibratedTimestampsEXT`, or `None`
-    /// when the device cannot do that.
-    pub fn calibrated_timestamps(&self) -> Option<(u64, u64)> {
+    /// The device's timestamp clock and the host's `CLOCK_MONOTONIC`, read at
+    /// once by `vkGetCalibratedTimestampsEXT`, or `None` when the device
+    /// cannot do that.
+    pub fn calibrated_timestamps(&self) -> Option<CalibratedTimestamps> {
         let loader = self.calibrated.as_ref()?;
         let info = [
             vk::CalibratedTimestampInfoEXT::default().time_domain(vk::TimeDomainEXT::DEVICE),
@@ -579,11 +589,11 @@ impl Device {
         ];
         // SAFETY: the extension is enabled and both domains are supported (checked at creation).
         let (stamps, _deviation) = unsafe { loader.get_calibrated_timestamps(&info) }.ok()?;
-        Some((stamps[0], stamps[1]))
+        Some(CalibratedTimestamps { device_ticks: stamps[0], host_ns: stamps[1] })
     }
 
-    /// The memory heaps: (size in bytes, device-local, has a host-visible memory type).
-    pub fn memory_heaps(&self) -> Vec<(u64, bool, bool)> {
+    /// The memory heaps, in the device's order.
+    pub fn memory_heaps(&self) -> Vec<MemoryHeap> {
         // SAFETY: plain query on a live physical device.
         let props = unsafe { self.instance.get_physical_device_memory_properties(self.info.physical) };
         let types = &props.memory_types[..props.memory_type_count as usize];
@@ -594,7 +604,11 @@ impl Device {
                     t.heap_index as usize == i
                         && t.property_flags.contains(vk::MemoryPropertyFlags::HOST_VISIBLE)
                 });
-                (heap.size, heap.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL), host)
+                MemoryHeap {
+                    size: heap.size,
+                    device_local: heap.flags.contains(vk::MemoryHeapFlags::DEVICE_LOCAL),
+                    host_visible: host,
+                }
             })
             .collect()
     }
@@ -603,6 +617,26 @@ impl Device {
     pub fn timestamp_period(&self) -> Duration {
         Duration::from_secs_f64(f64::from(self.info.timestamp_period) * 1e-9)
     }
+}
+
+/// One reading of two clocks at the same moment ([`Device::calibrated_timestamps`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct CalibratedTimestamps {
+    /// The device's timestamp clock, in ticks ([`Device::timestamp_period`] each).
+    pub device_ticks: u64,
+    /// The host's `CLOCK_MONOTONIC`, in nanoseconds.
+    pub host_ns: u64,
+}
+
+/// One memory heap of a device ([`Device::memory_heaps`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryHeap {
+    /// Its size in bytes.
+    pub size: u64,
+    /// It is device-local.
+    pub device_local: bool,
+    /// A host-visible memory type is in it.
+    pub host_visible: bool,
 }
 
 /// The allocator for everything but the exportable images.

@@ -8,12 +8,12 @@ use super::device::Device;
 use super::shared_buffer::SharedBuffer;
 use super::shared_image::SharedImage;
 
-/// A barrier on the whole colour image that keeps it in `GENERAL`.
-pub fn image_barrier(
-    image: vk::Image,
-    src: (vk::PipelineStageFlags2, vk::AccessFlags2),
-    dst: (vk::PipelineStageFlags2, vk::AccessFlags2),
-) -> vk::ImageMemoryBarrier2<'static> {
+/// A stage and the access in it: one side of a barrier.
+pub type Use = (vk::PipelineStageFlags2, vk::AccessFlags2);
+
+/// A barrier on the whole colour image that keeps it in `GENERAL`, from the
+/// `src` use to the `dst` one.
+pub fn image_barrier(image: vk::Image, src: Use, dst: Use) -> vk::ImageMemoryBarrier2<'static> {
     vk::ImageMemoryBarrier2::default()
         .src_stage_mask(src.0)
         .src_access_mask(src.1)
@@ -32,12 +32,8 @@ pub fn record_image_barrier(dev: &ash::Device, cmd: vk::CommandBuffer, barrier: 
     unsafe { dev.cmd_pipeline_barrier2(cmd, &vk::DependencyInfo::default().image_memory_barriers(&b)) };
 }
 
-/// A barrier on a whole buffer.
-pub fn buffer_barrier(
-    buffer: vk::Buffer,
-    src: (vk::PipelineStageFlags2, vk::AccessFlags2),
-    dst: (vk::PipelineStageFlags2, vk::AccessFlags2),
-) -> vk::BufferMemoryBarrier2<'static> {
+/// A barrier on a whole buffer, from the `src` use to the `dst` one.
+pub fn buffer_barrier(buffer: vk::Buffer, src: Use, dst: Use) -> vk::BufferMemoryBarrier2<'static> {
     vk::BufferMemoryBarrier2::default()
         .src_stage_mask(src.0)
         .src_access_mask(src.1)

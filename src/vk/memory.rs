@@ -31,17 +31,32 @@ fn allocate(
         .with_context(|| format!("allocating {} bytes for {name}", requirements.size))
 }
 
+/// A dedicated allocation of one shared image or buffer, and its size in
+/// bytes (what CUDA is told it imports).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Dedicated {
+    /// The memory (its owner frees it).
+    pub memory: vk::DeviceMemory,
+    /// Its `allocationSize`.
+    pub size: u64,
+}
+
+impl Dedicated {
+    /// None yet: what an image or buffer holds until its memory is allocated.
+    pub const NONE: Dedicated = Dedicated { memory: vk::DeviceMemory::null(), size: 0 };
+}
+
 /// Allocates dedicated device-local memory for the one image or buffer that
 /// `dedicated` names, exportable as [`crate::platform::MEMORY_HANDLE`] when
-/// `export` (CUDA imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`). Returns
-/// the memory and its size; the caller binds it and frees it.
+/// `export` (CUDA imports it with `CUDA_EXTERNAL_MEMORY_DEDICATED`); the
+/// caller binds it and frees it.
 pub(crate) fn allocate_dedicated(
     device: &Device,
     req: vk::MemoryRequirements,
     mut dedicated: vk::MemoryDedicatedAllocateInfo<'_>,
     export: bool,
     what: &str,
-) -> Result<(vk::DeviceMemory, u64)> {
+) -> Result<Dedicated> {
     let type_index = device.memory_type(req.memory_type_bits, vk::MemoryPropertyFlags::DEVICE_LOCAL)?;
     let mut export_info =
         vk::ExportMemoryAllocateInfo::default().handle_types(crate::platform::MEMORY_HANDLE);
@@ -55,23 +70,23 @@ pub(crate) fn allocate_dedicated(
     // SAFETY: valid allocate info chaining locals; the caller frees it.
     let memory = unsafe { device.raw().allocate_memory(&alloc, None) }
         .with_context(|| format!("vkAllocateMemory ({} bytes, {what})", req.size))?;
-    Ok((memory, req.size))
+    Ok(Dedicated { memory, size: req.size })
 }
 
-/// A new handle to dedicated `memory` of `size` bytes that
-/// [`allocate_dedicated`] made exportable (`exportable`), for CUDA to import
+/// A new handle to the `dedicated` memory that [`allocate_dedicated`] made
+/// exportable (`exportable`), for CUDA to import
 /// (see [`crate::platform`] for who owns it after the import); `what` names
 /// it in the error.
 pub(crate) fn export_dedicated(
     device: &Device,
-    (memory, size): (vk::DeviceMemory, u64),
+    dedicated: Dedicated,
     exportable: bool,
     what: &str,
 ) -> Result<crate::platform::ExportedMemory> {
     match (device.memory_export(), exportable) {
         (Some(loader), true) => {
-            let handle = crate::platform::export_memory(loader, memory)?;
-            Ok(crate::platform::ExportedMemory::new(handle, size))
+            let handle = crate::platform::export_memory(loader, dedicated.memory)?;
+            Ok(crate::platform::ExportedMemory::new(handle, dedicated.size))
         }
         _ => Err(Error::unsupported(format!("this {what} was not allocated exportable"))),
     }

@@ -13,7 +13,7 @@ use std::sync::Arc;
 use ash::vk;
 
 use super::device::Device;
-use super::memory::{allocate_dedicated, export_dedicated};
+use super::memory::{allocate_dedicated, export_dedicated, Dedicated};
 use crate::error::{Context as _, Error, Result};
 use crate::format::{FrameDesc, Layout};
 use crate::platform::{self, ExportedMemory, MEMORY_HANDLE as HANDLE};
@@ -32,8 +32,7 @@ pub const BUFFER_USAGE: vk::BufferUsageFlags = vk::BufferUsageFlags::from_raw(
 pub struct SharedBuffer {
     device: Arc<Device>,
     buffer: vk::Buffer,
-    memory: vk::DeviceMemory,
-    allocation_size: u64,
+    dedicated: Dedicated,
     size: u64,
     desc: FrameDesc,
     exportable: bool,
@@ -79,22 +78,14 @@ impl SharedBuffer {
         // SAFETY: valid create info; destroyed in Drop (or below on failure).
         let buffer =
             unsafe { device.raw().create_buffer(&info, None) }.context("vkCreateBuffer (shared buffer)")?;
-        let mut this = Self {
-            device,
-            buffer,
-            memory: vk::DeviceMemory::null(),
-            allocation_size: 0,
-            size,
-            desc: *desc,
-            exportable: export,
-        };
+        let mut this =
+            Self { device, buffer, dedicated: Dedicated::NONE, size, desc: *desc, exportable: export };
         // SAFETY: `buffer` is live.
         let req = unsafe { this.device.raw().get_buffer_memory_requirements(buffer) };
         let dedicated = vk::MemoryDedicatedAllocateInfo::default().buffer(buffer);
-        (this.memory, this.allocation_size) =
-            allocate_dedicated(&this.device, req, dedicated, export, "shared buffer")?;
+        this.dedicated = allocate_dedicated(&this.device, req, dedicated, export, "shared buffer")?;
         // SAFETY: fresh memory of the required size and type, bound once at offset 0.
-        unsafe { this.device.raw().bind_buffer_memory(buffer, this.memory, 0) }
+        unsafe { this.device.raw().bind_buffer_memory(buffer, this.dedicated.memory, 0) }
             .context("vkBindBufferMemory")?;
         Ok(this)
     }
@@ -106,7 +97,7 @@ impl SharedBuffer {
 
     /// `vkGetBufferMemoryRequirements().size`: what CUDA imports (at least [`SharedBuffer::size`]).
     pub fn allocation_size(&self) -> u64 {
-        self.allocation_size
+        self.dedicated.size
     }
 
     /// The frame's bytes: row pitch × height.
@@ -127,7 +118,7 @@ impl SharedBuffer {
     /// A new handle to the buffer's memory, with the allocation's size, for
     /// CUDA to import (see [`crate::platform`] for who owns it after the import).
     pub fn export(&self) -> Result<ExportedMemory> {
-        export_dedicated(&self.device, (self.memory, self.allocation_size), self.exportable, "shared buffer")
+        export_dedicated(&self.device, self.dedicated, self.exportable, "shared buffer")
     }
 }
 
@@ -136,9 +127,9 @@ impl Drop for SharedBuffer {
         // The GPU is idle for this buffer (SharedFrames waits first); both objects are ours.
         // SAFETY: as above; the buffer before its memory.
         unsafe { self.device.raw().destroy_buffer(self.buffer, None) };
-        if self.memory != vk::DeviceMemory::null() {
+        if self.dedicated.memory != vk::DeviceMemory::null() {
             // SAFETY: as above; nothing is bound to the memory any more.
-            unsafe { self.device.raw().free_memory(self.memory, None) };
+            unsafe { self.device.raw().free_memory(self.dedicated.memory, None) };
         }
     }
 }

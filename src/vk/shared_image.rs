@@ -16,7 +16,7 @@ use crate::error::{Context as _, Result};
 use ash::vk;
 
 use super::device::Device;
-use super::memory::{allocate_dedicated, export_dedicated, image_info};
+use super::memory::{allocate_dedicated, export_dedicated, image_info, Dedicated};
 use crate::error::Error;
 use crate::format::{Format, FrameDesc, Layout};
 use crate::platform::{self, ExportedMemory, MEMORY_HANDLE as HANDLE};
@@ -29,8 +29,7 @@ use crate::platform::{self, ExportedMemory, MEMORY_HANDLE as HANDLE};
 pub struct SharedImage {
     device: Arc<Device>,
     image: vk::Image,
-    memory: vk::DeviceMemory,
-    allocation_size: u64,
+    dedicated: Dedicated,
     extent: vk::Extent2D,
     format: Format,
     usage: vk::ImageUsageFlags,
@@ -139,8 +138,7 @@ impl SharedImage {
         let mut this = Self {
             device,
             image,
-            memory: vk::DeviceMemory::null(),
-            allocation_size: 0,
+            dedicated: Dedicated::NONE,
             extent,
             format: desc.format,
             usage,
@@ -149,10 +147,10 @@ impl SharedImage {
         // SAFETY: `image` is live.
         let req = unsafe { this.device.raw().get_image_memory_requirements(image) };
         let dedicated = vk::MemoryDedicatedAllocateInfo::default().image(image);
-        (this.memory, this.allocation_size) =
-            allocate_dedicated(&this.device, req, dedicated, export, "shared image")?;
+        this.dedicated = allocate_dedicated(&this.device, req, dedicated, export, "shared image")?;
         // SAFETY: fresh memory of the required size and type, bound once at offset 0.
-        unsafe { this.device.raw().bind_image_memory(image, this.memory, 0) }.context("vkBindImageMemory")?;
+        unsafe { this.device.raw().bind_image_memory(image, this.dedicated.memory, 0) }
+            .context("vkBindImageMemory")?;
         Ok(this)
     }
 
@@ -164,7 +162,7 @@ impl SharedImage {
     /// `vkGetImageMemoryRequirements().size`: what CUDA imports (more than
     /// width × height × bytes per pixel: tiling pads).
     pub fn allocation_size(&self) -> u64 {
-        self.allocation_size
+        self.dedicated.size
     }
 
     /// Width and height.
@@ -190,7 +188,7 @@ impl SharedImage {
     /// A new handle to the image's memory, with the allocation's size, for
     /// CUDA to import (see [`crate::platform`] for who owns it after the import).
     pub fn export(&self) -> Result<ExportedMemory> {
-        export_dedicated(&self.device, (self.memory, self.allocation_size), self.exportable, "shared image")
+        export_dedicated(&self.device, self.dedicated, self.exportable, "shared image")
     }
 }
 
@@ -200,6 +198,6 @@ impl Drop for SharedImage {
         // SAFETY: as above; the image before its memory.
         unsafe { self.device.raw().destroy_image(self.image, None) };
         // SAFETY: as above; nothing is bound to the memory any more.
-        unsafe { self.device.raw().free_memory(self.memory, None) };
+        unsafe { self.device.raw().free_memory(self.dedicated.memory, None) };
     }
 }

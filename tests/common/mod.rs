@@ -114,8 +114,8 @@ pub fn check_frames(
     }
     for (name, &frame) in names.iter().zip(expected) {
         let data = std::fs::read(dir.join(name)).map_err(|e| e.to_string())?;
-        let (width, height, buf) =
-            frame_file::decode_frame(&data, pixels).map_err(|e| format!("{name}: {e:#}"))?;
+        let decoded = frame_file::decode_frame(&data, pixels).map_err(|e| format!("{name}: {e:#}"))?;
+        let (width, height, buf) = (decoded.size.width, decoded.size.height, decoded.pixels);
         if (width, height) != target.unwrap_or((scene.width, scene.height)) {
             return Err(format!("{name} is {width}x{height}"));
         }
@@ -125,7 +125,9 @@ pub fn check_frames(
         let d = match target {
             None => Diff::between_as(format, &buf, &reference),
             Some(t) => {
-                Diff::drawn(&buf, &drawn_reference(&reference, format, (scene.width, scene.height), t))
+                let size = ash::vk::Extent2D { width: scene.width, height: scene.height };
+                let target = ash::vk::Extent2D { width: t.0, height: t.1 };
+                Diff::drawn(&buf, &drawn_reference(&reference, format, size, target))
             }
         };
         if !d.within_tolerance() {

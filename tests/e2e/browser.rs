@@ -121,7 +121,7 @@ pub fn gradient(size: (u32, u32)) -> Scene {
 fn reference(scene: Scene, tick: u64, canvas: (u32, u32)) -> Vec<Option<[f64; 3]>> {
     let mut frame = vec![0u8; (scene.width * scene.height * 4) as usize];
     render_cpu_as(&scene, &FrameArgs::new(&scene, tick as u32), Format::Rgba8, &mut frame, 2);
-    drawn_reference(&frame, Format::Rgba8, (scene.width, scene.height), canvas)
+    drawn_reference(&frame, Format::Rgba8, extent(scene.width, scene.height), extent(canvas.0, canvas.1))
 }
 
 /// Compares canvas pixels with the CPU reference of `scene` at `tick` drawn at the canvas's size.
@@ -811,7 +811,7 @@ fn jpeg_strips_decode_as_one_encode() -> Outcome {
         let differ = compared["differ"].as_u64().ok_or_else(|| format!("no comparison: {compared}"))?;
         println!(
             "  JPEG in {} strips at {}x{}: {} bytes (one encode {}), decoded {:?}x{:?}, {differ} bytes differ",
-            vkcuda_serve::strips::cut(size.0 as usize, size.1 as usize, threads).0,
+            vkcuda_serve::strips::cut(size.0 as usize, size.1 as usize, threads).strips,
             size.0,
             size.1,
             strips.len(),
@@ -1038,7 +1038,10 @@ fn formats_are_drawn_as_the_window_draws_them() -> Outcome {
                 let scene = gradient((200, 120));
                 let mut frame = vec![0u8; (200 * 120) as usize * fmt.bytes_per_pixel() as usize];
                 render_cpu_as(&scene, &FrameArgs::new(&scene, f.frame() as u32), fmt, &mut frame, 2);
-                let diff = Diff::drawn(&f.payload, &drawn_reference(&frame, fmt, (200, 120), canvas));
+                let diff = Diff::drawn(
+                    &f.payload,
+                    &drawn_reference(&frame, fmt, extent(200, 120), extent(canvas.0, canvas.1)),
+                );
                 if f.size() != canvas || !diff.within_tolerance() {
                     return Err(format!("{format} {layout}: frame {}: {diff:?}", f.frame()));
                 }

@@ -300,10 +300,11 @@ fn golden_cpu(format: Format) -> Outcome {
     // Two pixels of frame 3 changed by 40 and by 2 levels (channel 0).
     let name = |f: u32| golden.join(format!("frame_{f:06}.{}", frame_file::extension(format)));
     let bytes = std::fs::read(name(3)).map_err(|e| e.to_string())?;
-    let (w, h, mut pixels) = frame_file::decode_frame(&bytes, format).map_err(|e| format!("{e:#}"))?;
+    let decoded = frame_file::decode_frame(&bytes, format).map_err(|e| format!("{e:#}"))?;
+    let (size, mut pixels) = (decoded.size, decoded.pixels);
     nudge(format, &mut pixels, 5 * 61 + 5, 40.0);
     nudge(format, &mut pixels, 5 * 61 + 6, 2.0);
-    let changed = frame_file::encode_frame(&pixels, (w, h), format).map_err(|e| format!("{e:#}"))?;
+    let changed = frame_file::encode_frame(&pixels, size, format).map_err(|e| format!("{e:#}"))?;
     std::fs::write(name(3), changed).map_err(|e| e.to_string())?;
     let o = compare(&[]);
     one_error_line(&o, 3, "1 frames differ from")?;

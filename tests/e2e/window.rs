@@ -217,8 +217,8 @@ pub fn compare_window_as(
         &frame,
         format,
         exposure,
-        (scene.width, scene.height),
-        (cap.width, cap.height),
+        ash::vk::Extent2D { width: scene.width, height: scene.height },
+        ash::vk::Extent2D { width: cap.width, height: cap.height },
     );
     if let Some(path) = std::env::var_os("VKCUDA_EXPECTED") {
         let bytes: Vec<u8> =
@@ -415,7 +415,7 @@ pub fn check_pngs_any(dir: &Path, scene: Scene, tick: u32, format: Format) -> Ou
     // The file is named by frame number; its pixels must be the paused tick's.
     let data = std::fs::read(dir.join(name)).map_err(|e| e.to_string())?;
     let buf = match format.is_float() {
-        true => frame_file::decode_exr(&data, format).map_err(|e| format!("{name}: {e:#}"))?.2,
+        true => frame_file::decode_exr(&data, format).map_err(|e| format!("{name}: {e:#}"))?.pixels,
         false => {
             let mut reader = png::Decoder::new(std::io::Cursor::new(&data))
                 .read_info()

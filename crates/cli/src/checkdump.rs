@@ -10,6 +10,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 use anyhow::{Context, Result};
+use ash::vk::Extent2D;
 
 use vkcuda::Format;
 use vkcuda_run::output::frame_file::decode_frame;
@@ -75,7 +76,7 @@ pub fn check(dir: &Path, frames: u64, every: u64) -> Result<Verdict> {
         match decode(&dir.join(&name)) {
             Ok(size) => {
                 v.good += 1;
-                *v.sizes.entry(size).or_default() += 1;
+                *v.sizes.entry((size.width, size.height)).or_default() += 1;
             }
             Err(e) => v.undecodable.push((name, format!("{e:#}"))),
         }
@@ -84,7 +85,7 @@ pub fn check(dir: &Path, frames: u64, every: u64) -> Result<Verdict> {
 }
 
 /// A frame file's size, if it decodes as vkcuda writes it (PNG: 8-bit RGBA; EXR: any float format).
-fn decode(path: &Path) -> Result<(u32, u32)> {
+fn decode(path: &Path) -> Result<Extent2D> {
     let bytes = std::fs::read(path).with_context(|| format!("reading {}", path.display()))?;
     let formats: &[Format] = match path.extension().is_some_and(|e| e == "exr") {
         true => &[Format::Rgba32f, Format::Rgba16f, Format::R32f],
@@ -93,7 +94,7 @@ fn decode(path: &Path) -> Result<(u32, u32)> {
     let mut last = None;
     for f in formats {
         match decode_frame(&bytes, *f) {
-            Ok((w, h, _)) => return Ok((w, h)),
+            Ok(decoded) => return Ok(decoded.size),
             Err(e) => last = Some(e),
         }
     }

@@ -243,9 +243,9 @@ pub struct Args {
     #[arg(long)]
     pub resume: bool,
     /// Set by `--gpu all` for each GPU's part of the run: the frames
-    /// `first..end` it renders (numbered in the whole run).
+    /// it renders (numbered in the whole run).
     #[arg(skip)]
-    pub part: Option<(u64, u64)>,
+    pub part: Option<std::ops::Range<u64>>,
     /// Size of the shared images, WIDTHxHEIGHT, or `window` to follow the window (viewer).
     #[arg(long, default_value = "1920x1080")]
     pub size: SizeArg,
@@ -663,19 +663,19 @@ impl Args {
 
     /// Frames to render: `--frames`, else 600 headless and (practically) unbounded in a window.
     pub fn frame_count(&self) -> u64 {
-        let (first, end) = self.frame_range();
-        end - first
+        let frames = self.frame_range();
+        frames.end - frames.start
     }
 
-    /// The frames this run renders, `first..end`, numbered in the whole run (`--shard`).
-    pub fn frame_range(&self) -> (u64, u64) {
-        if let Some(part) = self.part {
-            return part;
+    /// The frames this run renders, numbered in the whole run (`--shard`).
+    pub fn frame_range(&self) -> std::ops::Range<u64> {
+        if let Some(part) = &self.part {
+            return part.clone();
         }
         let all = self.all_frames();
         match self.shard {
-            Some(s) => (s.first(all), s.first_of_next(all)),
-            None => (0, all),
+            Some(s) => s.first(all)..s.first_of_next(all),
+            None => 0..all,
         }
     }
 
@@ -691,7 +691,7 @@ impl Args {
 
     /// The run's number of this run's first frame.
     pub fn first_frame(&self) -> u64 {
-        self.frame_range().0
+        self.frame_range().start
     }
 
     /// The fixed frame size, or the window's when `--size window`.
@@ -748,7 +748,7 @@ impl Args {
         };
         Ok(RunSpec {
             plan: PlanSpec { sync: self.sync, buffers: self.buffers as usize, frames: self.frame_count() },
-            producer: ProducerSpec::rendered(self.producer, self.kernel_spec(), (cuda, director), gpu)?,
+            producer: ProducerSpec::rendered(self.producer, self.kernel_spec(), cuda, director, gpu)?,
             consumer: ConsumerSpec {
                 in_flight: self.in_flight(),
                 paced: self.paced(),

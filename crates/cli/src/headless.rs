@@ -1,6 +1,7 @@
 //! The headless run: the producer on its thread, the offscreen consumer on
 //! this one, frames dumped to PNG, and a summary with measured timings.
 
+use std::ops::Range;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
@@ -10,7 +11,7 @@ use indicatif::{ProgressBar, ProgressStyle};
 
 use crate::cli::Args;
 use crate::controls::RunControls;
-use crate::peers;
+use crate::peers::{self, RunPlan};
 use crate::words::Flags;
 use vkcuda::vk::device::Queue;
 use vkcuda::vk::instance::{Instance, ValidationCounts};
@@ -22,12 +23,11 @@ use vkcuda_run::diagnostics::inject::Inject;
 use vkcuda_run::diagnostics::xid;
 use vkcuda_run::drive::child::{child_failure, Restart};
 use vkcuda_run::drive::dumpdir;
-use vkcuda_run::drive::measure::{Consumed, Span};
-use vkcuda_run::drive::producer::Report;
+use vkcuda_run::drive::measure::Span;
 use vkcuda_run::drive::sink::{PngSink, SinkReport};
 use vkcuda_run::drive::to_end::{
-    png_workers, prepare_out_dir, spare_cores, sum_of, summarize, watch_signals, MadeBy, Summary, ViewReport,
-    MAX_PNG_WORKERS,
+    png_workers, prepare_out_dir, spare_cores, sum_of, summarize, watch_signals, MadeBy, Measured, Monitor,
+    Summary, ViewReport, MAX_PNG_WORKERS,
 };
 use vkcuda_run::error::failure::Remakes;
 use vkcuda_run::error::usage::{Field, Message};
@@ -35,7 +35,7 @@ use vkcuda_run::for_people;
 use vkcuda_run::frames::gpu::{self, Gpu, MemoryNeed};
 use vkcuda_run::kernel::reload::KernelReload;
 use vkcuda_run::output::outfile;
-use vkcuda_run::present::offscreen::Offscreen;
+use vkcuda_run::present::offscreen::{Offscreen, OffscreenShape, OffscreenWork};
 use vkcuda_run::present::readback::{Pixels, Readback, Shot};
 use vkcuda_run::present::watch::Watch;
 use vkcuda_run::scene::director::Director;
@@ -125,7 +125,7 @@ fn resume(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> R
     let mut done = Vec::new();
     for part in &survey.missing {
         let mut sub = args.clone();
-        sub.part = Some(*part);
+        sub.part = Some(part.clone());
         let summary = run_parts(&sub, instance, caught, None)?;
         let stop = summary.interrupted.is_some();
         done.push(summary);
@@ -186,15 +186,13 @@ struct Run<'a> {
 /// same `--out`; one summary, with a line per GPU.
 fn run_all(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> Result<Summary> {
     let gpus = pairing::every_gpu(instance, args.producer)?;
-    let (first, end) = args.frame_range();
+    let Range { start: first, end } = args.frame_range();
     let n = gpus.len() as u64;
-    let parts: Vec<(usize, (u64, u64))> = gpus
+    let parts: Vec<(usize, Range<u64>)> = gpus
         .iter()
         .enumerate()
-        .map(|(i, &g)| {
-            (g, (first + (end - first) * i as u64 / n, first + (end - first) * (i as u64 + 1) / n))
-        })
-        .filter(|(_, (a, b))| b > a)
+        .map(|(i, &g)| (g, first + (end - first) * i as u64 / n..first + (end - first) * (i as u64 + 1) / n))
+        .filter(|(_, frames)| !frames.is_empty())
         .collect();
     if args.dump_every > 0 {
         prepare_out_dir(&args.out)?;
@@ -202,31 +200,60 @@ fn run_all(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>) -> 
     let bars = indicatif::MultiProgress::new();
     // The PNG pool is sized for all the GPUs: the spare cores shared out, up to 16 per GPU.
     let workers = (spare_cores() / parts.len()).clamp(1, MAX_PNG_WORKERS);
-    let jobs: Vec<_> =
-        parts.into_iter().map(|(gpu, (a, b))| (gpu, (a, b), bars.add(progress_bar(b - a)))).collect();
-    let results = pairing::on_each(&jobs, |(gpu, part, progress)| {
+    let jobs: Vec<GpuPart> = (parts.into_iter())
+        .map(|(gpu, frames)| {
+            let progress = bars.add(progress_bar(frames.end - frames.start));
+            GpuPart { gpu, frames, progress }
+        })
+        .collect();
+    let results = pairing::on_each(&jobs, |job| {
         let mut sub = args.clone();
-        (sub.gpu, sub.part, sub.json) = (Some(gpu.to_string()), Some(*part), None);
-        run_on(&sub, instance, caught, Run { workers, progress, out_ready: true, view: None })
+        (sub.gpu, sub.part, sub.json) = (Some(job.gpu.to_string()), Some(job.frames.clone()), None);
+        let run = Run { workers, progress: &job.progress, out_ready: true, view: None };
+        run_on(&sub, instance, caught, run)
     });
-    combine(jobs.into_iter().zip(results).map(|((gpu, part, _), r)| (gpu, part, r)).collect())
+    combine(
+        jobs.into_iter()
+            .zip(results)
+            .map(|(part, result)| PartRun { gpu: part.gpu, frames: part.frames, result })
+            .collect(),
+    )
+}
+
+/// One GPU's part of a `--gpu all` run.
+struct GpuPart {
+    /// The CUDA ordinal of the GPU.
+    gpu: usize,
+    /// Its frames, numbered in the whole run.
+    frames: Range<u64>,
+    /// Its bar.
+    progress: ProgressBar,
+}
+
+/// What one GPU's part of a `--gpu all` run did.
+struct PartRun {
+    /// The CUDA ordinal of the GPU.
+    gpu: usize,
+    /// Its frames, numbered in the whole run.
+    frames: Range<u64>,
+    /// Its summary, or why it failed.
+    result: Result<Summary>,
 }
 
 /// One summary of the GPUs' runs, with a line per GPU; the first GPU's
 /// error, if one failed, after all of them ended.
-fn combine(results: Vec<(usize, (u64, u64), Result<Summary>)>) -> Result<Summary> {
-    let mut done = Vec::new();
-    for (gpu, part, result) in results {
-        done.push((gpu, part, result.with_context(|| format!("GPU {gpu}"))?));
-    }
-    let summaries: Vec<Summary> = done.iter().map(|(_, _, s)| s.clone()).collect();
-    let mut all = sum_of(&summaries)?;
-    for (gpu, (a, b), s) in &done {
-        all.gpus.push(format!(
-            "GPU {gpu}: frames {a}..{b}: {} frames, {:.1} fps, {} files, {}",
-            s.frames, s.fps, s.sink.written, s.device
+fn combine(results: Vec<PartRun>) -> Result<Summary> {
+    let (mut summaries, mut lines) = (Vec::new(), Vec::new());
+    for PartRun { gpu, frames, result } in results {
+        let s = result.with_context(|| format!("GPU {gpu}"))?;
+        lines.push(format!(
+            "GPU {gpu}: frames {}..{}: {} frames, {:.1} fps, {} files, {}",
+            frames.start, frames.end, s.frames, s.fps, s.sink.written, s.device
         ));
+        summaries.push(s);
     }
+    let mut all = sum_of(&summaries)?;
+    all.gpus.extend(lines);
     Ok(all)
 }
 
@@ -261,21 +288,14 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
         None => None,
     };
     let frame = args.frame_desc(size);
-    let mut offscreen = Offscreen::new(
-        device.clone(),
-        (frame, extent),
-        (args.consume, args.dump_every, args.consume_copies),
-        readback,
-    )?;
+    let shape = OffscreenShape { frame, extent };
+    let mut offscreen = Offscreen::new(device.clone(), shape, offscreen_work(args), readback)?;
     eprintln!("vkcuda: {}; {}", device.info(), gpu.why.worded(&Flags));
     let mut served = match run.view {
-        Some(bound) => Some(Served::start(
-            args,
-            bound,
-            (instance, &gpu, slots, (frame, extent)),
-            &director,
-            &mut offscreen,
-        )?),
+        Some(bound) => {
+            let drawn = Drawn { instance, gpu: &gpu, slots, shape };
+            Some(Served::start(args, bound, drawn, &director, &mut offscreen)?)
+        }
         None => None,
     };
     // From here the run's device is `gpu`'s: a lost one made again is dropped
@@ -283,13 +303,8 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     drop(device);
     let progress = run.progress;
     let span = Span::frames(args.frame_count());
-    let result = run_until_done(
-        args,
-        (&mut gpu, &director, frame),
-        &mut offscreen,
-        served.as_ref(),
-        (span, caught, progress),
-    );
+    let monitor = Monitor { span, caught, progress };
+    let result = run_until_done(args, &mut gpu, &director, frame, &mut offscreen, served.as_ref(), monitor);
     progress.finish_and_clear();
     let (view, read) = (served.as_ref().map(|s| s.report(&offscreen)), offscreen.finish());
     if let Some(served) = &mut served {
@@ -299,14 +314,14 @@ fn run_on(args: &Args, instance: &Arc<Instance>, caught: &Arc<AtomicUsize>, run:
     if created && sink.written == 0 && result.is_err() {
         let _ = std::fs::remove_dir(&args.out);
     }
-    let (consumed, report, producer) = result?;
+    let measured = result?;
     if let Some(e) = &sink.error {
         anyhow::bail!("{e}");
     }
     // The device the run ended on (made again if one was lost); its validation
     // messages are counted on the instance, with those of the one before.
     let validation = gpu.device.validation();
-    let mut summary = summarize(consumed, report, sink, (producer, size), &validation, caught);
+    let mut summary = summarize(measured, sink, size, &validation, caught);
     summary.device = gpu.device.info().to_string();
     summary.view = view;
     Ok(summary)
@@ -323,24 +338,19 @@ fn open_gpu(args: &Args, instance: &Arc<Instance>) -> Result<Gpu> {
 /// Vulkan device the driver lost is made again and the run goes on.
 fn run_until_done(
     args: &Args,
-    (gpu, director, frame): (&mut Gpu, &Arc<Director>, FrameDesc),
+    gpu: &mut Gpu,
+    director: &Arc<Director>,
+    frame: FrameDesc,
     offscreen: &mut Offscreen,
     served: Option<&Served>,
-    (span, caught, progress): (Span, &Arc<AtomicUsize>, &ProgressBar),
-) -> Result<(Consumed, Report, MadeBy)> {
+    monitor: Monitor<'_>,
+) -> Result<Measured> {
     let reload = served.and_then(|s| s.reload.clone());
+    let caught = monitor.caught;
     loop {
         let result = args.spec_reloading(gpu, director, reload.as_deref()).and_then(|spec| {
-            let spec = (&spec, args.timeline_base);
-            peers::run_handover(
-                args.handover,
-                gpu,
-                spec,
-                (director, frame),
-                offscreen,
-                span,
-                (caught, progress),
-            )
+            let run = RunPlan { spec: &spec, base: args.timeline_base, director, desc: frame };
+            peers::run_handover(args.handover, gpu, run, offscreen, monitor)
         });
         let (Some(served), Err(e)) = (served, &result) else { return result };
         if served.remakes(args, e) {
@@ -367,9 +377,26 @@ struct Served {
     /// What making the Vulkan side again takes: the instance, the frame and
     /// target, the slots; and when it was made again last.
     instance: Arc<Instance>,
-    shape: (FrameDesc, ash::vk::Extent2D),
+    shape: OffscreenShape,
     slots: usize,
     remakes: std::cell::Cell<Remakes>,
+}
+
+/// What the view's draws are made with, and made again with.
+struct Drawn<'a> {
+    /// The run's instance (a device made again is made on it).
+    instance: &'a Arc<Instance>,
+    /// The run's device.
+    gpu: &'a Gpu,
+    /// Frames in flight the draws keep buffers for.
+    slots: usize,
+    /// The frames and the offscreen target.
+    shape: OffscreenShape,
+}
+
+/// What the offscreen consumer of `args`' headless run does with each frame.
+fn offscreen_work(args: &Args) -> OffscreenWork {
+    OffscreenWork { kind: args.consume, dump_every: args.dump_every, copies: args.consume_copies }
 }
 
 impl Served {
@@ -377,10 +404,11 @@ impl Served {
     fn start(
         args: &Args,
         bound: Bound,
-        (instance, gpu, slots, shape): (&Arc<Instance>, &Gpu, usize, (FrameDesc, ash::vk::Extent2D)),
+        drawn: Drawn<'_>,
         director: &Arc<Director>,
         offscreen: &mut Offscreen,
     ) -> Result<Self> {
+        let Drawn { instance, gpu, slots, shape } = drawn;
         let mut view = View::new(spare_cores().clamp(1, MAX_ENCODERS));
         offscreen.set_watch(Watch::new(gpu.device.clone(), args.format, slots, view.hub.clone())?);
         let reload = args.kernel_spec().map(|k| KernelReload::start(&k)).transpose()?.map(Arc::new);
@@ -409,8 +437,7 @@ impl Served {
     /// clients' draws), dropping the lost one's objects before its device.
     fn remake(&self, args: &Args, gpu: &mut Gpu, offscreen: &mut Offscreen) -> Result<()> {
         let made = open_gpu(args, &self.instance).context("making the Vulkan device again")?;
-        let work = (args.consume, args.dump_every, args.consume_copies);
-        let mut fresh = Offscreen::new(made.device.clone(), self.shape, work, None)?;
+        let mut fresh = Offscreen::new(made.device.clone(), self.shape, offscreen_work(args), None)?;
         fresh.set_watch(Watch::new(made.device.clone(), args.format, self.slots, self.view.hub.clone())?);
         *offscreen = fresh;
         *gpu = made;

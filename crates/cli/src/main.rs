@@ -17,6 +17,7 @@ use crate::cli::BenchArgs;
 use crate::cli::{Args, CheckDumpArgs, CheckKernelArgs, Command};
 use vkcuda_run::base::kinds::{Place, ProducerId, Renders};
 use vkcuda_run::diagnostics::xid;
+use vkcuda_run::drive::sink::FrameDiff;
 use vkcuda_run::drive::to_end::{MadeBy, Summary};
 use vkcuda_run::error::failure::RunError;
 use vkcuda_run::kernel::nvrtc::CompileError;
@@ -270,10 +271,9 @@ fn print_output(args: &Args, s: &Summary) {
             );
         }
     }
-    let worst = s
-        .sink
-        .worst
-        .map(|(f, d)| format!(", worst frame {f}: {} pixels differ, max diff {}", d.differing, d.max));
+    let worst = s.sink.worst.map(|w| {
+        format!(", worst frame {}: {} pixels differ, max diff {}", w.frame, w.diff.differing, w.diff.max)
+    });
     if args.verify {
         println!(
             "  verify: {} frames compared, {} mismatches{}",
@@ -287,7 +287,7 @@ fn print_output(args: &Args, s: &Summary) {
 /// The run's part of a longer one, what it found in its folder, validation.
 fn print_run(args: &Args, s: &Summary) {
     if let Some(shard) = args.shard {
-        let (first, end) = args.frame_range();
+        let std::ops::Range { start: first, end } = args.frame_range();
         println!(
             "  shard {shard}: frames {first} to {} of the run's {}",
             end.saturating_sub(1),
@@ -321,8 +321,8 @@ fn verdict(args: &Args, s: &Summary) -> ExitCode {
     }
     if s.sink.mismatched > 0 {
         let listed: Vec<String> = (s.sink.differing.iter())
-            .map(|(f, d)| {
-                format!("frame {f}: {} of {} pixels, largest difference {}", d.differing, d.pixels, d.max)
+            .map(|FrameDiff { frame, diff: d }| {
+                format!("frame {frame}: {} of {} pixels, largest difference {}", d.differing, d.pixels, d.max)
             })
             .collect();
         let more = s.sink.mismatched.saturating_sub(listed.len() as u64);

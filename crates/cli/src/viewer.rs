@@ -40,10 +40,12 @@ use vkcuda_run::diagnostics::xid;
 use vkcuda_run::drive::child::{child_failure, Restart};
 use vkcuda_run::drive::measure::Consumed;
 use vkcuda_run::drive::producer::Report;
-use vkcuda_run::drive::screen::Screen;
-use vkcuda_run::drive::session::{warmup_frames, Session, Stopped, STALL};
+use vkcuda_run::drive::screen::{Fitted, OpenedScreen, Screen};
+use vkcuda_run::drive::session::{warmup_frames, Session, SessionEnd, Stopped, STALL};
 use vkcuda_run::drive::sink::{PngSink, SinkReport};
-use vkcuda_run::drive::to_end::{png_sink, prepare_out_dir, summarize, watch_signals, MadeBy, Summary};
+use vkcuda_run::drive::to_end::{
+    png_sink, prepare_out_dir, summarize, watch_signals, MadeBy, Measured, Summary,
+};
 use vkcuda_run::error::failure::Remakes;
 use vkcuda_run::for_people;
 use vkcuda_run::frames::consumer::Completed;
@@ -238,7 +240,7 @@ impl Viewer {
             .with_title("vkcuda")
             .with_inner_size(LogicalSize::new(1280.0, 720.0))
             .with_fullscreen(args.fullscreen.then_some(Fullscreen::Borderless(None)));
-        let (gpu, mut screen) = open_screen(event_loop, attributes, args)?;
+        let OpenedScreen { gpu, mut screen, .. } = open_screen(event_loop, attributes, args)?;
         let e = screen.presenter.extent();
         let size = args.size_or(Size { width: e.width, height: e.height });
         let director = Arc::new(Director::new(Scene {
@@ -407,7 +409,7 @@ impl Viewer {
         self.screen.presenter.freeze();
         let failed = vkcuda::Error::Cancelled { what: format!("frame {}", run.next()) };
         let error = match run.end(&mut self.screen.presenter, Err::<(), _>(failed.into())) {
-            Ok(((), stopped)) => {
+            Ok(SessionEnd { stopped, .. }) => {
                 self.absorb(stopped);
                 anyhow!("the producer stopped")
             }
@@ -468,7 +470,7 @@ impl Viewer {
         );
         let run = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
         // Its frames in flight went with the device: the error it ends with is the loss, said above.
-        if let Ok(((), stopped)) = run.end(&mut self.screen.presenter, Err(lost)) {
+        if let Ok(SessionEnd { stopped, .. }) = run.end(&mut self.screen.presenter, Err::<(), _>(lost)) {
             self.absorb(stopped);
         }
         self.finish_snapshots();
@@ -501,7 +503,7 @@ impl Viewer {
     /// rebuilds the interop at that size too (timeline values keep rising).
     fn rebuild(&mut self) -> Result<()> {
         let run = self.run.as_mut().ok_or_else(|| anyhow!("no interop running"))?;
-        let (done, fitted) = self.screen.fit(run)?;
+        let Fitted { done, fitted } = self.screen.fit(run)?;
         done.into_iter().for_each(|c| record(&mut self.completed, c));
         if !fitted {
             return Ok(()); // minimized: stay stale until restored
@@ -510,7 +512,7 @@ impl Viewer {
         let wanted = Size { width: e.width, height: e.height };
         if self.args.size == SizeArg::Window && run.size() != wanted {
             let old = self.run.take().ok_or_else(|| anyhow!("no interop running"))?;
-            let ((), stopped) = old.end(&mut self.screen.presenter, Ok(()))?;
+            let stopped = old.end(&mut self.screen.presenter, Ok(()))?.stopped;
             let base = stopped.next_base;
             self.absorb(stopped);
             self.finish_snapshots();
@@ -694,8 +696,8 @@ impl Viewer {
             // Nothing will finish those frames: don't wait for them, nor the producer for its stream.
             run.abandon();
         }
-        let ((), stopped) = match run.end(&mut self.screen.presenter, error.map_or(Ok(()), Err)) {
-            Ok(ended) => ended,
+        let stopped = match run.end(&mut self.screen.presenter, error.map_or(Ok(()), Err)) {
+            Ok(ended) => ended.stopped,
             Err(e) => {
                 self.finish_snapshots();
                 return Err(e.into());
@@ -722,14 +724,8 @@ impl Viewer {
         };
         let validation = self.gpu.device.validation();
         let report = std::mem::take(&mut self.report);
-        Ok(summarize(
-            consumed,
-            report,
-            self.sink.clone(),
-            (MadeBy::Producer(producer), size),
-            &validation,
-            caught,
-        ))
+        let measured = Measured { consumed, report, producer: MadeBy::Producer(producer) };
+        Ok(summarize(measured, self.sink.clone(), size, &validation, caught))
     }
 }
 
@@ -738,7 +734,7 @@ fn open_screen(
     event_loop: &ActiveEventLoop,
     attributes: WindowAttributes,
     args: &Args,
-) -> Result<(Gpu, Screen)> {
+) -> Result<OpenedScreen> {
     let device = args.device_choice();
     let instance = |extensions: &[&CStr]| gpu::vulkan_instance(args.validate, extensions);
     let spec = PresentSpec {
@@ -748,9 +744,9 @@ fn open_screen(
         mode: args.present_mode,
         slots: args.in_flight(),
     };
-    let (gpu, screen, line) = Screen::open(event_loop, attributes, &spec)?;
-    eprintln!("vkcuda: {}", line.worded(&crate::words::Flags));
-    Ok((gpu, screen))
+    let opened = Screen::open(event_loop, attributes, &spec)?;
+    eprintln!("vkcuda: {}", opened.line.worded(&crate::words::Flags));
+    Ok(opened)
 }
 
 /// The first frame of swapped-in version `s` is on screen (the last of

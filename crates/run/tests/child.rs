@@ -29,9 +29,9 @@ use vkcuda_run::drive::child::parent::ChildCommand;
 use vkcuda_run::drive::measure::Span;
 use vkcuda_run::drive::session::Session;
 use vkcuda_run::drive::setup::{ConsumerSpec, PlanSpec, ProducerSpec, RunSpec};
-use vkcuda_run::drive::to_end::{consume, run_session};
+use vkcuda_run::drive::to_end::{consume, run_session, Measured, Monitor};
 use vkcuda_run::frames::gpu::{open_gpu, vulkan_instance, DeviceChoice, Gpu};
-use vkcuda_run::present::offscreen::Offscreen;
+use vkcuda_run::present::offscreen::{Offscreen, OffscreenShape, OffscreenWork};
 use vkcuda_run::present::readback::{Pixels, ReadFrame, Readback, Recipient, Shot};
 use vkcuda_run::scene::director::Director;
 use vkcuda_run::scene::{render_cpu_as, Diff, FrameArgs, Scene, SceneKind};
@@ -130,9 +130,9 @@ fn rig() -> Option<Rig> {
     let kept = Keep::default();
     let shot = Shot { extent: desc.extent, format: desc.format, pixels: Pixels::Rendered, first: 0 };
     let readback = Readback::new(gpu.device.clone(), shot, 4, Box::new(kept.clone())).expect("a readback");
-    let offscreen =
-        Offscreen::new(gpu.device.clone(), (desc, desc.extent), (ConsumeKind::Copy, 1, 1), Some(readback))
-            .expect("a copy consumer");
+    let shape = OffscreenShape { frame: desc, extent: desc.extent };
+    let work = OffscreenWork { kind: ConsumeKind::Copy, dump_every: 1, copies: 1 };
+    let offscreen = Offscreen::new(gpu.device.clone(), shape, work, Some(readback)).expect("a copy consumer");
     Some(Rig { gpu, desc, kept, offscreen, director, program })
 }
 
@@ -191,7 +191,7 @@ fn a_session_outlives_the_thread_that_started_it() {
     let outcome = offscreen
         .bind(session.frames())
         .and_then(|()| consume(&mut session, offscreen, Span::frames(FRAMES), &caught, &progress));
-    let (consumed, _) = session.end(offscreen, outcome).expect("every frame, from the child");
+    let consumed = session.end(offscreen, outcome).expect("every frame, from the child").outcome;
     assert_eq!(consumed.frames, FRAMES);
     check_frames(0, &rig.kept, &rig.director, (rig.desc, FRAMES));
     // The session ended: so did its child.
@@ -212,14 +212,14 @@ fn a_killed_child_costs_its_session_only() {
         let spec = child_spec(&rig, sync, inject);
         let ran = run_session(
             &rig.gpu,
-            (&spec, 1000 * round),
+            &spec,
+            1000 * round,
             rig.desc,
             &mut rig.offscreen,
-            Span::frames(FRAMES),
-            (&caught, &progress),
+            Monitor { span: Span::frames(FRAMES), caught: &caught, progress: &progress },
         );
         let consumed = match (ran, kill) {
-            (Ok((consumed, _, producer)), None) => {
+            (Ok(Measured { consumed, producer, .. }), None) => {
                 assert_eq!(
                     producer,
                     ProducerId::child(Renders::Cpu),

@@ -19,7 +19,7 @@ use vkcuda_run::base::kinds::ProducerKind;
 use vkcuda_run::drive::feed::client::{DeviceFeed, Feeder, Source};
 use vkcuda_run::drive::feed::device::{DeviceStaging, Packing};
 use vkcuda_run::drive::feed::line::{Line, Made};
-use vkcuda_run::drive::feed::run::{spawn, Ended, Output, Progress};
+use vkcuda_run::drive::feed::run::{spawn, Ended, Fed, Output, Progress, StartAt};
 use vkcuda_run::drive::feed::{Feed, Mailbox, Put};
 use vkcuda_run::drive::sink::frame_file_name;
 use vkcuda_run::frames::gpu::{open_gpu, vulkan_instance, DeviceChoice, Gpu};
@@ -77,8 +77,9 @@ fn check_written(dir: &PathBuf, ended: Ended) {
     for i in 0..FRAMES {
         let bytes =
             std::fs::read(dir.join(frame_file_name(u64::from(i), Format::Rgba8))).expect("frame written");
-        let (w, h, pixels) = decode_frame(&bytes, Format::Rgba8).expect("a PNG");
-        assert_eq!((w, h), (WIDTH, HEIGHT));
+        let decoded = decode_frame(&bytes, Format::Rgba8).expect("a PNG");
+        let (size, pixels) = (decoded.size, decoded.pixels);
+        assert_eq!((size.width, size.height), (WIDTH, HEIGHT));
         let wrong = pixels.iter().zip(frame(i, 4)).filter(|(a, b)| **a != *b).count();
         assert_eq!(wrong, 0, "frame {i}: {wrong} bytes differ from what was put");
     }
@@ -92,8 +93,8 @@ fn host_frames_fed_from_rust_are_written_as_put() {
     let dir = folder("host");
     let output = Output { dir: Some(dir.clone()), workers: 2, watchers: None };
     let progress = Arc::new(Progress::default());
-    let fed = (Feed::Host(mailbox.clone()), progress.clone());
-    let run = spawn(gpu.clone(), desc(), fed, output, (0, 0)).expect("the run starts");
+    let fed = Fed { feed: Feed::Host(mailbox.clone()), progress: progress.clone() };
+    let run = spawn(gpu.clone(), desc(), fed, output, StartAt { first: 0, base: 0 }).expect("the run starts");
     for i in 0..FRAMES {
         // Every frame: each put waits until the one before was taken.
         let put = mailbox.put(frame(i, 4), true, &|| false).expect("the run takes frames");
@@ -146,7 +147,8 @@ fn fed_from_gpu(gpu: &Arc<Gpu>, dir: &PathBuf) -> Result<()> {
     let feed = DeviceFeed { mailbox: mailbox.clone(), staging: staging.clone(), line: line.clone() };
     let fed = Feed::Device { mailbox: mailbox.clone(), staging, line };
     let output = Output { dir: Some(dir.clone()), workers: 2, watchers: None };
-    let run = spawn(gpu.clone(), desc(), (fed.clone(), Arc::default()), output, (0, 0))?;
+    let start = StartAt { first: 0, base: 0 };
+    let run = spawn(gpu.clone(), desc(), Fed { feed: fed.clone(), progress: Arc::default() }, output, start)?;
     let stream = ctx.default_stream();
     let w = i64::from(WIDTH);
     let packing = Packing {
@@ -164,7 +166,7 @@ fn fed_from_gpu(gpu: &Arc<Gpu>, dir: &PathBuf) -> Result<()> {
         if i + 1 < FRAMES {
             // SAFETY: the default stream is of the feeder's context; `memory` outlives the pack
             // (the stream is synchronized below before it goes).
-            let made = unsafe { feeder.make(&feed, &source, stream.cu_stream(), (true, &|| false)) }?;
+            let made = unsafe { feeder.make(&feed, &source, stream.cu_stream(), true, &|| false) }?;
             anyhow::ensure!(made == Made::Made, "frame {i}: {made:?}");
         } else {
             let held = vkcuda_run::drive::feed::client::take_slot(&feed, &|| false)?;

@@ -14,7 +14,7 @@ use ash::vk;
 use vkcuda::vk::device::Queue;
 use vkcuda::{Format, FrameDesc, Layout};
 use vkcuda_run::base::kinds::ProducerKind;
-use vkcuda_run::drive::feed::run::{spawn, Output};
+use vkcuda_run::drive::feed::run::{spawn, Fed, Output, StartAt};
 use vkcuda_run::drive::feed::{Feed, Mailbox, Put};
 use vkcuda_run::frames::gpu::{open_gpu, vulkan_instance, DeviceChoice, Gpu};
 use vkcuda_run::present::readback::{Pixels, ReadFrame, I420};
@@ -142,8 +142,9 @@ fn watchers_get_the_reference_as_rgba8_and_as_i420_in_every_format() {
             .format(format)
             .layout(Layout::Buffer);
         let output = Output { dir: None, workers: 1, watchers: Some(keep.clone()) };
-        let fed = (Feed::Host(mailbox.clone()), Arc::default());
-        let run = spawn(gpu.clone(), desc, fed, output, (0, 0)).expect("the run starts");
+        let fed = Fed { feed: Feed::Host(mailbox.clone()), progress: Arc::default() };
+        let run =
+            spawn(gpu.clone(), desc, fed, output, StartAt { first: 0, base: 0 }).expect("the run starts");
         for i in 0..FRAMES {
             let put = mailbox.put(frame(format, i), true, &|| false).expect("the run takes frames");
             assert!(matches!(put, Put::Done(None)), "frame {i} replaced another");
@@ -156,7 +157,8 @@ fn watchers_get_the_reference_as_rgba8_and_as_i420_in_every_format() {
         assert!(wants().iter().all(|w| got.iter().any(|(_, g, _)| g == w)), "{format:?}: a want never drawn");
         for (n, want, bytes) in got {
             let target = (want.extent.width, want.extent.height);
-            let reference = drawn_reference(&frame(format, n as u32), format, FRAME, target);
+            let size = vk::Extent2D { width: FRAME.0, height: FRAME.1 };
+            let reference = drawn_reference(&frame(format, n as u32), format, size, want.extent);
             match want.pixels {
                 Pixels::Rgba8 | Pixels::Bgra8 => {
                     let mut bytes = bytes;

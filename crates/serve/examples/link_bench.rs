@@ -41,6 +41,7 @@ use std::sync::mpsc::{channel, Sender};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use ash::vk::Extent2D;
 use tungstenite::Message;
 use vkcuda::Format;
 use vkcuda_run::scene::{drawn_reference, render_cpu_as, FrameArgs, Scene, SceneKind, MAX_COST};
@@ -230,7 +231,7 @@ fn now_us() -> u64 {
 struct Seen {
     frames: Vec<(Instant, f64, usize, Kind)>,
     /// PSNR of what was shown, and of JPEG q80 of the same frames.
-    psnr: Vec<(f64, f64)>,
+    psnr: Vec<Psnr>,
     exact_after: Option<f64>,
     status: String,
     /// `--trace`: a JSON line per frame (ms since the start: arrival, decoded; its header) and per status.
@@ -373,12 +374,13 @@ fn decode(kind: Kind, image: &[u8], vp8: &mut Vp8Decoder, keep: bool) -> Result<
     Ok(Some(Shown::Rgb(rgb?)))
 }
 
-/// `rgb` (`w`x`h`) scaled to `canvas` bilinearly, as the page's canvas scales a smaller image.
-fn scaled(rgb: &[u8], (w, h): (u32, u32), canvas: (u32, u32)) -> Vec<u8> {
-    if (w, h) == canvas {
+/// `rgb` of `size` scaled to `canvas` bilinearly, as the page's canvas scales a smaller image.
+fn scaled(rgb: &[u8], size: Extent2D, canvas: Extent2D) -> Vec<u8> {
+    if size == canvas {
         return rgb.to_vec();
     }
-    let (w, h, cw, ch) = (w as usize, h as usize, canvas.0 as usize, canvas.1 as usize);
+    let (w, h) = (size.width as usize, size.height as usize);
+    let (cw, ch) = (canvas.width as usize, canvas.height as usize);
     let mut out = vec![0u8; cw * ch * 3];
     for y in 0..ch {
         let fy = ((y as f64 + 0.5) * h as f64 / ch as f64 - 0.5).clamp(0.0, (h - 1) as f64);
@@ -399,12 +401,21 @@ fn scaled(rgb: &[u8], (w, h): (u32, u32), canvas: (u32, u32)) -> Vec<u8> {
     out
 }
 
+/// A frame's PSNR against the CPU reference drawn at the canvas, in dB.
+#[derive(Clone, Copy, Debug)]
+struct Psnr {
+    /// Of the frame the page showed.
+    shown: f64,
+    /// Of the reference itself sent as JPEG q80 at the canvas (the view
+    /// before this change, on the same frame).
+    jpeg_q80: f64,
+}
+
 /// PSNR of `rgb` at the canvas against the scene's frame `frame` drawn
-/// there, and of that reference sent as JPEG q80 at the canvas (the view
-/// before this change, on the same frame).
-fn psnr(rgb: &[u8], scene: &Scene, frame: u64, canvas: (u32, u32)) -> (f64, f64) {
-    let size = (scene.width, scene.height);
-    let mut rendered = vec![0u8; (size.0 * size.1 * 4) as usize];
+/// there, and of that reference sent as JPEG q80 at the canvas.
+fn psnr(rgb: &[u8], scene: &Scene, frame: u64, canvas: Extent2D) -> Psnr {
+    let size = Extent2D { width: scene.width, height: scene.height };
+    let mut rendered = vec![0u8; (size.width * size.height * 4) as usize];
     render_cpu_as(scene, &FrameArgs::new(scene, frame as u32), Format::Rgba8, &mut rendered, 8);
     let want = drawn_reference(&rendered, Format::Rgba8, size, canvas);
     let exact: Vec<u8> = want
@@ -413,7 +424,7 @@ fn psnr(rgb: &[u8], scene: &Scene, frame: u64, canvas: (u32, u32)) -> (f64, f64)
             w.map_or([0, 0, 0, 255], |c| [c[0].round() as u8, c[1].round() as u8, c[2].round() as u8, 255])
         })
         .collect();
-    let (width, height) = (canvas.0 as usize, canvas.1 as usize);
+    let (width, height) = (canvas.width as usize, canvas.height as usize);
     let image = turbojpeg::Image {
         pixels: &exact[..],
         width,
@@ -443,7 +454,7 @@ fn psnr(rgb: &[u8], scene: &Scene, frame: u64, canvas: (u32, u32)) -> (f64, f64)
             10.0 * (255.0f64 * 255.0 / (se / n.max(1) as f64)).log10()
         }
     };
-    (score(rgb), score(&q80))
+    Psnr { shown: score(rgb), jpeg_q80: score(&q80) }
 }
 
 /// A frame to score: what was shown, the size it was sent at, its number, and whose.
@@ -652,6 +663,8 @@ fn run() -> Result<(), String> {
     let scorer = std::thread::spawn(move || {
         let kept: Vec<PsnrJob> = jobs.iter().collect();
         for (shown, sent, frame, seen) in kept {
+            let canvas = Extent2D { width: canvas.0, height: canvas.1 };
+            let sent = Extent2D { width: sent.0, height: sent.1 };
             let p = psnr(&scaled(&shown.rgb(), sent, canvas), &scene, frame, canvas);
             lock(&seen).psnr.push(p);
         }
@@ -714,8 +727,8 @@ fn report(
     let frames: Vec<&(Instant, f64, usize, Kind)> = all.iter().flat_map(|s| s.frames.iter()).collect();
     let n = frames.len().max(1) as f64;
     let mut lat: Vec<f64> = frames.iter().map(|f| f.1).collect();
-    let psnrs: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().map(|p| p.0)).collect();
-    let q80s: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().map(|p| p.1)).collect();
+    let psnrs: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().map(|p| p.shown)).collect();
+    let q80s: Vec<f64> = all.iter().flat_map(|s| s.psnr.iter().map(|p| p.jpeg_q80)).collect();
     let kinds: Vec<String> =
         Kind::ALL.iter().map(|k| format!("{}", frames.iter().filter(|f| f.3 == *k).count())).collect();
     let first = all.first();

@@ -98,9 +98,9 @@ impl Stream {
             (Codec::Raw, Pixels::Rgba8) => {
                 (Kind::Raw, true, 100, None, pixels[..frame.shot.bytes()].to_vec())
             }
-            (Codec::Png, Pixels::Rgba8) => (Kind::Png, true, 100, None, png(pixels, (w, h))?),
+            (Codec::Png, Pixels::Rgba8) => (Kind::Png, true, 100, None, png(pixels, extent)?),
             (Codec::Jpeg { quality }, Pixels::I420 { full_range: true }) => {
-                (Kind::Jpeg, true, quality, None, self.jpeg(pixels, (w, h), quality)?)
+                (Kind::Jpeg, true, quality, None, self.jpeg(pixels, extent, quality)?)
             }
             (Codec::Vp8 { .. }, _) if self.vp8_frame.is_some_and(|f| frame.frame <= f) => return Ok(None),
             (Codec::Vp8 { bitrate }, Pixels::I420 { full_range: false }) => {
@@ -142,8 +142,9 @@ impl Stream {
     }
 
     /// JPEG (4:2:0) of full-range I420 planes, in strips on the client's threads.
-    fn jpeg(&mut self, planes: &[u8], (w, h): (u32, u32), quality: u8) -> Result<Vec<u8>> {
-        let l = I420::of(ash::vk::Extent2D { width: w, height: h });
+    fn jpeg(&mut self, planes: &[u8], size: ash::vk::Extent2D, quality: u8) -> Result<Vec<u8>> {
+        let (w, h) = (size.width, size.height);
+        let l = I420::of(size);
         let planes = strips::Planes {
             y: &planes[..l.u],
             u: &planes[l.u..l.v],
@@ -157,8 +158,9 @@ impl Stream {
     }
 }
 
-/// PNG of RGBA8 rows: fast deflate (the frame must go out while it is current).
-pub fn png(rgba: &[u8], (w, h): (u32, u32)) -> Result<Vec<u8>> {
+/// PNG of RGBA8 rows of `size`: fast deflate (the frame must go out while it is current).
+pub fn png(rgba: &[u8], size: ash::vk::Extent2D) -> Result<Vec<u8>> {
+    let (w, h) = (size.width, size.height);
     let mut out = Vec::with_capacity(rgba.len() / 2);
     let mut encoder = png::Encoder::new(&mut out, w, h);
     encoder.set_color(png::ColorType::Rgba);

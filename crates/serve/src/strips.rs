@@ -37,15 +37,23 @@ pub struct Planes<'a> {
     pub height: usize,
 }
 
-/// How many strips a `width` x `height` picture is cut into with `threads` to
-/// spare, and how many rows each holds (the last fewer).
-pub fn cut(width: usize, height: usize, threads: usize) -> (usize, usize) {
+/// How a picture is cut into strips ([`cut`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Cut {
+    /// How many strips.
+    pub strips: usize,
+    /// The rows each holds (the last fewer).
+    pub rows: usize,
+}
+
+/// How a `width` x `height` picture is cut into strips with `threads` to spare.
+pub fn cut(width: usize, height: usize, threads: usize) -> Cut {
     let mcu_rows = height.div_ceil(MCU);
     if width * height < LEAST_PIXELS || threads < 2 {
-        return (1, height);
+        return Cut { strips: 1, rows: height };
     }
     let rows = mcu_rows.div_ceil(threads.min(mcu_rows)) * MCU;
-    (height.div_ceil(rows), rows)
+    Cut { strips: height.div_ceil(rows), rows }
 }
 
 /// JPEG (4:2:0) at `quality` of `planes`, encoded in strips by `compressors`
@@ -57,7 +65,7 @@ pub fn jpeg(
     quality: u8,
     threads: usize,
 ) -> Result<Vec<u8>> {
-    let (strips, rows) = cut(planes.width, planes.height, threads);
+    let Cut { strips, rows } = cut(planes.width, planes.height, threads);
     while compressors.len() < strips {
         compressors.push(Compressor::new()?);
     }
@@ -173,9 +181,16 @@ fn join(parts: &[Vec<u8>], height: usize, interval: usize) -> Result<Vec<u8>> {
 mod tests {
     use super::*;
 
+    /// A picture's three planes.
+    struct Yuv {
+        y: Vec<u8>,
+        u: Vec<u8>,
+        v: Vec<u8>,
+    }
+
     /// Full-range I420 of a picture with detail everywhere (rings and noise), laid
     /// out as the readback's (rows to an even count, luma rows to 8 bytes).
-    fn planes(w: usize, h: usize) -> (Vec<u8>, Vec<u8>, Vec<u8>) {
+    fn planes(w: usize, h: usize) -> Yuv {
         let (w, h) = (w.div_ceil(8) * 8, h.div_ceil(2) * 2);
         let (cw, ch) = (w / 2, h / 2);
         let mut seed = 0x2545_f491_4f6c_dd1du64;
@@ -192,7 +207,7 @@ mod tests {
         let y = (0..w * h).map(|i| (ring(i % w, i / w, 7.0) + noise()) as u8).collect();
         let u = (0..cw * ch).map(|i| (ring(2 * (i % cw), 2 * (i / cw), 19.0) * 0.6 + 40.0) as u8).collect();
         let v = (0..cw * ch).map(|i| (255.0 - ring(2 * (i % cw), 2 * (i / cw), 11.0)) as u8).collect();
-        (y, u, v)
+        Yuv { y, u, v }
     }
 
     fn decoded(jpeg: &[u8]) -> turbojpeg::Image<Vec<u8>> {
@@ -204,13 +219,13 @@ mod tests {
         for (w, h, threads) in
             [(1920, 1080, 4), (1277, 719, 3), (1919, 1079, 8), (640, 368, 2), (1280, 720, 16)]
         {
-            let (y, u, v) = planes(w, h);
+            let Yuv { y, u, v } = planes(w, h);
             let y_stride = w.div_ceil(8) * 8;
             let p = Planes { y: &y, u: &u, v: &v, y_stride, c_stride: y_stride / 2, width: w, height: h };
             let mut compressors = Vec::new();
             let whole = jpeg(&mut compressors, &p, 80, 1).unwrap();
             let cut_up = jpeg(&mut compressors, &p, 80, threads).unwrap();
-            let (strips, rows) = cut(w, h, threads);
+            let Cut { strips, rows } = cut(w, h, threads);
             assert!(strips > 1 && rows % MCU == 0, "{w}x{h}: {strips} strips of {rows} rows");
             assert_ne!(whole, cut_up, "{w}x{h}: the strips' file has restart markers");
             let (a, b) = (decoded(&whole), decoded(&cut_up));
@@ -223,13 +238,13 @@ mod tests {
 
     #[test]
     fn a_small_picture_or_one_thread_is_one_encode() {
-        assert_eq!(cut(640, 352, 8), (1, 352));
-        assert_eq!(cut(1920, 1080, 1), (1, 1080));
+        assert_eq!(cut(640, 352, 8), Cut { strips: 1, rows: 352 });
+        assert_eq!(cut(1920, 1080, 1), Cut { strips: 1, rows: 1080 });
         // 68 MCU rows in 4 strips of 17; in 3 of 23 (the last 22).
-        assert_eq!(cut(1920, 1080, 4), (4, 272));
-        assert_eq!(cut(1920, 1080, 3), (3, 368));
+        assert_eq!(cut(1920, 1080, 4), Cut { strips: 4, rows: 272 });
+        assert_eq!(cut(1920, 1080, 3), Cut { strips: 3, rows: 368 });
         // More threads than MCU rows: a strip each.
-        assert_eq!(cut(4000, 100, 16), (7, 16));
+        assert_eq!(cut(4000, 100, 16), Cut { strips: 7, rows: 16 });
     }
 
     #[test]

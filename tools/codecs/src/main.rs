@@ -34,8 +34,35 @@ use vkcuda_serve::vp8::Vp8;
 const W: usize = 1920;
 const H: usize = 1080;
 
-/// One encoded frame: its bytes and whether it is a key frame.
-type Packet = (Vec<u8>, bool);
+/// One encoded frame.
+struct Packet {
+    /// Its bytes.
+    data: Vec<u8>,
+    /// It is a key frame.
+    key: bool,
+}
+
+/// One frame through an encoder ([`point`]).
+struct Encoded {
+    packet: Packet,
+    /// The decoded frame's PSNR, dB.
+    psnr: f64,
+    /// The encode's time, ms.
+    ms: f64,
+}
+
+/// A decoded picture's plane: its bytes, and the bytes of a row.
+#[derive(Clone, Copy)]
+struct Plane<'a> {
+    bytes: &'a [u8],
+    stride: usize,
+}
+
+/// The bytes a frame takes at a PSNR ([`at_psnr`]), and the sweep point nearest it.
+struct AtPsnr<'a> {
+    bytes: f64,
+    nearest: &'a Point,
+}
 
 /// A sweep point: mean bytes and PSNR per frame, median encode ms, and the stream.
 struct Point {
@@ -103,14 +130,15 @@ fn i420(rgba: &[u8], full: bool) -> Vec<u8> {
     out
 }
 
-/// PSNR (RGB) of decoded limited-range I420 planes against the exact frame.
-fn psnr_i420(rgba: &[u8], y: (&[u8], usize), u: (&[u8], usize), v: &[u8]) -> f64 {
+/// PSNR (RGB) of decoded limited-range I420 planes against the exact frame
+/// (`v` has `u`'s stride).
+fn psnr_i420(rgba: &[u8], y: Plane<'_>, u: Plane<'_>, v: &[u8]) -> f64 {
     let mut se = 0f64;
     for j in 0..H {
         for i in 0..W {
-            let yy = f64::from(y.0[j * y.1 + i]) - 16.0;
-            let (uu, vv) =
-                (f64::from(u.0[(j / 2) * u.1 + i / 2]) - 128.0, f64::from(v[(j / 2) * u.1 + i / 2]) - 128.0);
+            let yy = f64::from(y.bytes[j * y.stride + i]) - 16.0;
+            let c = (j / 2) * u.stride + i / 2;
+            let (uu, vv) = (f64::from(u.bytes[c]) - 128.0, f64::from(v[c]) - 128.0);
             let rgb =
                 [1.164 * yy + 1.596 * vv, 1.164 * yy - 0.392 * uu - 0.813 * vv, 1.164 * yy + 2.017 * uu];
             for (c, want) in rgb.iter().zip(&rgba[(j * W + i) * 4..(j * W + i) * 4 + 3]) {
@@ -139,15 +167,11 @@ fn median(mut v: Vec<f64>) -> f64 {
 }
 
 /// Encodes every frame with `encode` (input, frame number → packet, decoded PSNR) into a point.
-fn point(
-    setting: f64,
-    frames: &[Vec<u8>],
-    mut encode: impl FnMut(&[u8], usize) -> (Packet, f64, f64),
-) -> Point {
+fn point(setting: f64, frames: &[Vec<u8>], mut encode: impl FnMut(&[u8], usize) -> Encoded) -> Point {
     let (mut bytes, mut psnr, mut ms, mut stream) = (0.0, 0.0, Vec::new(), Vec::new());
     for (n, f) in frames.iter().enumerate() {
-        let (packet, p, took) = encode(f, n);
-        bytes += packet.0.len() as f64;
+        let Encoded { packet, psnr: p, ms: took } = encode(f, n);
+        bytes += packet.data.len() as f64;
         psnr += p;
         ms.push(took);
         stream.push(packet);
@@ -170,8 +194,8 @@ fn jpeg(frames: &[Vec<u8>], quality: i32) -> Point {
         let ms = t.elapsed().as_secs_f64() * 1e3;
         let back: turbojpeg::Image<Vec<u8>> =
             turbojpeg::decompress(&data, turbojpeg::PixelFormat::RGBA).expect("decoded");
-        let p = psnr_rgb(f, &back.pixels);
-        ((data, true), p, ms)
+        let psnr = psnr_rgb(f, &back.pixels);
+        Encoded { packet: Packet { data, key: true }, psnr, ms }
     })
 }
 
@@ -179,14 +203,14 @@ fn jpeg(frames: &[Vec<u8>], quality: i32) -> Point {
 ///
 /// # Safety
 /// `ctx` is an initialised libvpx encoder context.
-unsafe fn packets(ctx: &mut vpx_sys::vpx_codec_ctx_t) -> (Vec<u8>, bool) {
+unsafe fn packets(ctx: &mut vpx_sys::vpx_codec_ctx_t) -> Packet {
     use vpx_sys::*;
     let (mut it, mut data, mut key) = (std::ptr::null(), Vec::new(), false);
     loop {
         // SAFETY: the caller's context; the packet lives until the next call on it.
         let pkt = unsafe { vpx_codec_get_cx_data(ctx, &mut it) };
         if pkt.is_null() {
-            return (data, key);
+            return Packet { data, key };
         }
         // SAFETY: a packet libvpx owns; a frame packet's `frame` member is the one written.
         unsafe {
@@ -214,7 +238,7 @@ unsafe fn decoded_psnr(dctx: &mut vpx_sys::vpx_codec_ctx_t, data: &[u8], rgba: &
         let y = std::slice::from_raw_parts(d.planes[0], ys * H);
         let u = std::slice::from_raw_parts(d.planes[1], cs * H / 2);
         let v = std::slice::from_raw_parts(d.planes[2], cs * H / 2);
-        psnr_i420(rgba, (y, ys), (u, cs), v)
+        psnr_i420(rgba, Plane { bytes: y, stride: ys }, Plane { bytes: u, stride: cs }, v)
     }
 }
 
@@ -277,10 +301,10 @@ fn vpx_at(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32, speed: i32, fp
             let t = Instant::now();
             let deadline = if speed < 0 { VPX_DL_GOOD_QUALITY } else { VPX_DL_REALTIME };
             vpx_codec_encode(&mut ctx, img.as_ptr(), n as i64, 1, flags, deadline as _);
-            let (data, key) = packets(&mut ctx);
+            let packet = packets(&mut ctx);
             let ms = t.elapsed().as_secs_f64() * 1e3;
-            let psnr = decoded_psnr(&mut dctx, &data, f);
-            ((data, key), psnr, ms)
+            let psnr = decoded_psnr(&mut dctx, &packet.data, f);
+            Encoded { packet, psnr, ms }
         });
         vpx_codec_destroy(&mut ctx);
         vpx_codec_destroy(&mut dctx);
@@ -289,7 +313,7 @@ fn vpx_at(frames: &[Vec<u8>], kbps: u32, vp9: bool, threads: u32, speed: i32, fp
 }
 
 /// Bytes a frame takes at `target` PSNR, interpolated (log bytes) between the sweep's points.
-fn at_psnr(points: &[Point], target: f64) -> Option<(f64, &Point)> {
+fn at_psnr(points: &[Point], target: f64) -> Option<AtPsnr<'_>> {
     let mut sorted: Vec<&Point> = points.iter().collect();
     sorted.sort_by(|a, b| a.psnr.total_cmp(&b.psnr));
     let nearest =
@@ -298,15 +322,15 @@ fn at_psnr(points: &[Point], target: f64) -> Option<(f64, &Point)> {
         let (lo, hi) = (pair[0], pair[1]);
         if lo.psnr <= target && target <= hi.psnr && hi.psnr > lo.psnr {
             let a = (target - lo.psnr) / (hi.psnr - lo.psnr);
-            return Some(((lo.bytes.ln() * (1.0 - a) + hi.bytes.ln() * a).exp(), nearest));
+            return Some(AtPsnr { bytes: (lo.bytes.ln() * (1.0 - a) + hi.bytes.ln() * a).exp(), nearest });
         }
     }
-    None.or(Some((f64::NAN, nearest)))
+    None.or(Some(AtPsnr { bytes: f64::NAN, nearest }))
 }
 
 fn write_stream(out: &str, name: &str, stream: &[Packet]) {
     let mut file = std::fs::File::create(format!("{out}/{name}.bin")).expect("a stream file");
-    for (data, key) in stream {
+    for Packet { data, key } in stream {
         file.write_all(&(data.len() as u32).to_le_bytes()).expect("written");
         file.write_all(&[u8::from(*key)]).expect("written");
         file.write_all(data).expect("written");
@@ -337,7 +361,7 @@ fn tune(args: &[String]) {
             }
             let points: Vec<Point> =
                 kbps.iter().map(|&k| vpx_at(&frames, k, vp9, threads as u32, speed, fps as i32)).collect();
-            let (bytes, _) = at_psnr(&points, q80.psnr).expect("points");
+            let bytes = at_psnr(&points, q80.psnr).expect("points").bytes;
             let row: Vec<String> = points
                 .iter()
                 .map(|p| format!("{:.0}k:{:.2}dB/{:.0}B/{:.1}ms", p.setting, p.psnr, p.bytes, p.ms))
@@ -392,7 +416,7 @@ fn main() {
             q80.bytes, q80.ms
         );
         for (codec, points) in &sweeps {
-            let (bytes, nearest) = at_psnr(points, target).expect("points");
+            let AtPsnr { bytes, nearest } = at_psnr(points, target).expect("points");
             let unit = "k";
             let range: Vec<String> =
                 points.iter().map(|p| format!("{:.0}{unit}:{:.1}", p.setting, p.psnr)).collect();
@@ -661,7 +685,8 @@ fn psnr_file(args: &[String]) {
     for i in skip..n {
         let (y, uv) = decoded[i * size..(i + 1) * size].split_at(W * H);
         let (u, v) = uv.split_at(W * H / 4);
-        sum += psnr_i420(&raw[i * W * H * 4..(i + 1) * W * H * 4], (y, W), (u, W / 2), v);
+        let (y, u) = (Plane { bytes: y, stride: W }, Plane { bytes: u, stride: W / 2 });
+        sum += psnr_i420(&raw[i * W * H * 4..(i + 1) * W * H * 4], y, u, v);
     }
     println!("{} frames: {:.2} dB", n - skip, sum / (n - skip) as f64);
 }

@@ -35,7 +35,7 @@ pub fn svg(report: &Report) -> String {
     {
         let rows: Vec<_> = report.rows.iter().filter(|r| r.load == load && r.queue == queue).collect();
         if !rows.is_empty() {
-            canvas.panel((queue, load), &rows, &color);
+            canvas.panel(queue, load, &rows, &color);
         }
     }
     // The legend: every variant in one line, as in the table and docs (circles: only bars are rects).
@@ -78,12 +78,7 @@ struct Canvas {
 impl Canvas {
     /// One queue and load: its title, then a bar per row, grouped by size. Each
     /// panel has its own scale: the fastest variant spans the width.
-    fn panel(
-        &mut self,
-        (queue, load): (QueueKind, Load),
-        rows: &[&Row],
-        color: &dyn Fn(&str) -> &'static str,
-    ) {
+    fn panel(&mut self, queue: QueueKind, load: Load, rows: &[&Row], color: &dyn Fn(&str) -> &'static str) {
         let max = rows.iter().filter_map(|r| r.fps).fold(1.0, f64::max);
         let title = match load {
             Load::Cheap => format!("{queue} queue, cheap load (gradient, one copy): the pattern's own cost"),

@@ -18,7 +18,7 @@ pub mod report;
 pub use report::{headline, table, utc_date, Load, Report, Row, Variant};
 
 use crate::cli::{Args, BenchArgs};
-use crate::peers;
+use crate::peers::{self, RunPlan};
 use crate::words::Flags;
 use vkcuda::sync::SyncScheme;
 use vkcuda::types::QueueKind;
@@ -30,12 +30,12 @@ use vkcuda_run::base::size::Size;
 use vkcuda_run::cuda::pairing;
 use vkcuda_run::drive::measure::Span;
 use vkcuda_run::drive::sink::SinkReport;
-use vkcuda_run::drive::to_end::{sum_of, summarize, watch_signals, Summary};
+use vkcuda_run::drive::to_end::{sum_of, summarize, watch_signals, Monitor, Summary};
 use vkcuda_run::error::usage::Field;
 use vkcuda_run::frames::gpu::{self, DeviceChoice, Gpu};
 use vkcuda_run::metrics::stats::median_f64;
 use vkcuda_run::output::outfile::{check_output, write_atomically};
-use vkcuda_run::present::offscreen::Offscreen;
+use vkcuda_run::present::offscreen::{Offscreen, OffscreenShape, OffscreenWork};
 use vkcuda_run::scene::director::Director;
 use vkcuda_run::scene::{Scene, SceneKind, MAX_COST};
 
@@ -81,8 +81,8 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
                     for &(format, layout) in &frames {
                         let mut args = args.clone();
                         (args.format, args.layout) = (format, layout);
-                        let row =
-                            run_variant(&gpus, &args, bench, (*variant, *size, *load, balance), &caught)?;
+                        let case = Case { variant: *variant, size: *size, load: *load, balance };
+                        let row = run_variant(&gpus, &args, bench, case, &caught)?;
                         if caught.load(Ordering::Relaxed) != 0 {
                             bail!(Interrupted(caught.load(Ordering::Relaxed) as i32));
                         }
@@ -93,7 +93,7 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
             }
         }
     }
-    let (device, driver, cuda) = about.unwrap_or_default();
+    let About { device, driver, cuda } = about.unwrap_or_default();
     let report = Report {
         device,
         driver,
@@ -110,15 +110,26 @@ pub fn run(args: &Args, bench: &BenchArgs) -> Result<Report> {
     Ok(report)
 }
 
+/// The machine a report was measured on.
+#[derive(Default)]
+struct About {
+    /// The device (`--gpu all`: how many GPUs).
+    device: String,
+    /// Its Vulkan driver.
+    driver: String,
+    /// The CUDA driver's version, with a CUDA device.
+    cuda: Option<String>,
+}
+
 /// The device, driver and CUDA driver version a report names (`--gpu all`: how many GPUs).
-fn device_words(gpus: &[Gpu]) -> (String, String, Option<String>) {
+fn device_words(gpus: &[Gpu]) -> About {
     let gpu = &gpus[0];
     let name = gpu.device.info().name.clone();
-    (
-        if gpus.len() > 1 { format!("{} GPUs: {name}", gpus.len()) } else { name },
-        gpu.device.info().driver.trim().to_string(),
-        gpu.cuda.as_ref().and_then(|_| vkcuda::cuda::driver_version().ok()),
-    )
+    About {
+        device: if gpus.len() > 1 { format!("{} GPUs: {name}", gpus.len()) } else { name },
+        driver: gpu.device.info().driver.trim().to_string(),
+        cuda: gpu.cuda.as_ref().and_then(|_| vkcuda::cuda::driver_version().ok()),
+    }
 }
 
 /// The JSON, the chart and the headline table, each where it was asked for.
@@ -162,15 +173,29 @@ fn open_gpus(args: &Args, instance: &Arc<Instance>, queue: QueueKind) -> Result<
     Ok(gpus)
 }
 
-/// Runs one variant `--repeats` times and takes the medians; with several
+/// One row of the bench: a variant at a size and load.
+#[derive(Clone, Copy, Debug)]
+struct Case {
+    /// The hand-over pattern and its options.
+    variant: Variant,
+    /// The frames' size.
+    size: Size,
+    /// The work on either side.
+    load: Load,
+    /// What the balanced load takes at this size (copies and cost).
+    balance: Balance,
+}
+
+/// Runs one `case` `--repeats` times and takes the medians; with several
 /// GPUs, each repeat runs the variant on all of them at once.
 fn run_variant(
     gpus: &[Gpu],
     args: &Args,
     bench: &BenchArgs,
-    (variant, size, load, balance): (Variant, Size, Load, Balance),
+    case: Case,
     caught: &Arc<AtomicUsize>,
 ) -> Result<Row> {
+    let Case { variant, size, load, balance } = case;
     let gpu = &gpus[0];
     let kind = if load == Load::Balanced { SceneKind::Julia } else { SceneKind::Gradient };
     let scene = Scene { kind, width: size.width, height: size.height, cost: balance.cost };
@@ -299,22 +324,17 @@ fn measure(
     let size = Size { width: scene.width, height: scene.height };
     let director = Arc::new(Director::new(scene));
     let extent = ash::vk::Extent2D { width: size.width, height: size.height };
-    let mode = (args.consume, 0, args.consume_copies);
+    let work = OffscreenWork { kind: args.consume, dump_every: 0, copies: args.consume_copies };
     let frame = args.frame_desc(size);
-    let mut offscreen = Offscreen::new(gpu.device.clone(), (frame, extent), mode, None)?;
+    let mut offscreen = Offscreen::new(gpu.device.clone(), OffscreenShape { frame, extent }, work, None)?;
     let hidden = ProgressBar::hidden();
-    let (consumed, report, producer) = peers::run_handover(
-        args.handover,
-        gpu,
-        (&args.spec(gpu, director.clone())?, args.timeline_base),
-        (&director, frame),
-        &mut offscreen,
-        span,
-        (caught, &hidden),
-    )
-    .with_context(|| format!("bench variant {variant} at {size}"))?;
+    let spec = args.spec(gpu, director.clone())?;
+    let plan = RunPlan { spec: &spec, base: args.timeline_base, director: &director, desc: frame };
+    let monitor = Monitor { span, caught, progress: &hidden };
+    let measured = peers::run_handover(args.handover, gpu, plan, &mut offscreen, monitor)
+        .with_context(|| format!("bench variant {variant} at {size}"))?;
     let validation = gpu.device.validation();
-    Ok(summarize(consumed, report, SinkReport::default(), (producer, size), &validation, caught))
+    Ok(summarize(measured, SinkReport::default(), size, &validation, caught))
 }
 
 /// How long each side of the balanced load works per frame.

@@ -12,15 +12,10 @@
 use anyhow::Result;
 use ash::vk;
 
-use super::{Consumptions, Rig, Stop};
-use vkcuda_run::frames::consumer::{Completed, Consume};
-use vkcuda_run::metrics::stats::Samples;
+use super::{Consumptions, Ran, Rig, Stop};
+use vkcuda_run::frames::consumer::{Consume, Mark};
 
-pub(super) fn run(
-    rig: &mut Rig,
-    consumer: &mut dyn Consume,
-    stop: &mut Stop<'_>,
-) -> Result<(u64, Samples<Completed>)> {
+pub(super) fn run(rig: &mut Rig, consumer: &mut dyn Consume, stop: &mut Stop<'_>) -> Result<Ran> {
     let info = |s: vk::Semaphore| {
         vk::SemaphoreSubmitInfo::default().semaphore(s).stage_mask(vk::PipelineStageFlags2::ALL_COMMANDS)
     };
@@ -33,7 +28,15 @@ pub(super) fn run(
         let signal: &[vk::SemaphoreSubmitInfo<'_>] = if last { &[] } else { std::slice::from_ref(&vk_done) };
         match k {
             0 => rig.signal_only(&[], signal)?,
-            _ => out.add(rig.consume(consumer, (k - 1, 0), false, &[cuda_done], signal, ("vkDone", 0))?),
+            _ => out.add(rig.consume(
+                consumer,
+                k - 1,
+                0,
+                false,
+                &[cuda_done],
+                signal,
+                Mark { semaphore: "vkDone", value: 0 },
+            )?),
         }
         if last {
             break;
@@ -44,5 +47,5 @@ pub(super) fn run(
         k += 1;
     }
     out.add(rig.frames.drain(consumer, &|| false)?);
-    Ok((k, out.samples))
+    Ok(Ran { frames: k, completed: out.samples })
 }

@@ -18,16 +18,10 @@
 use anyhow::Result;
 use cudarc::driver::sys;
 
-use super::{Consumptions, Rig, Stop};
-use vkcuda_run::frames::consumer::Completed;
-use vkcuda_run::frames::consumer::Consume;
-use vkcuda_run::metrics::stats::Samples;
+use super::{Consumptions, Ran, Rig, Stop};
+use vkcuda_run::frames::consumer::{Consume, Mark};
 
-pub(super) fn run(
-    rig: &mut Rig,
-    consumer: &mut dyn Consume,
-    stop: &mut Stop<'_>,
-) -> Result<(u64, Samples<Completed>)> {
+pub(super) fn run(rig: &mut Rig, consumer: &mut dyn Consume, stop: &mut Stop<'_>) -> Result<Ran> {
     let done = rig.ctx.new_event(Some(sys::CUevent_flags::CU_EVENT_DISABLE_TIMING))?;
     let mut counter = rig.shared.plan().initial_value();
     let (mut read, mut write) = (0usize, 1usize);
@@ -63,9 +57,9 @@ pub(super) fn run(
         if let Some((frame, value)) = shown {
             consumed = consumed.max(frame + 1);
             let wait = [rig.at(value)];
-            rig.consume(consumer, (frame, read), true, &wait, &[], ("frame", value))?;
+            rig.consume(consumer, frame, read, true, &wait, &[], Mark { semaphore: "frame", value })?;
         }
     }
     out.add(rig.frames.drain(consumer, &|| false)?);
-    Ok((consumed, out.samples))
+    Ok(Ran { frames: consumed, completed: out.samples })
 }

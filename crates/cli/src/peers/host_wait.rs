@@ -13,15 +13,10 @@
 
 use anyhow::Result;
 
-use super::{Consumptions, Rig, Stop};
-use vkcuda_run::frames::consumer::{Completed, Consume};
-use vkcuda_run::metrics::stats::Samples;
+use super::{Consumptions, Ran, Rig, Stop};
+use vkcuda_run::frames::consumer::{Consume, Mark};
 
-pub(super) fn run(
-    rig: &mut Rig,
-    consumer: &mut dyn Consume,
-    stop: &mut Stop<'_>,
-) -> Result<(u64, Samples<Completed>)> {
+pub(super) fn run(rig: &mut Rig, consumer: &mut dyn Consume, stop: &mut Stop<'_>) -> Result<Ran> {
     let base = rig.shared.plan().initial_value();
     let mut out = Consumptions::default();
     let mut k = 0u64;
@@ -34,7 +29,15 @@ pub(super) fn run(
         let (wait, signal) = ([rig.at(even)], [rig.at(even + 1)]);
         match k {
             0 => rig.signal_only(&wait, &signal)?,
-            _ => out.add(rig.consume(consumer, (k - 1, 0), true, &wait, &signal, ("frame", even + 1))?),
+            _ => out.add(rig.consume(
+                consumer,
+                k - 1,
+                0,
+                true,
+                &wait,
+                &signal,
+                Mark { semaphore: "frame", value: even + 1 },
+            )?),
         }
         if stop.now(k) {
             break;
@@ -46,5 +49,5 @@ pub(super) fn run(
         k += 1;
     }
     out.add(rig.frames.drain(consumer, &|| false)?);
-    Ok((k, out.samples))
+    Ok(Ran { frames: k, completed: out.samples })
 }

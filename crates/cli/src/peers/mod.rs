@@ -31,18 +31,18 @@ use indicatif::ProgressBar;
 
 use semaphore::BinarySemaphore;
 use vkcuda::cuda::external::ExternalSemaphore;
-use vkcuda::interop::{CudaFrames, SharedFrames};
+use vkcuda::interop::{CudaFrames, SharedFrames, Use};
 use vkcuda::sync::{FramePlan, SyncScheme, TimelinePoint};
 use vkcuda::vk::bounded_wait;
 use vkcuda::vk::device::Device;
 use vkcuda::FrameDesc;
 use vkcuda_run::base::size::Size;
-use vkcuda_run::drive::measure::{Consumed, Span, SpanClock};
+use vkcuda_run::drive::measure::SpanClock;
 use vkcuda_run::drive::producer::cuda::KernelTimer;
 use vkcuda_run::drive::producer::Report;
 use vkcuda_run::drive::setup::RunSpec;
-use vkcuda_run::drive::to_end::{run_session, MadeBy};
-use vkcuda_run::frames::consumer::{Completed, Consume, FrameLoop, Frames, Source, Submission};
+use vkcuda_run::drive::to_end::{run_session, MadeBy, Measured, Monitor};
+use vkcuda_run::frames::consumer::{Completed, Consume, FrameLoop, Frames, Mark, Source, Submission};
 use vkcuda_run::frames::gpu::Gpu;
 use vkcuda_run::metrics::stats::Samples;
 use vkcuda_run::present::offscreen::Offscreen;
@@ -51,39 +51,50 @@ use vkcuda_run::scene::kernels::{Out, SceneKernels};
 use vkcuda_run::scene::FrameArgs;
 use vkcuda_run::UsageError;
 
-/// Runs one headless run or bench repeat with the hand-over `kind`:
-/// vkcuda's as a session of the run layer ([`run_session`]), a peer's here.
+/// What one headless run or bench repeat renders.
+#[derive(Clone, Copy)]
+pub struct RunPlan<'a> {
+    /// The run's spec.
+    pub spec: &'a RunSpec,
+    /// The value its timelines start from.
+    pub base: u64,
+    /// What each frame shows.
+    pub director: &'a Arc<Director>,
+    /// The shared frames.
+    pub desc: FrameDesc,
+}
+
+/// Runs one headless run or bench repeat of `plan` with the hand-over
+/// `kind`: vkcuda's as a session of the run layer ([`run_session`]), a
+/// peer's here.
 pub fn run_handover(
     kind: Handover,
     gpu: &Gpu,
-    (spec, base): (&RunSpec, u64),
-    (director, desc): (&Arc<Director>, FrameDesc),
+    plan: RunPlan<'_>,
     offscreen: &mut Offscreen,
-    span: Span,
-    (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
-) -> Result<(Consumed, Report, MadeBy)> {
+    monitor: Monitor<'_>,
+) -> Result<Measured> {
     match kind {
-        Handover::Vkcuda => run_session(gpu, (spec, base), desc, offscreen, span, (caught, progress))
-            .map(|(c, r, p)| (c, r, MadeBy::Producer(p))),
-        peer => {
-            let size = Size { width: desc.extent.width, height: desc.extent.height };
-            run(peer, gpu, spec, base, (director, size), offscreen, (span, caught, progress))
+        Handover::Vkcuda => {
+            run_session(gpu, plan.spec, plan.base, plan.desc, offscreen, monitor).map(Measured::made_by)
         }
+        peer => run(peer, gpu, plan, offscreen, monitor),
     }
 }
 
-/// Runs the pattern `kind` (not vkcuda's) at `size` into `offscreen` for
-/// `span`, timelines starting at `base`: what
-/// [`vkcuda_run::drive::to_end::run_session`] is for vkcuda's pattern.
+/// Runs the pattern `kind` (not vkcuda's) of `plan` into `offscreen` for
+/// `monitor`'s span: what [`vkcuda_run::drive::to_end::run_session`] is for
+/// vkcuda's pattern.
 fn run(
     kind: Handover,
     gpu: &Gpu,
-    spec: &RunSpec,
-    base: u64,
-    (director, size): (&Arc<Director>, Size),
+    plan: RunPlan<'_>,
     offscreen: &mut Offscreen,
-    (span, caught, progress): (Span, &AtomicUsize, &ProgressBar),
-) -> Result<(Consumed, Report, MadeBy)> {
+    monitor: Monitor<'_>,
+) -> Result<Measured> {
+    let RunPlan { spec, base, director, desc } = plan;
+    let Monitor { span, caught, progress } = monitor;
+    let size = Size { width: desc.extent.width, height: desc.extent.height };
     director.resize(size.width, size.height);
     let mut rig = Rig::new(kind, gpu, spec, base, director.clone(), size)?;
     offscreen.bind(Frames::Images(rig.shared.images()))?;
@@ -95,8 +106,17 @@ fn run(
         Handover::Vkcuda => Err(anyhow!("vkcuda's own hand-over runs as a session, not here")),
     };
     let report = rig.finish(outcome.is_ok());
-    let (frames, completed) = outcome?;
-    Ok((stop.clock.finish(frames, completed, None), report?, MadeBy::Peer(kind.name())))
+    let Ran { frames, completed } = outcome?;
+    let consumed = stop.clock.finish(frames, completed, None);
+    Ok(Measured { consumed, report: report?, producer: MadeBy::Peer(kind.name()) })
+}
+
+/// What a pattern's loop consumed.
+pub struct Ran {
+    /// Frames consumed.
+    frames: u64,
+    /// Their Vulkan times.
+    completed: Samples<Completed>,
 }
 
 /// The most consumer frames a pattern keeps in flight (vulkanImageCUDA's MAX_FRAMES).
@@ -269,11 +289,12 @@ impl Rig {
     fn consume(
         &mut self,
         consumer: &mut dyn Consume,
-        (frame, image): (u64, usize),
+        frame: u64,
+        image: usize,
         transfer: bool,
         wait: &[vk::SemaphoreSubmitInfo<'_>],
         signal: &[vk::SemaphoreSubmitInfo<'_>],
-        marks: (&'static str, u64),
+        marks: Mark,
     ) -> Result<Option<Completed>> {
         let usage = consumer.image_use();
         let (acquire, release) =
@@ -317,8 +338,7 @@ impl Rig {
     }
 }
 
-const COPY_READ: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+const COPY_READ: Use = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 
 /// `cuStreamSynchronize` that gives up after [`vkcuda::vk::WAIT_TIMEOUT`] (a
 /// stream waiting on a semaphore nobody signals would otherwise hang the run).

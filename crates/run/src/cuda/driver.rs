@@ -9,7 +9,7 @@
 
 use std::ffi::c_void;
 
-use cudarc::driver::{result, sys, DriverError};
+use cudarc::driver::{result, sys, DriverError, LaunchConfig};
 
 /// An event for ordering streams and asking whether work has run (no
 /// timing), destroyed when dropped.
@@ -197,7 +197,8 @@ pub unsafe fn copy(
     unsafe { result::memcpy_dtod_async(dst, src, bytes, stream) }
 }
 
-/// Enqueues `function` on `stream` over `grid` blocks of `block` threads.
+/// Enqueues `function` on `stream` over `config`'s grid of blocks (with
+/// its dynamic shared memory).
 ///
 /// # Safety
 /// `params` match `function`'s parameters (each points at a value of its
@@ -205,25 +206,45 @@ pub unsafe fn copy(
 /// the parameters name stays live until the kernel has run.
 pub unsafe fn launch(
     function: sys::CUfunction,
-    (grid, block): ((u32, u32, u32), (u32, u32, u32)),
+    config: LaunchConfig,
     stream: sys::CUstream,
     params: &mut [*mut c_void],
 ) -> Result<(), DriverError> {
+    let LaunchConfig { grid_dim, block_dim, shared_mem_bytes } = config;
     // SAFETY: the caller's promise.
-    unsafe { result::launch_kernel(function, grid, block, 0, stream, params) }
+    unsafe { result::launch_kernel(function, grid_dim, block_dim, shared_mem_bytes, stream, params) }
 }
 
-/// The current context's device memory: (free, total) bytes; `None` without one.
-pub fn memory_info() -> Option<(usize, usize)> {
-    result::mem_get_info().ok()
+/// A context's device memory, in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct MemoryInfo {
+    /// Not allocated.
+    pub free: usize,
+    /// All of it.
+    pub total: usize,
 }
 
-/// The current context's stream priorities: (least, greatest).
-pub fn stream_priorities() -> Result<(i32, i32), sys::CUresult> {
+/// The current context's device memory; `None` without one.
+pub fn memory_info() -> Option<MemoryInfo> {
+    result::mem_get_info().ok().map(|(free, total)| MemoryInfo { free, total })
+}
+
+/// The range of a context's stream priorities (a lower number is a higher
+/// priority: `greatest` is at most `least`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StreamPriorities {
+    /// The lowest priority (the default streams').
+    pub least: i32,
+    /// The highest priority.
+    pub greatest: i32,
+}
+
+/// The current context's stream priorities.
+pub fn stream_priorities() -> Result<StreamPriorities, sys::CUresult> {
     let (mut least, mut greatest) = (0, 0);
     // SAFETY: two out-pointers to locals of the right type.
     match unsafe { sys::cuCtxGetStreamPriorityRange(&mut least, &mut greatest) } {
-        sys::CUresult::CUDA_SUCCESS => Ok((least, greatest)),
+        sys::CUresult::CUDA_SUCCESS => Ok(StreamPriorities { least, greatest }),
         e => Err(e),
     }
 }

@@ -18,9 +18,19 @@ const BOX_W: f64 = 112.0;
 const BOX_H: f64 = 54.0;
 const LEFT: f64 = 96.0;
 
+/// The time unit at which each step of a frame starts, on either side
+/// (indexed by frame).
+#[derive(Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// The producer's steps.
+    pub producer: Vec<u64>,
+    /// The consumer's steps.
+    pub consumer: Vec<u64>,
+}
+
 /// The time unit at which each step of frames `0..frames` starts, for the
 /// producer and the consumer (as-soon-as-possible, one unit per step).
-pub fn schedule(plan: &FramePlan, frames: u64) -> (Vec<u64>, Vec<u64>) {
+pub fn schedule(plan: &FramePlan, frames: u64) -> Schedule {
     let (mut prod, mut cons): (Vec<u64>, Vec<u64>) = (Vec::new(), Vec::new());
     // Which step signals a point: (is_producer, frame), found among the steps scheduled so far.
     let signaller = |plan: &FramePlan, wait: vkcuda::sync::TimelinePoint, prod: &[u64], cons: &[u64]| {
@@ -62,7 +72,7 @@ pub fn schedule(plan: &FramePlan, frames: u64) -> (Vec<u64>, Vec<u64>) {
         }
         assert!(progressed, "the plan deadlocks");
     }
-    (prod, cons)
+    Schedule { producer: prod, consumer: cons }
 }
 
 fn step_box(svg: &mut String, plan: &FramePlan, x: f64, y: f64, g: u64, step: Step, fill: &str) {
@@ -89,7 +99,7 @@ fn step_box(svg: &mut String, plan: &FramePlan, x: f64, y: f64, g: u64, step: St
 
 /// One panel: the plan's schedule for frames `0..frames`, at vertical offset `top`.
 fn panel(svg: &mut String, plan: &FramePlan, frames: u64, top: f64) -> f64 {
-    let (prod, cons) = schedule(plan, frames);
+    let Schedule { producer: prod, consumer: cons } = schedule(plan, frames);
     let (py, cy) = (top + 30.0, top + 30.0 + BOX_H + 40.0);
     let title = format!("--sync {} --buffers {}", plan.scheme(), plan.images());
     let _ =
@@ -144,7 +154,7 @@ pub fn sync_timeline_svg() -> String {
     let mut width: f64 = 0.0;
     for (scheme, images) in plans {
         let Ok(plan) = FramePlan::new(scheme, images, 0, frames) else { continue };
-        let (prod, cons) = schedule(&plan, frames);
+        let Schedule { producer: prod, consumer: cons } = schedule(&plan, frames);
         let last = prod.iter().chain(&cons).max().copied().unwrap_or(0);
         width = width.max(LEFT + COL * (last + 1) as f64 + 8.0);
         top = panel(&mut body, &plan, frames, top);
@@ -166,11 +176,11 @@ mod tests {
     #[test]
     fn split_overlaps_and_shared_alternates() {
         let split = FramePlan::new(SyncScheme::Split, 2, 0, 7).unwrap();
-        let (p, c) = schedule(&split, 7);
+        let Schedule { producer: p, consumer: c } = schedule(&split, 7);
         // The producer renders frame 1 while the consumer consumes frame 0.
         assert_eq!((p[1], c[0]), (1, 1));
         let shared = FramePlan::new(SyncScheme::Shared, 2, 0, 7).unwrap();
-        let (p, c) = schedule(&shared, 7);
+        let Schedule { producer: p, consumer: c } = schedule(&shared, 7);
         // Strict alternation: producer g at 2g, consumer g at 2g + 1.
         assert!((0..7).all(|g| p[g] == 2 * g as u64 && c[g] == 2 * g as u64 + 1), "{p:?} {c:?}");
     }

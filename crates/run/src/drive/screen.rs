@@ -18,7 +18,7 @@ use crate::error::usage::Message;
 use crate::frames::consumer::Completed;
 use crate::frames::consumer::ExtraSync;
 use crate::frames::gpu::{DeviceChoice, Gpu};
-use crate::present::open::{open, reopen, PresentSpec};
+use crate::present::open::{open, reopen, Opened, PresentSpec};
 use crate::present::swapchain::SwapchainState;
 use crate::present::window::{Acquired, Presenter};
 use vkcuda::vk::device::Device;
@@ -41,12 +41,12 @@ impl Screen {
         event_loop: &ActiveEventLoop,
         attributes: WindowAttributes,
         spec: &PresentSpec<'_>,
-    ) -> Result<(Gpu, Self, Message)> {
+    ) -> Result<OpenedScreen> {
         let window = Arc::new(event_loop.create_window(attributes).context("creating the window")?);
-        let (gpu, mut presenter, line) = open(&window, spec)?;
+        let Opened { gpu, mut presenter, line } = open(&window, spec)?;
         let px = window.inner_size();
         presenter.recreate(vk::Extent2D { width: px.width.max(1), height: px.height.max(1) })?;
-        Ok((gpu, Self { presenter, window, stale: false }, line))
+        Ok(OpenedScreen { gpu, screen: Self { presenter, window, stale: false }, line })
     }
 
     /// Makes the window's Vulkan device again after `lost` was lost (its
@@ -79,18 +79,24 @@ impl Screen {
     /// Refits the presenter to the window once every frame `run` submitted
     /// is done (returned, in order); `false` while the window is minimized,
     /// which leaves it stale.
-    pub fn fit(&mut self, run: &mut Session) -> Result<(Vec<Completed>, bool)> {
+    pub fn fit(&mut self, run: &mut Session) -> Result<Fitted> {
+        let extent = self.extent();
+        let fitted = refit(run, &mut self.presenter, extent)?;
+        self.stale &= !fitted.fitted;
+        Ok(fitted)
+    }
+
+    /// The window's size in pixels.
+    fn extent(&self) -> vk::Extent2D {
         let px = self.window.inner_size();
-        let (done, fitted) = refit(run, &mut self.presenter, (px.width, px.height))?;
-        self.stale &= !fitted;
-        Ok((done, fitted))
+        vk::Extent2D { width: px.width, height: px.height }
     }
 
     /// Refits the presenter to the window while no session runs (nothing in
     /// flight: the last one ended); `false` while the window is minimized.
     pub fn fit_idle(&mut self) -> Result<bool> {
-        let px = self.window.inner_size();
-        let fitted = fit_to(&mut self.presenter, (px.width, px.height))?;
+        let extent = self.extent();
+        let fitted = fit_to(&mut self.presenter, extent)?;
         self.stale &= !fitted;
         Ok(fitted)
     }
@@ -102,6 +108,24 @@ impl Screen {
         self.stale |= presented.stale;
         Ok(presented)
     }
+}
+
+/// A window opened ([`Screen::open`]).
+pub struct OpenedScreen {
+    /// Its device.
+    pub gpu: Gpu,
+    /// The window and what presents into it.
+    pub screen: Screen,
+    /// Which device and present path, and why, for people.
+    pub line: Message,
+}
+
+/// What [`Screen::fit`] did.
+pub struct Fitted {
+    /// The frames that finished meanwhile, in order.
+    pub done: Vec<Completed>,
+    /// The presenter fits the window now; `false` while it is minimized.
+    pub fitted: bool,
 }
 
 /// What [`Screen::present`] did.
@@ -142,20 +166,20 @@ fn present_next(run: &mut Session, presenter: &mut Presenter) -> Result<Presente
 }
 
 /// Fits the presenter to the window's size `px` once every submitted frame
-/// is done (returned) and the queue is idle; `false` while the window is
+/// is done (returned) and the queue is idle; not while the window is
 /// minimized (nothing to fit: stay stale).
-fn refit(run: &mut Session, presenter: &mut Presenter, px: (u32, u32)) -> Result<(Vec<Completed>, bool)> {
+fn refit(run: &mut Session, presenter: &mut Presenter, px: vk::Extent2D) -> Result<Fitted> {
     let done = run.drain(presenter)?;
     run.wait_idle()?;
-    Ok((done, fit_to(presenter, px)?))
+    Ok(Fitted { done, fitted: fit_to(presenter, px)? })
 }
 
 /// Recreates `presenter` for a window of `px` pixels (nothing in flight);
 /// `false` when it has none (minimized).
-fn fit_to(presenter: &mut Presenter, px: (u32, u32)) -> Result<bool> {
-    if px.0 == 0 || px.1 == 0 {
+fn fit_to(presenter: &mut Presenter, px: vk::Extent2D) -> Result<bool> {
+    if px.width == 0 || px.height == 0 {
         return Ok(false);
     }
-    presenter.recreate(vk::Extent2D { width: px.0, height: px.1 })?;
+    presenter.recreate(px)?;
     Ok(true)
 }

@@ -15,12 +15,13 @@ use crate::base::size::Size;
 use crate::diagnostics::inject::{Fault, Inject};
 use crate::diagnostics::xid;
 use crate::drive::producer::{Control, Job, Report};
-use crate::drive::setup::{self, Interop, RunSpec};
+use crate::drive::setup::{self, Built, Interop, RunSpec};
 use crate::error::failure::{gave_up, panic_message, timed_out, RunError};
 use crate::frames::consumer::{Completed, Consume, Discard, ExtraSync, FrameLoop, Frames, Source};
 use crate::frames::gpu::Gpu;
 use crate::UsageError;
 use vkcuda::cuda::CudaDevice;
+use vkcuda::interop::Use;
 use vkcuda::sync::FramePlan;
 use vkcuda::vk::bounded_wait;
 use vkcuda::FrameDesc;
@@ -85,6 +86,14 @@ pub struct Stopped {
     pub lead: Option<u64>,
 }
 
+/// A session that ended well ([`Session::end`]).
+pub struct SessionEnd<T> {
+    /// What the consumer's outcome held.
+    pub outcome: T,
+    /// What the stop left.
+    pub stopped: Stopped,
+}
+
 impl Session {
     /// Builds the interop for frames `desc` with timelines starting at
     /// `base`, and starts the producer on its thread.
@@ -96,7 +105,7 @@ impl Session {
         let total = spec.plan.frames;
         let plan = FramePlan::new(spec.plan.sync, spec.plan.buffers, base, total)
             .map_err(|e| UsageError::new(e.to_string()))?;
-        let (interop, producer) = setup::build(gpu, spec, plan, desc)?;
+        let Built { interop, producer } = setup::build(gpu, spec, plan, desc)?;
         let (staging, views) = (interop.staging.clone(), interop.views.clone());
         let mut frames = FrameLoop::new(gpu.device.clone(), spec.consumer.in_flight, staging, views)?;
         frames.fail_recording_at = spec.inject.first(Fault::ConsumerError);
@@ -399,7 +408,7 @@ impl Session {
     /// give up waiting for the other ([`gave_up`]). A consumer that failed, or
     /// an [`abandoned`](Session::abandon) session, aborts; otherwise every
     /// frame is consumed, on the GPU, up to the producer's end.
-    pub fn end<T>(self, consumer: &mut dyn Consume, outcome: Result<T>) -> Result<(T, Stopped), RunError> {
+    pub fn end<T>(self, consumer: &mut dyn Consume, outcome: Result<T>) -> Result<SessionEnd<T>, RunError> {
         if outcome.as_ref().is_err_and(timed_out) {
             // A frame that never came: the stop must not wait for it again.
             self.abandon();
@@ -408,7 +417,7 @@ impl Session {
         let healthy = outcome.is_ok() && !self.control.abandoned();
         let failed = |error, consumer| RunError::ProducerFailed { producer, error, consumer };
         match (outcome, self.stop(consumer, healthy)) {
-            (Ok(value), Ok(stopped)) => Ok((value, stopped)),
+            (Ok(outcome), Ok(stopped)) => Ok(SessionEnd { outcome, stopped }),
             (Err(consumer), Err(e)) if gave_up(&e) && !gave_up(&consumer) => {
                 Err(RunError::of_consumer(consumer))
             }
@@ -518,7 +527,7 @@ struct Showing<'a> {
 }
 
 impl Consume for Showing<'_> {
-    fn image_use(&self) -> (ash::vk::PipelineStageFlags2, ash::vk::AccessFlags2) {
+    fn image_use(&self) -> Use {
         self.consumer.image_use()
     }
 

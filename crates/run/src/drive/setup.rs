@@ -12,13 +12,13 @@ use gpu_allocator::MemoryLocation;
 use crate::base::kinds::{ProducerId, ProducerKind, Renders};
 use crate::base::size::Size;
 use crate::diagnostics::inject::Inject;
-use crate::drive::child::parent::{ChildCommand, ChildProducer};
+use crate::drive::child::parent::{ChildCommand, ChildProducer, ChildStart};
 use crate::drive::child::wire::{CudaWire, Render};
 use crate::drive::feed::device::FedCudaProducer;
 use crate::drive::feed::host::FedProducer;
 use crate::drive::feed::Feed;
 use crate::drive::producer::cpu::CpuProducer;
-use crate::drive::producer::cuda::{CudaProducer, HostWaits};
+use crate::drive::producer::cuda::{CudaProducer, HostWaits, KernelsToLoad, UserKernelToLoad};
 use crate::drive::producer::staging::StagingProducer;
 use crate::drive::producer::{Control, Job, Report};
 use crate::error::usage::{Field, Message};
@@ -161,11 +161,12 @@ impl std::fmt::Debug for ProducerSpec {
 impl ProducerSpec {
     /// What renders what `director` says on `gpu`, as `kind` asks: `Auto`
     /// is CUDA when the device has a CUDA twin, else the CPU; `kernel` is
-    /// rendered by CUDA.
+    /// rendered by CUDA; a CUDA producer runs as `cuda` says.
     pub fn rendered(
         kind: ProducerKind,
         kernel: Option<KernelSpec>,
-        (cuda, director): (CudaOptions, Arc<Director>),
+        cuda: CudaOptions,
+        director: Arc<Director>,
         gpu: &Gpu,
     ) -> Result<Self> {
         let twin = gpu.cuda.is_some();
@@ -304,8 +305,16 @@ impl Drop for FailOnPanic {
     }
 }
 
+/// What [`build`] makes: the interop objects, and the producer that renders into them.
+pub struct Built {
+    /// The shared frames, and what the consumer needs besides.
+    pub interop: Interop,
+    /// The producer, ready for its thread.
+    pub producer: Producer,
+}
+
 /// Checks the frame's size against the device and builds the interop objects.
-pub fn build(gpu: &Gpu, spec: &RunSpec, plan: FramePlan, desc: FrameDesc) -> Result<(Interop, Producer)> {
+pub fn build(gpu: &Gpu, spec: &RunSpec, plan: FramePlan, desc: FrameDesc) -> Result<Built> {
     let size = Size { width: desc.extent.width, height: desc.extent.height };
     check_size(gpu, size, Field::Size)?;
     let built = match &spec.child {
@@ -315,12 +324,7 @@ pub fn build(gpu: &Gpu, spec: &RunSpec, plan: FramePlan, desc: FrameDesc) -> Res
     built.map_err(|e| unsupported_format(out_of_memory(e, &Message::new().field(Field::Size, size))))
 }
 
-fn build_checked(
-    gpu: &Gpu,
-    producer: &ProducerSpec,
-    plan: FramePlan,
-    desc: FrameDesc,
-) -> Result<(Interop, Producer)> {
+fn build_checked(gpu: &Gpu, producer: &ProducerSpec, plan: FramePlan, desc: FrameDesc) -> Result<Built> {
     let device = &gpu.device;
     // Images exportable whenever the device can: the CPU path then runs the very same images.
     let export_images = gpu.cuda.is_some() || check_export(device, &desc).is_ok();
@@ -351,12 +355,15 @@ fn build_checked(
         }
         ProducerSpec::Scene { director, cuda: opts } | ProducerSpec::Kernel { director, cuda: opts, .. } => {
             let ctx = cuda::context(twin()?, opts.sched)?;
-            let kernel = match producer {
-                ProducerSpec::Kernel { kernel, reload, .. } => Some((kernel, reload.clone())),
+            let user = match producer {
+                ProducerSpec::Kernel { kernel, reload, .. } => {
+                    Some(UserKernelToLoad { spec: kernel, reload: reload.clone() })
+                }
                 _ => None,
             };
-            let frames = (&shared, director.clone());
-            let mut p = CudaProducer::new(ctx, frames, (&opts.cache(), kernel), opts.high_priority_stream)?;
+            let to_load = KernelsToLoad { ptx_cache: &opts.cache(), user };
+            let mut p =
+                CudaProducer::new(ctx, &shared, director.clone(), to_load, opts.high_priority_stream)?;
             p.host_waits = opts.host_waits.then(|| HostWaits::Shared(shared.clone()));
             (None, Producer::Cuda(Box::new(p)))
         }
@@ -365,13 +372,13 @@ fn build_checked(
             let kernels = SceneKernels::load(&ctx, &opts.cache())?;
             let staging = staging_buffers()?;
             let bytes = desc.bytes() as usize;
-            let frames = (shared.clone(), staging.clone());
-            let p = StagingProducer::new(ctx, kernels, bytes, frames, director.clone())?;
+            let p =
+                StagingProducer::new(ctx, kernels, bytes, shared.clone(), staging.clone(), director.clone())?;
             (Some(staging), Producer::Staging(Box::new(p)))
         }
     };
     let host_signals = staging.is_some();
-    Ok((Interop { shared, staging, views, host_signals }, producer))
+    Ok(Built { interop: Interop { shared, staging, views, host_signals }, producer })
 }
 
 /// For buffers too large for the draw pass to read as storage buffers: the images it draws from.
@@ -394,7 +401,7 @@ fn build_child(
     command: &ChildCommand,
     plan: FramePlan,
     desc: FrameDesc,
-) -> Result<(Interop, Producer)> {
+) -> Result<Built> {
     let wire_cuda = |c: &CudaOptions| CudaWire {
         ptx_cache: c.cache(),
         sched: c.sched,
@@ -423,14 +430,18 @@ fn build_child(
     let views = buffer_views(&gpu.device, &desc, plan)?;
     let inject = spec.inject.0.iter().map(ToString::to_string).collect();
     let uuid = gpu.device.info().uuid;
-    let child = ChildProducer::start(
-        command,
-        (&shared, uuid),
-        (render, director.clone(), link),
-        (inject, spec.plan.frames),
-    )?;
+    let start = ChildStart {
+        shared: &shared,
+        uuid,
+        render,
+        director: director.clone(),
+        link,
+        inject,
+        total: spec.plan.frames,
+    };
+    let child = ChildProducer::start(command, start)?;
     let interop = Interop { shared, staging: None, views, host_signals: !cuda };
-    Ok((interop, Producer::Child(Box::new(child), renders)))
+    Ok(Built { interop, producer: Producer::Child(Box::new(child), renders) })
 }
 
 /// `count` images of `desc` that only Vulkan uses, moved to `GENERAL`: what

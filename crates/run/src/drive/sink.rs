@@ -12,10 +12,11 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context, Result};
+use ash::vk::Extent2D;
 
 use crate::diagnostics::inject::{Fault, Inject};
 use crate::metrics::stats::{median, push_bounded};
-use crate::output::frame_file::{decode_frame, encode_frame, extension};
+use crate::output::frame_file::{decode_frame, encode_frame, extension, Decoded};
 use crate::present::readback::{ReadFrame, ReadStats, Recipient};
 use crate::scene::director::Director;
 use crate::scene::{drawn_reference, render_cpu_as, Diff, FrameArgs, Scene};
@@ -30,7 +31,7 @@ pub struct FrameJob {
     /// `None` for a frame a caller handed in.
     pub shows: Option<(Scene, u32)>,
     /// The pixels' size as read (a drawn frame's: its draw target's).
-    pub extent: (u32, u32),
+    pub extent: Extent2D,
     /// The frame's format.
     pub format: Format,
     /// The pixels, packed rows: a `Vec`, or a readback buffer lent as is
@@ -38,7 +39,7 @@ pub struct FrameJob {
     pub pixels: Box<dyn AsRef<[u8]> + Send>,
     /// `None`: the frame as rendered; `Some(size)`: drawn by the viewer's draw
     /// pass into an RGBA8 target of that size (letterboxed, filtered).
-    pub target: Option<(u32, u32)>,
+    pub target: Option<Extent2D>,
 }
 
 impl FrameJob {
@@ -48,7 +49,7 @@ impl FrameJob {
     }
 
     /// The picture's size: the frame's, or the draw target's.
-    pub fn size(&self) -> (u32, u32) {
+    pub fn size(&self) -> Extent2D {
         self.target.unwrap_or(self.extent)
     }
 
@@ -92,10 +93,10 @@ pub struct SinkReport {
     pub verified: u64,
     /// Frames beyond the tolerance.
     pub mismatched: u64,
-    /// The worst frame: (frame, its diff).
-    pub worst: Option<(u64, Diff)>,
-    /// The first [`LISTED`] differing frames (by frame number) and their diffs.
-    pub differing: Vec<(u64, Diff)>,
+    /// The worst frame.
+    pub worst: Option<FrameDiff>,
+    /// The first [`LISTED`] differing frames (by frame number).
+    pub differing: Vec<FrameDiff>,
     /// First error a worker hit, if any, led by the writer's name.
     pub error: Option<String>,
     /// Per frame, where the time went: the workers' stages and the consumer's hand-off.
@@ -108,25 +109,35 @@ pub struct SinkReport {
     pub readback_buffers: usize,
 }
 
+/// A frame compared with its reference, and how far it was.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FrameDiff {
+    /// The frame's number.
+    pub frame: u64,
+    /// How far it was from its reference.
+    pub diff: Diff,
+}
+
 impl SinkReport {
     /// Counts a compared frame, keeping the worst.
-    fn compared(&mut self, frame: u64, d: Diff, equal: bool) {
+    fn compared(&mut self, frame: u64, diff: Diff, equal: bool) {
         self.verified += 1;
         if !equal {
             self.mismatched += 1;
-            self.list_differing(&[(frame, d)]);
+            self.list_differing(&[FrameDiff { frame, diff }]);
         }
-        self.keep_worst(Some((frame, d)));
+        self.keep_worst(Some(FrameDiff { frame, diff }));
     }
 
-    fn list_differing(&mut self, frames: &[(u64, Diff)]) {
+    fn list_differing(&mut self, frames: &[FrameDiff]) {
         self.differing.extend_from_slice(frames);
-        self.differing.sort_by_key(|(f, _)| *f);
+        self.differing.sort_by_key(|f| f.frame);
         self.differing.truncate(LISTED);
     }
 
-    fn keep_worst(&mut self, other: Option<(u64, Diff)>) {
-        let worse = |(_, d): &(u64, Diff), (_, w): &(u64, Diff)| (d.max, d.differing) > (w.max, w.differing);
+    fn keep_worst(&mut self, other: Option<FrameDiff>) {
+        let worse =
+            |o: &FrameDiff, w: &FrameDiff| (o.diff.max, o.diff.differing) > (w.diff.max, w.diff.differing);
         if let Some(o) = other {
             if self.worst.as_ref().is_none_or(|w| worse(&o, w)) {
                 self.worst = Some(o);
@@ -233,7 +244,7 @@ pub struct PngSink {
 impl PngSink {
     /// `workers` threads writing into `dir` (which must exist), comparing each frame with `reference`.
     pub fn new(dir: &Path, workers: usize, reference: Reference, inject: Inject) -> Self {
-        Self::counting(dir, workers, (reference, inject), Arc::default())
+        Self::counting(dir, workers, reference, inject, Arc::default())
     }
 
     /// [`PngSink::new`], counting each file written in `written` as it is
@@ -241,7 +252,8 @@ impl PngSink {
     pub fn counting(
         dir: &Path,
         workers: usize,
-        (reference, inject): (Reference, Inject),
+        reference: Reference,
+        inject: Inject,
         written: Arc<AtomicU64>,
     ) -> Self {
         let workers = workers.max(1);
@@ -255,7 +267,7 @@ impl PngSink {
                 let (rx, report, dir, inject, reference) =
                     (rx.clone(), report.clone(), dir.to_path_buf(), inject.clone(), reference.clone());
                 let written = written.clone();
-                std::thread::spawn(move || worker(&rx, (&report, &written), &dir, &reference, &inject))
+                std::thread::spawn(move || worker(&rx, &report, &written, &dir, &reference, &inject))
             })
             .collect();
         Self { tx: Some(tx), workers: handles, report }
@@ -328,7 +340,7 @@ impl Recipient for PngFrames {
             }
             None => None,
         };
-        let extent = (shot.extent.width, shot.extent.height);
+        let extent = shot.extent;
         let target = shot.drawn().then_some(extent);
         // Files are named by the run's frame number (a shard's frames merge with the others').
         let frame = shot.first + frame;
@@ -349,9 +361,12 @@ fn queue(tx: &Sender<FrameJob>, report: &Mutex<SinkReport>, job: FrameJob) -> Re
     tx.send(job).map_err(|_| anyhow!("the frame writer threads have stopped"))
 }
 
+/// A writer thread: takes jobs from `rx` until it closes, writes each into
+/// `dir` (counting it in `counted`), compared with `reference`, into `report`.
 fn worker(
     rx: &Mutex<Receiver<FrameJob>>,
-    (report, counted): (&Mutex<SinkReport>, &AtomicU64),
+    report: &Mutex<SinkReport>,
+    counted: &AtomicU64,
     dir: &Path,
     reference: &Reference,
     inject: &Inject,
@@ -387,9 +402,9 @@ fn worker(
         if diff.is_some() {
             push_bounded(&mut r.stages.verify, verified);
         }
-        let written = timed.map(|(encode, write)| {
-            push_bounded(&mut r.stages.encode, encode);
-            push_bounded(&mut r.stages.write, write);
+        let written = timed.map(|took| {
+            push_bounded(&mut r.stages.encode, took.encode);
+            push_bounded(&mut r.stages.write, took.write);
         });
         match written {
             Ok(()) => {
@@ -424,7 +439,10 @@ fn cpu_diff(job: &FrameJob, want: &mut Vec<u8>, inject: &Inject) -> Diff {
     }
     match job.target {
         None => Diff::between_as(job.format, job.pixels(), want),
-        Some(t) => Diff::drawn(job.pixels(), &drawn_reference(want, job.format, (s.width, s.height), t)),
+        Some(t) => Diff::drawn(
+            job.pixels(),
+            &drawn_reference(want, job.format, Extent2D { width: s.width, height: s.height }, t),
+        ),
     }
 }
 
@@ -437,14 +455,23 @@ fn golden_diff(job: &FrameJob, dir: &Path) -> Diff {
         .map_err(anyhow::Error::from)
         .and_then(|bytes| decode_frame(&bytes, format));
     match golden {
-        Ok((gw, gh, pixels)) if (gw, gh) == job.size() => Diff::between_as(format, job.pixels(), &pixels),
+        Ok(Decoded { size, pixels }) if size == job.size() => Diff::between_as(format, job.pixels(), &pixels),
         _ => all,
     }
 }
 
+/// How long a frame's file took ([`write_png`]).
+#[derive(Clone, Copy, Debug)]
+pub struct WriteTimes {
+    /// Encoding it in memory.
+    pub encode: Duration,
+    /// Writing, syncing and renaming the file.
+    pub write: Duration,
+}
+
 /// Encodes `job` as PNG into `dir` atomically (a temporary file, then a
 /// rename); returns how long encoding and writing took.
-pub fn write_png(dir: &Path, job: &FrameJob) -> Result<(Duration, Duration)> {
+pub fn write_png(dir: &Path, job: &FrameJob) -> Result<WriteTimes> {
     let name = frame_file_name(job.frame, job.pixel_format());
     let final_path = dir.join(&name);
     let tmp: PathBuf = dir.join(format!(".{name}.tmp"));
@@ -462,7 +489,7 @@ pub fn write_png(dir: &Path, job: &FrameJob) -> Result<(Duration, Duration)> {
         let _ = std::fs::remove_file(&tmp);
     }
     result.with_context(|| format!("writing {}", final_path.display()))?;
-    Ok((encode, started.elapsed() - encode))
+    Ok(WriteTimes { encode, write: started.elapsed() - encode })
 }
 
 #[cfg(test)]
@@ -472,7 +499,7 @@ mod tests {
 
     /// Frame `frame` of `scene` at its own tick, as rendered (not drawn).
     fn job(frame: u64, scene: Scene, format: Format, pixels: Vec<u8>) -> FrameJob {
-        let extent = (scene.width, scene.height);
+        let extent = Extent2D { width: scene.width, height: scene.height };
         FrameJob {
             frame,
             shows: Some((scene, frame as u32)),
@@ -502,13 +529,13 @@ mod tests {
         let counts = (r.stages.verify.len(), r.stages.encode.len(), r.stages.write.len());
         assert_eq!(counts, (5, 5, 5), "a time per stage and frame");
         assert!(r.stages.medians().encode.is_some_and(|d| d > Duration::ZERO));
-        assert_eq!(r.worst.map(|(f, d)| (f, d.max)), Some((3, 0x40)));
+        assert_eq!(r.worst.map(|w| (w.frame, w.diff.max)), Some((3, 0x40)));
         let mut names: Vec<_> = std::fs::read_dir(&dir).unwrap().map(|e| e.unwrap().file_name()).collect();
         names.sort();
         assert_eq!(names.len(), 5, "{names:?}");
         let data = std::fs::read(dir.join("frame_000004.png")).unwrap();
-        let (width, height, _) = decode_frame(&data, Format::Rgba8).unwrap();
-        assert_eq!((width, height), (40, 30));
+        let size = decode_frame(&data, Format::Rgba8).unwrap().size;
+        assert_eq!((size.width, size.height), (40, 30));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -564,7 +591,7 @@ mod tests {
             }
             let r = sink.finish();
             assert_eq!((r.written, r.verified, r.mismatched), (3, 3, 0), "{format}: {:?}", r.worst);
-            assert_eq!(r.worst.map(|(f, d)| (f, d.differing, d.max)), Some((2, 1, 1)), "{format}");
+            assert_eq!(r.worst.map(|w| (w.frame, w.diff.differing, w.diff.max)), Some((2, 1, 1)), "{format}");
             let file = dir.join(frame_file_name(1, format));
             let data = std::fs::read(&file).unwrap_or_else(|e| panic!("{}: {e}", file.display()));
             let decoded = decode_frame(&data, format).unwrap();
@@ -572,7 +599,8 @@ mod tests {
                 let reader = png::Decoder::new(std::io::Cursor::new(&data)).read_info().unwrap();
                 assert_eq!(reader.info().srgb.is_some(), format == Format::Rgba8Srgb, "{format}");
             }
-            assert_eq!(decoded, (71, 45, frames[1].clone()), "{format}: the file holds other values");
+            let want = Decoded { size: Extent2D { width: 71, height: 45 }, pixels: frames[1].clone() };
+            assert_eq!(decoded, want, "{format}: the file holds other values");
             std::fs::remove_dir_all(&dir).unwrap();
         }
     }
@@ -582,12 +610,12 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-drawn-{}", std::process::id()));
         std::fs::create_dir_all(&dir).unwrap();
         let scene = Scene { kind: SceneKind::Gradient, width: 40, height: 30, cost: 1 };
-        let target = (64, 64);
+        let target = Extent2D { width: 64, height: 64 };
         let sink = PngSink::new(&dir, 2, Reference::Cpu, Inject::default());
         for frame in 0..3u64 {
             let mut frame_px = vec![0u8; 40 * 30 * 4];
             render_cpu(&scene, &FrameArgs::new(&scene, frame as u32), &mut frame_px, 1);
-            let want = drawn_reference(&frame_px, Format::Rgba8, (40, 30), target);
+            let want = drawn_reference(&frame_px, Format::Rgba8, Extent2D { width: 40, height: 30 }, target);
             // What a GPU draws: the reference rounded, 2 levels off, anything at the edges.
             let mut pixels: Vec<u8> = want
                 .iter()
@@ -612,7 +640,7 @@ mod tests {
         }
         let r = sink.finish();
         assert_eq!((r.written, r.verified, r.mismatched), (3, 3, 1), "{:?}", r.worst);
-        assert_eq!(r.worst.map(|(f, d)| (f, d.drawn)), Some((1, true)));
+        assert_eq!(r.worst.map(|w| (w.frame, w.diff.drawn)), Some((1, true)));
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -653,7 +681,7 @@ mod tests {
         let job = |frame| FrameJob {
             frame,
             shows: None,
-            extent: (5, 3),
+            extent: Extent2D { width: 5, height: 3 },
             format: Format::Rgba8,
             pixels: Box::new(pixels.clone()),
             target: None,
@@ -666,7 +694,8 @@ mod tests {
             "nothing to compare with: every pixel differs"
         );
         let bytes = std::fs::read(dir.join(frame_file_name(7, Format::Rgba8))).unwrap();
-        assert_eq!(decode_frame(&bytes, Format::Rgba8).unwrap(), (5, 3, pixels));
+        let want = Decoded { size: Extent2D { width: 5, height: 3 }, pixels };
+        assert_eq!(decode_frame(&bytes, Format::Rgba8).unwrap(), want);
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
@@ -675,7 +704,8 @@ mod tests {
         let dir = std::env::temp_dir().join(format!("vkcuda-sink-missing-{}", std::process::id()));
         let format = Format::Rgba8;
         let pixels = Box::new(vec![0u8; 64]);
-        let job = FrameJob { frame: 0, shows: None, extent: (4, 4), format, pixels, target: None };
+        let extent = Extent2D { width: 4, height: 4 };
+        let job = FrameJob { frame: 0, shows: None, extent, format, pixels, target: None };
         assert!(write_png(&dir, &job).is_err());
         assert!(!dir.exists());
     }

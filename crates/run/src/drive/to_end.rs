@@ -19,7 +19,7 @@ use crate::base::size::Size;
 use crate::diagnostics::inject::Inject;
 use crate::drive::measure::{Consumed, Span, SpanClock};
 use crate::drive::producer::Report;
-use crate::drive::session::{Session, STALL};
+use crate::drive::session::{Session, SessionEnd, STALL};
 use crate::drive::setup::RunSpec;
 use crate::drive::sink::{PngSink, Reference, SinkReport};
 use crate::error::failure::{awaited, gave_up, RunError};
@@ -83,6 +83,36 @@ pub struct ViewReport {
     pub handoff: HandOff,
     /// Frames sent to its clients, all together.
     pub sent: u64,
+}
+
+/// How long a headless run (or bench repeat) goes, what stops it sooner,
+/// and where it shows how far it got.
+#[derive(Clone, Copy)]
+pub struct Monitor<'a> {
+    /// Its warm-up and steady part.
+    pub span: Span,
+    /// The number of the signal caught, once one was (0: none): the run stops.
+    pub caught: &'a Arc<AtomicUsize>,
+    /// The bar that shows how far it got.
+    pub progress: &'a ProgressBar,
+}
+
+/// What one headless run (or bench repeat) measured, and who made its
+/// frames (a session's [`ProducerId`], or [`MadeBy`]).
+pub struct Measured<P = MadeBy> {
+    /// What the consumer counted.
+    pub consumed: Consumed,
+    /// What the producer counted.
+    pub report: Report,
+    /// Who made the frames.
+    pub producer: P,
+}
+
+impl Measured<ProducerId> {
+    /// The same, its producer as a [`MadeBy`].
+    pub fn made_by(self) -> Measured {
+        Measured { consumed: self.consumed, report: self.report, producer: MadeBy::Producer(self.producer) }
+    }
 }
 
 /// Who made a run's frames.
@@ -185,16 +215,17 @@ pub fn sum_of(runs: &[Summary]) -> Result<Summary> {
 }
 
 /// Starts a session of `spec` for frames `desc` (timelines from `base`), consumes it
-/// into `offscreen` for `span`, and stops it: what one headless run (or one
-/// bench repeat) measures.
+/// into `offscreen` for `monitor`'s span (or until it caught a signal), and
+/// stops it: what one headless run (or one bench repeat) measures.
 pub fn run_session(
     gpu: &Gpu,
-    (spec, base): (&RunSpec, u64),
+    spec: &RunSpec,
+    base: u64,
     desc: FrameDesc,
     offscreen: &mut Offscreen,
-    span: Span,
-    (caught, progress): (&Arc<AtomicUsize>, &ProgressBar),
-) -> Result<(Consumed, Report, ProducerId)> {
+    monitor: Monitor<'_>,
+) -> Result<Measured<ProducerId>> {
+    let Monitor { span, caught, progress } = monitor;
     let mut session = Session::start(gpu, spec, desc, base)?;
     session.interrupt_with(caught.clone());
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
@@ -214,10 +245,10 @@ pub fn run_session(
         session.abandon();
     }
     let producer = session.producer();
-    let (mut consumed, stopped) = session.end(offscreen, outcome)?;
+    let SessionEnd { outcome: mut consumed, stopped } = session.end(offscreen, outcome)?;
     stopped.drained.into_iter().for_each(|c| consumed.completed.push(c.frame, c));
     consumed.total = stopped.consumed.max(consumed.frames);
-    Ok((consumed, stopped.report, producer))
+    Ok(Measured { consumed, report: stopped.report, producer })
 }
 
 /// Consumes frames until the count is reached, `span`'s steady time is up,
@@ -259,15 +290,16 @@ pub fn consume(
     Ok(clock.finish(session.next(), completed, footprint))
 }
 
-/// What a run measured, from what its consumer, producer and PNG pool counted.
+/// What a run of frames of `size` measured, from what its consumer,
+/// producer and PNG pool counted.
 pub fn summarize(
-    c: Consumed,
-    report: Report,
+    measured: Measured,
     sink: SinkReport,
-    (producer, size): (MadeBy, Size),
+    size: Size,
     validation: &ValidationCounts,
     caught: &AtomicUsize,
 ) -> Summary {
+    let Measured { consumed: c, report, producer } = measured;
     // Drop the warm-up frames' timings like the fps does.
     let first = c.frames - c.steady_frames;
     let steady: Vec<&Completed> = c.completed.iter().filter(|(f, _)| *f >= first).map(|(_, d)| d).collect();

@@ -22,7 +22,7 @@ use anyhow::{bail, Context, Result};
 use ash::vk;
 
 use crate::metrics::clock::Anchor;
-use vkcuda::interop::{Barrier, SharedFrames, VulkanFrame};
+use vkcuda::interop::{Barrier, SharedFrames, Use, VulkanFrame};
 use vkcuda::vk::bounded_wait;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{buffer_barrier, copy_layers, image_barrier, record_image_barrier};
@@ -56,7 +56,7 @@ pub enum Frames<'a> {
 pub trait Consume {
     /// The stage and access of the consumer's first (and last) use of the
     /// frame's image or buffer (the acquire barrier's destination).
-    fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2);
+    fn image_use(&self) -> Use;
 
     /// Whether [`Consume::record`] reads a shared buffer itself; otherwise the
     /// loop first copies it into the frame's view image (the buffer layout).
@@ -89,7 +89,7 @@ pub trait Consume {
 pub struct Discard;
 
 impl Consume for Discard {
-    fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+    fn image_use(&self) -> Use {
         // Every stage, no access: valid on any queue, and an upload's barrier after it
         // (see `record_upload`) orders against every earlier reader.
         (vk::PipelineStageFlags2::ALL_COMMANDS, vk::AccessFlags2::NONE)
@@ -140,8 +140,32 @@ pub struct Submission<'a> {
     pub wait: &'a [vk::SemaphoreSubmitInfo<'a>],
     /// Signalled when they finish.
     pub signal: &'a [vk::SemaphoreSubmitInfo<'a>],
-    /// The semaphore (name, value) that marks the frame consumed, named in errors.
-    pub marks: (&'static str, u64),
+    /// The semaphore value that marks the frame consumed, named in errors.
+    pub marks: Mark,
+}
+
+/// A semaphore's value, by the semaphore's name: what a frame's end
+/// signals, for errors that name it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Mark {
+    /// The semaphore's name.
+    pub semaphore: &'static str,
+    /// The value.
+    pub value: u64,
+}
+
+impl Mark {
+    /// No semaphore (a slot not used yet).
+    pub const NONE: Mark = Mark { semaphore: "", value: 0 };
+}
+
+/// A submitted frame not yet retired, and the slot it holds.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+struct InFlight {
+    /// The frame (first: frames sort oldest first).
+    frame: u64,
+    /// Its slot.
+    slot: usize,
 }
 
 /// A consumed frame's Vulkan GPU time (between its two timestamps).
@@ -165,8 +189,8 @@ struct Slot {
     /// Signalled with the slot's submission, at the same moment as its "released" value.
     fence: vk::Fence,
     frame: Option<u64>,
-    /// The semaphore (name, value) the frame's end signals, for errors.
-    marks: (&'static str, u64),
+    /// The semaphore value the frame's end signals, for errors.
+    marks: Mark,
 }
 
 /// The consumer's frame loop: command-buffer slots, timestamp queries, and
@@ -207,9 +231,9 @@ impl FrameLoop {
             .query_count(2 * frames_in_flight as u32);
         // SAFETY: valid create info; destroyed in Drop.
         let queries = unsafe { device.raw().create_query_pool(&info, None) }.context("vkCreateQueryPool")?;
-        let anchor = device.calibrated_timestamps().map(|(gpu_ticks, host_ns)| Anchor {
-            gpu_ticks,
-            host_ns,
+        let anchor = device.calibrated_timestamps().map(|at| Anchor {
+            gpu_ticks: at.device_ticks,
+            host_ns: at.host_ns,
             ns_per_tick: f64::from(device.info().timestamp_period),
         });
         let mut this = Self {
@@ -237,7 +261,7 @@ impl FrameLoop {
                 cmd: vk::CommandBuffer::null(),
                 fence: vk::Fence::null(),
                 frame: None,
-                marks: ("", 0),
+                marks: Mark::NONE,
             });
             let cmd = cmd.context("vkAllocateCommandBuffers")?[0];
             // SAFETY: default create info; destroyed in Drop.
@@ -285,7 +309,7 @@ impl FrameLoop {
             upload: staging.as_ref().map(|s| &s[frame.index]),
             wait: &waits,
             signal: &signals,
-            marks: (shared.timelines()[point.timeline].name, point.value),
+            marks: Mark { semaphore: shared.timelines()[point.timeline].name, value: point.value },
         };
         self.submit_raw(submission, consumer, cancelled)
     }
@@ -442,9 +466,9 @@ impl FrameLoop {
         before: &mut dyn FnMut(u64) -> Result<()>,
     ) -> Result<Vec<Completed>> {
         let mut out = Vec::new();
-        for (frame, i) in self.submitted() {
+        for InFlight { frame, slot } in self.submitted() {
             before(frame)?;
-            out.extend(self.retire(i, consumer, cancelled)?);
+            out.extend(self.retire(slot, consumer, cancelled)?);
         }
         Ok(out)
     }
@@ -455,7 +479,7 @@ impl FrameLoop {
     /// CPU-present path shows a frame as it is retired.)
     pub fn retire_finished(&mut self, consumer: &mut dyn Consume) -> Result<Vec<Completed>> {
         let mut out = Vec::new();
-        for (_, i) in self.submitted() {
+        for InFlight { slot: i, .. } in self.submitted() {
             // SAFETY: the fence is live and was submitted with the slot's frame.
             if !unsafe { self.device.raw().get_fence_status(self.slots[i].fence) }
                 .context("vkGetFenceStatus")?
@@ -473,9 +497,10 @@ impl FrameLoop {
     }
 
     /// The submitted frames not yet retired, oldest first, with their slots.
-    fn submitted(&self) -> Vec<(u64, usize)> {
-        let mut order: Vec<(u64, usize)> =
-            self.slots.iter().enumerate().filter_map(|(i, s)| s.frame.map(|f| (f, i))).collect();
+    fn submitted(&self) -> Vec<InFlight> {
+        let mut order: Vec<InFlight> = (self.slots.iter().enumerate())
+            .filter_map(|(slot, s)| s.frame.map(|frame| InFlight { frame, slot }))
+            .collect();
         order.sort_unstable();
         order
     }
@@ -498,7 +523,7 @@ impl FrameLoop {
         // fence: the validation layer cannot see CUDA's signals, so it never retires a
         // submission whose "rendered" wait CUDA satisfied, but it always trusts a fence.
         let fence = [self.slots[slot].fence];
-        let (name, value) = self.slots[slot].marks;
+        let Mark { semaphore: name, value } = self.slots[slot].marks;
         let what = || format!("consumer frame {frame} (semaphore '{name}' value {value})");
         let dev = &self.device.raw();
         bounded_wait(&what, cancelled, |slice| {
@@ -555,21 +580,13 @@ impl Drop for FrameLoop {
 }
 
 /// A copy's read, and its write.
-const COPY_READ: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
-const UPLOAD: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
+const COPY_READ: Use = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+const UPLOAD: Use = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
 
 /// Records the upload of a host producer's frame from `staging` into the
 /// shared image or buffer, and a barrier that makes it visible to `next`
 /// (the stage and access that read it after).
-fn record_upload(
-    dev: &ash::Device,
-    cmd: vk::CommandBuffer,
-    staging: &Buffer,
-    target: Source<'_>,
-    next: (vk::PipelineStageFlags2, vk::AccessFlags2),
-) {
+fn record_upload(dev: &ash::Device, cmd: vk::CommandBuffer, staging: &Buffer, target: Source<'_>, next: Use) {
     // The host wrote the staging buffer before it signalled "rendered": make those writes visible.
     let b = [buffer_barrier(
         staging.raw(),
@@ -624,7 +641,7 @@ fn record_buffer_to_view(
     cmd: vk::CommandBuffer,
     buffer: &SharedBuffer,
     view: &SharedImage,
-    reads: (vk::PipelineStageFlags2, vk::AccessFlags2),
+    reads: Use,
 ) {
     let region = [vk::BufferImageCopy::default()
         .image_subresource(copy_layers())

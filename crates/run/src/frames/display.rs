@@ -17,22 +17,31 @@ pub enum Server {
     X11(String, Option<PathBuf>),
 }
 
+/// A client library winit (or softbuffer) loads, and its Debian/Ubuntu package.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct ClientLib {
+    /// The name `dlopen` is given.
+    lib: &'static str,
+    /// The package that installs it.
+    package: &'static str,
+}
+
 /// The client libraries winit (and softbuffer) load for each window system,
 /// with the Debian/Ubuntu package of each.
-const WAYLAND_LIBS: &[(&str, &str)] = &[
-    ("libwayland-client.so.0", "libwayland-client0"),
-    ("libwayland-cursor.so.0", "libwayland-cursor0"),
-    ("libxkbcommon.so.0", "libxkbcommon0"),
+const WAYLAND_LIBS: &[ClientLib] = &[
+    ClientLib { lib: "libwayland-client.so.0", package: "libwayland-client0" },
+    ClientLib { lib: "libwayland-cursor.so.0", package: "libwayland-cursor0" },
+    ClientLib { lib: "libxkbcommon.so.0", package: "libxkbcommon0" },
 ];
-const X11_LIBS: &[(&str, &str)] = &[
-    ("libX11.so.6", "libx11-6"),
-    ("libX11-xcb.so.1", "libx11-xcb1"),
-    ("libxcb.so.1", "libxcb1"),
-    ("libXcursor.so.1", "libxcursor1"),
-    ("libXi.so.6", "libxi6"),
-    ("libXrandr.so.2", "libxrandr2"),
-    ("libxkbcommon.so.0", "libxkbcommon0"),
-    ("libxkbcommon-x11.so.0", "libxkbcommon-x11-0"),
+const X11_LIBS: &[ClientLib] = &[
+    ClientLib { lib: "libX11.so.6", package: "libx11-6" },
+    ClientLib { lib: "libX11-xcb.so.1", package: "libx11-xcb1" },
+    ClientLib { lib: "libxcb.so.1", package: "libxcb1" },
+    ClientLib { lib: "libXcursor.so.1", package: "libxcursor1" },
+    ClientLib { lib: "libXi.so.6", package: "libxi6" },
+    ClientLib { lib: "libXrandr.so.2", package: "libxrandr2" },
+    ClientLib { lib: "libxkbcommon.so.0", package: "libxkbcommon0" },
+    ClientLib { lib: "libxkbcommon-x11.so.0", package: "libxkbcommon-x11-0" },
 ];
 
 /// The display servers the environment names (`WAYLAND_DISPLAY`, `DISPLAY`).
@@ -64,9 +73,9 @@ fn listening(server: &Server) -> Option<bool> {
 }
 
 /// The first of `libs` that cannot be loaded, with its package.
-fn missing(libs: &[(&'static str, &'static str)]) -> Option<(&'static str, &'static str)> {
-    libs.iter().copied().find(|(lib, _)| {
-        let Ok(name) = CString::new(*lib) else { return true };
+fn missing(libs: &[ClientLib]) -> Option<ClientLib> {
+    libs.iter().copied().find(|l| {
+        let Ok(name) = CString::new(l.lib) else { return true };
         // SAFETY: dlopen with a NUL-terminated name. Loading runs the library's initialisers,
         // as winit's own dlopen would a moment later. The handle is kept (the libraries stay
         // loaded, as they would for winit): unloading X libraries and loading them again made
@@ -106,7 +115,7 @@ pub fn check() -> Result<(), UsageError> {
         match missing(libs) {
             // One usable window system is enough: winit tries each.
             None => return Ok(()),
-            Some((lib, package)) => problems
+            Some(ClientLib { lib, package }) => problems
                 .push(format!("{what}: {lib} cannot be loaded (Debian/Ubuntu: apt install {package})")),
         }
     }
@@ -127,9 +136,10 @@ mod tests {
     #[test]
     fn a_missing_library_is_named_with_its_package() {
         assert_eq!(
-            missing(&[("libvkcuda-no-such-library.so.9", "no-such-package")]).map(|m| m.1),
+            missing(&[ClientLib { lib: "libvkcuda-no-such-library.so.9", package: "no-such-package" }])
+                .map(|m| m.package),
             Some("no-such-package")
         );
-        assert_eq!(missing(&[("libc.so.6", "libc6")]), None);
+        assert_eq!(missing(&[ClientLib { lib: "libc.so.6", package: "libc6" }]), None);
     }
 }

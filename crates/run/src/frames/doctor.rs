@@ -15,7 +15,7 @@ use crate::cuda::driver;
 use crate::frames::display;
 use crate::frames::loader::{self, Library, LOADER};
 use crate::frames::machine::{
-    self, Icds, Nvidia, CAPABILITIES, CAPABILITIES_CURE, NVIDIA_MOUNTED_ICD, NVIDIA_VULKAN,
+    self, Icds, LayerVersion, Nvidia, CAPABILITIES, CAPABILITIES_CURE, NVIDIA_MOUNTED_ICD, NVIDIA_VULKAN,
 };
 use crate::kernel::nvrtc;
 use vkcuda::cuda::{self, CudaDevice};
@@ -163,7 +163,7 @@ pub fn examine() -> Report {
     let nvrtc = nvrtc::version().map_err(|e| format!("{e:#}"));
     checks.push(nvrtc_check(&nvrtc));
     let layer = entry.as_ref().and_then(machine::validation_layer);
-    checks.push(layer_check(&layer));
+    checks.push(layer_check(layer));
     let window = display_check();
     checks.push(window.clone());
     checks.extend(container_check(&nvidia, &icds));
@@ -338,12 +338,12 @@ fn nvrtc_check(nvrtc: &Result<String, String>) -> Check {
     }
 }
 
-fn layer_check(layer: &Option<(u32, u32)>) -> Check {
+fn layer_check(layer: Option<LayerVersion>) -> Check {
     match layer {
-        Some((spec, implementation)) => Check::new(
+        Some(LayerVersion { spec, implementation }) => Check::new(
             "validation layer",
             Status::Ok,
-            format!("VK_LAYER_KHRONOS_validation {} (build {implementation})", version_text(*spec)),
+            format!("VK_LAYER_KHRONOS_validation {} (build {implementation})", version_text(spec)),
         ),
         None => {
             Check::new("validation layer", Status::Missing, "VK_LAYER_KHRONOS_validation is not installed")

@@ -14,7 +14,7 @@ use crate::error::usage::{Field, Message};
 use crate::frames::{loader, machine};
 use crate::UsageError;
 use vkcuda::cuda::CudaDevice;
-use vkcuda::vk::device::{Device, Extras, GpuInfo, Queue};
+use vkcuda::vk::device::{Device, Extras, GpuInfo, MemoryHeap, Queue};
 use vkcuda::vk::instance::Instance;
 use vkcuda::{Format, FrameDesc};
 
@@ -198,14 +198,19 @@ pub fn check_memory(gpu: &Gpu, need: MemoryNeed, what: &Message) -> Result<(), U
     check_heaps(&gpu.device.memory_heaps(), need, what)
 }
 
-/// [`check_memory`] against heaps given as (size, device-local, host-visible).
-pub fn check_heaps(heaps: &[(u64, bool, bool)], need: MemoryNeed, what: &Message) -> Result<(), UsageError> {
+/// [`check_memory`] against `heaps`.
+pub fn check_heaps(heaps: &[MemoryHeap], need: MemoryNeed, what: &Message) -> Result<(), UsageError> {
     let gib = |b: u64| b as f64 / f64::from(1u32 << 30);
-    let largest = |pick: fn(&(u64, bool, bool)) -> bool| {
-        heaps.iter().enumerate().filter(|(_, h)| pick(h)).max_by_key(|(_, h)| h.0).map(|(i, h)| (i, h.0))
+    let largest = |pick: fn(&MemoryHeap) -> bool| {
+        heaps
+            .iter()
+            .enumerate()
+            .filter(|(_, h)| pick(h))
+            .max_by_key(|(_, h)| h.size)
+            .map(|(i, h)| (i, h.size))
     };
-    let device = largest(|h| h.1).or_else(|| largest(|_| true));
-    let host = largest(|h| h.2).or(device);
+    let device = largest(|h| h.device_local).or_else(|| largest(|_| true));
+    let host = largest(|h| h.host_visible).or(device);
     let refuse = |kind: &str, bytes: u64, heap: u64| {
         let why = format!(
             " needs about {:.2} GiB of {kind} memory; the device's largest such heap holds {:.2} GiB: use a \
@@ -290,13 +295,14 @@ mod tests {
         let need = MemoryNeed::images(3, frame, RGBA8) + MemoryNeed::buffers(10, frame, RGBA8);
         assert!(need.device > 3 * 256 * (1 << 20) && need.host == 10 * 256 * (1 << 20));
         // Discrete: an 80 GiB device heap, a 94 GiB host heap.
-        let discrete = [(80 * GIB, true, false), (94 * GIB, false, true)];
+        let heap = |size, device_local, host_visible| MemoryHeap { size, device_local, host_visible };
+        let discrete = [heap(80 * GIB, true, false), heap(94 * GIB, false, true)];
         assert!(check_heaps(&discrete, need, &what).is_ok());
         let too_much = MemoryNeed::buffers(400, frame, RGBA8);
         let e = check_heaps(&discrete, too_much, &what).unwrap_err().0.worded(&Flags);
         assert!(e.contains("100.00 GiB of host-visible memory") && e.contains("94.00 GiB"), "{e}");
         // One heap for both (lavapipe, integrated GPUs): counted together.
-        let unified = [(3 * GIB, true, true)];
+        let unified = [heap(3 * GIB, true, true)];
         let e = check_heaps(&unified, need, &what).unwrap_err().0.worded(&Flags);
         assert!(e.starts_with("--size 8192x8192 needs about 3.") && e.contains("GPU memory"), "{e}");
         assert!(check_heaps(&unified, MemoryNeed::buffers(4, frame, RGBA8), &what).is_ok());

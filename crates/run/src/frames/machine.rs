@@ -248,12 +248,21 @@ pub fn entry(libraries: &Libraries) -> Option<ash::Entry> {
     }
 }
 
-/// The validation layer's spec and implementation versions, where the loader lists it.
-pub fn validation_layer(entry: &ash::Entry) -> Option<(u32, u32)> {
+/// A layer's versions, as the loader lists them.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct LayerVersion {
+    /// The Vulkan version it was written for (`VK_MAKE_API_VERSION`).
+    pub spec: u32,
+    /// Its own build's.
+    pub implementation: u32,
+}
+
+/// The validation layer's versions, where the loader lists it.
+pub fn validation_layer(entry: &ash::Entry) -> Option<LayerVersion> {
     // SAFETY: a plain query of a loaded loader.
     let layers = unsafe { entry.enumerate_instance_layer_properties() }.ok()?;
     let layer = layers.iter().find(|l| l.layer_name_as_c_str() == Ok(VALIDATION_LAYER))?;
-    Some((layer.spec_version, layer.implementation_version))
+    Some(LayerVersion { spec: layer.spec_version, implementation: layer.implementation_version })
 }
 
 /// How to install the validation layer here.

@@ -245,7 +245,7 @@ impl KernelReload {
             let (spec, link, failure) = (spec.clone(), link.clone(), failure.clone());
             std::thread::Builder::new()
                 .name("kernel-compile".into())
-                .spawn(move || compile_loop(&spec, &link, &failure, (&triggered, &watched), start))
+                .spawn(move || compile_loop(&spec, &link, &failure, &triggered, &watched, start))
                 .context("starting the kernel compile thread")?
         };
         Ok(Self { link, trigger: Some(trigger), failure, thread: Some(thread), watcher: Some(watcher) })
@@ -283,12 +283,14 @@ impl Drop for KernelReload {
 
 /// Compiles on every trigger (at once when the file is complete, else after
 /// [`SETTLE`] without another), for the
-/// producer's architecture, and hands the PTX over or keeps the failure.
+/// producer's architecture, and hands the PTX over or keeps the failure;
+/// `watched`: the files the watcher follows (the kernel's and what it includes).
 fn compile_loop(
     spec: &KernelSpec,
     link: &ReloadLink,
     failure: &Mutex<Option<Failure>>,
-    (triggered, watched): (&Receiver<Trigger>, &Mutex<BTreeSet<PathBuf>>),
+    triggered: &Receiver<Trigger>,
+    watched: &Mutex<BTreeSet<PathBuf>>,
     start: Vec<String>,
 ) {
     // `compiled`: the sources last compiled (at first, as they were when the

@@ -14,9 +14,10 @@ use cudarc::driver::{
 };
 use cudarc::nvrtc::Ptx;
 
+use crate::base::size::Size;
 use crate::kernel::nvrtc::{self, CompileError, Program};
 use crate::scene::director::Pointer;
-use crate::scene::kernels::{self, Out};
+use crate::scene::kernels::{self, KernelSource, Out};
 
 /// The entry point's name unless `--entry` says otherwise.
 pub const DEFAULT_ENTRY: &str = "render";
@@ -137,7 +138,7 @@ impl UserKernel {
     ) -> Result<Self> {
         let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
         let arch = format!("sm_{major}{minor}");
-        let (module, function) = match program {
+        let Version { module, function } = match program {
             Some(program) => Self::module(ctx, &spec.entry, program)?,
             None => {
                 let source = nvrtc::read_source(&spec.file)?;
@@ -145,10 +146,11 @@ impl UserKernel {
                 let label = spec.file.display().to_string();
                 match cacheable(&source) {
                     true => {
-                        let module = kernels::cached(ctx, cache_dir, (&label, &source), &compile)?;
+                        let source = KernelSource { name: &label, text: &source };
+                        let module = kernels::cached(ctx, cache_dir, source, &compile)?;
                         let function =
                             module.load_function(&spec.entry).context("finding the kernel's entry point")?;
-                        (module, function)
+                        Version { module, function }
                     }
                     false => {
                         let started = std::time::Instant::now();
@@ -164,8 +166,7 @@ impl UserKernel {
 
     /// Loads a new version of the kernel, to be swapped in by [`UserKernel::swap`].
     pub fn load_version(&self, ctx: &Arc<CudaContext>, program: Program) -> Result<Version> {
-        let (module, function) = Self::module(ctx, &self.spec.entry, program)?;
-        Ok(Version { module, function })
+        Self::module(ctx, &self.spec.entry, program)
     }
 
     /// Swaps in a loaded version (between frames: the launches already on
@@ -190,18 +191,14 @@ impl UserKernel {
 
     /// Loads the machine code when there is some (a PTX of a compile for a
     /// virtual architecture goes through the driver's PTX compiler).
-    fn module(
-        ctx: &Arc<CudaContext>,
-        entry: &str,
-        program: Program,
-    ) -> Result<(Arc<CudaModule>, CudaFunction)> {
+    fn module(ctx: &Arc<CudaContext>, entry: &str, program: Program) -> Result<Version> {
         let image = match program.cubin {
             Some(cubin) => Ptx::from_binary(cubin),
             None => Ptx::from_src(program.ptx),
         };
         let module = ctx.load_module(image).context("loading the kernel")?;
         let function = module.load_function(entry).context("finding the kernel's entry point")?;
-        Ok((module, function))
+        Ok(Version { module, function })
     }
 
     /// Whether its time runs on the wall clock (the viewer).
@@ -209,14 +206,18 @@ impl UserKernel {
         self.spec.live
     }
 
-    /// Enqueues frame `index` of `width` × `height` into `target`.
+    /// Enqueues frame `index` of `size` into `target`, at time `at`, with the
+    /// pointer where `pointer` says.
     pub fn launch(
         &self,
         stream: &CudaStream,
         target: Out,
-        (width, height): (u32, u32),
-        (index, at, pointer): (u64, FrameTime, Pointer),
+        size: Size,
+        index: u64,
+        at: FrameTime,
+        pointer: Pointer,
     ) -> Result<()> {
+        let Size { width, height } = size;
         // Frame pixels, at the pixel's centre as VK_PIXEL's x + 0.5 would be; -1 off the frame.
         let (mouse_x, mouse_y) = pointer.at.map_or((-1.0, -1.0), |(x, y)| (x as f32 + 0.5, y as f32 + 0.5));
         let frame = KernelFrame {

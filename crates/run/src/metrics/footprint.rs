@@ -29,8 +29,8 @@ fn gpu_used(device: &CudaDevice) -> Option<u64> {
     // The primary context: the producer's, already active, so this creates nothing.
     let ctx = cudarc::driver::CudaContext::new(device.ordinal).ok()?;
     ctx.bind_to_thread().ok()?;
-    let (free, total) = crate::cuda::driver::memory_info()?;
-    Some((total - free) as u64)
+    let memory = crate::cuda::driver::memory_info()?;
+    Some((memory.total - memory.free) as u64)
 }
 
 /// "52.1 → 52.3 MB" for readings of bytes.

@@ -3,6 +3,7 @@
 //! measures the very same code.
 
 use anyhow::Result;
+use ash::vk::Extent2D;
 
 /// The row filter the dump uses, for every row: instead of `Compression::Fast`'s
 /// adaptive choice (all five tried per row), Paeth, which gives files as small
@@ -10,11 +11,11 @@ use anyhow::Result;
 /// examples/png_encode.rs: docs/results/2026-11-24-dump/README.md).
 pub const PNG_FILTER: png::Filter = png::Filter::Paeth;
 
-/// Encodes RGBA8 `pixels` of `(width, height)` as PNG in memory: fdeflate
+/// Encodes RGBA8 `pixels` of `size` as PNG in memory: fdeflate
 /// (`Compression::Fast`), every row with `filter`.
-pub fn encode_png(pixels: &[u8], (width, height): (u32, u32), filter: png::Filter) -> Result<Vec<u8>> {
+pub fn encode_png(pixels: &[u8], size: Extent2D, filter: png::Filter) -> Result<Vec<u8>> {
     let mut png_bytes = Vec::with_capacity(pixels.len() / 2);
-    let mut enc = png::Encoder::new(&mut png_bytes, width, height);
+    let mut enc = png::Encoder::new(&mut png_bytes, size.width, size.height);
     enc.set_color(png::ColorType::Rgba);
     enc.set_depth(png::BitDepth::Eight);
     enc.set_compression(png::Compression::Fast);
@@ -42,26 +43,26 @@ pub fn writer_name(format: vkcuda::Format) -> &'static str {
     }
 }
 
-/// Encodes a packed frame of `format` and `(width, height)` in memory: PNG
+/// Encodes a packed frame of `format` and `size` in memory: PNG
 /// for 8-bit formats (BGRA8 reordered to RGBA; sRGB marked as such), OpenEXR
 /// for float formats (RGBA16F as half, RGBA32F as float, R32F as one float
 /// channel `R`): every value as the GPU wrote it.
-pub fn encode_frame(pixels: &[u8], (width, height): (u32, u32), format: vkcuda::Format) -> Result<Vec<u8>> {
+pub fn encode_frame(pixels: &[u8], size: Extent2D, format: vkcuda::Format) -> Result<Vec<u8>> {
     use vkcuda::Format;
-    let expected = width as usize * height as usize * format.bytes_per_pixel() as usize;
+    let expected = size.width as usize * size.height as usize * format.bytes_per_pixel() as usize;
     anyhow::ensure!(pixels.len() == expected, "frame holds {} bytes, not {expected}", pixels.len());
     match format {
-        Format::Rgba8 => encode_png(pixels, (width, height), PNG_FILTER),
+        Format::Rgba8 => encode_png(pixels, size, PNG_FILTER),
         Format::Rgba8Srgb => {
-            let mut png_bytes = encode_png(pixels, (width, height), PNG_FILTER)?;
+            let mut png_bytes = encode_png(pixels, size, PNG_FILTER)?;
             insert_srgb_chunk(&mut png_bytes);
             Ok(png_bytes)
         }
         Format::Bgra8 => {
             let rgba: Vec<u8> = pixels.chunks_exact(4).flat_map(|p| [p[2], p[1], p[0], p[3]]).collect();
-            encode_png(&rgba, (width, height), PNG_FILTER)
+            encode_png(&rgba, size, PNG_FILTER)
         }
-        Format::Rgba16f | Format::Rgba32f | Format::R32f => encode_exr(pixels, (width, height), format),
+        Format::Rgba16f | Format::Rgba32f | Format::R32f => encode_exr(pixels, size, format),
     }
 }
 
@@ -87,12 +88,12 @@ fn crc32(bytes: &[u8]) -> u32 {
     !c
 }
 
-fn encode_exr(pixels: &[u8], (width, height): (u32, u32), format: vkcuda::Format) -> Result<Vec<u8>> {
+fn encode_exr(pixels: &[u8], size: Extent2D, format: vkcuda::Format) -> Result<Vec<u8>> {
     use exr::prelude::*;
-    let (w, bpp) = (width as usize, format.bytes_per_pixel() as usize);
+    let (w, bpp) = (size.width as usize, format.bytes_per_pixel() as usize);
     let at = move |x: usize, y: usize| &pixels[(y * w + x) * bpp..][..bpp];
     let f32_at = |p: &[u8], i: usize| f32::from_le_bytes([p[i], p[i + 1], p[i + 2], p[i + 3]]);
-    let size = (w, height as usize);
+    let size = (w, size.height as usize);
     let mut out = std::io::Cursor::new(Vec::with_capacity(pixels.len() / 2));
     let written = match format {
         vkcuda::Format::Rgba16f => {
@@ -127,9 +128,18 @@ fn encode_exr(pixels: &[u8], (width, height): (u32, u32), format: vkcuda::Format
     Ok(out.into_inner())
 }
 
+/// A frame file decoded ([`decode_frame`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Decoded {
+    /// The picture's size.
+    pub size: Extent2D,
+    /// Its packed rows.
+    pub pixels: Vec<u8>,
+}
+
 /// Decodes a frame file written by [`encode_frame`] back into packed pixels
-/// of `format`: `(width, height, pixels)`.
-pub fn decode_frame(bytes: &[u8], format: vkcuda::Format) -> Result<(u32, u32, Vec<u8>)> {
+/// of `format`.
+pub fn decode_frame(bytes: &[u8], format: vkcuda::Format) -> Result<Decoded> {
     if format.is_float() {
         return decode_exr(bytes, format);
     }
@@ -145,13 +155,13 @@ pub fn decode_frame(bytes: &[u8], format: vkcuda::Format) -> Result<(u32, u32, V
     if format == vkcuda::Format::Bgra8 {
         pixels.chunks_exact_mut(4).for_each(|p| p.swap(0, 2)); // the PNG holds RGBA
     }
-    Ok((info.width, info.height, pixels))
+    Ok(Decoded { size: Extent2D { width: info.width, height: info.height }, pixels })
 }
 
 /// Decodes an OpenEXR file that [`encode_frame`] wrote for `format` back into
 /// the packed bytes the GPU wrote (for the tests' round trip and checks).
 #[allow(dead_code)] // the tests and examples use it (they include this file)
-pub fn decode_exr(bytes: &[u8], format: vkcuda::Format) -> Result<(u32, u32, Vec<u8>)> {
+pub fn decode_exr(bytes: &[u8], format: vkcuda::Format) -> Result<Decoded> {
     use exr::prelude::*;
     let image = read()
         .no_deep_data()
@@ -186,5 +196,5 @@ pub fn decode_exr(bytes: &[u8], format: vkcuda::Format) -> Result<(u32, u32, Vec
             }
         }
     }
-    Ok((size.0 as u32, size.1 as u32, out))
+    Ok(Decoded { size: Extent2D { width: size.0 as u32, height: size.1 as u32 }, pixels: out })
 }

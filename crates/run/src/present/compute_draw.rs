@@ -13,9 +13,11 @@ use anyhow::{bail, Context, Result};
 use ash::vk;
 use gpu_allocator::MemoryLocation;
 
-use super::frame_sets::{constant_bytes, set_layout, write_buffer_set, FrameSets, Pipe, Show};
+use super::frame_sets::{constant_bytes, set_layout, write_buffer_set, BufferSpan, FrameSets, Pipe, Show};
 use super::readback::{Pixels, Readable, I420};
 use crate::frames::consumer::{Frames, Source};
+use crate::scene::letterbox;
+use vkcuda::interop::Use;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::buffer_barrier;
 use vkcuda::vk::memory::Buffer;
@@ -27,11 +29,9 @@ const SPIRV: &[u8] = include_bytes!(concat!(env!("OUT_DIR"), "/draw.spv"));
 const GROUP: u32 = 8;
 
 /// The stage and access of the pass's writes to a target.
-const WRITE: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_STORAGE_WRITE);
+const WRITE: Use = (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_STORAGE_WRITE);
 /// The stage and access of a copy out of a target (the readback).
-pub const COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+pub const COPY_R: Use = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
 
 /// The shader's push constants (`Draw` in shaders/draw.wgsl), in order: how
 /// the frame is shown, then where and into what.
@@ -111,7 +111,7 @@ impl ComputeDraw {
     }
 
     /// The stage and access of the pass's read of a shared frame.
-    pub fn frame_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+    pub fn frame_use(&self) -> Use {
         self.frames.frame_use()
     }
 
@@ -170,7 +170,8 @@ impl ComputeDraw {
     /// What the shader is told for `frame` into `target`.
     fn constants(&self, frame: Source<'_>, target: &ComputeTarget) -> Draw {
         let extent = target.extent;
-        let (show, bx) = Show::new(&self.frames, extent, self.exposure);
+        let bx = letterbox(extent, self.frames.extent);
+        let show = Show::new(&self.frames, bx, self.exposure);
         let mut d = Draw {
             show,
             box_w: bx.extent.width,
@@ -310,13 +311,14 @@ impl ComputeTarget {
         let alloc = vk::DescriptorSetAllocateInfo::default().descriptor_pool(pool).set_layouts(&layouts);
         // SAFETY: the pool has room for one set of the target layout.
         this.set = unsafe { this.device.raw().allocate_descriptor_sets(&alloc) }?[0];
-        write_buffer_set(&this.device, this.set, &TARGET_BINDINGS, (this.buffer.raw(), vk::WHOLE_SIZE));
+        let whole = BufferSpan { buffer: this.buffer.raw(), bytes: vk::WHOLE_SIZE };
+        write_buffer_set(&this.device, this.set, &TARGET_BINDINGS, whole);
         Ok(this)
     }
 
     /// The buffer, and the bytes of one drawing in it.
-    pub fn raw(&self) -> (vk::Buffer, u64) {
-        (self.buffer.raw(), self.buffer.size())
+    pub fn raw(&self) -> BufferSpan {
+        BufferSpan { buffer: self.buffer.raw(), bytes: self.buffer.size() }
     }
 
     /// One drawing, as a readback copies it out.

@@ -18,6 +18,7 @@ use winit::window::Window;
 
 use super::compute_draw::{ComputeDraw, ComputeTarget};
 use super::held::{to_0rgb, Still, Turns};
+use super::notice::Area;
 use super::readback::{copy_to_host, Pixels};
 use crate::frames::consumer::Source;
 use vkcuda::vk::device::Device;
@@ -96,7 +97,8 @@ impl CpuOutput {
     pub fn record(
         &mut self,
         cmd: vk::CommandBuffer,
-        (slot, frame): (usize, u64),
+        slot: usize,
+        frame: u64,
         pass: &ComputeDraw,
         shown: Source<'_>,
     ) -> Result<()> {
@@ -154,8 +156,7 @@ impl CpuOutput {
     /// GPU's: the frame is in its host-visible buffer, which nothing records
     /// into while it is shown.
     pub fn notice(&mut self, lines: &[String]) -> Result<()> {
-        let e = self.extent();
-        let size = (e.width as usize, e.height as usize);
+        let size = Area::of(self.extent());
         if self.still.is_none() {
             let shown = self.turns.shown().map(|b| self.buffers[b].mapped()).transpose()?;
             self.still = Some(Still::new(shown, size, false));

@@ -10,7 +10,7 @@ use anyhow::{anyhow, bail, Result};
 use ash::vk;
 
 use crate::frames::consumer::{Frames, Source};
-use crate::scene::letterbox;
+use vkcuda::interop::Use;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::COLOR;
 use vkcuda::Format;
@@ -48,12 +48,11 @@ pub struct Show {
 }
 
 impl Show {
-    /// The frames bound to `frames` at `exposure`, letterboxed into a target of
-    /// `extent`; and the letterbox.
-    pub fn new(frames: &FrameSets, extent: vk::Extent2D, exposure: f32) -> (Self, vk::Rect2D) {
+    /// The frames bound to `frames` at `exposure`, letterboxed into `bx`
+    /// (their [`crate::scene::letterbox`] in the target).
+    pub fn new(frames: &FrameSets, bx: vk::Rect2D, exposure: f32) -> Self {
         let (shared, format) = (frames.extent, frames.format);
-        let bx = letterbox(extent, shared);
-        let show = Show {
+        Show {
             exposure,
             mono: u32::from(format == Format::R32f),
             encode_srgb: u32::from(format == Format::Rgba8Srgb),
@@ -62,8 +61,7 @@ impl Show {
             exact: u32::from(bx.extent == shared),
             left: bx.offset.x.max(0) as u32,
             top: bx.offset.y.max(0) as u32,
-        };
-        (show, bx)
+        }
     }
 
     /// Its words, in the shader's order.
@@ -184,7 +182,7 @@ impl FrameSets {
     }
 
     /// The stage and access of a draw's read of a shared frame.
-    pub fn frame_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+    pub fn frame_use(&self) -> Use {
         let access = match self.reads_buffers() {
             true => vk::AccessFlags2::SHADER_STORAGE_READ,
             false => vk::AccessFlags2::SHADER_SAMPLED_READ,
@@ -218,7 +216,8 @@ impl FrameSets {
             }
             Frames::Buffers(buffers) => {
                 for (buffer, &set) in buffers.iter().zip(&self.buffer_sets) {
-                    write_buffer_set(&self.device, set, &BUFFER_BINDINGS, (buffer.buffer(), buffer.size()));
+                    let span = BufferSpan { buffer: buffer.buffer(), bytes: buffer.size() };
+                    write_buffer_set(&self.device, set, &BUFFER_BINDINGS, span);
                     let handle = vk::Handle::as_raw(buffer.buffer());
                     self.shared.push(Bound { handle, view: vk::ImageView::null(), set });
                 }
@@ -316,14 +315,23 @@ pub fn set_layout(
     Ok(unsafe { device.raw().create_descriptor_set_layout(&info, None) }?)
 }
 
-/// Points `set`'s storage-buffer `bindings` at the first `bytes` of `buffer`.
+/// The first `bytes` of a buffer.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BufferSpan {
+    /// The buffer.
+    pub buffer: vk::Buffer,
+    /// How many bytes from its start (or `vk::WHOLE_SIZE`).
+    pub bytes: u64,
+}
+
+/// Points `set`'s storage-buffer `bindings` at `span`.
 pub fn write_buffer_set(
     device: &Device,
     set: vk::DescriptorSet,
     bindings: &[(u32, vk::DescriptorType)],
-    (buffer, bytes): (vk::Buffer, u64),
+    span: BufferSpan,
 ) {
-    let info = [vk::DescriptorBufferInfo::default().buffer(buffer).range(bytes)];
+    let info = [vk::DescriptorBufferInfo::default().buffer(span.buffer).range(span.bytes)];
     let writes: Vec<_> = bindings
         .iter()
         .map(|&(binding, ty)| {

@@ -7,7 +7,7 @@
 
 use anyhow::{Context, Result};
 
-use super::notice;
+use super::notice::{self, Area};
 
 /// Which of `slots + 1` buffers each frame slot's frame went to, and which
 /// one holds the frame the window shows.
@@ -71,26 +71,25 @@ impl Turns {
 /// The frame under a notice, on the host: 0RGB words, rows top to bottom.
 pub struct Still {
     pixels: Vec<u32>,
-    width: usize,
-    height: usize,
+    size: Area,
 }
 
 impl Still {
     /// The window's last frame, `rgba` (packed RGBA8 rows, or BGRA8 where
-    /// `bgra`) of `width` × `height`; black where there is none.
-    pub fn new(rgba: Option<&[u8]>, (width, height): (usize, usize), bgra: bool) -> Self {
-        let mut pixels = vec![0; width * height];
+    /// `bgra`) of `size`; black where there is none.
+    pub fn new(rgba: Option<&[u8]>, size: Area, bgra: bool) -> Self {
+        let mut pixels = vec![0; size.pixels()];
         if let Some(rgba) = rgba {
             to_0rgb(rgba, &mut pixels, bgra);
         }
-        Self { pixels, width, height }
+        Self { pixels, size }
     }
 
-    /// The still scaled to `width` × `height` with `lines` written over it
+    /// The still scaled to `size` with `lines` written over it
     /// ([`notice::write`]), into `out`.
-    pub fn noticed(&self, out: &mut [u32], (width, height): (usize, usize), lines: &[String]) {
-        scale_into(&self.pixels, (self.width, self.height), out, (width, height));
-        notice::write(out, width, height, lines);
+    pub fn noticed(&self, out: &mut [u32], size: Area, lines: &[String]) {
+        scale_into(&self.pixels, self.size, out, size);
+        notice::write(out, size.width, size.height, lines);
     }
 }
 
@@ -110,15 +109,15 @@ pub fn from_0rgb(words: &[u32], out: &mut [u8], bgra: bool) {
     }
 }
 
-/// `src` (`from`: width, height) into `dst` (`to`), nearest pixel.
-fn scale_into(src: &[u32], from: (usize, usize), dst: &mut [u32], to: (usize, usize)) {
-    if from.0 == 0 || from.1 == 0 || to.0 == 0 {
+/// `src` (of size `from`) into `dst` (of size `to`), nearest pixel.
+fn scale_into(src: &[u32], from: Area, dst: &mut [u32], to: Area) {
+    if from.width == 0 || from.height == 0 || to.width == 0 {
         return;
     }
-    for (y, row) in dst.chunks_exact_mut(to.0).take(to.1).enumerate() {
-        let sy = y * from.1 / to.1;
+    for (y, row) in dst.chunks_exact_mut(to.width).take(to.height).enumerate() {
+        let sy = y * from.height / to.height;
         for (x, px) in row.iter_mut().enumerate() {
-            *px = src.get(sy * from.0 + x * from.0 / to.0).copied().unwrap_or(0);
+            *px = src.get(sy * from.width + x * from.width / to.width).copied().unwrap_or(0);
         }
     }
 }
@@ -132,10 +131,11 @@ mod tests {
         // 2x1 (left red, right blue) into 4x2 and into 1x1.
         let src = [0x00ff_0000, 0x0000_00ff];
         let mut dst = [7; 8];
-        scale_into(&src, (2, 1), &mut dst, (4, 2));
+        let area = |width, height| Area { width, height };
+        scale_into(&src, area(2, 1), &mut dst, area(4, 2));
         assert_eq!(dst, [0xff0000, 0xff0000, 0xff, 0xff, 0xff0000, 0xff0000, 0xff, 0xff]);
         let mut one = [7];
-        scale_into(&src, (2, 1), &mut one, (1, 1));
+        scale_into(&src, area(2, 1), &mut one, area(1, 1));
         assert_eq!(one, [0xff0000]);
     }
 

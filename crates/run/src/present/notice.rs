@@ -17,6 +17,34 @@ const LINE: usize = CELL + 4;
 const PAD: usize = 10;
 const WHITE: u32 = 0x00ff_ffff;
 
+/// A host picture's size in pixels (softbuffer's words: rows of `width`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Area {
+    /// Pixels a row.
+    pub width: usize,
+    /// Rows.
+    pub height: usize,
+}
+
+impl Area {
+    /// A window's or frame's size, as host pixels count it.
+    pub fn of(extent: ash::vk::Extent2D) -> Self {
+        Area { width: extent.width as usize, height: extent.height as usize }
+    }
+
+    /// Its pixels.
+    pub fn pixels(self) -> usize {
+        self.width * self.height
+    }
+}
+
+/// A pixel's place in a host picture: column and row from the top left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Spot {
+    x: usize,
+    y: usize,
+}
+
 /// Writes `lines` over `pixels`, a frame of `width` × `height` in
 /// softbuffer's 0RGB words (rows top to bottom), in a box at its top;
 /// characters outside ASCII are written as `?`. Lines wider than the frame
@@ -44,7 +72,8 @@ pub fn write(pixels: &mut [u32], width: usize, height: usize, lines: &[String]) 
     }
     for (row, chars) in wrapped.iter().enumerate() {
         for (col, &c) in chars.iter().enumerate() {
-            glyph(pixels, (width, bottom), (PAD + col * CELL, PAD + row * LINE), c);
+            let at = Spot { x: PAD + col * CELL, y: PAD + row * LINE };
+            glyph(pixels, Area { width, height: bottom }, at, c);
         }
     }
 }
@@ -56,8 +85,8 @@ fn tint(px: u32) -> u32 {
     mix(r, 0x70) << 16 | mix(g, 0) << 8 | mix(b, 0)
 }
 
-/// Writes `c`'s dots at `at` (left, top), within `bounds` (width, height).
-fn glyph(pixels: &mut [u32], bounds: (usize, usize), at: (usize, usize), c: char) {
+/// Writes `c`'s dots with their top left at `at`, within `bounds`.
+fn glyph(pixels: &mut [u32], bounds: Area, at: Spot, c: char) {
     let rows = BASIC_LEGACY.get(c as usize).copied().unwrap_or([0; 8]);
     for (y, bits) in rows.iter().enumerate() {
         for x in 0..8 {
@@ -65,9 +94,9 @@ fn glyph(pixels: &mut [u32], bounds: (usize, usize), at: (usize, usize), c: char
                 continue;
             }
             for (dy, dx) in (0..SCALE).flat_map(|dy| (0..SCALE).map(move |dx| (dy, dx))) {
-                let (px, py) = (at.0 + x * SCALE + dx, at.1 + y * SCALE + dy);
-                if px < bounds.0 && py < bounds.1 {
-                    pixels[py * bounds.0 + px] = WHITE;
+                let (px, py) = (at.x + x * SCALE + dx, at.y + y * SCALE + dy);
+                if px < bounds.width && py < bounds.height {
+                    pixels[py * bounds.width + px] = WHITE;
                 }
             }
         }

@@ -21,6 +21,7 @@ use super::shader_copy::{ShaderCopy, SHADER_R, SHADER_W};
 use super::watch::{HandOff, Watch};
 use crate::base::kinds::ConsumeKind;
 use crate::frames::consumer::{Consume, Frames, Source};
+use vkcuda::interop::Use;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::frame::{buffer_barrier, copy_layers, image_barrier, record_image_barrier};
 use vkcuda::vk::memory::Buffer;
@@ -56,28 +57,47 @@ pub struct Offscreen {
     watch: Option<Watch>,
 }
 
-const COPY_RW: (vk::PipelineStageFlags2, vk::AccessFlags2) = (
+const COPY_RW: Use = (
     vk::PipelineStageFlags2::COPY,
     vk::AccessFlags2::from_raw(
         vk::AccessFlags2::TRANSFER_READ.as_raw() | vk::AccessFlags2::TRANSFER_WRITE.as_raw(),
     ),
 );
-const COPY_W: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
-const COPY_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+const COPY_W: Use = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_WRITE);
+const COPY_R: Use = (vk::PipelineStageFlags2::COPY, vk::AccessFlags2::TRANSFER_READ);
+
+/// The frames an [`Offscreen`] consumer takes, and its target's size.
+#[derive(Clone, Copy, Debug)]
+pub struct OffscreenShape {
+    /// The shared frames.
+    pub frame: FrameDesc,
+    /// The target's size (a copy's: the frame's).
+    pub extent: vk::Extent2D,
+}
+
+/// What an [`Offscreen`] consumer does with each frame.
+#[derive(Clone, Copy, Debug)]
+pub struct OffscreenWork {
+    /// Copy it, or draw it.
+    pub kind: ConsumeKind,
+    /// Read back every this many frames (0: none).
+    pub dump_every: u64,
+    /// Copies of each frame (`--consume-copies`).
+    pub copies: u32,
+}
 
 impl Offscreen {
-    /// A target of `extent` that each frame of `frame` is copied into
-    /// `copies` times (`extent` is then the frame's size, and the target has
-    /// its format), or drawn into; `readback` (every `dump_every`-th frame)
-    /// when dumping.
+    /// A target of `shape.extent` that each frame of `shape.frame` is copied
+    /// into `work.copies` times (the extent is then the frame's size, and
+    /// the target has its format), or drawn into; `readback` (every
+    /// `work.dump_every`-th frame) when dumping.
     pub fn new(
         device: Arc<Device>,
-        (frame, extent): (FrameDesc, vk::Extent2D),
-        (kind, dump_every, copies): (ConsumeKind, u64, u32),
+        shape: OffscreenShape,
+        work: OffscreenWork,
         readback: Option<Readback>,
     ) -> Result<Self> {
+        let (OffscreenShape { frame, extent }, OffscreenWork { kind, dump_every, copies }) = (shape, work);
         let mode = match kind {
             ConsumeKind::Copy => Mode::Copy { copies: copies.max(1), target: copy_target(&device, frame)? },
             ConsumeKind::Draw => {
@@ -136,7 +156,8 @@ impl Offscreen {
         cmd: vk::CommandBuffer,
         source: Source<'_>,
         target: &CopyTarget,
-        (copies, dump): (u32, bool),
+        copies: u32,
+        dump: bool,
     ) -> Result<Readable> {
         let dev = &self.device.raw();
         let extent = vk::Extent3D { width: self.extent.width, height: self.extent.height, depth: 1 };
@@ -191,7 +212,7 @@ impl Offscreen {
 }
 
 impl Consume for Offscreen {
-    fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+    fn image_use(&self) -> Use {
         let own = match &self.mode {
             Mode::Copy { target: CopyTarget::Buffer(_, Some(_)), .. } => SHADER_R,
             Mode::Copy { .. } => COPY_R,
@@ -219,7 +240,7 @@ impl Consume for Offscreen {
             self.last_dump = Some(frame);
         }
         let target = match &self.mode {
-            Mode::Copy { copies, target } => self.record_copies(cmd, source, target, (*copies, dump))?,
+            Mode::Copy { copies, target } => self.record_copies(cmd, source, target, *copies, dump)?,
             Mode::Draw { pass, target } => {
                 pass.record(cmd, source, target)?;
                 target.readable()

@@ -72,9 +72,19 @@ pub fn event_loop<T: 'static>(any_thread: bool) -> Result<EventLoop<T>> {
     }
 }
 
+/// A window's device and presenter ([`open`]).
+pub struct Opened {
+    /// The device.
+    pub gpu: Gpu,
+    /// What draws into the window.
+    pub presenter: Presenter,
+    /// Which device and present path, and why, for people.
+    pub line: Message,
+}
+
 /// The device and presenter for `window` on `spec.path` (auto: Vulkan, else
 /// the CPU path with the reason), and a line saying which.
-pub fn open(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Presenter, Message)> {
+pub fn open(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<Opened> {
     match spec.path {
         PresentPath::Vulkan => open_vulkan(window, spec),
         PresentPath::Cpu => open_cpu(window, spec, Message::new().text("asked for")),
@@ -100,7 +110,7 @@ pub fn reopen(presenter: &mut Presenter, choice: &DeviceChoice, lost: &Device) -
 
 /// The Vulkan-present path: an instance with the window system's surface
 /// extensions, the window's surface, a device whose graphics queue can present to it.
-fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Presenter, Message)> {
+fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<Opened> {
     let display = window.display_handle()?.as_raw();
     let handle = window.window_handle()?.as_raw();
     let required =
@@ -140,12 +150,12 @@ fn open_vulkan(window: &Arc<Window>, spec: &PresentSpec<'_>) -> Result<(Gpu, Pre
         .text(format!("{}; ", gpu.device.info()))
         .then(why)
         .text("; presenting through a Vulkan swapchain");
-    Ok((gpu, presenter, line))
+    Ok(Opened { gpu, presenter, line })
 }
 
 /// The CPU-present path: no surface; the draw pass into an offscreen image
 /// that softbuffer puts in the window.
-fn open_cpu(window: &Arc<Window>, spec: &PresentSpec<'_>, why: Message) -> Result<(Gpu, Presenter, Message)> {
+fn open_cpu(window: &Arc<Window>, spec: &PresentSpec<'_>, why: Message) -> Result<Opened> {
     let instance = (spec.instance)(&[])?;
     let queue = Queue { kind: QueueKind::Graphics, present: None };
     let mut gpu = gpu::open_gpu(spec.device, instance, queue)?;
@@ -153,5 +163,5 @@ fn open_cpu(window: &Arc<Window>, spec: &PresentSpec<'_>, why: Message) -> Resul
     let chosen = std::mem::take(&mut gpu.why);
     let line = Message::new().text(format!("{}; ", gpu.device.info())).then(chosen);
     let line = line.text("; presenting through the CPU (softbuffer): ").then(why);
-    Ok((gpu, presenter, line))
+    Ok(Opened { gpu, presenter, line })
 }

@@ -236,6 +236,14 @@ pub struct Readback {
     stats: ReadStats,
 }
 
+/// A buffer lent ([`Readback::lend`]), and how long the lend waited for it.
+struct Lending {
+    /// The buffer.
+    lent: Lent,
+    /// The time spent waiting for the recipient to give one back.
+    waited: Duration,
+}
+
 impl Readback {
     /// Readback of `shot`'s frames for a consumer with `slots` frame slots:
     /// one buffer per slot up front, up to [`Recipient::holds`] more as the
@@ -286,7 +294,7 @@ impl Readback {
     /// A free buffer: one given back, a new one while under the bound, or
     /// else (`wait`) the next one the recipient gives back, or (not `wait`)
     /// none; and how long it waited.
-    fn lend(&mut self, wait: bool) -> Result<Option<(Lent, Duration)>> {
+    fn lend(&mut self, wait: bool) -> Result<Option<Lending>> {
         let mut waited = Duration::ZERO;
         let mut free = self.pool.free();
         let buffer = loop {
@@ -309,7 +317,7 @@ impl Readback {
             free = self.pool.returned.wait(free).unwrap_or_else(|p| p.into_inner());
             waited += started.elapsed();
         };
-        Ok(Some((Lent { buffer: Some(buffer), pool: self.pool.clone() }, waited)))
+        Ok(Some(Lending { lent: Lent { buffer: Some(buffer), pool: self.pool.clone() }, waited }))
     }
 
     /// The run's number of the session's frame 0 (`--shard`).
@@ -321,7 +329,7 @@ impl Readback {
     /// `frame`, made visible to the host; waits for a buffer when the
     /// recipient holds them all.
     pub fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, from: Readable) -> Result<()> {
-        self.record_if(cmd, (slot, frame), from, true).map(|_| ())
+        self.record_if(cmd, slot, frame, from, true).map(|_| ())
     }
 
     /// [`Readback::record`], unless every buffer is out: then records
@@ -333,13 +341,14 @@ impl Readback {
         frame: u64,
         from: Readable,
     ) -> Result<bool> {
-        self.record_if(cmd, (slot, frame), from, false)
+        self.record_if(cmd, slot, frame, from, false)
     }
 
     fn record_if(
         &mut self,
         cmd: vk::CommandBuffer,
-        (slot, frame): (usize, u64),
+        slot: usize,
+        frame: u64,
         from: Readable,
         wait: bool,
     ) -> Result<bool> {
@@ -347,7 +356,7 @@ impl Readback {
         // rebuild) is done with the GPU by now: its buffer goes back first.
         self.pending[slot] = None;
         let started = Instant::now();
-        let Some((lent, waited)) = self.lend(wait)? else {
+        let Some(Lending { lent, waited }) = self.lend(wait)? else {
             return Ok(false);
         };
         if let Some(buffer) = lent.buffer() {

@@ -10,6 +10,7 @@ use anyhow::{anyhow, bail, Context, Result};
 use ash::vk;
 
 use crate::frames::gpu::storage_buffer_range;
+use vkcuda::interop::Use;
 use vkcuda::vk::device::Device;
 use vkcuda::vk::shared_buffer::SharedBuffer;
 
@@ -22,11 +23,9 @@ const GROUP: u64 = 256;
 const BINDINGS: [u32; 4] = [0, 1, 2, 3];
 
 /// The stage and access of the shader's reads of the source.
-pub const SHADER_R: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_STORAGE_READ);
+pub const SHADER_R: Use = (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_STORAGE_READ);
 /// The stage and access of the shader's writes to the target.
-pub const SHADER_W: (vk::PipelineStageFlags2, vk::AccessFlags2) =
-    (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_STORAGE_WRITE);
+pub const SHADER_W: Use = (vk::PipelineStageFlags2::COMPUTE_SHADER, vk::AccessFlags2::SHADER_STORAGE_WRITE);
 
 /// The copy's pipeline and one descriptor set per shared buffer it copies from.
 pub struct ShaderCopy {

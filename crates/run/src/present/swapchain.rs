@@ -18,6 +18,20 @@ use ash::vk;
 use crate::base::kinds::PresentMode;
 use vkcuda::vk::device::Device;
 
+/// What [`Swapchain::acquire`] got.
+pub enum Acquisition {
+    /// An image, and the semaphore the frame's submission waits on;
+    /// [`SwapchainState::Stale`] when it is suboptimal (usable, then recreate).
+    Image {
+        /// Whether the swapchain still fits.
+        state: SwapchainState,
+        /// Signalled once the image is the frame's to write.
+        wait: vk::Semaphore,
+    },
+    /// The swapchain is out of date: no image; recreate it.
+    OutOfDate,
+}
+
 /// The swapchain and what hangs off it.
 pub struct Swapchain {
     device: Arc<Device>,
@@ -187,9 +201,9 @@ impl Swapchain {
         }
     }
 
-    /// Acquires the next swapchain image with slot `slot`'s semaphore; the
-    /// returned semaphore is what the frame's submission must wait on.
-    pub fn acquire(&mut self, slot: usize) -> Result<(SwapchainState, vk::Semaphore)> {
+    /// Acquires the next swapchain image with slot `slot`'s semaphore, which
+    /// the frame's submission must wait on.
+    pub fn acquire(&mut self, slot: usize) -> Result<Acquisition> {
         let Some(&sem) = self.acquired.get(slot) else {
             bail!(
                 "frame slot {slot}, and the swapchain was made for {} frames in flight",
@@ -210,9 +224,10 @@ impl Swapchain {
             Ok((index, suboptimal)) => {
                 self.current = Some(index);
                 // A suboptimal image is still presentable: use it, then recreate.
-                Ok((if suboptimal { SwapchainState::Stale } else { SwapchainState::Ok }, sem))
+                let state = if suboptimal { SwapchainState::Stale } else { SwapchainState::Ok };
+                Ok(Acquisition::Image { state, wait: sem })
             }
-            Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok((SwapchainState::Stale, vk::Semaphore::null())),
+            Err(vk::Result::ERROR_OUT_OF_DATE_KHR) => Ok(Acquisition::OutOfDate),
             Err(vk::Result::TIMEOUT | vk::Result::NOT_READY) => {
                 bail!("timed out after {:?} acquiring a swapchain image", vkcuda::vk::WAIT_TIMEOUT)
             }

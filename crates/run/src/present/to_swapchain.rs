@@ -16,6 +16,7 @@ use gpu_allocator::MemoryLocation;
 
 use super::compute_draw::{ComputeDraw, ComputeTarget};
 use super::held::{from_0rgb, Still, Turns};
+use super::notice::Area;
 use super::readback::{copy_to_host, Pixels};
 use super::swapchain::{Swapchain, SwapchainState};
 use crate::frames::consumer::Source;
@@ -83,7 +84,8 @@ impl SwapchainOutput {
     pub fn record(
         &mut self,
         cmd: vk::CommandBuffer,
-        (slot, frame): (usize, u64),
+        slot: usize,
+        frame: u64,
         pass: &ComputeDraw,
         source: Source<'_>,
     ) -> Result<()> {
@@ -94,7 +96,7 @@ impl SwapchainOutput {
             let b = self.turns.take(slot, frame)?;
             let target = self.targets.get(b).context("no draw target")?;
             pass.record(cmd, source, target)?;
-            Some(target.raw().0)
+            Some(target.raw().buffer)
         };
         copy_into(&self.device, cmd, from, image, self.swapchain.extent());
         Ok(())
@@ -102,7 +104,7 @@ impl SwapchainOutput {
 
     /// What a frozen window's images get: the notice, else the last good frame (else black).
     fn held(&self) -> Option<vk::Buffer> {
-        let shown = self.turns.shown().and_then(|b| self.targets.get(b)).map(|t| t.raw().0);
+        let shown = self.turns.shown().and_then(|b| self.targets.get(b)).map(|t| t.raw().buffer);
         self.noticed.as_ref().map(Buffer::raw).or(shown)
     }
 
@@ -134,12 +136,12 @@ impl SwapchainOutput {
     /// frozen show it too. Waits on the host (bounded): a notice is rare.
     pub fn notice(&mut self, lines: &[String]) -> Result<()> {
         let extent = self.swapchain.extent();
-        let size = (extent.width as usize, extent.height as usize);
-        let bytes = 4 * (size.0 * size.1) as u64;
+        let size = Area::of(extent);
+        let bytes = 4 * size.pixels() as u64;
         if self.still.is_none() {
             self.still = Some(self.read_still(size)?);
         }
-        let mut words = vec![0; size.0 * size.1];
+        let mut words = vec![0; size.pixels()];
         if let Some(still) = &self.still {
             still.noticed(&mut words, size, lines);
         }
@@ -159,14 +161,14 @@ impl SwapchainOutput {
     }
 
     /// The frame the window shows, from its target, on the host.
-    fn read_still(&self, size: (usize, usize)) -> Result<Still> {
+    fn read_still(&self, size: Area) -> Result<Still> {
         let Some(target) = self.turns.shown().and_then(|b| self.targets.get(b)) else {
             return Ok(Still::new(None, size, self.bgra()));
         };
-        if (target.extent.width as usize, target.extent.height as usize) != size {
+        if Area::of(target.extent) != size {
             bail!("the shown frame's target is not the swapchain's size");
         }
-        let (_, bytes) = target.raw();
+        let bytes = target.raw().bytes;
         let usage = vk::BufferUsageFlags::TRANSFER_DST;
         let host = Buffer::new(self.device.clone(), "notice still", bytes, usage, MemoryLocation::GpuToCpu)?;
         let (dev, extent) = (self.device.raw(), target.extent);

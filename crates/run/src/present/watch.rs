@@ -20,6 +20,7 @@ use ash::vk;
 use super::compute_draw::{ComputeDraw, ComputeTarget};
 use super::readback::{Pixels, ReadFrame, Readable, Readback, Recipient, Shot};
 use crate::frames::consumer::{Frames, Source};
+use vkcuda::interop::Use;
 use vkcuda::vk::device::Device;
 use vkcuda::Format;
 
@@ -181,7 +182,7 @@ impl Watch {
     }
 
     /// The stage and access of the draw's read of the frame.
-    pub fn frame_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+    pub fn frame_use(&self) -> Use {
         self.pass.frame_use()
     }
 
@@ -216,8 +217,8 @@ impl Watch {
                 continue;
             }
             self.pass.record(cmd, source, &sized.target)?;
-            let (buffer, bytes) = sized.target.raw();
-            if sized.readback.try_record(cmd, slot, frame, Readable::Buffer(buffer, bytes))? {
+            let drawn = sized.target.raw();
+            if sized.readback.try_record(cmd, slot, frame, Readable::Buffer(drawn.buffer, drawn.bytes))? {
                 sized.last = frame;
                 self.times.timed(|| self.watchers.drawing(frame, want));
             }

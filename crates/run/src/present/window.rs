@@ -15,10 +15,11 @@ use ash::vk;
 use super::compute_draw::ComputeDraw;
 use super::cpu::CpuOutput;
 use super::readback::{Readable, Readback};
-use super::swapchain::{Swapchain, SwapchainState};
+use super::swapchain::{Acquisition, Swapchain, SwapchainState};
 use super::to_swapchain::SwapchainOutput;
 use crate::base::kinds::PresentMode;
 use crate::frames::consumer::{Consume, Frames, Source};
+use vkcuda::interop::Use;
 use vkcuda::vk::device::Device;
 
 /// Where the drawn frame goes (the compute draw draws it).
@@ -160,11 +161,12 @@ impl Presenter {
             return Ok(Acquired::Ready { state: SwapchainState::Ok, wait: None, signal: None });
         };
         let s = &mut s.swapchain;
-        let (state, acquired) = s.acquire(slot)?;
-        if acquired == vk::Semaphore::null() {
-            return Ok(Acquired::Stale);
+        match s.acquire(slot)? {
+            Acquisition::OutOfDate => Ok(Acquired::Stale),
+            Acquisition::Image { state, wait } => {
+                Ok(Acquired::Ready { state, wait: Some(wait), signal: Some(s.present_semaphore()?) })
+            }
         }
-        Ok(Acquired::Ready { state, wait: Some(acquired), signal: Some(s.present_semaphore()?) })
     }
 
     /// Presents the current image once the frame's submission is done (the
@@ -219,7 +221,7 @@ impl Presenter {
 }
 
 impl Consume for Presenter {
-    fn image_use(&self) -> (vk::PipelineStageFlags2, vk::AccessFlags2) {
+    fn image_use(&self) -> Use {
         // Read by the draw; copied when a snapshot is taken.
         let (stage, access) = self.draw.frame_use();
         (stage | vk::PipelineStageFlags2::COPY, access | vk::AccessFlags2::TRANSFER_READ)
@@ -231,8 +233,8 @@ impl Consume for Presenter {
 
     fn record(&mut self, cmd: vk::CommandBuffer, slot: usize, frame: u64, source: Source<'_>) -> Result<()> {
         match &mut self.output {
-            Output::Vulkan(s) => s.record(cmd, (slot, frame), &self.draw, source)?,
-            Output::Cpu(cpu) => cpu.record(cmd, (slot, frame), &self.draw, source)?,
+            Output::Vulkan(s) => s.record(cmd, slot, frame, &self.draw, source)?,
+            Output::Cpu(cpu) => cpu.record(cmd, slot, frame, &self.draw, source)?,
         }
         if std::mem::take(&mut self.snapshot_next) {
             if let Some(r) = self.snapshot.as_mut() {

@@ -49,24 +49,35 @@ pub fn default_cache_dir() -> PathBuf {
     base.join("vkcuda")
 }
 
-/// `source` (the file `shaders/{name}`) compiled by NVRTC for `ctx`'s
-/// device and loaded, through the one PTX cache ([`cached`]).
+/// A kernel's CUDA source, and the name it goes by.
+#[derive(Clone, Copy, Debug)]
+pub struct KernelSource<'a> {
+    /// Its file's name (for NVRTC, the log and the cache entry's name).
+    pub name: &'a str,
+    /// Its text.
+    pub text: &'a str,
+}
+
+/// `source` (the file `shaders/{source.name}`) compiled by NVRTC for
+/// `ctx`'s device and loaded, through the one PTX cache ([`cached`]).
 pub fn cached_module(
     ctx: &Arc<CudaContext>,
     cache_dir: &Path,
-    (name, source): (&str, &str),
+    source: KernelSource<'_>,
 ) -> Result<Arc<CudaModule>> {
+    let KernelSource { name, text: source } = source;
     let compile = |arch: &str| -> Result<String> {
         let options = [format!("--gpu-architecture={arch}")];
         let version = nvrtc::version()?;
         Ok(nvrtc::compile(source, name, &options).map_err(|e| anyhow!("NVRTC {version} ({arch}): {e}"))?.ptx)
     };
-    cached(ctx, cache_dir, (&format!("shaders/{name}"), source), &compile)
+    let label = format!("shaders/{name}");
+    cached(ctx, cache_dir, KernelSource { name: &label, text: source }, &compile)
 }
 
 /// The one PTX cache, of the built-in kernels (the scenes, the feed's
-/// packing kernel) and your own ([`crate::kernel::user`]): `source`
-/// (`label` names it in the log) for `ctx`'s device, loaded from
+/// packing kernel) and your own ([`crate::kernel::user`]): `source` (its
+/// name in the log) for `ctx`'s device, loaded from
 /// `cache_dir` when it holds an entry of the same source, kernel contract
 /// (`shaders/vkcuda.h`), architecture and NVRTC version that the driver
 /// loads; else `compile(arch)` (`arch`: `sm_XY`) makes the PTX, which is
@@ -75,9 +86,10 @@ pub fn cached_module(
 pub fn cached(
     ctx: &Arc<CudaContext>,
     cache_dir: &Path,
-    (label, source): (&str, &str),
+    source: KernelSource<'_>,
     compile: &dyn Fn(&str) -> Result<String>,
 ) -> Result<Arc<CudaModule>> {
+    let KernelSource { name: label, text: source } = source;
     let version = nvrtc::version()?;
     let (major, minor) = ctx.compute_capability().context("reading the compute capability")?;
     let arch = format!("sm_{major}{minor}");
@@ -174,7 +186,7 @@ impl SceneKernels {
         nvrtc::version().map_err(|e| {
             anyhow::Error::new(Message::new().text(format!("{e:#}, or run ")).field(Field::Producer, "cpu"))
         })?;
-        Self::from_module(cached_module(ctx, cache_dir, ("scenes.cu", SOURCE))?)
+        Self::from_module(cached_module(ctx, cache_dir, KernelSource { name: "scenes.cu", text: SOURCE })?)
     }
 
     fn from_module(module: Arc<CudaModule>) -> Result<Self> {

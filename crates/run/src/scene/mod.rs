@@ -313,10 +313,10 @@ pub struct Diff {
 }
 
 impl Diff {
-    /// A `w` × `h` picture that differs in every pixel by 255 (nothing to
+    /// A picture of `size` that differs in every pixel by 255 (nothing to
     /// compare it with: a missing golden file, a frame with no reference).
-    pub fn everywhere((w, h): (u32, u32)) -> Self {
-        let pixels = u64::from(w) * u64::from(h);
+    pub fn everywhere(size: vk::Extent2D) -> Self {
+        let pixels = u64::from(size.width) * u64::from(size.height);
         Self { differing: pixels, pixels, max: 255, drawn: false }
     }
 
@@ -464,18 +464,18 @@ pub fn linear_to_srgb(c: f64) -> f64 {
     }
 }
 
-/// What the draw pass should produce: the `fw`×`fh` frame (stored in
-/// `format`) letterboxed into a `tw`×`th` target and sampled bilinearly
+/// What the draw pass should produce: the frame of `size` (stored in
+/// `format`) letterboxed into a `target` of its size and sampled bilinearly
 /// (clamp to edge), clamped to 0–255 (exposure 1), in RGB. `None` marks the
 /// letterbox rectangle's edge pixels, whose coverage is the rasterizer's
 /// call; the bars are black.
 pub fn drawn_reference(
     frame: &[u8],
     format: Format,
-    (fw, fh): (u32, u32),
-    (tw, th): (u32, u32),
+    size: vk::Extent2D,
+    target: vk::Extent2D,
 ) -> Vec<Option<[f64; 3]>> {
-    drawn_reference_exposed(frame, format, 1.0, (fw, fh), (tw, th))
+    drawn_reference_exposed(frame, format, 1.0, size, target)
 }
 
 /// [`drawn_reference`] with the viewer's `exposure` (colours are scaled by
@@ -484,10 +484,12 @@ pub fn drawn_reference_exposed(
     frame: &[u8],
     format: Format,
     exposure: f64,
-    (fw, fh): (u32, u32),
-    (tw, th): (u32, u32),
+    size: vk::Extent2D,
+    target: vk::Extent2D,
 ) -> Vec<Option<[f64; 3]>> {
-    let r = letterbox(vk::Extent2D { width: tw, height: th }, vk::Extent2D { width: fw, height: fh });
+    let (fw, fh) = (size.width, size.height);
+    let (tw, th) = (target.width, target.height);
+    let r = letterbox(target, size);
     let (x0, y0) = (f64::from(r.offset.x), f64::from(r.offset.y));
     let (rw, rh) = (f64::from(r.extent.width), f64::from(r.extent.height));
     let bpp = format.bytes_per_pixel() as usize;

@@ -48,7 +48,7 @@ use cudarc::driver::{CudaContext, CudaStream};
 use anyhow::{anyhow, bail, ensure, Context, Result};
 
 use crate::diagnostics::inject::{At, Fault, Inject};
-use crate::drive::producer::cuda::{CudaProducer, HostWaits};
+use crate::drive::producer::cuda::{CudaProducer, HostWaits, KernelsToLoad, UserKernelToLoad};
 use crate::drive::producer::{Control, Job, Report};
 use crate::error::failure::{panic_message, RunError};
 use crate::kernel::reload::{Compiled, Made, ReloadLink};
@@ -199,7 +199,7 @@ impl Injected {
 /// session's UUID and renders each frame the session sends.
 fn serve_cuda(channel: &Channel, produce: &Produce, offered: Offered, waits: Vec<OwnedFd>) -> Result<()> {
     let uuid = offered.offer.uuid;
-    let (plan, _) = offered.offer.frames.parts()?;
+    let plan = offered.offer.frames.parts()?.plan;
     let (cuda, kernel) = match &produce.render {
         Render::Scene(cuda) => (cuda, None),
         Render::Kernel { kernel, program, cuda } => (cuda, Some((kernel, program))),
@@ -224,8 +224,9 @@ fn serve_cuda(channel: &Channel, produce: &Produce, offered: Offered, waits: Vec
         let frames = unsafe { CudaFrames::import_exported(ctx, exported, stream) }?;
         Ok(frames)
     };
-    let kernel = kernel.map(|(spec, _)| (spec, link.clone()));
-    let mut producer = CudaProducer::with_frames(ctx, import, (&cuda.ptx_cache, kernel), cuda.high_priority)?;
+    let user = kernel.map(|(spec, _)| UserKernelToLoad { spec, reload: link.clone() });
+    let to_load = KernelsToLoad { ptx_cache: &cuda.ptx_cache, user };
+    let mut producer = CudaProducer::with_frames(ctx, import, to_load, cuda.high_priority)?;
     if !waits.is_empty() {
         producer.host_waits = Some(HostWaits::Imported(host_waits(uuid, plan, waits)?));
     }
@@ -233,7 +234,7 @@ fn serve_cuda(channel: &Channel, produce: &Produce, offered: Offered, waits: Vec
     let injected = Injected::from_env()?;
     let job = Job { plan, control: Control::new(u64::MAX), inject: injected.0.clone() };
     let mut newest = None;
-    let outcome = render_frames(channel, &mut producer, (&job, &injected), (link.as_ref(), &mut newest))
+    let outcome = render_frames(channel, &mut producer, &job, &injected, link.as_ref(), &mut newest)
         .map_err(|e| e.context(what_failed(&produce.render, newest)));
     if producer.stream_failed() || outcome.is_err() {
         // Its stream may still hold a kernel that never ends: the process exit ends it.
@@ -261,15 +262,19 @@ fn host_waits(uuid: [u8; 16], plan: FramePlan, handles: Vec<OwnedFd>) -> Result<
     Ok(timelines)
 }
 
-/// Renders the frames the session sends until it says stop.
+/// Renders the frames the session sends until it says stop, with the
+/// faults `inject` names; a version that comes is published on `link`;
+/// `newest`: the newest frame begun.
 fn render_frames(
     channel: &Channel,
     producer: &mut CudaProducer,
-    (job, inject): (&Job, &Injected),
-    (link, newest): (Option<&ReloadLink>, &mut Option<u64>),
+    job: &Job,
+    inject: &Injected,
+    link: Option<&ReloadLink>,
+    newest: &mut Option<u64>,
 ) -> Result<()> {
     producer.bind()?;
-    let (timer, mut clock) = producer.clocks()?;
+    let mut clocks = producer.clocks()?;
     let (mut report, mut next) = (Report::default(), None);
     loop {
         let (g, spec) = match channel.recv::<ToChild>()? {
@@ -298,7 +303,7 @@ fn render_frames(
         inject.before(g);
         producer.host_wait(job, g)?;
         *newest = Some(g);
-        let resolved = producer.render(job, (g, &spec), (&timer, &mut clock), &mut report)?;
+        let resolved = producer.render(job, g, &spec, &mut clocks, &mut report)?;
         report.frames = g + 1;
         if let Some(t) = resolved {
             let g = g.saturating_sub(crate::drive::producer::cuda::EVENT_RING as u64);
@@ -312,7 +317,7 @@ fn render_frames(
     }
     producer.settle(&job.control, false)?;
     let resolved_from = report.frames.saturating_sub(crate::drive::producer::cuda::EVENT_RING as u64);
-    timer.finish(&mut report)?;
+    clocks.timer.finish(&mut report)?;
     for (g, t) in report.timings.iter().filter(|(g, _)| *g >= resolved_from) {
         channel.send(&FromChild::Timing {
             g: *g,

@@ -61,11 +61,20 @@ impl PlanWire {
     }
 
     /// Back to the core's types.
-    pub fn parts(&self) -> Result<(FramePlan, FrameDesc)> {
+    pub fn parts(&self) -> Result<PlannedFrames> {
         let plan = FramePlan::new(self.sync, self.images, self.base, self.total)?;
         let extent = ash::vk::Extent2D { width: self.size.0, height: self.size.1 };
-        Ok((plan, FrameDesc::new(extent).format(self.format).layout(self.layout)))
+        Ok(PlannedFrames { plan, desc: FrameDesc::new(extent).format(self.format).layout(self.layout) })
     }
+}
+
+/// The plan and the frames of an offer, as the core has them ([`PlanWire::parts`]).
+#[derive(Clone, Copy, Debug)]
+pub struct PlannedFrames {
+    /// Who waits for and signals which value, frame by frame.
+    pub plan: FramePlan,
+    /// The frames' size, format and layout.
+    pub desc: FrameDesc,
 }
 
 /// An offer and its handles, as made or as received.
@@ -126,7 +135,7 @@ impl Offered {
     /// shared frames of this offer's plan and frames (`SharedFrames::export`),
     /// on the device with this offer's UUID (a peer you trust to say so).
     pub unsafe fn into_exported(self) -> Result<ExportedFrames> {
-        let (plan, desc) = self.offer.frames.parts()?;
+        let PlannedFrames { plan, desc } = self.offer.frames.parts()?;
         let memory = self
             .memory
             .into_iter()

@@ -72,15 +72,29 @@ pub struct ChildProducer {
     arch: Option<String>,
 }
 
+/// What a producer's child is started with ([`ChildProducer::start`]).
+pub struct ChildStart<'a> {
+    /// The frames it renders into (exported to it).
+    pub shared: &'a Arc<SharedFrames>,
+    /// The UUID of the device they are on (the child opens the same one).
+    pub uuid: [u8; 16],
+    /// What it renders.
+    pub render: Render,
+    /// Each frame's scene, sent with the frame.
+    pub director: Arc<Director>,
+    /// The kernel's reload link, when the kernel reloads.
+    pub link: Option<ReloadLink>,
+    /// The faults to inject (tests only), for the child's environment.
+    pub inject: Vec<String>,
+    /// The frames the run is planned for.
+    pub total: u64,
+}
+
 impl ChildProducer {
-    /// Starts `command`, offers it `shared`'s frames (exported) to render
-    /// `render` on the device with `uuid`, and waits until it is ready.
-    pub fn start(
-        command: &ChildCommand,
-        (shared, uuid): (&Arc<SharedFrames>, [u8; 16]),
-        (render, director, link): (Render, Arc<Director>, Option<ReloadLink>),
-        (inject, total): (Vec<String>, u64),
-    ) -> Result<Self> {
+    /// Starts `command`, offers it `start`'s frames (exported) to render
+    /// what it says, and waits until it is ready.
+    pub fn start(command: &ChildCommand, start: ChildStart<'_>) -> Result<Self> {
+        let ChildStart { shared, uuid, render, director, link, inject, total } = start;
         let offered = Offered::export(shared, uuid, total)?;
         let relay = offered.timelines.is_empty();
         let ahead =
@@ -91,7 +105,7 @@ impl ChildProducer {
         };
         let (channel, theirs) = Channel::pair()?;
         let mut child = spawn(command, theirs, &inject)?;
-        let ready = offer_and_wait(&channel, &offered, (&render, &waits, command.validate));
+        let ready = offer_and_wait(&channel, &offered, &render, &waits, command.validate);
         let arch = match ready {
             Ok(arch) => arch,
             Err(e) => {
@@ -197,7 +211,7 @@ impl ChildProducer {
                         break;
                     }
                 };
-                let heard_it = hear(message, &job, &heard, relay.as_deref(), (&link, &arch));
+                let heard_it = hear(message, &job, &heard, relay.as_deref(), &link, &arch);
                 if let Err(e) = heard_it {
                     heard.error.lock().unwrap_or_else(|p| p.into_inner()).get_or_insert(format!("{e:#}"));
                     break;
@@ -212,13 +226,16 @@ impl ChildProducer {
     }
 }
 
-/// Acts on one message of the child; `relay`: the frames whose "rendered" this signals for it.
+/// Acts on one message of the child; `relay`: the frames whose "rendered"
+/// this signals for it; `link`: the kernel's reload link, told of a swap to
+/// a version compiled for `arch`.
 fn hear(
     message: FromChild,
     job: &Job,
     heard: &Heard,
     relay: Option<&SharedFrames>,
-    (link, arch): (&Option<ReloadLink>, &Option<String>),
+    link: &Option<ReloadLink>,
+    arch: &Option<String>,
 ) -> Result<()> {
     match message {
         FromChild::Produced { g } => {
@@ -258,11 +275,14 @@ fn hear(
 }
 
 /// Greets the child, offers it the frames, says what to render (and hands it
-/// the timelines it waits on), then waits (bounded) for it to be ready.
+/// the timelines it waits on), with the validation layer when `validate`,
+/// then waits (bounded) for it to be ready.
 fn offer_and_wait(
     channel: &Channel,
     offered: &Offered,
-    (render, waits, validate): (&Render, &[OwnedFd], bool),
+    render: &Render,
+    waits: &[OwnedFd],
+    validate: bool,
 ) -> Result<Option<String>> {
     channel.hello(READY_WITHIN).context("greeting the producer's process")?;
     offered.send(channel)?;

@@ -12,7 +12,7 @@ use anyhow::{bail, ensure, Context, Result};
 use ash::vk;
 
 use super::channel::{Channel, Received};
-use super::offer::Offered;
+use super::offer::{Offered, PlannedFrames};
 use super::wire::{FromChild, Produce, ToChild};
 use super::Injected;
 use crate::frames::gpu::vulkan_instance;
@@ -26,7 +26,7 @@ use vkcuda::Layout;
 /// Serves `offered`'s frames until the session says stop.
 pub(super) fn serve(channel: &Channel, produce: &Produce, offered: Offered) -> Result<()> {
     let Offered { offer, memory, timelines } = offered;
-    let (plan, desc) = offer.frames.parts()?;
+    let PlannedFrames { plan, desc } = offer.frames.parts()?;
     ensure!(
         desc.layout == Layout::Buffer && timelines.is_empty(),
         "the reference child writes buffer frames whose timelines the session signals (it was offered {desc} \

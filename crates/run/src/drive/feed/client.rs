@@ -14,7 +14,7 @@ use anyhow::{anyhow, bail, Context as _, Result};
 use cudarc::driver::{sys, CudaContext, CudaStream};
 
 use super::device::{DeviceStaging, Packer, Packing};
-use super::line::{Line, Made, Wait};
+use super::line::{Line, Made, Wait, WakePoint};
 use super::Mailbox;
 use crate::cuda::driver;
 use crate::frames::gpu::Gpu;
@@ -128,8 +128,8 @@ impl Feeder {
     }
 
     /// The point at which [`Feeder::ahead_done`] turns true, to wait for.
-    pub fn ahead_point(&self) -> (&Timeline, u64) {
-        (&self.packs.timeline, self.ahead())
+    pub fn ahead_point(&self) -> WakePoint<'_> {
+        WakePoint { timeline: &self.packs.timeline, value: self.ahead() }
     }
 
     /// Counts a slot pack just enqueued on `stream` (of this context,
@@ -187,7 +187,7 @@ impl Feeder {
 
     /// Makes the next frame of `feed` straight from `source`: packed on
     /// `stream` into the shared buffer once Vulkan has released it
-    /// ([`Line::make`]). Every frame waits for that until `give_up()`; newest
+    /// ([`Line::make`]). Every frame (`every`) waits for that until `give_up()`; newest
     /// wins waits until then or until a slot could take the frame at once
     /// ([`Feeder::slot_ready`]: [`Made::NotNow`]), so a caller whose own
     /// packs are behind still makes the next frame the moment its buffer is
@@ -203,7 +203,8 @@ impl Feeder {
         feed: &DeviceFeed,
         source: &Source,
         stream: sys::CUstream,
-        (every, give_up): (bool, &dyn Fn() -> bool),
+        every: bool,
+        give_up: &dyn Fn() -> bool,
     ) -> Result<Made> {
         self.ctx.bind_to_thread()?;
         let mut pack = |dst| {

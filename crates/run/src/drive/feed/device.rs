@@ -28,14 +28,14 @@ use std::sync::{Arc, Condvar, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use anyhow::{anyhow, Context as _, Result};
-use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream};
+use cudarc::driver::{sys, CudaContext, CudaFunction, CudaModule, CudaStream, LaunchConfig};
 
 use super::line::Line;
 use super::{check_size, Mailbox};
 use crate::cuda::driver;
 use crate::drive::producer::{FrameTiming, Job, Report};
 use crate::metrics::clock::now_ns;
-use crate::scene::kernels::cached_module;
+use crate::scene::kernels::{cached_module, KernelSource};
 use vkcuda::interop::{CudaFrames, SharedFrames};
 
 /// The packing kernel: any strides in, RGBA rows packed out.
@@ -277,8 +277,8 @@ unsafe impl Sync for Packer {}
 impl Packer {
     /// Compiles [`SOURCE`] with NVRTC for `ctx`'s device (or takes it from `cache_dir`) and loads it.
     pub fn load(ctx: &Arc<CudaContext>, cache_dir: &Path) -> Result<Self> {
-        let module =
-            cached_module(ctx, cache_dir, ("pack.cu", SOURCE)).context("loading the packing kernel")?;
+        let module = cached_module(ctx, cache_dir, KernelSource { name: "pack.cu", text: SOURCE })
+            .context("loading the packing kernel")?;
         let function = module.load_function("vk_pack").context("the packing kernel's entry")?;
         Ok(Self { _module: module, function })
     }
@@ -317,10 +317,14 @@ impl Packer {
             (&mut flag as *mut u64).cast(),
             (&mut id as *mut u64).cast(),
         ];
-        let grid = ((width as u32).div_ceil(16), (height as u32).div_ceil(16), 1);
+        let config = LaunchConfig {
+            grid_dim: ((width as u32).div_ceil(16), (height as u32).div_ceil(16), 1),
+            block_dim: (16, 16, 1),
+            shared_mem_bytes: 0,
+        };
         // SAFETY: the parameters match vk_pack's signature and outlive the call (cuLaunchKernel
         // copies them); the caller guarantees the stream and the memory.
-        unsafe { driver::launch(self.function.cu_function(), (grid, (16, 16, 1)), stream, &mut params) }
+        unsafe { driver::launch(self.function.cu_function(), config, stream, &mut params) }
             .context("launching the packing kernel")
     }
 }

@@ -28,7 +28,7 @@ impl FedProducer {
     /// The producer thread's loop: until the mailbox is closed and empty, or the run stops.
     pub fn run(self, job: &Job) -> Result<Report> {
         let control = &job.control;
-        let result = host_loop(job, (&self.shared, &self.staging), |_, pixels| {
+        let result = host_loop(job, &self.shared, &self.staging, |_, pixels| {
             let stop = || control.failed();
             let Some(frame) = self.mailbox.take(&stop) else { return Ok(None) };
             check_size(frame.len(), pixels.len())?;

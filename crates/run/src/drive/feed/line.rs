@@ -67,8 +67,25 @@ pub enum Wait<'a> {
         /// earlier pack has run): the wait ends there too. One long host wait
         /// for the first of the two sleeps; NVIDIA's driver (580) spins
         /// through short ones (docs/results/2026-11-26-show-direct).
-        wakes: Option<(&'a Timeline, u64)>,
+        wakes: Option<WakePoint<'a>>,
     },
+}
+
+/// A value of a timeline, to wake at when the timeline reaches it.
+#[derive(Clone, Copy)]
+pub struct WakePoint<'a> {
+    /// The timeline.
+    pub timeline: &'a Timeline,
+    /// The value.
+    pub value: u64,
+}
+
+/// A released buffer a frame must wait for ([`Maker::release_needed`]).
+struct Release {
+    /// The frames whose timeline says it.
+    shared: Arc<SharedFrames>,
+    /// The point Vulkan releases the buffer at.
+    point: TimelinePoint,
 }
 
 impl Wait<'_> {
@@ -85,7 +102,7 @@ impl Wait<'_> {
                     return Ok(Some(Made::NotNow));
                 }
                 match wakes {
-                    Some((other, at)) => timeline.wait_either(value, other, *at, CHECK)?,
+                    Some(w) => timeline.wait_either(value, w.timeline, w.value, CHECK)?,
                     None => timeline.wait_for(value, CHECK)?,
                 };
                 // Released or not, the caller looks again (under the lock).
@@ -343,7 +360,9 @@ impl Line {
                 }
                 continue;
             }
-            if let Some((shared, w)) = state.maker.as_ref().and_then(Maker::release_needed(state.next)) {
+            if let Some(Release { shared, point: w }) =
+                state.maker.as_ref().and_then(Maker::release_needed(state.next))
+            {
                 let timeline = &shared.timelines()[w.timeline];
                 if !timeline.wait_for(w.value, Duration::ZERO)? {
                     drop(state);
@@ -380,8 +399,8 @@ impl Line {
 impl Maker {
     /// For frame `g`: the shared frames and the point Vulkan must have
     /// released its buffer at, if it has been used before.
-    fn release_needed(g: u64) -> impl Fn(&Maker) -> Option<(Arc<SharedFrames>, TimelinePoint)> {
-        move |m| m.shared.plan().producer(g).wait.map(|w| (m.shared.clone(), w))
+    fn release_needed(g: u64) -> impl Fn(&Maker) -> Option<Release> {
+        move |m| m.shared.plan().producer(g).wait.map(|point| Release { shared: m.shared.clone(), point })
     }
 
     /// Lets the imports go once the caller's last frame has run.

@@ -20,7 +20,7 @@ use crate::drive::setup::{ConsumerSpec, PlanSpec, ProducerSpec, RunSpec};
 use crate::drive::sink::{PngSink, Reference};
 use crate::frames::consumer::ExtraSync;
 use crate::frames::gpu::Gpu;
-use crate::present::offscreen::Offscreen;
+use crate::present::offscreen::{Offscreen, OffscreenShape, OffscreenWork};
 use crate::present::readback::{Pixels, Readback, Shot};
 use crate::present::watch::{Watch, Watchers};
 use vkcuda::sync::SyncScheme;
@@ -93,19 +93,38 @@ pub fn fed_spec(feed: Feed) -> RunSpec {
     }
 }
 
-/// Starts the consumer thread of frames `desc` fed from `feed`, numbered
-/// from `first`, with timelines from `base`, counting in `progress` as it
-/// goes; the feed is closed when it ends.
+/// A fed run's feed, and what its consumer counts as it goes.
+#[derive(Clone)]
+pub struct Fed {
+    /// Where the frames come from.
+    pub feed: Feed,
+    /// What the consumer has consumed and written so far.
+    pub progress: Arc<Progress>,
+}
+
+/// Where a fed run starts: a run after another counts on from where that
+/// one ended.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct StartAt {
+    /// The number of its first frame (names its files).
+    pub first: u64,
+    /// The value its timelines start from ([`Ended::next_base`] of the run before).
+    pub base: u64,
+}
+
+/// Starts the consumer thread of frames `desc` fed from `fed`, numbered and
+/// with timelines as `at` says, counting in `fed`'s progress as it goes; the
+/// feed is closed when it ends.
 pub fn spawn(
     gpu: Arc<Gpu>,
     desc: FrameDesc,
-    (feed, progress): (Feed, Arc<Progress>),
+    fed: Fed,
     output: Output,
-    (first, base): (u64, u64),
+    at: StartAt,
 ) -> Result<JoinHandle<Result<Ended>>> {
     Ok(std::thread::Builder::new().name("vkcuda consumer".into()).spawn(move || {
-        let result = consume(&gpu, desc, (&feed, &progress), (first, base), &output);
-        feed.close();
+        let result = consume(&gpu, desc, &fed, at, &output);
+        fed.feed.close();
         result
     })?)
 }
@@ -113,20 +132,15 @@ pub fn spawn(
 /// The consumer thread: a session of frames `desc` fed from `feed`, every
 /// frame the producer makes consumed (copied, and read back when writing),
 /// then the session's end.
-fn consume(
-    gpu: &Gpu,
-    desc: FrameDesc,
-    (feed, progress): (&Feed, &Progress),
-    (first, base): (u64, u64),
-    output: &Output,
-) -> Result<Ended> {
+fn consume(gpu: &Gpu, desc: FrameDesc, fed: &Fed, at: StartAt, output: &Output) -> Result<Ended> {
+    let (Fed { feed, progress }, StartAt { first, base }) = (fed, at);
     let device = gpu.device.clone();
     let extent = desc.extent;
     let written = progress.written.clone();
     let sink = output
         .dir
         .as_ref()
-        .map(|dir| PngSink::counting(dir, output.workers, (Reference::None, Inject::default()), written));
+        .map(|dir| PngSink::counting(dir, output.workers, Reference::None, Inject::default(), written));
     let readback = match &sink {
         Some(sink) => {
             // A fed frame shows no scene: numbered from `first`, compared with nothing.
@@ -135,31 +149,33 @@ fn consume(
         }
         None => None,
     };
-    let mut offscreen = Offscreen::new(device.clone(), (desc, extent), (ConsumeKind::Copy, 1, 1), readback)?;
+    let shape = OffscreenShape { frame: desc, extent };
+    let work = OffscreenWork { kind: ConsumeKind::Copy, dump_every: 1, copies: 1 };
+    let mut offscreen = Offscreen::new(device.clone(), shape, work, readback)?;
     if let Some(watchers) = &output.watchers {
         offscreen.set_watch(Watch::new(device, desc.format, IN_FLIGHT, watchers.clone())?);
     }
     let mut session = Session::start(gpu, &fed_spec(feed.clone()), desc, base)?;
     // The copy may be a shader's, whose descriptor sets name the session's buffers.
-    let outcome = offscreen
-        .bind(session.frames())
-        .and_then(|()| follow(&mut session, &mut offscreen, (feed, progress)));
+    let outcome =
+        offscreen.bind(session.frames()).and_then(|()| follow(&mut session, &mut offscreen, feed, progress));
     let ended = session.end(&mut offscreen, outcome);
     let read = offscreen.finish();
     let sink = sink.map(|s| s.finish().with_readback(read)).unwrap_or_default();
-    let ((), stopped) = ended?;
+    let stopped = ended?.stopped;
     if let Some(e) = sink.error {
         bail!("{e}");
     }
     Ok(Ended { next_base: stopped.next_base, consumed: stopped.consumed, written: sink.written })
 }
 
-/// Consumes each frame once the producer has made it, until it has made its
-/// last, counting them in `progress`.
+/// Consumes each frame once the producer has made it into `mailbox`, until
+/// it has made its last, counting them in `progress`.
 fn follow(
     session: &mut Session,
     offscreen: &mut Offscreen,
-    (mailbox, progress): (&Feed, &Progress),
+    mailbox: &Feed,
+    progress: &Progress,
 ) -> Result<()> {
     // The device producer says when it made a frame; the host producer's is polled for.
     let told = matches!(mailbox, Feed::Device { .. });

@@ -34,7 +34,7 @@ impl CpuProducer {
     /// The producer thread's loop.
     pub fn run(self, job: &Job) -> Result<Report> {
         let format = self.shared.desc().format;
-        host_loop(job, (&self.shared, &self.staging), |g, pixels| {
+        host_loop(job, &self.shared, &self.staging, |g, pixels| {
             let spec = self.director.begin(g);
             let t0 = Instant::now();
             render_cpu_as(&spec.scene, &FrameArgs::new(&spec.scene, spec.tick), format, pixels, self.threads);
@@ -45,12 +45,14 @@ impl CpuProducer {
 
 /// The loop of a producer that signals from the host (the CPU producer and
 /// the staging baseline). For frame `g`: wait on the host until the consumer
-/// has uploaded staging buffer `g mod N` (frame g − N), let `render` fill it
+/// has uploaded `staging` buffer `g mod N` (frame g − N) into `shared`'s
+/// frame, let `render` fill it
 /// (returning its render time, or `None`: no more frames, the loop ends
 /// before frame g), then signal "rendered" from the host.
 pub(crate) fn host_loop(
     job: &Job,
-    (shared, staging): (&SharedFrames, &[Buffer]),
+    shared: &SharedFrames,
+    staging: &[Buffer],
     mut render: impl FnMut(u64, &mut [u8]) -> Result<Option<Duration>>,
 ) -> Result<Report> {
     let mut meter = CpuMeter::default();

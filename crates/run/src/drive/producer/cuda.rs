@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use cudarc::driver::{sys, CudaContext, CudaEvent, CudaStream};
 
 use super::{Control, FrameTiming, Job, Report, WakeOnPublish};
+use crate::base::size::Size;
 use crate::cuda::driver;
 use crate::diagnostics::inject::Fault;
 use crate::kernel::reload::{Compiled, ReloadLink};
@@ -45,7 +46,8 @@ fn load_new_version(user: &UserKernel, link: &ReloadLink, ctx: &Arc<CudaContext>
 /// Swaps the loaded version in, if there is one, from frame `g` on; the
 /// versions swapped out earlier are unloaded once their launches have ended.
 fn swap_loaded(
-    (user, stream): (&mut UserKernel, &CudaStream),
+    user: &mut UserKernel,
+    stream: &CudaStream,
     link: &ReloadLink,
     next: &mut Option<Loaded>,
     g: u64,
@@ -113,18 +115,45 @@ pub struct CudaProducer {
     pub host_waits: Option<HostWaits>,
 }
 
+/// The kernels a CUDA producer loads: the scene's, and the user's when one is given.
+pub struct KernelsToLoad<'a> {
+    /// Where the scene's compiled PTX is cached.
+    pub ptx_cache: &'a Path,
+    /// `--kernel`: the user's kernel, which runs instead of the scene's.
+    pub user: Option<UserKernelToLoad<'a>>,
+}
+
+/// The user's kernel, and its hot reload.
+pub struct UserKernelToLoad<'a> {
+    /// Its file, entry and parameters.
+    pub spec: &'a KernelSpec,
+    /// The viewer's hot reload: the versions compiled since, and where the
+    /// producer says which one runs.
+    pub reload: Option<ReloadLink>,
+}
+
+/// A loop's kernel timing ([`CudaProducer::clocks`]).
+pub(crate) struct Clocks {
+    /// The events around each frame's kernels.
+    pub timer: KernelTimer,
+    /// The time a live kernel is given for each frame.
+    pub clock: KernelClock,
+}
+
 impl CudaProducer {
     /// Imports the shared images and timelines into `ctx` (the core's
-    /// [`CudaFrames`]) and loads the kernels, to render what `director` says.
+    /// [`CudaFrames`]) and loads `kernels`, to render what `director` says
+    /// (on a high-priority stream when `high_priority`).
     pub fn new(
         ctx: Arc<CudaContext>,
-        (shared, director): (&Arc<SharedFrames>, Arc<Director>),
-        (ptx_cache, kernel): (&Path, Option<(&KernelSpec, Option<ReloadLink>)>),
+        shared: &Arc<SharedFrames>,
+        director: Arc<Director>,
+        kernels: KernelsToLoad<'_>,
         high_priority: bool,
     ) -> Result<Self> {
         let import =
             |ctx: Arc<CudaContext>, stream: Arc<CudaStream>| Ok(CudaFrames::import(ctx, shared, stream)?);
-        let mut this = Self::with_frames(ctx, import, (ptx_cache, kernel), high_priority)?;
+        let mut this = Self::with_frames(ctx, import, kernels, high_priority)?;
         this.director = Some(director);
         Ok(this)
     }
@@ -134,12 +163,13 @@ impl CudaProducer {
     pub(crate) fn with_frames(
         ctx: Arc<CudaContext>,
         import: impl FnOnce(Arc<CudaContext>, Arc<CudaStream>) -> Result<CudaFrames>,
-        (ptx_cache, kernel): (&Path, Option<(&KernelSpec, Option<ReloadLink>)>),
+        to_load: KernelsToLoad<'_>,
         high_priority: bool,
     ) -> Result<Self> {
+        let KernelsToLoad { ptx_cache, user } = to_load;
         let kernels = SceneKernels::load(&ctx, ptx_cache)?;
-        let user = match kernel {
-            Some((spec, link)) => {
+        let user = match user {
+            Some(UserKernelToLoad { spec, reload: link }) => {
                 let user =
                     UserKernel::load(&ctx, spec, link.as_ref().and_then(ReloadLink::last_good), ptx_cache)?;
                 if let Some(link) = &link {
@@ -155,9 +185,11 @@ impl CudaProducer {
             true => {
                 // The context is bound (by the imports above).
                 let priorities = driver::stream_priorities();
-                let (_, greatest) = priorities
-                    .or_else(|r| vkcuda::cuda::check(r, "cuCtxGetStreamPriorityRange").map(|()| (0, 0)))?;
-                ctx.new_stream_with_priority(greatest)
+                let priorities = priorities.or_else(|r| {
+                    let default = driver::StreamPriorities { least: 0, greatest: 0 };
+                    vkcuda::cuda::check(r, "cuCtxGetStreamPriorityRange").map(|()| default)
+                })?;
+                ctx.new_stream_with_priority(priorities.greatest)
             }
         }
         .context("cuStreamCreate")?;
@@ -177,9 +209,9 @@ impl CudaProducer {
     }
 
     /// The kernel timer and clock of a loop over frames (the context bound).
-    pub(crate) fn clocks(&self) -> Result<(KernelTimer, KernelClock)> {
+    pub(crate) fn clocks(&self) -> Result<Clocks> {
         let timer = KernelTimer::new(&self.ctx, &self.stream)?;
-        Ok((timer, KernelClock::new(self.user.as_ref().is_some_and(|(u, _)| u.live()))))
+        Ok(Clocks { timer, clock: KernelClock::new(self.user.as_ref().is_some_and(|(u, _)| u.live())) })
     }
 
     /// Loads a version published on its link, if there is one, to be swapped in
@@ -194,7 +226,7 @@ impl CudaProducer {
     pub(crate) fn take_new_version(&mut self, next: &mut Option<Loaded>, g: u64) -> Result<()> {
         self.load_new_version(next);
         if let Some((user, Some(link))) = &mut self.user {
-            swap_loaded((user, &self.stream), link, next, g)?;
+            swap_loaded(user, &self.stream, link, next, g)?;
         }
         Ok(())
     }
@@ -202,7 +234,7 @@ impl CudaProducer {
     /// The producer thread's loop.
     pub fn run(mut self, job: &Job) -> Result<Report> {
         self.bind()?;
-        let (timer, mut clock) = self.clocks()?;
+        let mut clocks = self.clocks()?;
         let director = self.director.clone().context("a producer of this process needs a director")?;
         let (mut report, mut meter) = (Report::default(), CpuMeter::default());
         let wake = WakeOnPublish::new(self.user.as_ref().and_then(|(_, link)| link.as_ref()), &job.control);
@@ -221,7 +253,7 @@ impl CudaProducer {
                 job.inject.producer_panic(g);
                 job.inject.producer_stall(g, || job.control.failed())?;
                 let spec = director.begin(g);
-                if let Some(t) = self.render(job, (g, &spec), (&timer, &mut clock), &mut report)? {
+                if let Some(t) = self.render(job, g, &spec, &mut clocks, &mut report)? {
                     job.control.set_render_time(t.render);
                 }
                 report.frames += 1;
@@ -236,7 +268,7 @@ impl CudaProducer {
             return Err(self.abandon(next, job, &result));
         }
         result?;
-        timer.finish(&mut report)?;
+        clocks.timer.finish(&mut report)?;
         Ok(report)
     }
 
@@ -278,20 +310,22 @@ impl CudaProducer {
     pub(crate) fn render(
         &self,
         job: &Job,
-        (g, spec): (u64, &FrameSpec),
-        (timer, clock): (&KernelTimer, &mut KernelClock),
+        g: u64,
+        spec: &FrameSpec,
+        clocks: &mut Clocks,
         report: &mut Report,
     ) -> Result<Option<FrameTiming>> {
+        let Clocks { timer, clock } = clocks;
         let target = self.frames.begin(g)?;
         let resolved = timer.start(g, &self.stream, report)?;
         let args = FrameArgs::new(&spec.scene, spec.tick);
         let out = Out::shared(target, self.format);
         match &self.user {
             Some((user, _)) => {
-                let size = (spec.scene.width, spec.scene.height);
+                let size = Size { width: spec.scene.width, height: spec.scene.height };
                 // The run's frame number (global with --shard): the animation's tick.
                 let index = u64::from(spec.tick);
-                user.launch(&self.stream, out, size, (index, clock.at(index), spec.pointer))?
+                user.launch(&self.stream, out, size, index, clock.at(index), spec.pointer)?
             }
             None => self.kernels.launch(&self.stream, &spec.scene, &args, out)?,
         }

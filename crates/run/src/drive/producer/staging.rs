@@ -72,12 +72,15 @@ pub struct StagingProducer {
 }
 
 impl StagingProducer {
-    /// Allocates one frame of device and pinned memory of `bytes` and loads the kernels.
+    /// Allocates one frame of device and pinned memory of `bytes`, to render
+    /// with `kernels` what `director` says into `staging`, which the consumer
+    /// uploads into `shared`'s frames.
     pub fn new(
         ctx: Arc<CudaContext>,
         kernels: SceneKernels,
         bytes: usize,
-        (shared, staging): (Arc<SharedFrames>, Arc<Vec<Buffer>>),
+        shared: Arc<SharedFrames>,
+        staging: Arc<Vec<Buffer>>,
         director: Arc<Director>,
     ) -> Result<Self> {
         let memory = Memory::new(ctx.clone(), bytes)?;
@@ -93,7 +96,7 @@ impl StagingProducer {
         let (start, end) = (self.ctx.new_event(timing)?, self.ctx.new_event(timing)?);
         let anchor = EventAnchor::new(&self.ctx, &self.stream)?;
         let format = self.shared.desc().format;
-        host_loop(job, (&self.shared, &self.staging), |g, pixels| {
+        host_loop(job, &self.shared, &self.staging, |g, pixels| {
             let spec = self.director.begin(g);
             ensure!(self.memory.bytes >= pixels.len(), "staging memory too small");
             start.record(&self.stream)?;

@@ -45,11 +45,11 @@ impl Drop for Scratch {
 
 /// Whether this runs as root (a test of another uid needs it). Not root is a
 /// failure that says so, never a silent pass: CI and the dev machine are root;
-/// elsewhere skip it by name (`-- --skip share::tests::`).
+/// elsewhere skip it by name (cargo test's skip option).
 pub(super) fn root(what: &str) -> bool {
     assert!(
         rustix::process::geteuid().is_root(),
-        "{what} needs root (to run a process as uid 65534): run as root, or skip it with --skip"
+        "{what} needs root (to run a process as uid 65534): run the tests as root, or skip this one by name"
     );
     true
 }
