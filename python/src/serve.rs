@@ -132,7 +132,7 @@ impl WatchClient {
     /// A new client of `view`'s hub; `None` when it has as many as it takes.
     pub fn join(view: &View) -> Option<Self> {
         let hub = &view.shared.hub;
-        let (id, _) = hub.join()?;
+        let id = hub.join()?.id;
         Some(Self { hub: hub.clone(), input: view.input.clone(), id })
     }
 }

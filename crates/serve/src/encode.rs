@@ -173,8 +173,8 @@ pub fn png(rgba: &[u8], size: ash::vk::Extent2D) -> Result<Vec<u8>> {
 }
 
 /// JPEG of RGBA8 rows (the tests' and the examples' frames).
-pub fn jpeg_of_rgba(rgba: &[u8], (w, h): (u32, u32), quality: u8) -> Result<Vec<u8>> {
-    let (width, height) = (w as usize, h as usize);
+pub fn jpeg_of_rgba(rgba: &[u8], size: ash::vk::Extent2D, quality: u8) -> Result<Vec<u8>> {
+    let (width, height) = (size.width as usize, size.height as usize);
     let image = turbojpeg::Image { pixels: rgba, width, pitch: width * 4, height, format: PixelFormat::RGBA };
     Ok(turbojpeg::compress(image, i32::from(quality.clamp(1, 100)), Subsamp::Sub2x2)?.to_vec())
 }

@@ -447,6 +447,14 @@ pub struct Hub {
     sent: AtomicU64,
 }
 
+/// A client let in: its id, and the notification its frames come with.
+pub struct Joined {
+    /// The client's id, for every later call.
+    pub id: u64,
+    /// Notified when a frame for it is ready.
+    pub wake: Arc<Notify>,
+}
+
 impl Hub {
     /// A hub with `workers` encoder threads.
     pub fn new(workers: usize) -> Arc<Self> {
@@ -484,9 +492,8 @@ impl Hub {
         self.state().clients.get_mut(&id).map(f)
     }
 
-    /// A new client (no canvas yet), its id and the notification its frames come with;
-    /// `None` when `MAX_CLIENTS` (32) are connected.
-    pub fn join(&self) -> Option<(u64, Arc<Notify>)> {
+    /// A new client (no canvas yet); `None` when `MAX_CLIENTS` (32) are connected.
+    pub fn join(&self) -> Option<Joined> {
         let mut s = self.state();
         if s.clients.len() >= MAX_CLIENTS {
             return None;
@@ -494,7 +501,7 @@ impl Hub {
         s.joined += 1;
         let (id, wake) = (s.joined, Arc::new(Notify::new()));
         s.clients.insert(id, Client::new(wake.clone()));
-        Some((id, wake))
+        Some(Joined { id, wake })
     }
 
     /// The client left: what it holds goes.
@@ -850,7 +857,7 @@ mod tests {
     }
 
     fn client(hub: &Hub, mode: Mode) -> u64 {
-        let (id, _) = hub.join().unwrap();
+        let id = hub.join().unwrap().id;
         hub.set_mode(id, mode);
         hub.set_rate(id, 0.0);
         hub.set_canvas(id, SIZE);
@@ -921,7 +928,7 @@ mod tests {
     #[test]
     fn before_the_link_is_measured_two_frames_go_and_newest_wins() {
         let hub = Hub::new(1);
-        let (id, _) = hub.join().unwrap();
+        let id = hub.join().unwrap().id;
         hub.set_rate(id, 0.0);
         assert!(hub.wanted(0).is_empty(), "no canvas yet, no frame");
         hub.set_canvas(id, SIZE);
@@ -1101,7 +1108,7 @@ mod tests {
     #[test]
     fn at_most_max_clients_and_a_stopped_run_frees_them() {
         let hub = Hub::new(1);
-        let ids: Vec<u64> = (0..MAX_CLIENTS).map(|_| hub.join().unwrap().0).collect();
+        let ids: Vec<u64> = (0..MAX_CLIENTS).map(|_| hub.join().unwrap().id).collect();
         assert!(hub.join().is_none());
         hub.set_canvas(ids[0], SIZE);
         hub.set_mode(ids[0], Mode::Raw);

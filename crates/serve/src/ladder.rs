@@ -678,7 +678,10 @@ mod tests {
         let (mut q80, mut modelled) = (0.0, [0.0; 3]);
         for tick in (0..12).map(|i| i * 97) {
             render_cpu_as(&scene, &FrameArgs::new(&scene, tick), Format::Rgba8, &mut rgba, 4);
-            let size = |q| crate::encode::jpeg_of_rgba(&rgba, (w, h), q).unwrap().len() as f64;
+            let size = |q| {
+                crate::encode::jpeg_of_rgba(&rgba, vk::Extent2D { width: w, height: h }, q).unwrap().len()
+                    as f64
+            };
             q80 += size(80);
             for (m, q) in modelled.iter_mut().zip(qualities) {
                 *m += size(q) / jpeg_weight(q);

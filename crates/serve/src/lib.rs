@@ -29,7 +29,7 @@ pub(crate) mod view;
 pub mod vp8;
 
 pub use address::{Address, Bound, ServeError};
-pub use hub::Hub;
+pub use hub::{Hub, Joined};
 pub use protocol::Controls;
 pub use server::Server;
 pub use view::View;

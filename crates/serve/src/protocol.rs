@@ -490,7 +490,7 @@ mod tests {
             assert!(sent.iter().any(|(st, sf)| st == t && sf == fields), "no page sends {t} with {fields:?}");
         }
         let hub = Hub::new(1);
-        let (id, _) = hub.join().unwrap();
+        let id = hub.join().unwrap().id;
         let controls = Seen::default();
         for m in PAGE_SENDS {
             let parsed: FromPage = serde_json::from_str(m).unwrap_or_else(|e| panic!("{m}: {e}"));

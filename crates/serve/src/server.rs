@@ -275,7 +275,7 @@ async fn stream(State(app): State<App>, headers: HeaderMap, upgrade: WebSocketUp
     if !same_origin(&headers) {
         return (StatusCode::FORBIDDEN, "forbidden: another site's page").into_response();
     }
-    let Some((id, wake)) = app.hub.join() else {
+    let Some(crate::hub::Joined { id, wake }) = app.hub.join() else {
         return (StatusCode::SERVICE_UNAVAILABLE, "too many viewers").into_response();
     };
     let hub = app.hub.clone();

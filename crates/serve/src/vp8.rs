@@ -212,7 +212,7 @@ impl Vp8 {
             );
         }
         let (w, h) = (self.extent.width, self.extent.height);
-        let floor = self.guard.floor(&planes[..layout.u], layout.y_stride, (w as usize, h as usize), cap);
+        let floor = self.guard.floor(&planes[..layout.u], layout.y_stride, w as usize, h as usize, cap);
         self.set_finest(if key { FINEST_QUANTIZER } else { floor })?;
         let mut image = MaybeUninit::<vpx_image_t>::zeroed();
         // SAFETY: `planes` holds the frame (checked above) and outlives the encode below, which

@@ -617,7 +617,11 @@ fn weights(args: &[String]) {
         for t in 0..n {
             let mut f = vec![0u8; w * h * 4];
             render_cpu_as(&scene, &FrameArgs::new(&scene, (t * step) as u32), Format::Rgba8, &mut f, 16);
-            let size = |q| jpeg_of_rgba(&f, (w as u32, h as u32), q).expect("JPEG").len() as f64;
+            let size = |q| {
+                jpeg_of_rgba(&f, ash::vk::Extent2D { width: w as u32, height: h as u32 }, q)
+                    .expect("JPEG")
+                    .len() as f64
+            };
             let q80 = size(80);
             q80s.push(q80);
             for ((sum, r), &q) in sums.iter_mut().zip(ratios.iter_mut()).zip(&qualities) {
@@ -664,7 +668,8 @@ fn dump(args: &[String]) {
         writeln!(y4m, "FRAME").expect("y4m");
         y4m.write_all(&i420(f, false)).expect("y4m");
         raw.write_all(f).expect("rgba");
-        let jpeg = jpeg_of_rgba(f, (W as u32, H as u32), 80).expect("JPEG");
+        let jpeg =
+            jpeg_of_rgba(f, ash::vk::Extent2D { width: W as u32, height: H as u32 }, 80).expect("JPEG");
         let back = turbojpeg::decompress(&jpeg, turbojpeg::PixelFormat::RGBA).expect("decoded");
         (bytes, psnr) = (bytes + jpeg.len() as f64, psnr + psnr_rgb(&back.pixels, f));
     }

@@ -61,10 +61,10 @@ pub struct Guard {
 
 impl Guard {
     /// Measures the frame about to be encoded (its luma plane, `stride` bytes a
-    /// row, `width`x`rows`), and returns the finest quantizer at which it is
+    /// row, `width` pixels by `rows`), and returns the finest quantizer at which it is
     /// expected to take at most `cap` bytes (the finest, [`super::FINEST_QUANTIZER`]:
     /// no floor, nothing learned yet).
-    pub fn floor(&mut self, luma: &[u8], stride: usize, (width, rows): (usize, usize), cap: f64) -> u32 {
+    pub fn floor(&mut self, luma: &[u8], stride: usize, width: usize, rows: usize, cap: f64) -> u32 {
         self.measure = self.sample(luma, stride, width, rows);
         let Some(scale) = self.scale else { return super::FINEST_QUANTIZER };
         let cost = scale * self.measure.powf(DETAIL_POWER);
