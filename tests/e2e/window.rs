@@ -958,22 +958,30 @@ fn register_stalls(tests: &mut Tests) {
                 move || window_stall_test(mode, &["--inject", "producer-stall@5"], end, needle),
             ));
         }
-        let needle = match end {
+        // The kernel in the viewer's process, and in a child (`--kernel`'s default):
+        // each stop says what it left behind, in its own words.
+        let stuck = match end {
             End::GiveUp => gives_up,
             _ => "a kernel is still running on the CUDA stream (the run gave up on it",
         };
-        tests.push(gated(
-            &format!("cuda_window_endless_kernel_{}", end.name()),
-            || no_nvidia().or_else(no_x_tools),
-            move || {
-                window_stall_test(
-                    &["--producer", "cuda"],
-                    &["--kernel", "tests/kernels/endless.cu"],
-                    end,
-                    needle,
-                )
-            },
-        ));
+        let killed = match end {
+            End::GiveUp => gives_up,
+            _ => "the producer's process did not finish its frames (a kernel that does not end?): killed it",
+        };
+        for (name, place, needle) in [("", "same", stuck), ("child_", "child", killed)] {
+            tests.push(gated(
+                &format!("cuda_window_endless_kernel_{name}{}", end.name()),
+                || no_nvidia().or_else(no_x_tools),
+                move || {
+                    window_stall_test(
+                        &["--producer", "cuda", "--producer-process", place],
+                        &["--kernel", "tests/kernels/endless.cu"],
+                        end,
+                        needle,
+                    )
+                },
+            ));
+        }
     }
     tests.push(gated("cuda_window_faulting_kernel", || no_nvidia().or_else(no_x_tools), window_fault_test));
 }
