@@ -192,9 +192,7 @@ mod tests {
 
     #[test]
     fn a_folder_of_another_user_is_refused() {
-        if !super::super::tests::root("a folder of another user") {
-            return;
-        }
+        super::super::tests::require_root("a folder of another user");
         let scratch = Scratch::new("owner");
         let dir = ShareDir::at(scratch.path()).expect("a share folder");
         std::os::unix::fs::chown(dir.path(), Some(65534), Some(65534)).expect("chown");

@@ -43,15 +43,14 @@ impl Drop for Scratch {
     }
 }
 
-/// Whether this runs as root (a test of another uid needs it). Not root is a
-/// failure that says so, never a silent pass: CI and the dev machine are root;
-/// elsewhere skip it by name (cargo test's skip option).
-pub(super) fn root(what: &str) -> bool {
+/// Fails unless this runs as root (a test of another uid needs it): not root
+/// is a failure that says so, never a silent pass. CI and the dev machine are
+/// root; elsewhere skip it by name (cargo test's skip option).
+pub(super) fn require_root(what: &str) {
     assert!(
         rustix::process::geteuid().is_root(),
         "{what} needs root (to run a process as uid 65534): run the tests as root, or skip this one by name"
     );
-    true
 }
 
 fn name(name: &str) -> ShareName {
@@ -192,9 +191,7 @@ fn a_malformed_handshake_closes_that_peer_and_the_door_lets_in_the_next() {
 
 #[test]
 fn a_peer_of_another_uid_is_refused_and_the_next_let_in() {
-    if !root("a peer of another uid") {
-        return;
-    }
+    require_root("a peer of another uid");
     let scratch = Scratch::new("uid");
     let dir = ShareDir::at(scratch.path()).expect("a share folder");
     let share = name("mine");
